@@ -1,0 +1,37 @@
+/* cumemtrace.h - optional API for programs traced by libcumemtrace.so.
+ *
+ * Nothing here is needed to trace a program: LD_PRELOAD=libcumemtrace.so is
+ * enough. These calls let a program ask for a snapshot or mark a point in its
+ * run (an iteration, a phase). From Python:
+ *
+ *     import ctypes
+ *     lib = ctypes.CDLL(None)                  # the preloaded library
+ *     lib.cumemtrace_mark(b"epoch 3")
+ *     lib.cumemtrace_snapshot(b"/tmp/snap-%p")
+ *
+ * All functions are safe to call from any thread. */
+#ifndef CUMEMTRACE_H
+#define CUMEMTRACE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library's version, e.g. "0.1.0". */
+const char *cumemtrace_version(void);
+
+/* Write a report of what is live now to `path` (a template like
+ * CUMEMTRACE_OUTPUT: %p pid, %r rank, %h host; the formats of
+ * CUMEMTRACE_FORMAT are added as extensions). NULL uses CUMEMTRACE_OUTPUT
+ * with "-snapshot-N" appended. Returns 0, or -1 if nothing could be written. */
+int cumemtrace_snapshot(const char *path);
+
+/* Mark a point in the run with a label (copied, up to 63 bytes). Marks are
+ * listed in reports with the live bytes at that moment. */
+void cumemtrace_mark(const char *label);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,154 @@
+/* hooks.c - what the generated wrappers tell the core, and the runtime label.
+ *
+ * The runtime label: a runtime wrapper sets it on its thread for the length of
+ * the real call; the first driver wrapper that records something during that
+ * call takes it, so the block is recorded once (at the driver level) under the
+ * name the program used (cudaMalloc rather than cuMemAlloc_v2). */
+#include <errno.h>
+
+#include "config.h"
+#include "preload.h"
+
+static __thread struct runtime_label label = {-1, 0};
+
+struct runtime_label runtime_label_push(int api)
+{
+    struct runtime_label previous = label;
+    label.api = api;
+    label.used = 0;
+    return previous;
+}
+
+int runtime_label_pop(struct runtime_label previous)
+{
+    int used = label.used;
+    label = previous;
+    return used;
+}
+
+/* Every wrapper counts its call; the first one also starts the tracer. */
+void hook_call(int api)
+{
+    preload_init();
+    tracker_count_call(api);
+}
+
+/* The name to record: the runtime entry in progress if any, else our own. */
+static int take_label(int api)
+{
+    if (label.api >= 0 && !label.used && api != label.api) {
+        label.used = 1;
+        return label.api;
+    }
+    return api;
+}
+
+static int resolve_device(int device, int *context)
+{
+    int current_device = -1;
+    *context = context_current(&current_device);
+    return device == DEVICE_OF_CONTEXT ? current_device : device;
+}
+
+void hook_alloc(int api, int kind, uint64_t value, uint64_t size, uint64_t handle, int device)
+{
+    preload_init();
+    if (!config.enabled || value == 0)
+        return;
+    int saved_errno = errno;
+    struct allocation a;
+    a.value = value;
+    a.size = size;
+    a.handle = handle;
+    a.device = resolve_device(device, &a.context);
+    a.kind = kind;
+    a.api = take_label(api);
+    tracker_alloc(&a);
+    errno = saved_errno;
+}
+
+void hook_failure(int api, int kind, uint64_t size, int code, int oom, int device)
+{
+    preload_init();
+    if (!config.enabled)
+        return;
+    int saved_errno = errno;
+    struct allocation a = {0};
+    a.size = size;
+    a.device = resolve_device(device, &a.context);
+    a.kind = kind;
+    a.api = take_label(api);
+    tracker_failure(&a, code, oom);
+    errno = saved_errno;
+}
+
+int hook_take(uint64_t value, int space, struct block *saved)
+{
+    if (value == 0 || !tracker_enabled())
+        return 0;
+    int saved_errno = errno;
+    int taken = tracker_take(value, space, saved);
+    errno = saved_errno;
+    return taken;
+}
+
+/* Only blocks a runtime wrapper recorded itself; the driver takes the rest. */
+int hook_take_runtime(uint64_t value, int space, struct block *saved)
+{
+    if (value == 0 || !tracker_has_runtime_blocks())
+        return 0;
+    return tracker_take_if(value, space, BLOCK_FROM_RUNTIME, saved);
+}
+
+void hook_take_range(int space, uint64_t start, uint64_t size)
+{
+    if (!tracker_enabled())
+        return;
+    int saved_errno = errno;
+    tracker_take_range(space, start, size);
+    errno = saved_errno;
+}
+
+uint64_t pitch_bytes(int ok, const size_t *pitch, size_t width, size_t rows)
+{
+    return (uint64_t)(ok ? *pitch : width) * rows;
+}
+
+static unsigned format_bytes_per_element(CUarray_format format)
+{
+    switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+        return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+        return 2;
+    default:
+        return 4;
+    }
+}
+
+/* Bytes of an array (all mipmap levels): an estimate, since the driver pads
+ * and tiles arrays as it likes; the driver's own figure is not queryable. */
+uint64_t array_bytes(CUarray_format format, unsigned channels, size_t width, size_t height,
+                     size_t depth, unsigned levels)
+{
+    uint64_t total = 0;
+    uint64_t element = (uint64_t)format_bytes_per_element(format) * (channels ? channels : 1);
+    if (levels == 0)
+        levels = 1;
+    for (unsigned level = 0; level < levels; level++) {
+        total += element * (width ? width : 1) * (height ? height : 1) * (depth ? depth : 1);
+        width = width > 1 ? width / 2 : 1;
+        height = height > 1 ? height / 2 : height;
+        depth = depth > 1 ? depth / 2 : depth;
+    }
+    return total;
+}
+
+uint64_t channel_bytes(const struct cudaChannelFormatDesc *desc)
+{
+    int bits = desc->x + desc->y + desc->z + desc->w;
+    return bits > 0 ? (uint64_t)(bits + 7) / 8 : 1;
+}

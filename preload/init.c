@@ -1,0 +1,75 @@
+/* init.c - start-up of the preloaded library.
+ *
+ * Everything is lazy: nothing happens until the first CUDA memory event, so a
+ * process that never uses CUDA (a shell, a compiler started by the traced
+ * program) is not touched at all: no settings read, no message, no handler.
+ * The first event calls preload_init(), which does its work once. */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "preload.h"
+#include "stacks.h"
+
+struct own_range {
+    uintptr_t inside, low, high;
+};
+
+static int find_own_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct own_range *own = data;
+    uintptr_t low = UINTPTR_MAX, high = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (start < low)
+            low = start;
+        if (start + ph->p_memsz > high)
+            high = start + ph->p_memsz;
+    }
+    if (own->inside >= low && own->inside < high) {
+        own->low = low;
+        own->high = high;
+        return 1;
+    }
+    return 0;
+}
+
+static void after_fork_child(void)
+{
+    context_after_fork();
+    tracker_fork_child();
+}
+
+static void init_once(void)
+{
+    tracker_init();
+    tracker_set_api_names(entry_names, API_COUNT);
+    tracker_set_memory_info(context_memory_info);
+    struct own_range own = {(uintptr_t)&find_own_range, 0, 0};
+    if (dl_iterate_phdr(find_own_range, &own))
+        stack_set_skip_range(own.low, own.high);
+    pthread_atfork(tracker_fork_prepare, tracker_fork_parent, after_fork_child);
+    log_debug("cumemtrace %s active in pid %d (%d entry points)", CUMEMTRACE_VERSION,
+              (int)getpid(), API_COUNT);
+}
+
+void preload_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_once);
+}
+
+/* Exit without atexit handlers having run (e.g. the program called exit
+ * before any CUDA event registered ours, then made CUDA calls from other
+ * atexit handlers): the destructor is the last chance. */
+__attribute__((destructor)) static void cumemtrace_stop(void)
+{
+    tracker_report_at_exit();
+}

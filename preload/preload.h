@@ -1,0 +1,107 @@
+/* preload.h - shared declarations of the interposition layer.
+ *
+ * The layer is thin: wrappers generated from entrypoints.h call the real CUDA
+ * function and tell the core (src/tracker.h) what happened. This header gives
+ * them the entry table, the real-function slots, and the small helpers that
+ * need CUDA types (context -> device, array sizes). */
+#ifndef CUMEMTRACE_PRELOAD_H
+#define CUMEMTRACE_PRELOAD_H
+
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "names.h"
+#include "registry.h"
+#include "tracker.h"
+
+/* cuda.h maps cuGetProcAddress to cuGetProcAddress_v2; we define both. */
+#undef cuGetProcAddress
+
+#define PUBLIC __attribute__((visibility("default")))
+
+/* Which default-stream flavour a driver symbol is (see entrypoints.h). */
+enum flavour { ANY, LEGACY, PER_THREAD };
+
+#define DEVICE_OF_CONTEXT (-2)
+#define DEVICE_NONE (-1)
+
+enum api {
+#define DRIVER_ALLOC(symbol, ...) API_##symbol,
+#define DRIVER_FREE(symbol, ...) API_##symbol,
+#define DRIVER_UNMAP(symbol, ...) API_##symbol,
+#define DRIVER_CALL(symbol, ...) API_##symbol,
+#define DRIVER_LOOKUP(symbol, ...) API_##symbol,
+#define RUNTIME_ALLOC(symbol, ...) API_##symbol,
+#define RUNTIME_FREE(symbol, ...) API_##symbol,
+#define RUNTIME_CALL(symbol, ...) API_##symbol,
+#include "entrypoints.h"
+    API_COUNT
+};
+
+/* A prototype for every wrapper (some are declared by the CUDA headers only
+ * under per-thread-stream builds, and cuGetProcAddress v1 not at all). */
+#define DRIVER_ALLOC(symbol, base, version, flavour, params, ...) CUresult symbol params;
+#define DRIVER_FREE DRIVER_ALLOC
+#define DRIVER_UNMAP DRIVER_ALLOC
+#define DRIVER_CALL DRIVER_ALLOC
+#define RUNTIME_ALLOC(symbol, params, ...) cudaError_t symbol params;
+#define RUNTIME_FREE RUNTIME_ALLOC
+#define RUNTIME_CALL RUNTIME_ALLOC
+#include "entrypoints.h"
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status);
+
+struct entry {
+    const char *symbol;     /* exported name */
+    const char *base;       /* name given to cuGetProcAddress; NULL for runtime */
+    int version;            /* lowest cudaVersion that maps base to symbol */
+    int flavour;
+    void *wrapper;          /* our function */
+};
+extern const struct entry entries[API_COUNT];
+extern const char *const entry_names[API_COUNT];
+
+/* real.c: the real functions behind the wrappers. */
+void preload_init(void);
+void *real_dlsym(void *handle, const char *name);
+void *real_function(int api);                 /* NULL if it cannot be found */
+void real_offer(int api, void *function);     /* a real pointer seen by a lookup */
+void *real_driver_symbol(const char *name);   /* any libcuda function, unwrapped */
+int entry_by_symbol(const char *name);        /* -1 if not ours */
+int entry_for_lookup(const char *base, int version, uint64_t flags, int *name_known);
+CUresult driver_unresolved(int api);
+cudaError_t runtime_unresolved(int api);
+
+/* hooks.c: what the generated wrappers call. */
+void hook_call(int api);
+void hook_alloc(int api, int kind, uint64_t value, uint64_t size, uint64_t handle, int device);
+void hook_failure(int api, int kind, uint64_t size, int code, int oom, int device);
+int hook_take(uint64_t value, int space, struct block *saved);
+void hook_take_range(int space, uint64_t start, uint64_t size);
+struct runtime_label {
+    int api;                /* runtime entry point in progress, -1: none */
+    int used;               /* a driver wrapper recorded under this label */
+};
+struct runtime_label runtime_label_push(int api);   /* returns the one it replaces */
+int runtime_label_pop(struct runtime_label previous); /* 1 if a driver wrapper used it */
+int hook_take_runtime(uint64_t value, int space, struct block *saved);
+uint64_t pitch_bytes(int ok, const size_t *pitch, size_t width, size_t rows);
+uint64_t array_bytes(CUarray_format format, unsigned channels, size_t width, size_t height,
+                     size_t depth, unsigned levels);
+uint64_t channel_bytes(const struct cudaChannelFormatDesc *desc);
+
+/* context.c: contexts, their devices, and their teardown. */
+int context_current(int *device);             /* interned context, 0 if none */
+int device_of_location(const CUmemAllocationProp *prop);
+int device_of_vmm_handle(CUmemGenericAllocationHandle handle);
+int context_destroyed(CUresult result, CUcontext ctx);
+int context_primary_retained(CUresult result, CUcontext *ctx, CUdevice device);
+int context_primary_reset(CUresult result, CUdevice device);
+int context_primary_released(CUresult result, CUdevice device);
+int context_memory_info(int device, uint64_t *free_bytes, uint64_t *total_bytes);
+void context_after_fork(void);
+
+#endif

@@ -1,0 +1,37 @@
+#!/bin/sh
+# setup.sh - install what cumemtrace needs (Debian/Ubuntu) and build it.
+#
+#   scripts/setup.sh [BUILD_DIR] [cmake options...]
+#
+# Needs the CUDA toolkit's headers (found through nvcc, CUDAToolkit_ROOT or
+# /usr/local/cuda). Installs libunwind, uthash, pkg-config, cmake and the
+# Python JSON-schema checker with apt-get when run as root and they are missing.
+set -eu
+cd "$(dirname "$0")/.."
+build=${1:-build}
+[ $# -gt 0 ] && shift
+
+packages="cmake gcc make pkg-config libunwind-dev uthash-dev python3 python3-jsonschema libdw1"
+missing=""
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "setup: installing$missing"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    else
+        echo "setup: please install:$missing" >&2
+        exit 1
+    fi
+fi
+
+if [ ! -e /usr/local/cuda/include/cuda.h ] && ! command -v nvcc >/dev/null && [ -z "${CUDAToolkit_ROOT:-}" ]; then
+    echo "setup: the CUDA toolkit's headers are needed (set CUDAToolkit_ROOT)" >&2
+    exit 1
+fi
+root=${CUDAToolkit_ROOT:-/usr/local/cuda}
+cmake -S . -B "$build" -DCUDAToolkit_ROOT="$root" "$@" >/dev/null
+cmake --build "$build" -j "$(nproc)" >/dev/null
+echo "setup: built $build/libcumemtrace.so"

@@ -1,0 +1,41 @@
+/* api.c - the public cumemtrace_* functions (include/cumemtrace.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "cumemtrace.h"
+#include "report.h"
+#include "tracker.h"
+
+#define PUBLIC __attribute__((visibility("default")))
+
+PUBLIC const char *cumemtrace_version(void)
+{
+    return CUMEMTRACE_VERSION;
+}
+
+PUBLIC int cumemtrace_snapshot(const char *path)
+{
+    static int snapshots;
+    char template_[sizeof(config.output)];
+    tracker_init();
+    if (path) {
+        if (strlen(path) >= sizeof(template_))
+            return -1;
+        strcpy(template_, path);
+    } else {
+        snprintf(template_, sizeof(template_), "%.480s-snapshot-%d", config.output,
+                 __atomic_add_fetch(&snapshots, 1, __ATOMIC_RELAXED));
+    }
+    int entered = tracker_enter();
+    int result = report_write_to("snapshot", template_);
+    if (entered)
+        tracker_leave();
+    return result;
+}
+
+PUBLIC void cumemtrace_mark(const char *label)
+{
+    tracker_init();
+    tracker_mark(label ? label : "");
+}

@@ -1,0 +1,62 @@
+/* arena.c - mmap-backed pages and slabs (see arena.h). */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "arena.h"
+
+#define SLAB_CHUNK (1u << 20)
+
+void *pages_alloc(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void pages_free(void *p, size_t bytes)
+{
+    if (p)
+        munmap(p, bytes);
+}
+
+void *pages_grow(void *p, size_t old_bytes, size_t new_bytes)
+{
+    if (!p)
+        return pages_alloc(new_bytes);
+    void *q = mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+}
+
+void slab_init(struct slab *slab, size_t item_size)
+{
+    memset(slab, 0, sizeof(*slab));
+    slab->item_size = (item_size + 7) & ~(size_t)7;
+}
+
+void *slab_alloc(struct slab *slab)
+{
+    void *item = slab->free_list;
+    if (item) {
+        slab->free_list = *(void **)item;
+        memset(item, 0, slab->item_size);
+    } else {
+        if (slab->cursor == NULL || slab->cursor + slab->item_size > slab->end) {
+            char *chunk = pages_alloc(SLAB_CHUNK);
+            if (!chunk)
+                return NULL;
+            slab->cursor = chunk;
+            slab->end = chunk + SLAB_CHUNK;
+            slab->chunk_bytes += SLAB_CHUNK;
+        }
+        item = slab->cursor;            /* fresh pages are already zero */
+        slab->cursor += slab->item_size;
+    }
+    slab->in_use++;
+    return item;
+}
+
+void slab_free(struct slab *slab, void *item)
+{
+    *(void **)item = slab->free_list;
+    slab->free_list = item;
+    slab->in_use--;
+}

@@ -1,0 +1,31 @@
+/* arena.h - memory for the tracer's own tables, straight from mmap.
+ *
+ * The tracer never calls the traced program's malloc: a program may replace
+ * malloc, may be inside malloc when a CUDA call happens on another thread, and
+ * a crash dump must be able to walk these tables without any allocator.
+ *
+ * pages_*: whole pages, for tables that grow by doubling.
+ * slab_*:  fixed-size records carved from 1 MiB chunks, with a free list.
+ *          Not thread-safe: the owner of the slab holds its lock. */
+#ifndef CUMEMTRACE_ARENA_H
+#define CUMEMTRACE_ARENA_H
+
+#include <stddef.h>
+
+void *pages_alloc(size_t bytes);                  /* zeroed; NULL on failure */
+void pages_free(void *p, size_t bytes);
+void *pages_grow(void *p, size_t old_bytes, size_t new_bytes); /* may move */
+
+struct slab {
+    size_t item_size;
+    void *free_list;
+    char *cursor, *end;     /* unused part of the newest chunk */
+    size_t chunk_bytes;     /* total mapped, for the memory figure */
+    size_t in_use;
+};
+
+void slab_init(struct slab *slab, size_t item_size);
+void *slab_alloc(struct slab *slab);              /* zeroed; NULL on failure */
+void slab_free(struct slab *slab, void *item);
+
+#endif

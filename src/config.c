@@ -1,0 +1,164 @@
+/* config.c - read CUMEMTRACE_* variables (see config.h).
+ *
+ * Every variable has a default; a bad value is reported once, in one line,
+ * and the default is used. Nothing here allocates memory. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config.h"
+#include "log.h"
+
+struct config config = {
+    .enabled = 1,
+    .output = "cumemtrace-%p",
+    .formats = FORMAT_JSON,
+    .depth = 32,
+    .min_size = 0,
+    .top = 10,
+    .quiet = 0,
+    .debug = 0,
+    .max_blocks = 10000,
+};
+
+int config_parse_bool(const char *text, int *out)
+{
+    static const char *yes[] = {"1", "yes", "true", "on"};
+    static const char *no[] = {"0", "no", "false", "off"};
+    for (unsigned i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcasecmp(text, yes[i]) == 0) { *out = 1; return 0; }
+        if (strcasecmp(text, no[i]) == 0) { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+int config_parse_int(const char *text, long min, long max, long *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)text[0]) && text[0] != '-')
+        return -1;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno || *end != '\0' || value < min || value > max)
+        return -1;
+    *out = value;
+    return 0;
+}
+
+/* "4096", "64K", "1.5M" is not accepted: sizes are whole numbers with an
+ * optional K, M, G or T suffix (powers of 1024), optionally followed by B. */
+int config_parse_size(const char *text, uint64_t *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (errno)
+        return -1;
+    int shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    case 'T': shift = 40; end++; break;
+    }
+    if (shift && toupper((unsigned char)end[0]) == 'I' && toupper((unsigned char)end[1]) == 'B')
+        end += 2;
+    else if (toupper((unsigned char)*end) == 'B')
+        end++;
+    if (*end != '\0')
+        return -1;
+    if (shift && value > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)value << shift;
+    return 0;
+}
+
+/* A comma-separated list of "text" and "json", or "none". */
+int config_parse_formats(const char *text, int *out)
+{
+    int formats = 0;
+    const char *p = text;
+    if (strcasecmp(text, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (n == 4 && strncasecmp(p, "text", 4) == 0)
+            formats |= FORMAT_TEXT;
+        else if (n == 4 && strncasecmp(p, "json", 4) == 0)
+            formats |= FORMAT_JSON;
+        else
+            return -1;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (formats == 0)
+        return -1;
+    *out = formats;
+    return 0;
+}
+
+static const char *env(const char *name)
+{
+    const char *value = getenv(name);
+    return value && value[0] ? value : NULL;
+}
+
+static void load_bool(const char *name, int *field, const char *fallback)
+{
+    const char *value = env(name);
+    if (value && config_parse_bool(value, field) < 0)
+        log_line("%s='%s' is not one of 1/0, yes/no, true/false, on/off; using %s",
+                 name, value, fallback);
+}
+
+static void load_int(const char *name, int *field, long min, long max)
+{
+    const char *value = env(name);
+    long parsed;
+    if (!value)
+        return;
+    if (config_parse_int(value, min, max, &parsed) < 0)
+        log_line("%s='%s' is not a whole number from %ld to %ld; using %d",
+                 name, value, min, max, *field);
+    else
+        *field = (int)parsed;
+}
+
+void config_load(void)
+{
+    const char *value;
+
+    load_bool("CUMEMTRACE_ENABLE", &config.enabled, "1");
+    load_bool("CUMEMTRACE_QUIET", &config.quiet, "0");
+    load_bool("CUMEMTRACE_DEBUG", &config.debug, "0");
+    load_int("CUMEMTRACE_DEPTH", &config.depth, 0, CONFIG_MAX_DEPTH);
+    load_int("CUMEMTRACE_TOP", &config.top, 1, 100000);
+    load_int("CUMEMTRACE_MAX_BLOCKS", &config.max_blocks, 0, 100000000);
+
+    if ((value = env("CUMEMTRACE_MIN_SIZE")) &&
+        config_parse_size(value, &config.min_size) < 0)
+        log_line("CUMEMTRACE_MIN_SIZE='%s' is not a size such as 4096, 64K or 1M; using %llu",
+                 value, (unsigned long long)config.min_size);
+
+    if ((value = env("CUMEMTRACE_FORMAT")) &&
+        config_parse_formats(value, &config.formats) < 0)
+        log_line("CUMEMTRACE_FORMAT='%s' is not 'text', 'json', 'text,json' or 'none'; using %s",
+                 value, config.formats == (FORMAT_TEXT | FORMAT_JSON) ? "text,json"
+                        : config.formats == FORMAT_TEXT ? "text"
+                        : config.formats == FORMAT_JSON ? "json" : "none");
+
+    if ((value = env("CUMEMTRACE_OUTPUT"))) {
+        if (strlen(value) >= sizeof(config.output))
+            log_line("CUMEMTRACE_OUTPUT is longer than %zu characters; using '%s'",
+                     sizeof(config.output) - 1, config.output);
+        else
+            strcpy(config.output, value);
+    }
+}

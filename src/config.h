@@ -1,0 +1,38 @@
+/* config.h - the tracer's settings, read once from CUMEMTRACE_* variables.
+ *
+ * A malformed value never stops the traced program: config_load() prints one
+ * line naming the variable, the value and the default it uses instead. */
+#ifndef CUMEMTRACE_CONFIG_H
+#define CUMEMTRACE_CONFIG_H
+
+#include <stdint.h>
+
+enum { FORMAT_TEXT = 1, FORMAT_JSON = 2 };
+
+struct config {
+    int enabled;            /* CUMEMTRACE_ENABLE (default 1) */
+    char output[512];       /* CUMEMTRACE_OUTPUT path template (%p %r %h %%) */
+    int formats;            /* CUMEMTRACE_FORMAT: FORMAT_* bits (default json) */
+    int depth;              /* CUMEMTRACE_DEPTH native frames (default 32, 0 = off) */
+    uint64_t min_size;      /* CUMEMTRACE_MIN_SIZE: smaller blocks get no stack */
+    int top;                /* CUMEMTRACE_TOP stacks in the text report (10) */
+    int quiet;              /* CUMEMTRACE_QUIET: no summary on stderr */
+    int debug;              /* CUMEMTRACE_DEBUG: say what the hooks do */
+    int max_blocks;         /* CUMEMTRACE_MAX_BLOCKS listed one by one in JSON */
+};
+
+extern struct config config;
+
+#define CONFIG_MAX_DEPTH 256
+
+/* Read the environment. Safe to call more than once; the last call wins. */
+void config_load(void);
+
+/* Parsers, shared with the tests. Each returns 0 on success, -1 if `text` is
+ * not a valid value (then *out is untouched). */
+int config_parse_bool(const char *text, int *out);
+int config_parse_int(const char *text, long min, long max, long *out);
+int config_parse_size(const char *text, uint64_t *out);
+int config_parse_formats(const char *text, int *out);
+
+#endif

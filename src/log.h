@@ -1,0 +1,21 @@
+/* log.h - one-line messages from the tracer to the user.
+ *
+ * Everything the tracer says goes to stderr as a single line that starts with
+ * "cumemtrace: ", written with one write(2) so that lines from several threads
+ * or processes never interleave. No stdio, no malloc: safe from any context
+ * except a signal handler (vsnprintf is not async-signal-safe). */
+#ifndef CUMEMTRACE_LOG_H
+#define CUMEMTRACE_LOG_H
+
+void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print a line only the first time this call site runs in the process.
+ * `once` is a static int owned by the call site. */
+#define log_once(once, ...)                                     \
+    do {                                                        \
+        if (!__atomic_exchange_n((once), 1, __ATOMIC_RELAXED))  \
+            log_line(__VA_ARGS__);                              \
+    } while (0)
+
+#endif

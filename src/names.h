@@ -1,0 +1,38 @@
+/* names.h - what a tracked block is (its kind) and how kinds are named.
+ *
+ * The kind decides three things: the name in reports, the key space of the
+ * block registry (device pointers, VMM handles and array handles are different
+ * things and may share numeric values), and whether destroying a context frees
+ * the block implicitly. */
+#ifndef CUMEMTRACE_NAMES_H
+#define CUMEMTRACE_NAMES_H
+
+enum kind {
+    KIND_DEVICE,            /* cuMemAlloc, cuMemAllocPitch */
+    KIND_MANAGED,           /* cuMemAllocManaged */
+    KIND_PINNED_HOST,       /* cuMemAllocHost, cuMemHostAlloc */
+    KIND_REGISTERED_HOST,   /* cuMemHostRegister (host memory the program owns) */
+    KIND_STREAM_ORDERED,    /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
+    KIND_VMM_PHYSICAL,      /* cuMemCreate */
+    KIND_VMM_MAPPING,       /* cuMemMap */
+    KIND_VMM_RESERVATION,   /* cuMemAddressReserve (address space only) */
+    KIND_ARRAY,             /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate */
+    KIND_COUNT
+};
+
+/* Key spaces of the registry: values in different spaces never collide. */
+enum space {
+    SPACE_MEMORY,           /* device, managed, pinned and stream-ordered pointers */
+    SPACE_REGISTERED,
+    SPACE_VMM_HANDLE,
+    SPACE_VMM_RESERVATION,
+    SPACE_VMM_MAPPING,
+    SPACE_ARRAY,
+};
+
+const char *kind_name(int kind);          /* "device", "pinned_host", ... */
+int kind_space(int kind);
+int kind_uses_device_memory(int kind);    /* counts toward the device's memory */
+int kind_freed_by_context(int kind);      /* freed implicitly by context destroy */
+
+#endif

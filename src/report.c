@@ -1,0 +1,371 @@
+/* report.c - collect the tracker's state and write the configured reports. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "config.h"
+#include "log.h"
+#include "names.h"
+#include "registry.h"
+#include "report.h"
+
+static void *report_pages(struct report *r, size_t bytes)
+{
+    if (bytes == 0)
+        bytes = 1;
+    if (r->page_count == (int)(sizeof(r->pages) / sizeof(r->pages[0])))
+        return NULL;
+    void *p = pages_alloc(bytes);
+    if (p) {
+        r->pages[r->page_count] = p;
+        r->page_sizes[r->page_count++] = bytes;
+    }
+    return p;
+}
+
+static int by_group_key(const void *a, const void *b)
+{
+    const struct report_block *x = a, *y = b;
+    if (x->stack_id != y->stack_id)
+        return x->stack_id < y->stack_id ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->api != y->api)
+        return x->api < y->api ? -1 : 1;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return 0;
+}
+
+static int by_size_descending(const void *a, const void *b)
+{
+    const struct report_block *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->sequence < y->sequence ? -1 : x->sequence > y->sequence;
+}
+
+static int by_group_bytes(const void *a, const void *b)
+{
+    const struct report_group *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+static const struct report *sorting;     /* for by_stack_live: qsort has no context */
+static int by_stack_live(const void *a, const void *b)
+{
+    const struct stack *x = &sorting->stacks[*(const uint32_t *)a - 1];
+    const struct stack *y = &sorting->stacks[*(const uint32_t *)b - 1];
+    uint64_t kx = x->stats.live_bytes + x->stats.implicit_bytes;
+    uint64_t ky = y->stats.live_bytes + y->stats.implicit_bytes;
+    if (kx != ky)
+        return kx > ky ? -1 : 1;
+    if (x->stats.peak_live_bytes != y->stats.peak_live_bytes)
+        return x->stats.peak_live_bytes > y->stats.peak_live_bytes ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int by_stack_peak(const void *a, const void *b)
+{
+    const struct stack *x = &sorting->stacks[*(const uint32_t *)a - 1];
+    const struct stack *y = &sorting->stacks[*(const uint32_t *)b - 1];
+    if (x->stats.peak_live_bytes != y->stats.peak_live_bytes)
+        return x->stats.peak_live_bytes > y->stats.peak_live_bytes ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Copy under the lock: counters, stacks with their frames, live blocks. */
+static int copy_state(struct report *r)
+{
+    tracker_lock();
+    r->state = tracker;
+    r->now_ms = tracker_now_ms();
+    r->registry_bytes = registry_memory_bytes();
+    r->stacks_bytes = stacks_memory_bytes();
+    r->counters = report_pages(r, sizeof(*r->counters));
+    r->stack_count = stack_count();
+    r->stacks = report_pages(r, r->stack_count * sizeof(struct stack));
+    uint64_t frame_count = 0;
+    for (uint32_t id = 1; id <= r->stack_count; id++)
+        frame_count += stack_get(id)->depth;
+    r->frames = report_pages(r, frame_count * sizeof(uintptr_t));
+    r->block_count = registry_count();
+    r->blocks = report_pages(r, r->block_count * sizeof(struct report_block));
+    r->state.threads = report_pages(r, tracker.threads_used * sizeof(struct thread_info));
+    r->state.handles = report_pages(r, tracker.handles_used * sizeof(uint64_t));
+    if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->state.threads ||
+        !r->state.handles) {
+        tracker_unlock();
+        return -1;
+    }
+    *r->counters = counter_table;
+    memcpy(r->state.threads, tracker.threads, tracker.threads_used * sizeof(struct thread_info));
+    memcpy(r->state.handles, tracker.handles, tracker.handles_used * sizeof(uint64_t));
+    uint64_t at = 0;
+    for (uint32_t id = 1; id <= r->stack_count; id++) {
+        struct stack *s = stack_get(id);
+        r->stacks[id - 1] = *s;
+        r->stacks[id - 1].first_frame = at;
+        memcpy(r->frames + at, stack_frames(s), s->depth * sizeof(uintptr_t));
+        at += s->depth;
+    }
+    size_t i = 0;
+    for (struct block *b = registry_first(); b && i < r->block_count; b = registry_next(b), i++) {
+        struct report_block *c = &r->blocks[i];
+        c->value = block_value(b);
+        c->size = b->size;
+        c->sequence = b->sequence;
+        c->stack_id = b->stack_id;
+        c->time_ms = b->time_ms;
+        c->thread = b->thread;
+        c->handle = b->handle;
+        c->device = b->device;
+        c->kind = (uint8_t)block_kind(b);
+        c->api = b->api;
+        c->context = b->context;
+    }
+    tracker_unlock();
+    return 0;
+}
+
+static int make_groups(struct report *r)
+{
+    qsort(r->blocks, r->block_count, sizeof(*r->blocks), by_group_key);
+    r->groups = report_pages(r, (r->block_count + 1) * sizeof(*r->groups));
+    if (!r->groups)
+        return -1;
+    struct report_group *g = NULL;
+    for (size_t i = 0; i < r->block_count; i++) {
+        const struct report_block *b = &r->blocks[i];
+        if (!g || by_group_key(b, &r->blocks[i - 1]) != 0) {
+            g = &r->groups[r->group_count++];
+            g->stack_id = b->stack_id;
+            g->kind = b->kind;
+            g->api = b->api;
+            g->device = b->device;
+            g->oldest_ms = b->time_ms;
+        }
+        g->bytes += b->size;
+        g->blocks++;
+        if (b->size > g->largest)
+            g->largest = b->size;
+        if (b->time_ms < g->oldest_ms)
+            g->oldest_ms = b->time_ms;
+    }
+    qsort(r->groups, r->group_count, sizeof(*r->groups), by_group_bytes);
+    qsort(r->blocks, r->block_count, sizeof(*r->blocks), by_size_descending);
+    return 0;
+}
+
+/* Stacks worth writing out: those holding memory now, those freed only by a
+ * context teardown, those behind failures, and the top ones by peak. */
+static int choose_stacks(struct report *r)
+{
+    r->shown = report_pages(r, (r->stack_count + 1) * sizeof(uint32_t));
+    r->by_peak = report_pages(r, (r->stack_count + 1) * sizeof(uint32_t));
+    uint8_t *wanted = report_pages(r, r->stack_count + 1);
+    if (!r->shown || !r->by_peak || !wanted)
+        return -1;
+    for (uint32_t id = 1; id <= r->stack_count; id++) {
+        const struct stack_stats *s = &r->stacks[id - 1].stats;
+        if (s->live_blocks || s->implicit_blocks)
+            wanted[id] = 1;
+    }
+    uint64_t total = r->state.failures_total < FAILURE_RING ? r->state.failures_total : FAILURE_RING;
+    for (uint64_t i = 0; i < total; i++)
+        if (r->state.failures[i].stack_id <= r->stack_count)
+            wanted[r->state.failures[i].stack_id] = 1;
+    /* The top ones by peak: a simple selection, config.top is small. */
+    for (int round = 0; round < config.top; round++) {
+        uint32_t best = 0;
+        for (uint32_t id = 1; id <= r->stack_count; id++)
+            if (wanted[id] != 2 && (!best || r->stacks[id - 1].stats.peak_live_bytes >
+                                             r->stacks[best - 1].stats.peak_live_bytes))
+                best = id;
+        if (!best)
+            break;
+        wanted[best] = 2;
+    }
+    for (uint32_t id = 1; id <= r->stack_count; id++)
+        if (wanted[id])
+            r->shown[r->shown_count++] = id;
+    sorting = r;
+    qsort(r->shown, r->shown_count, sizeof(uint32_t), by_stack_live);
+    memcpy(r->by_peak, r->shown, r->shown_count * sizeof(uint32_t));
+    qsort(r->by_peak, r->shown_count, sizeof(uint32_t), by_stack_peak);
+    return 0;
+}
+
+static int symbolize_frames(struct report *r)
+{
+    size_t count = 0;
+    for (uint32_t i = 0; i < r->shown_count; i++)
+        count += r->stacks[r->shown[i] - 1].depth;
+    r->addresses = report_pages(r, count * sizeof(uintptr_t));
+    if (!r->addresses)
+        return -1;
+    for (uint32_t i = 0; i < r->shown_count; i++) {
+        const struct stack *s = &r->stacks[r->shown[i] - 1];
+        memcpy(r->addresses + r->address_count, r->frames + s->first_frame,
+               s->depth * sizeof(uintptr_t));
+        r->address_count += s->depth;
+    }
+    qsort(r->addresses, r->address_count, sizeof(uintptr_t), by_address);
+    size_t unique = 0;
+    for (size_t i = 0; i < r->address_count; i++)
+        if (i == 0 || r->addresses[i] != r->addresses[unique - 1])
+            r->addresses[unique++] = r->addresses[i];
+    r->address_count = unique;
+    r->symbols = report_pages(r, unique * sizeof(struct symbol));
+    if (!r->symbols)
+        return -1;
+    r->symbolizer = symbolizer_open();
+    for (size_t i = 0; i < unique; i++)
+        symbolize(r->symbolizer, r->addresses[i], 1, &r->symbols[i]);
+    return 0;
+}
+
+static void read_process_info(struct report *r)
+{
+    r->pid = (int)getpid();
+    r->ppid = (int)getppid();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r->now_unix = ts.tv_sec + ts.tv_nsec / 1e9;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, r->argv, sizeof(r->argv) - 1);
+        r->argv_bytes = n > 0 ? (size_t)n : 0;
+        close(fd);
+    }
+}
+
+static void read_device_memory(struct report *r)
+{
+    for (int slot = 0; slot <= MAX_DEVICES; slot++) {
+        if (!r->counters->device_seen[slot])
+            continue;
+        struct report_device *d = &r->devices[r->device_count++];
+        d->slot = slot;
+        if (slot != COUNTER_NO_DEVICE && r->state.memory_info &&
+            r->state.memory_info(slot, &d->free, &d->total) == 0)
+            d->has_memory_info = 1;
+    }
+}
+
+int report_collect(struct report *r, const char *reason)
+{
+    memset(r, 0, sizeof(*r));
+    r->reason = reason;
+    read_process_info(r);
+    if (copy_state(r) < 0 || make_groups(r) < 0 || choose_stacks(r) < 0 ||
+        symbolize_frames(r) < 0)
+        return -1;
+    r->start_unix = r->state.start_unix;
+    read_device_memory(r);
+    return 0;
+}
+
+void report_release(struct report *r)
+{
+    symbolizer_close(r->symbolizer);
+    for (int i = 0; i < r->page_count; i++)
+        pages_free(r->pages[i], r->page_sizes[i]);
+    r->page_count = 0;
+}
+
+long report_frame_index(const struct report *r, uintptr_t address)
+{
+    size_t low = 0, high = r->address_count;
+    while (low < high) {
+        size_t mid = (low + high) / 2;
+        if (r->addresses[mid] < address)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    return low < r->address_count && r->addresses[low] == address ? (long)low : -1;
+}
+
+const char *report_api_name(const struct report *r, int api)
+{
+    return api >= 0 && api < r->state.api_count ? r->state.api_names[api] : "unknown";
+}
+
+const struct counters *report_counters(const struct report *r, int slot, int set)
+{
+    return &r->counters->sets[slot][set];
+}
+
+static int write_file(const struct report *r, int format, const char *template_,
+                      const char *suffix)
+{
+    char path[4096];
+    int result = -1;
+    struct out *out = pages_alloc(sizeof(*out));
+    if (!out)
+        return -1;
+    if (output_path(template_, suffix, path, sizeof(path)) < 0) {
+        log_line("the output path template '%s' makes a path that is too long; no %s report "
+                 "written", template_, suffix + 1);
+    } else if (out_open(out, path) < 0) {
+        log_line("cannot write report to '%s': %s", path, strerror(errno));
+    } else {
+        if (format == FORMAT_JSON)
+            report_json(r, out);
+        else
+            report_text(r, out, 0);
+        if (out_close(out, path) < 0) {
+            log_line("cannot write report to '%s': %s", path, strerror(errno));
+        } else {
+            result = 0;
+            if (!config.quiet)
+                log_line("%s report written to %s", r->reason, path);
+        }
+    }
+    pages_free(out, sizeof(*out));
+    return result;
+}
+
+int report_write_to(const char *reason, const char *template_)
+{
+    int result = 0;
+    struct report *r = pages_alloc(sizeof(*r));
+    if (!r) {
+        log_line("out of memory: no %s report written", reason);
+        return -1;
+    }
+    if (report_collect(r, reason) < 0) {
+        log_line("out of memory while collecting the %s report; none written", reason);
+        result = -1;
+    } else {
+        if (!config.quiet && strcmp(reason, "exit") == 0) {
+            struct out *out = pages_alloc(sizeof(*out));
+            if (out) {
+                out_fd(out, STDERR_FILENO);
+                report_text(r, out, 1);
+                out_flush(out);
+                pages_free(out, sizeof(*out));
+            }
+        }
+        if ((config.formats & FORMAT_TEXT) && write_file(r, FORMAT_TEXT, template_, ".txt") < 0)
+            result = -1;
+        if ((config.formats & FORMAT_JSON) && write_file(r, FORMAT_JSON, template_, ".json") < 0)
+            result = -1;
+    }
+    report_release(r);
+    pages_free(r, sizeof(*r));
+    return result;
+}

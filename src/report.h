@@ -1,0 +1,91 @@
+/* report.h - a consistent picture of the tracker's state, and its writers.
+ *
+ * report_collect() copies what it needs under the tracker's lock (counters,
+ * stacks, live blocks) and lets go; grouping, sorting and symbolization happen
+ * after, so threads that allocate are held up only for the copy. The text and
+ * JSON writers then read this picture only. */
+#ifndef CUMEMTRACE_REPORT_H
+#define CUMEMTRACE_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "counters.h"
+#include "output.h"
+#include "stacks.h"
+#include "symbolize.h"
+#include "tracker.h"
+
+#define REPORT_FORMAT_VERSION 1
+
+struct report_block {
+    uint64_t value, size, sequence;
+    uint32_t stack_id, time_ms;
+    uint16_t thread, handle;
+    int8_t device;
+    uint8_t kind, api, context;
+};
+
+/* Live blocks with the same stack, kind, entry point and device. */
+struct report_group {
+    uint32_t stack_id;
+    uint8_t kind, api;
+    int8_t device;
+    uint64_t bytes, blocks, largest;
+    uint32_t oldest_ms;
+};
+
+struct report_device {
+    int slot;                /* device number, or COUNTER_NO_DEVICE */
+    int has_memory_info;
+    uint64_t free, total;
+};
+
+struct report {
+    const char *reason;
+    int pid, ppid;
+    double start_unix, now_unix;
+    uint32_t now_ms;
+    struct counter_table *counters;
+    struct tracker_state state;          /* copy; its pointers are replaced by ours */
+    struct stack *stacks;                /* index = id - 1 */
+    uint32_t stack_count;
+    uintptr_t *frames;
+    struct report_block *blocks;         /* largest first */
+    size_t block_count;
+    struct report_group *groups;         /* most bytes first */
+    size_t group_count;
+    struct report_device devices[MAX_DEVICES + 1];
+    int device_count;
+    size_t registry_bytes, stacks_bytes;
+    uint32_t *shown;                     /* stack ids written out, by live bytes */
+    uint32_t shown_count;
+    uint32_t *by_peak;                   /* the same ids, highest peak first */
+    uintptr_t *addresses;                /* distinct frames of shown stacks, sorted */
+    struct symbol *symbols;              /* symbols[i] is addresses[i] */
+    size_t address_count;
+    struct symbolizer *symbolizer;
+    char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
+    size_t argv_bytes;
+    /* every mapping made for this report, released by report_release */
+    void *pages[16];
+    size_t page_sizes[16];
+    int page_count;
+};
+
+int report_collect(struct report *r, const char *reason);
+void report_release(struct report *r);
+/* Index of a frame address in r->addresses (the JSON frame id), -1 if absent. */
+long report_frame_index(const struct report *r, uintptr_t address);
+const char *report_api_name(const struct report *r, int api);
+const struct counters *report_counters(const struct report *r, int slot, int set);
+
+void report_text(const struct report *r, struct out *out, int brief);
+void report_json(const struct report *r, struct out *out);
+
+/* Collect and write every configured report for `reason`, to the path
+ * template `template_`. "exit" also prints the summary on stderr unless
+ * CUMEMTRACE_QUIET. Returns 0, or -1 if a report could not be written. */
+int report_write_to(const char *reason, const char *template_);
+
+#endif

@@ -1,0 +1,266 @@
+/* report_json.c - the machine-readable report, schema docs/report.schema.json.
+ *
+ * Version 1. Addresses are hex strings (JSON numbers lose precision above
+ * 2^53); byte counts are numbers. Stacks are lists of frame ids; each frame
+ * (address, module, function, file:line) is written once in "frames". */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "names.h"
+#include "report.h"
+
+#define U(x) ((unsigned long long)(x))
+
+static void write_counters(struct out *out, const struct counters *c)
+{
+    out_printf(out,
+               "{\"allocated_bytes\":{\"current\":%llu,\"peak\":%llu,\"allocated\":%llu,"
+               "\"freed\":%llu},\"allocation\":{\"current\":%llu,\"peak\":%llu,"
+               "\"allocated\":%llu,\"freed\":%llu},\"freed_implicitly\":{\"bytes\":%llu,"
+               "\"blocks\":%llu},\"num_alloc_failures\":%llu,\"num_ooms\":%llu}",
+               U(c->bytes_current), U(c->bytes_peak), U(c->bytes_allocated), U(c->bytes_freed),
+               U(c->blocks_current), U(c->blocks_peak), U(c->blocks_allocated),
+               U(c->blocks_freed), U(c->implicit_bytes), U(c->implicit_blocks), U(c->failures),
+               U(c->ooms));
+}
+
+static void write_env_int(struct out *out, const char *key, const char *name)
+{
+    const char *value = getenv(name);
+    char *end;
+    long n = value && *value ? strtol(value, &end, 10) : 0;
+    if (value && *value && *end == '\0')
+        out_printf(out, ",\"%s\":%ld", key, n);
+    else
+        out_printf(out, ",\"%s\":null", key);
+}
+
+static void write_process(const struct report *r, struct out *out)
+{
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    out_printf(out, "\"process\":{\"pid\":%d,\"ppid\":%d,\"host\":", r->pid, r->ppid);
+    out_json_string(out, host);
+    out_str(out, ",\"argv\":[");
+    for (size_t i = 0; i < r->argv_bytes; i += strlen(r->argv + i) + 1) {
+        if (i)
+            out_str(out, ",");
+        out_json_string(out, r->argv + i);
+    }
+    out_str(out, "]");
+    write_env_int(out, "rank", "RANK");
+    write_env_int(out, "local_rank", "LOCAL_RANK");
+    write_env_int(out, "world_size", "WORLD_SIZE");
+    out_printf(out, ",\"start_time\":%.3f,\"time\":%.3f,\"duration_s\":%.3f}", r->start_unix,
+               r->now_unix, r->now_ms / 1000.0);
+}
+
+static void write_tracer(const struct report *r, struct out *out)
+{
+    static const char *lost_names[LOST_COUNT] = {
+        [LOST_REENTRY] = "reentry",           [LOST_NO_MEMORY] = "no_memory",
+        [LOST_UNRESOLVED] = "unresolved",     [LOST_UNKNOWN_FREE] = "unknown_free",
+        [LOST_MISSED_FREE] = "missed_free",   [LOST_UNWRAPPED] = "unwrapped_lookup",
+    };
+    out_printf(out, ",\"tracer\":{\"version\":\"%s\",\"depth\":%d,\"min_size\":%llu,"
+                    "\"block_record_bytes\":%zu,\"registry_bytes\":%zu,\"stack_table_bytes\":%zu,"
+                    "\"live_blocks\":%zu,\"stacks\":%u,\"symbolizer\":\"%s\",\"lost\":{",
+               CUMEMTRACE_VERSION, config.depth, U(config.min_size), sizeof(struct block),
+               r->registry_bytes, r->stacks_bytes, r->block_count, r->stack_count,
+               symbolizer_has_lines(r->symbolizer) ? "libdw" : "dladdr");
+    for (int i = 0; i < LOST_COUNT; i++)
+        out_printf(out, "%s\"%s\":%llu", i ? "," : "", lost_names[i], U(r->state.lost[i]));
+    out_str(out, "}}");
+}
+
+static void write_entry_points(const struct report *r, struct out *out)
+{
+    out_str(out, ",\"entry_points\":[");
+    int first = 1;
+    for (int api = 0; api < r->state.api_count; api++) {
+        if (!r->state.api_calls[api] && !r->state.api_allocations[api])
+            continue;
+        out_str(out, first ? "{\"name\":" : ",{\"name\":");
+        first = 0;
+        out_json_string(out, r->state.api_names[api]);
+        out_printf(out, ",\"calls\":%llu,\"allocations\":%llu,\"failures\":%llu}",
+                   U(r->state.api_calls[api]), U(r->state.api_allocations[api]),
+                   U(r->state.api_failures[api]));
+    }
+    out_str(out, "]");
+}
+
+static void write_devices(const struct report *r, struct out *out)
+{
+    out_str(out, ",\"devices\":[");
+    for (int d = 0; d < r->device_count; d++) {
+        const struct report_device *dev = &r->devices[d];
+        const struct counters *all = report_counters(r, dev->slot, COUNTER_DEVICE_MEMORY);
+        out_str(out, d ? ",{" : "{");
+        if (dev->slot == COUNTER_NO_DEVICE)
+            out_str(out, "\"device\":null");
+        else
+            out_printf(out, "\"device\":%d", dev->slot);
+        if (dev->has_memory_info) {
+            uint64_t used = dev->total - dev->free;
+            out_printf(out, ",\"driver_free\":%llu,\"driver_total\":%llu,\"untracked_bytes\":%lld",
+                       U(dev->free), U(dev->total), (long long)(used - all->bytes_current));
+        } else {
+            out_str(out, ",\"driver_free\":null,\"driver_total\":null,\"untracked_bytes\":null");
+        }
+        out_printf(out, ",\"tracked_bytes\":%llu,\"counters\":{\"device_memory\":",
+                   U(all->bytes_current));
+        write_counters(out, all);
+        for (int kind = 0; kind < KIND_COUNT; kind++) {
+            out_printf(out, ",\"%s\":", kind_name(kind));
+            write_counters(out, report_counters(r, dev->slot, kind));
+        }
+        out_str(out, "}}");
+    }
+    out_str(out, "]");
+}
+
+static void write_stacks(const struct report *r, struct out *out)
+{
+    out_str(out, ",\"stacks\":[");
+    for (uint32_t i = 0; i < r->shown_count; i++) {
+        const struct stack *s = &r->stacks[r->shown[i] - 1];
+        out_printf(out, "%s{\"id\":%u,\"frames\":[", i ? "," : "", r->shown[i]);
+        for (uint32_t f = 0; f < s->depth; f++)
+            out_printf(out, "%s%ld", f ? "," : "",
+                       report_frame_index(r, r->frames[s->first_frame + f]));
+        out_printf(out, "],\"live_bytes\":%llu,\"live_blocks\":%llu,\"peak_live_bytes\":%llu,"
+                        "\"allocations\":%llu,\"allocated_bytes\":%llu,"
+                        "\"freed_implicitly_bytes\":%llu,\"freed_implicitly_blocks\":%llu}",
+                   U(s->stats.live_bytes), U(s->stats.live_blocks), U(s->stats.peak_live_bytes),
+                   U(s->stats.allocations), U(s->stats.allocated_bytes),
+                   U(s->stats.implicit_bytes), U(s->stats.implicit_blocks));
+    }
+    out_str(out, "]");
+}
+
+static void write_frames(const struct report *r, struct out *out)
+{
+    out_str(out, ",\"frames\":[");
+    for (size_t i = 0; i < r->address_count; i++) {
+        const struct symbol *s = &r->symbols[i];
+        out_printf(out, "%s{\"id\":%zu,\"address\":\"0x%lx\",\"module\":", i ? "," : "", i,
+                   (unsigned long)s->address);
+        out_json_string(out, s->module);
+        out_printf(out, ",\"module_offset\":%lu,\"function\":", (unsigned long)s->module_offset);
+        out_json_string(out, s->function);
+        out_printf(out, ",\"function_offset\":%lu,\"file\":", (unsigned long)s->function_offset);
+        out_json_string(out, s->file);
+        if (s->file)
+            out_printf(out, ",\"line\":%d}", s->line);
+        else
+            out_str(out, ",\"line\":null}");
+    }
+    out_str(out, "]");
+}
+
+static void write_device_field(struct out *out, int device)
+{
+    if (device >= 0)
+        out_printf(out, ",\"device\":%d", device);
+    else
+        out_str(out, ",\"device\":null");
+}
+
+static void write_live(const struct report *r, struct out *out)
+{
+    out_str(out, ",\"live\":[");
+    for (size_t i = 0; i < r->group_count; i++) {
+        const struct report_group *g = &r->groups[i];
+        out_printf(out, "%s{\"stack\":%u,\"kind\":\"%s\",\"api\":", i ? "," : "", g->stack_id,
+                   kind_name(g->kind));
+        out_json_string(out, report_api_name(r, g->api));
+        write_device_field(out, g->device);
+        out_printf(out, ",\"blocks\":%llu,\"bytes\":%llu,\"largest\":%llu,\"oldest_ms\":%u}",
+                   U(g->blocks), U(g->bytes), U(g->largest), g->oldest_ms);
+    }
+    size_t listed = r->block_count < (size_t)config.max_blocks ? r->block_count
+                                                                : (size_t)config.max_blocks;
+    out_printf(out, "],\"blocks\":{\"total\":%zu,\"listed\":%zu,\"items\":[", r->block_count,
+               listed);
+    for (size_t i = 0; i < listed; i++) {
+        const struct report_block *b = &r->blocks[i];
+        out_printf(out, "%s{\"address\":\"0x%llx\",\"size\":%llu,\"kind\":\"%s\",\"api\":",
+                   i ? "," : "", U(b->value), U(b->size), kind_name(b->kind));
+        out_json_string(out, report_api_name(r, b->api));
+        write_device_field(out, b->device);
+        out_printf(out, ",\"stack\":%u,\"thread\":%u,\"sequence\":%llu,\"time_ms\":%u",
+                   b->stack_id, b->thread, U(b->sequence), b->time_ms);
+        if (b->handle && b->handle <= r->state.handles_used)
+            out_printf(out, ",\"stream_or_pool\":\"0x%llx\"}",
+                       U(r->state.handles[b->handle - 1]));
+        else
+            out_str(out, ",\"stream_or_pool\":null}");
+    }
+    out_str(out, "]}");
+}
+
+static void write_failures(const struct report *r, struct out *out)
+{
+    uint64_t total = r->state.failures_total;
+    uint64_t kept = total < FAILURE_RING ? total : FAILURE_RING;
+    out_printf(out, ",\"failures\":{\"total\":%llu,\"recent\":[", U(total));
+    for (uint64_t i = 0; i < kept; i++) {
+        const struct failure *f = &r->state.failures[(total - kept + i) % FAILURE_RING];
+        out_printf(out, "%s{\"size\":%llu,\"kind\":\"%s\",\"api\":", i ? "," : "", U(f->size),
+                   kind_name(f->kind));
+        out_json_string(out, report_api_name(r, f->api));
+        write_device_field(out, f->device);
+        out_printf(out, ",\"code\":%d,\"oom\":%s,\"stack\":%u,\"thread\":%u,\"time_ms\":%u}",
+                   f->code, f->oom ? "true" : "false", f->stack_id, f->thread, f->time_ms);
+    }
+    out_str(out, "]}");
+}
+
+static void write_marks(const struct report *r, struct out *out)
+{
+    uint64_t total = r->state.marks_total;
+    uint64_t kept = total < MARK_RING ? total : MARK_RING;
+    out_printf(out, ",\"marks\":{\"total\":%llu,\"recent\":[", U(total));
+    for (uint64_t i = 0; i < kept; i++) {
+        const struct mark *m = &r->state.marks[(total - kept + i) % MARK_RING];
+        out_str(out, i ? ",{\"label\":" : "{\"label\":");
+        out_json_string(out, m->label);
+        out_printf(out, ",\"time_ms\":%u,\"sequence\":%llu,\"device_bytes\":%llu}",
+                   m->time_ms, U(m->sequence), U(m->device_bytes));
+    }
+    out_str(out, "]}");
+}
+
+static void write_threads(const struct report *r, struct out *out)
+{
+    out_str(out, ",\"threads\":[");
+    for (uint32_t i = 0; i < r->state.threads_used; i++) {
+        out_printf(out, "%s{\"number\":%u,\"tid\":%d,\"name\":", i ? "," : "", i + 1,
+                   r->state.threads[i].tid);
+        out_json_string(out, r->state.threads[i].name);
+        out_str(out, "}");
+    }
+    out_str(out, "]");
+}
+
+void report_json(const struct report *r, struct out *out)
+{
+    out_printf(out, "{\"format\":\"cumemtrace-report\",\"version\":%d,\"reason\":",
+               REPORT_FORMAT_VERSION);
+    out_json_string(out, r->reason);
+    out_str(out, ",");
+    write_process(r, out);
+    write_tracer(r, out);
+    write_entry_points(r, out);
+    write_devices(r, out);
+    write_live(r, out);
+    write_stacks(r, out);
+    write_frames(r, out);
+    write_failures(r, out);
+    write_marks(r, out);
+    write_threads(r, out);
+    out_str(out, "}\n");
+}

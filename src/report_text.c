@@ -1,0 +1,228 @@
+/* report_text.c - the report a person reads: counters, leaks, largest holders.
+ *
+ * `brief` is the summary printed on stderr at exit: the top CUMEMTRACE_TOP
+ * entries of each section with their first frames. The .txt file is the same
+ * with every entry and every frame. */
+#include <string.h>
+
+#include "config.h"
+#include "names.h"
+#include "report.h"
+
+#define BRIEF_FRAMES 8
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+static void write_frame(const struct report *r, struct out *out, int index, uintptr_t address)
+{
+    long i = report_frame_index(r, address);
+    const struct symbol *s = i >= 0 ? &r->symbols[i] : NULL;
+    out_printf(out, "      #%-2d ", index);
+    if (s && s->function)
+        out_printf(out, "%s+0x%lx", s->function, (unsigned long)s->function_offset);
+    else
+        out_printf(out, "0x%lx", (unsigned long)address);
+    if (s && s->file)
+        out_printf(out, " at %s:%d", s->file, s->line);
+    if (s && s->module)
+        out_printf(out, " [%s+0x%lx]", base_name(s->module), (unsigned long)s->module_offset);
+    out_str(out, "\n");
+}
+
+static void write_stack(const struct report *r, struct out *out, uint32_t stack_id, int brief)
+{
+    if (stack_id == 0 || stack_id > r->stack_count) {
+        out_str(out, "      (no stack: out of memory in the tracer)\n");
+        return;
+    }
+    const struct stack *s = &r->stacks[stack_id - 1];
+    if (s->depth == 0) {
+        out_str(out, "      (no stack recorded: CUMEMTRACE_DEPTH=0 or below CUMEMTRACE_MIN_SIZE)\n");
+        return;
+    }
+    uint32_t shown = brief && s->depth > BRIEF_FRAMES ? BRIEF_FRAMES : s->depth;
+    for (uint32_t i = 0; i < shown; i++)
+        write_frame(r, out, (int)i, r->frames[s->first_frame + i]);
+    if (shown < s->depth)
+        out_printf(out, "      ... %u more frames in the full report\n", s->depth - shown);
+}
+
+static void write_counter_row(struct out *out, const char *label, const struct counters *c)
+{
+    char live[24], peak[24], total[24];
+    format_bytes(c->bytes_current, live, sizeof(live));
+    format_bytes(c->bytes_peak, peak, sizeof(peak));
+    format_bytes(c->bytes_allocated, total, sizeof(total));
+    out_printf(out, "    %-18s %10s %10s %10s %8llu %8llu %8llu %6llu %5llu\n", label, live, peak,
+               total, (unsigned long long)c->blocks_allocated,
+               (unsigned long long)c->blocks_freed, (unsigned long long)c->implicit_blocks,
+               (unsigned long long)c->failures, (unsigned long long)c->ooms);
+}
+
+static void write_counters(const struct report *r, struct out *out)
+{
+    out_printf(out, "  %-20s %10s %10s %10s %8s %8s %8s %6s %5s\n", "Memory by device",
+               "live", "peak", "allocated", "allocs", "frees", "implicit", "failed", "ooms");
+    for (int d = 0; d < r->device_count; d++) {
+        const struct report_device *dev = &r->devices[d];
+        if (dev->slot == COUNTER_NO_DEVICE)
+            out_str(out, "  device unknown\n");
+        else
+            out_printf(out, "  device %d\n", dev->slot);
+        const struct counters *all = report_counters(r, dev->slot, COUNTER_DEVICE_MEMORY);
+        if (all->blocks_allocated || all->failures)
+            write_counter_row(out, "device memory", all);
+        for (int kind = 0; kind < KIND_COUNT; kind++) {
+            const struct counters *c = report_counters(r, dev->slot, kind);
+            if (c->blocks_allocated || c->failures)
+                write_counter_row(out, kind_name(kind), c);
+        }
+        if (dev->has_memory_info) {
+            char free_text[24], total_text[24], tracked[24], untracked[24];
+            uint64_t used = dev->total - dev->free;
+            uint64_t mine = all->bytes_current;
+            format_bytes(dev->free, free_text, sizeof(free_text));
+            format_bytes(dev->total, total_text, sizeof(total_text));
+            format_bytes(mine, tracked, sizeof(tracked));
+            format_bytes(used > mine ? used - mine : 0, untracked, sizeof(untracked));
+            out_printf(out, "    driver: %s free of %s; tracked %s; untracked %s "
+                            "(contexts, libraries' own memory, other processes)\n",
+                       free_text, total_text, tracked, untracked);
+        } else if (dev->slot != COUNTER_NO_DEVICE) {
+            out_str(out, "    driver: free/total not available (no live context at this point)\n");
+        }
+    }
+}
+
+static void write_live(const struct report *r, struct out *out, int brief)
+{
+    int at_exit = strcmp(r->reason, "exit") == 0;
+    uint64_t bytes = 0, blocks = 0;
+    for (size_t i = 0; i < r->group_count; i++) {
+        bytes += r->groups[i].bytes;
+        blocks += r->groups[i].blocks;
+    }
+    out_printf(out, "\n  %s: ", at_exit ? "Leaked (live at exit)" : "Live now");
+    out_bytes(out, bytes);
+    out_printf(out, " in %llu blocks from %zu allocation sites\n", (unsigned long long)blocks,
+               r->group_count);
+    size_t limit = brief && r->group_count > (size_t)config.top ? (size_t)config.top : r->group_count;
+    for (size_t i = 0; i < limit; i++) {
+        const struct report_group *g = &r->groups[i];
+        out_printf(out, "   #%zu ", i + 1);
+        out_bytes(out, g->bytes);
+        out_printf(out, " in %llu %s block%s via %s", (unsigned long long)g->blocks,
+                   kind_name(g->kind), g->blocks == 1 ? "" : "s", report_api_name(r, g->api));
+        if (g->device >= 0)
+            out_printf(out, " on device %d", g->device);
+        out_printf(out, ", largest ");
+        out_bytes(out, g->largest);
+        out_printf(out, ", oldest from %.1f s\n", g->oldest_ms / 1000.0);
+        write_stack(r, out, g->stack_id, brief);
+    }
+    if (limit < r->group_count)
+        out_printf(out, "   ... %zu more sites (CUMEMTRACE_TOP=%d)\n", r->group_count - limit,
+                   config.top);
+}
+
+static void write_implicit(const struct report *r, struct out *out, int brief)
+{
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < r->shown_count; i++)
+        if (r->stacks[r->shown[i] - 1].stats.implicit_blocks)
+            count++;
+    if (!count)
+        return;
+    out_printf(out, "\n  Leaked (freed only implicitly, by context destroy or device reset): "
+                    "%u allocation sites\n", count);
+    uint32_t written = 0;
+    for (uint32_t i = 0; i < r->shown_count && (!brief || written < (uint32_t)config.top); i++) {
+        const struct stack *s = &r->stacks[r->shown[i] - 1];
+        if (!s->stats.implicit_blocks)
+            continue;
+        out_printf(out, "   #%u ", ++written);
+        out_bytes(out, s->stats.implicit_bytes);
+        out_printf(out, " in %llu blocks\n", (unsigned long long)s->stats.implicit_blocks);
+        write_stack(r, out, r->shown[i], brief);
+    }
+}
+
+static void write_peaks(const struct report *r, struct out *out, int brief)
+{
+    out_str(out, "\n  Largest holders during the run (highest live bytes per allocation site):\n");
+    uint32_t limit = brief && r->shown_count > (uint32_t)config.top ? (uint32_t)config.top
+                                                                     : r->shown_count;
+    for (uint32_t i = 0; i < limit; i++) {
+        const struct stack_stats *s = &r->stacks[r->by_peak[i] - 1].stats;
+        if (s->peak_live_bytes == 0)
+            break;
+        out_printf(out, "   #%u peak ", i + 1);
+        out_bytes(out, s->peak_live_bytes);
+        out_str(out, ", now ");
+        out_bytes(out, s->live_bytes);
+        out_printf(out, "; %llu allocations, ", (unsigned long long)s->allocations);
+        out_bytes(out, s->allocated_bytes);
+        out_str(out, " in total\n");
+        write_stack(r, out, r->by_peak[i], brief);
+    }
+}
+
+static void write_failures(const struct report *r, struct out *out, int brief)
+{
+    uint64_t total = r->state.failures_total;
+    if (!total)
+        return;
+    out_printf(out, "\n  Failed allocations: %llu\n", (unsigned long long)total);
+    uint64_t kept = total < FAILURE_RING ? total : FAILURE_RING;
+    uint64_t shown = brief && kept > 3 ? 3 : kept;
+    for (uint64_t i = 0; i < shown; i++) {
+        const struct failure *f = &r->state.failures[(total - 1 - i) % FAILURE_RING];
+        out_str(out, "   ");
+        out_bytes(out, f->size);
+        out_printf(out, " %s via %s on device %d failed with error %d%s at %.1f s\n",
+                   kind_name(f->kind), report_api_name(r, f->api), f->device, f->code,
+                   f->oom ? " (out of memory)" : "", f->time_ms / 1000.0);
+        write_stack(r, out, f->stack_id, brief);
+    }
+}
+
+static void write_lost(const struct report *r, struct out *out)
+{
+    static const char *what[LOST_COUNT] = {
+        [LOST_REENTRY] = "calls made from inside the tracer",
+        [LOST_NO_MEMORY] = "events dropped: the tracer ran out of memory",
+        [LOST_UNRESOLVED] = "calls whose real function could not be found",
+        [LOST_UNKNOWN_FREE] = "frees of blocks never seen allocated",
+        [LOST_MISSED_FREE] = "addresses reused while still recorded (a free was missed)",
+        [LOST_UNWRAPPED] = "lookups passed through unwrapped (unsupported version)",
+    };
+    for (int i = 0; i < LOST_COUNT; i++)
+        if (r->state.lost[i])
+            out_printf(out, "  note: %llu %s\n", (unsigned long long)r->state.lost[i], what[i]);
+}
+
+void report_text(const struct report *r, struct out *out, int brief)
+{
+    out_printf(out, "==== cumemtrace %s report, pid %d, %.1f s after start ====\n", r->reason,
+               r->pid, r->now_ms / 1000.0);
+    if (r->argv_bytes) {
+        out_str(out, "  command:");
+        for (size_t i = 0; i < r->argv_bytes; i += strlen(r->argv + i) + 1)
+            out_printf(out, " %s", r->argv + i);
+        out_str(out, "\n");
+    }
+    if (r->device_count == 0)
+        out_str(out, "  no CUDA memory was allocated\n");
+    else
+        write_counters(r, out);
+    write_live(r, out, brief);
+    write_implicit(r, out, brief);
+    write_peaks(r, out, brief);
+    write_failures(r, out, brief);
+    write_lost(r, out);
+    out_str(out, "==== end of cumemtrace report ====\n");
+}

@@ -1,0 +1,53 @@
+/* stacks.h - capture call stacks and keep each distinct one once.
+ *
+ * Capture happens on the allocating thread, before any lock is taken, with
+ * libunwind's fast local backtrace (per-thread caching). The result is a list
+ * of return addresses; nothing is symbolized until a report is written.
+ *
+ * Distinct stacks live in an append-only table, found by a 64-bit hash of
+ * their frames (like heaptrack's trace tree, stacks are written to reports as
+ * ids). Each stack also carries the running totals of the blocks it allocated,
+ * so reports and growth detection never have to walk every live block.
+ *
+ * stack_intern() and stack_get() need the tracker's lock; stack_capture() and
+ * stack_hash() need nothing. */
+#ifndef CUMEMTRACE_STACKS_H
+#define CUMEMTRACE_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct stack_stats {
+    uint64_t live_bytes, live_blocks;
+    uint64_t peak_live_bytes;          /* highest live_bytes this stack reached */
+    uint64_t allocations, allocated_bytes;
+    uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
+};
+
+struct stack {
+    uint64_t hash;
+    uint64_t first_frame;              /* index into the frame array */
+    uint32_t depth;
+    uint32_t reserved;
+    struct stack_stats stats;
+};
+
+void stacks_init(void);
+void stacks_reset(void);               /* forget everything (after fork) */
+
+/* Leave out frames in [low, high) wherever they are: the tracer's own. */
+void stack_set_skip_range(uintptr_t low, uintptr_t high);
+
+/* Fill frames[0..max) with return addresses of the caller's stack, innermost
+ * first; returns how many. */
+int stack_capture(uintptr_t *frames, int max);
+uint64_t stack_hash(const uintptr_t *frames, int depth);
+
+/* The id (1, 2, ...) of this stack, adding it if new; 0 when out of memory. */
+uint32_t stack_intern(const uintptr_t *frames, int depth, uint64_t hash);
+struct stack *stack_get(uint32_t id);   /* NULL for 0 or an unknown id */
+const uintptr_t *stack_frames(const struct stack *stack);
+uint32_t stack_count(void);             /* ids run from 1 to stack_count() */
+size_t stacks_memory_bytes(void);
+
+#endif

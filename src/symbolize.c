@@ -1,0 +1,211 @@
+/* symbolize.c - addresses to names at report time (see symbolize.h).
+ *
+ * Strings handed out live until symbolizer_close(): they are copied into the
+ * symbolizer's own string pages. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "symbolize.h"
+
+/* The few libdw entry points we use, resolved with dlsym. The types are
+ * opaque to us; the signatures match elfutils' libdwfl.h. */
+typedef struct Dwfl Dwfl;
+typedef struct Dwfl_Module Dwfl_Module;
+typedef struct Dwfl_Line Dwfl_Line;
+typedef struct {
+    void *find_elf;
+    void *find_debuginfo;
+    void *section_address;
+    char **debuginfo_path;
+} Dwfl_Callbacks;
+
+struct libdw {
+    void *handle;
+    Dwfl *(*begin)(const Dwfl_Callbacks *);
+    void (*end)(Dwfl *);
+    int (*linux_proc_report)(Dwfl *, pid_t);
+    int (*report_end)(Dwfl *, void *, void *);
+    Dwfl_Module *(*addrmodule)(Dwfl *, uintptr_t);
+    const char *(*module_addrinfo)(Dwfl_Module *, uintptr_t, uintptr_t *, Elf64_Sym *,
+                                   void *, void *, void *);
+    Dwfl_Line *(*module_getsrc)(Dwfl_Module *, uintptr_t);
+    const char *(*lineinfo)(Dwfl_Line *, uintptr_t *, int *, int *, int *, int *);
+    Dwfl_Callbacks callbacks;
+};
+
+struct symbolizer {
+    struct libdw dw;
+    Dwfl *dwfl;
+    char *(*demangle)(const char *, char *, size_t *, int *);
+    char *strings;
+    size_t strings_used, strings_size;
+    char *pages[48];        /* every string page, released at close */
+    size_t page_sizes[48];
+    int page_count;
+};
+
+static const char *keep(struct symbolizer *sym, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    if (sym->strings_used + n > sym->strings_size) {
+        size_t size = sym->strings_size ? sym->strings_size * 2 : 1 << 20;
+        while (size < sym->strings_used + n)
+            size *= 2;
+        /* Old strings stay where they are: never move them, start new pages. */
+        char *pages = sym->page_count < 48 ? pages_alloc(size) : NULL;
+        if (!pages)
+            return NULL;
+        sym->pages[sym->page_count] = pages;
+        sym->page_sizes[sym->page_count++] = size;
+        sym->strings = pages;
+        sym->strings_used = 0;
+        sym->strings_size = size;
+    }
+    char *copy = sym->strings + sym->strings_used;
+    memcpy(copy, s, n);
+    sym->strings_used += n;
+    return copy;
+}
+
+static int load_libdw(struct libdw *dw)
+{
+    dw->handle = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!dw->handle)
+        return -1;
+    void *find_elf = dlsym(dw->handle, "dwfl_linux_proc_find_elf");
+    void *find_debuginfo = dlsym(dw->handle, "dwfl_standard_find_debuginfo");
+    *(void **)&dw->begin = dlsym(dw->handle, "dwfl_begin");
+    *(void **)&dw->end = dlsym(dw->handle, "dwfl_end");
+    *(void **)&dw->linux_proc_report = dlsym(dw->handle, "dwfl_linux_proc_report");
+    *(void **)&dw->report_end = dlsym(dw->handle, "dwfl_report_end");
+    *(void **)&dw->addrmodule = dlsym(dw->handle, "dwfl_addrmodule");
+    *(void **)&dw->module_addrinfo = dlsym(dw->handle, "dwfl_module_addrinfo");
+    *(void **)&dw->module_getsrc = dlsym(dw->handle, "dwfl_module_getsrc");
+    *(void **)&dw->lineinfo = dlsym(dw->handle, "dwfl_lineinfo");
+    if (!find_elf || !find_debuginfo || !dw->begin || !dw->end || !dw->linux_proc_report ||
+        !dw->report_end || !dw->addrmodule || !dw->module_addrinfo || !dw->module_getsrc ||
+        !dw->lineinfo) {
+        dlclose(dw->handle);
+        dw->handle = NULL;
+        return -1;
+    }
+    dw->callbacks.find_elf = find_elf;
+    dw->callbacks.find_debuginfo = find_debuginfo;
+    return 0;
+}
+
+static int find_libstdcxx(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *slash = strrchr(info->dlpi_name, '/');
+    const char *name = slash ? slash + 1 : info->dlpi_name;
+    if (strncmp(name, "libstdc++.so", 12) != 0)
+        return 0;
+    *(void **)data = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+    return 1;
+}
+
+/* C++ programs such as PyTorch load libstdc++ privately (RTLD_LOCAL), so
+ * RTLD_DEFAULT does not see its demangler: look for the loaded library. */
+static void *find_demangler(void)
+{
+    void *function = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    void *libstdcxx = NULL;
+    if (!function && dl_iterate_phdr(find_libstdcxx, &libstdcxx) && libstdcxx)
+        function = dlsym(libstdcxx, "__cxa_demangle");
+    return function;
+}
+
+struct symbolizer *symbolizer_open(void)
+{
+    struct symbolizer *sym = pages_alloc(sizeof(*sym));
+    if (!sym)
+        return NULL;
+    if (getenv("CUMEMTRACE_NO_LIBDW") == NULL && load_libdw(&sym->dw) == 0) {
+        sym->dwfl = sym->dw.begin(&sym->dw.callbacks);
+        if (sym->dwfl && (sym->dw.linux_proc_report(sym->dwfl, getpid()) != 0 ||
+                          sym->dw.report_end(sym->dwfl, NULL, NULL) != 0)) {
+            sym->dw.end(sym->dwfl);
+            sym->dwfl = NULL;
+        }
+    }
+    *(void **)&sym->demangle = find_demangler();
+    return sym;
+}
+
+int symbolizer_has_lines(const struct symbolizer *sym)
+{
+    return sym && sym->dwfl != NULL;
+}
+
+static const char *demangled(struct symbolizer *sym, const char *name)
+{
+    if (!name || !sym->demangle || strncmp(name, "_Z", 2) != 0)
+        return keep(sym, name);
+    int status = -1;
+    char *plain = sym->demangle(name, NULL, NULL, &status);
+    if (status != 0 || !plain)
+        return keep(sym, name);
+    const char *kept = keep(sym, plain);
+    free(plain);            /* __cxa_demangle's own malloc */
+    return kept;
+}
+
+void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct symbol *out)
+{
+    uintptr_t lookup = call_site && address ? address - 1 : address;
+    memset(out, 0, sizeof(*out));
+    out->address = address;
+
+    Dl_info info;
+    if (dladdr((void *)lookup, &info) && info.dli_fname) {
+        out->module = keep(sym, info.dli_fname[0] ? info.dli_fname : NULL);
+        out->module_offset = address - (uintptr_t)info.dli_fbase;
+        if (info.dli_sname) {
+            out->function = demangled(sym, info.dli_sname);
+            out->function_offset = address - (uintptr_t)info.dli_saddr;
+        }
+    }
+    if (!sym->dwfl)
+        return;
+    Dwfl_Module *module = sym->dw.addrmodule(sym->dwfl, lookup);
+    if (!module)
+        return;
+    uintptr_t offset = 0;
+    Elf64_Sym symbol;
+    const char *name = sym->dw.module_addrinfo(module, lookup, &offset, &symbol, NULL, NULL, NULL);
+    if (name) {
+        out->function = demangled(sym, name);
+        out->function_offset = offset + (lookup != address ? 1 : 0);
+    }
+    Dwfl_Line *line = sym->dw.module_getsrc(module, lookup);
+    if (line) {
+        uintptr_t line_address;
+        int number = 0;
+        const char *file = sym->dw.lineinfo(line, &line_address, &number, NULL, NULL, NULL);
+        if (file) {
+            out->file = keep(sym, file);
+            out->line = number;
+        }
+    }
+}
+
+void symbolizer_close(struct symbolizer *sym)
+{
+    if (!sym)
+        return;
+    if (sym->dwfl)
+        sym->dw.end(sym->dwfl);
+    if (sym->dw.handle)
+        dlclose(sym->dw.handle);
+    for (int i = 0; i < sym->page_count; i++)
+        pages_free(sym->pages[i], sym->page_sizes[i]);
+    pages_free(sym, sizeof(*sym));
+}

@@ -1,0 +1,30 @@
+/* symbolize.h - turn return addresses into function, module and file:line.
+ *
+ * Only ever called while a report is written, never on the allocation path.
+ * File and line come from DWARF through libdw (elfutils), which is loaded with
+ * dlopen only at that moment, so the traced program never carries it unless a
+ * report is made; without it, names come from the dynamic symbol table
+ * (dladdr). C++ names are demangled when the process has a C++ runtime. */
+#ifndef CUMEMTRACE_SYMBOLIZE_H
+#define CUMEMTRACE_SYMBOLIZE_H
+
+#include <stdint.h>
+
+struct symbol {
+    uintptr_t address;
+    const char *function;   /* NULL if unknown */
+    uintptr_t function_offset;
+    const char *module;     /* path of the object, NULL if unknown */
+    uintptr_t module_offset;
+    const char *file;       /* NULL without debug info */
+    int line;
+};
+
+struct symbolizer;
+struct symbolizer *symbolizer_open(void);
+/* `call_site`: the address is a return address; look up the call before it. */
+void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct symbol *out);
+void symbolizer_close(struct symbolizer *sym);
+int symbolizer_has_lines(const struct symbolizer *sym);
+
+#endif

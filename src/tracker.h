@@ -1,0 +1,128 @@
+/* tracker.h - what the interposition layer tells the core.
+ *
+ * The preload layer calls these around each real CUDA call; the tracker turns
+ * them into registry records, stack statistics and counters under one lock.
+ * The hot path (tracker_alloc, tracker_take) captures the stack first, then
+ * takes the lock only for table updates.
+ *
+ * Rule from the native heap profilers: a block leaves the registry *before*
+ * the real free runs (tracker_take), otherwise another thread may be handed
+ * the same address and record it first. If the real free then fails, the
+ * wrapper puts the record back (tracker_put_back). */
+#ifndef CUMEMTRACE_TRACKER_H
+#define CUMEMTRACE_TRACKER_H
+
+#include <stdint.h>
+
+#include "registry.h"
+
+#define MAX_APIS 128
+#define MAX_CONTEXTS 255
+
+struct allocation {
+    uint64_t value;     /* address, or handle for VMM and arrays */
+    uint64_t size;      /* bytes */
+    uint64_t handle;    /* stream or pool it was allocated on, 0 if none */
+    int device;         /* -1 if not known */
+    int kind;           /* enum kind, optionally | BLOCK_FROM_RUNTIME */
+    int api;            /* entry point index, see tracker_set_api_names */
+    int context;        /* interned context, 0 if none */
+};
+
+/* Why an event could not be recorded (counted, and shown in reports). */
+enum lost_reason {
+    LOST_REENTRY,        /* a CUDA call made from inside the tracer */
+    LOST_NO_MEMORY,      /* the tracer's own tables could not grow */
+    LOST_UNRESOLVED,     /* a real function could not be found */
+    LOST_UNKNOWN_FREE,   /* a free of something never seen allocated */
+    LOST_MISSED_FREE,    /* an address handed out again while still recorded */
+    LOST_UNWRAPPED,      /* a lookup returned the real function unwrapped */
+    LOST_COUNT
+};
+
+struct failure {
+    uint64_t size;
+    int32_t device, kind, api, code, oom;
+    uint32_t stack_id, time_ms;
+    uint16_t thread;
+};
+#define FAILURE_RING 64
+
+struct mark {
+    char label[64];
+    uint32_t time_ms;
+    uint64_t sequence;         /* allocations made before the mark */
+    uint64_t device_bytes;     /* device memory live at the mark, all devices */
+};
+#define MARK_RING 256
+
+struct thread_info {
+    int tid;
+    char name[16];
+};
+
+void tracker_init(void);
+int tracker_enabled(void);
+
+/* Enter the tracer on this thread. 0 means it is already inside (a CUDA call
+ * made by the tracer itself): the caller passes the call through untracked. */
+int tracker_enter(void);
+void tracker_leave(void);
+
+void tracker_count_call(int api);
+void tracker_alloc(const struct allocation *a);
+int tracker_take(uint64_t value, int space, struct block *saved);
+/* The same, only if the block carries `flag` (e.g. BLOCK_FROM_RUNTIME). */
+int tracker_take_if(uint64_t value, int space, int flag, struct block *saved);
+int tracker_device_of(uint64_t value, int space);   /* -1 if unknown */
+void tracker_put_back(const struct block *saved);
+void tracker_take_range(int space, uint64_t start, uint64_t size);
+void tracker_failure(const struct allocation *a, int code, int oom);
+void tracker_context_gone(int context);
+void tracker_lost(enum lost_reason reason);
+void tracker_mark(const char *label);
+int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live */
+struct block *tracker_find_locked(uint64_t value, int space);
+
+/* Set up by the preload layer. */
+void tracker_set_api_names(const char *const *names, int count);
+void tracker_set_memory_info(int (*fn)(int device, uint64_t *free, uint64_t *total));
+
+/* Reports: "exit", "signal", "snapshot", ... Written once per reason "exit". */
+void tracker_report(const char *reason);
+void tracker_report_at_exit(void);
+
+/* fork handling (pthread_atfork). */
+void tracker_fork_prepare(void);
+void tracker_fork_parent(void);
+void tracker_fork_child(void);
+
+/* For report.c: the state behind the lock. */
+void tracker_lock(void);
+void tracker_unlock(void);
+struct tracker_state {
+    uint64_t sequence;
+    uint64_t lost[LOST_COUNT];
+    uint64_t api_calls[MAX_APIS];
+    uint64_t api_allocations[MAX_APIS];
+    uint64_t api_failures[MAX_APIS];
+    const char *const *api_names;
+    int api_count;
+    struct failure failures[FAILURE_RING];
+    uint64_t failures_total;
+    struct mark marks[MARK_RING];
+    uint64_t marks_total;
+    struct thread_info *threads;       /* index = thread number - 1 */
+    uint32_t threads_used;
+    uint64_t *handles;                 /* index = handle number - 1 */
+    uint32_t handles_used;
+    uint64_t start_ns;                 /* CLOCK_MONOTONIC at start */
+    double start_unix;                 /* wall clock at start */
+    int (*memory_info)(int device, uint64_t *free, uint64_t *total);
+    uint64_t runtime_blocks;           /* live BLOCK_FROM_RUNTIME records */
+    int traced;                        /* any CUDA event in this process */
+};
+extern struct tracker_state tracker;
+uint32_t tracker_now_ms(void);
+
+#endif

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Integration tests: programs run under libcumemtrace.so on the CUDA simulator.
+
+Each case runs a program from tests/integration or examples/ with the tracer
+preloaded (and, where results must not change, without it), then checks the
+exit status, the output and the JSON reports. Every report is validated
+against docs/report.schema.json.
+
+    cases.py --build BUILD_DIR --source SOURCE_DIR CASE
+"""
+import argparse
+import collections
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import jsonschema
+
+ARGS = None
+FAILED = []
+
+
+def check(condition, message):
+    if not condition:
+        FAILED.append(message)
+        print("FAIL:", message)
+    return condition
+
+
+def run(program, args=(), env=None, preload=True, extra_preload=(), expect_rc=0):
+    """Run a program in a fresh directory; return (stdout, stderr, reports)."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-case-")
+    environment = dict(os.environ)
+    environment["LD_LIBRARY_PATH"] = os.path.join(ARGS.build, "sim")
+    environment["CUMEMTRACE_OUTPUT"] = os.path.join(directory, "report-%p")
+    for key in list(environment):
+        if key.startswith("SIMCUDA_") or (key.startswith("CUMEMTRACE_") and key != "CUMEMTRACE_OUTPUT"):
+            del environment[key]
+    environment.update(env or {})
+    if preload:
+        first = [os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]] \
+            if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") else []
+        libraries = first + [os.path.join(ARGS.build, "libcumemtrace.so")] + list(extra_preload)
+        environment["LD_PRELOAD"] = " ".join(libraries)
+    else:
+        environment.pop("LD_PRELOAD", None)
+    path = program if os.path.isabs(program) else os.path.join(ARGS.build, program)
+    completed = subprocess.run([path, *args], cwd=directory, env=environment,
+                               capture_output=True, text=True, timeout=300)
+    check(completed.returncode == expect_rc,
+          f"{program} {' '.join(args)}: exit status {completed.returncode}, expected {expect_rc}\n"
+          f"stdout: {completed.stdout}\nstderr: {completed.stderr[-3000:]}")
+    reports = []
+    for name in sorted(glob.glob(os.path.join(directory, "*.json"))):
+        with open(name) as handle:
+            report = json.load(handle)
+        validate(report, name)
+        reports.append(report)
+    texts = {}
+    for name in sorted(glob.glob(os.path.join(directory, "*.txt"))):
+        with open(name) as handle:
+            texts[os.path.basename(name)] = handle.read()
+    leftovers = glob.glob(os.path.join(directory, "*.tmp.*"))
+    check(not leftovers, f"temporary files left behind: {leftovers}")
+    return completed.stdout, completed.stderr, reports, texts
+
+
+SCHEMA = None
+
+
+def validate(report, name):
+    global SCHEMA
+    if SCHEMA is None:
+        with open(os.path.join(ARGS.source, "docs", "report.schema.json")) as handle:
+            SCHEMA = json.load(handle)
+    try:
+        jsonschema.validate(report, SCHEMA, cls=jsonschema.Draft202012Validator)
+    except jsonschema.ValidationError as error:
+        check(False, f"{name} does not match the schema: {error.message} at {list(error.path)}")
+
+
+def only(reports):
+    check(len(reports) == 1, f"expected one report, got {len(reports)}")
+    return reports[0] if reports else {}
+
+
+def device_counters(report, device, kind):
+    for entry in report.get("devices", []):
+        if entry["device"] == device:
+            return entry["counters"][kind]
+    return None
+
+
+def entry_point(report, name):
+    for entry in report.get("entry_points", []):
+        if entry["name"] == name:
+            return entry
+    return {"name": name, "calls": 0, "allocations": 0, "failures": 0}
+
+
+def stack_functions(report, stack_id):
+    frames = {frame["id"]: frame for frame in report["frames"]}
+    for stack in report["stacks"]:
+        if stack["id"] == stack_id:
+            return [frames[i]["function"] or "" for i in stack["frames"]]
+    return []
+
+
+def user_functions(report, stack_id):
+    """The stack's functions without the CUDA libraries' own frames on top."""
+    frames = {frame["id"]: frame for frame in report["frames"]}
+    for stack in report["stacks"]:
+        if stack["id"] == stack_id:
+            names = []
+            for i in stack["frames"]:
+                module = os.path.basename(frames[i]["module"] or "")
+                if not names and (module.startswith("libcudart") or module.startswith("libcuda")):
+                    continue
+                names.append(frames[i]["function"] or "")
+            return names
+    return []
+
+
+def stack_files(report, stack_id):
+    frames = {frame["id"]: frame for frame in report["frames"]}
+    for stack in report["stacks"]:
+        if stack["id"] == stack_id:
+            return [f"{os.path.basename(frames[i]['file'] or '')}:{frames[i]['line']}"
+                    for i in stack["frames"]]
+    return []
+
+
+KiB = 1024
+EXPECTED_BLOCKS = [
+    ("cudaMalloc", "device", 100 * KiB), ("cudaMallocManaged", "managed", 101 * KiB),
+    ("cudaMallocHost", "pinned_host", 102 * KiB), ("cudaHostAlloc", "pinned_host", 103 * KiB),
+    ("cudaMallocPitch", "device", 1024 * 10), ("cudaMalloc3D", "device", 1024 * 4 * 3),
+    ("cudaMallocArray", "array", 4 * 64 * 32), ("cudaMallocAsync", "stream_ordered", 104 * KiB),
+    ("cudaMallocAsync_ptsz", "stream_ordered", 105 * KiB),
+    ("cudaMallocFromPoolAsync", "stream_ordered", 106 * KiB),
+    ("cudaMallocFromPoolAsync_ptsz", "stream_ordered", 107 * KiB),
+    ("cuMemAlloc_v2", "device", 200 * KiB), ("cuMemAllocPitch_v2", "device", 2048 * 5),
+    ("cuMemAllocManaged", "managed", 201 * KiB), ("cuMemAllocHost_v2", "pinned_host", 202 * KiB),
+    ("cuMemHostAlloc", "pinned_host", 203 * KiB),
+    ("cuMemHostRegister_v2", "registered_host", 64 * KiB),
+    ("cuMemAllocAsync", "stream_ordered", 204 * KiB),
+    ("cuMemAllocAsync_ptsz", "stream_ordered", 205 * KiB),
+    ("cuMemAllocFromPoolAsync", "stream_ordered", 206 * KiB),
+    ("cuMemAllocFromPoolAsync_ptsz", "stream_ordered", 207 * KiB),
+    ("cuMemCreate", "vmm_physical", 2 << 20), ("cuMemAddressReserve", "vmm_reservation", 4 << 20),
+    ("cuMemMap", "vmm_mapping", 2 << 20), ("cuArrayCreate_v2", "array", 64 * 16 * 4),
+    ("cuArray3DCreate_v2", "array", 32 * 8 * 4 * 4),
+    ("cuMipmappedArrayCreate", "array", 32 * 8 * 4 * 4 + 16 * 4 * 2 * 4),
+]
+
+
+def case_entry_points_keep():
+    out, err, reports, _ = run("tests/all_entry_points", ["keep"])
+    check("ptsz calls: alloc 2/2 pool 2/2" in out, f"ptsz routing: {out!r}")
+    report = only(reports)
+    items = report["blocks"]["items"]
+    seen = collections.Counter((b["api"], b["kind"], b["size"]) for b in items)
+    expected = collections.Counter(EXPECTED_BLOCKS)
+    check(seen == expected, f"blocks differ: missing {expected - seen}, unexpected {seen - expected}")
+    for api, kind, size in EXPECTED_BLOCKS:
+        check(entry_point(report, api)["allocations"] == 1, f"{api} recorded once")
+    check(all(b["device"] == 0 for b in items if b["kind"] != "vmm_reservation"),
+          "every block on device 0")
+    pools = [b for b in items if "FromPool" in b["api"]]
+    check(all(b["stream_or_pool"] for b in pools), "pool allocations name their pool")
+    check(all(value == 0 for value in report["tracer"]["lost"].values()),
+          f"nothing lost: {report['tracer']['lost']}")
+
+
+def case_entry_points_free():
+    out, err, reports, _ = run("tests/all_entry_points", ["free"])
+    report = only(reports) if reports else None
+    if report is None:
+        return
+    per_kind = collections.Counter(kind for _, kind, _ in EXPECTED_BLOCKS)
+    for kind, count in per_kind.items():
+        counters = device_counters(report, 0, kind) if kind != "vmm_reservation" else \
+            device_counters(report, None, kind)
+        check(counters is not None and counters["allocation"]["allocated"] == count,
+              f"{kind}: {count} allocated, report says {counters and counters['allocation']}")
+        check(counters is not None and counters["allocation"]["current"] == 0 and
+              counters["allocated_bytes"]["current"] == 0, f"{kind}: nothing live at exit")
+        check(counters is not None and counters["allocation"]["freed"] == count,
+              f"{kind}: every block freed")
+    check(report["live"] == [], "no live blocks")
+    check(report["tracer"]["lost"]["unknown_free"] == 0, "every free matched an allocation")
+    untraced, _, _, _ = run("tests/all_entry_points", ["free"], preload=False)
+    check(out == untraced, f"output changed by the tracer: {out!r} vs {untraced!r}")
+
+
+def case_static_cudart():
+    out, err, reports, _ = run("tests/static_cudart")
+    report = only(reports)
+    check(entry_point(report, "cuMemAlloc_v2")["allocations"] == 3, "3 driver allocations")
+    check(entry_point(report, "cudaMalloc")["calls"] == 0, "runtime level invisible")
+    live = report["live"]
+    check(len(live) == 1 and live[0]["bytes"] == 3 << 20, f"one 3 MiB block live: {live}")
+    if live:
+        check("static_allocate" in stack_functions(report, live[0]["stack"]),
+              f"stack names static_allocate: {stack_functions(report, live[0]['stack'])}")
+
+
+def case_dlopen_driver():
+    out, err, reports, _ = run("tests/dlopen_driver")
+    check("async ptsz calls 1, legacy 0" in out, f"ptsz lookup forwarded: {out!r}")
+    report = only(reports)
+    check(entry_point(report, "cuMemAlloc_v2")["allocations"] == 3, "3 cuMemAlloc through lookup")
+    check(entry_point(report, "cuMemAllocAsync_ptsz")["allocations"] == 1, "ptsz wrapper used")
+    check(entry_point(report, "cuGetProcAddress")["calls"] == 1, "v1 lookup wrapped")
+    check(report["blocks"]["total"] == 3, f"3 blocks live: {report['blocks']['total']}")
+
+
+def case_leak_loop():
+    out, err, reports, texts = run("examples/leak_loop", ["20"],
+                                   env={"CUMEMTRACE_FORMAT": "text,json"})
+    report = only(reports)
+    live = report["live"]
+    check(len(live) == 1, f"one leaking site: {live}")
+    if live:
+        top = live[0]
+        check(top["blocks"] == 20 and top["bytes"] == 20 * (4 << 20) and top["api"] == "cudaMalloc",
+              f"20 x 4 MiB via cudaMalloc: {top}")
+        functions = user_functions(report, top["stack"])
+        check(functions[:3] == ["leak_scratch_buffer", "train_step", "main"],
+              f"the program's frames, innermost first: {functions}")
+        files = [f for f in stack_files(report, top["stack"]) if f.startswith("leak_loop.c:")]
+        check(files[:1] == ["leak_loop.c:25"], f"file:line of the cudaMalloc call: {files}")
+        check(all(f["module"] is None or "libcumemtrace" not in f["module"]
+                  for f in report["frames"]), "no frame of the tracer itself")
+    counters = device_counters(report, 0, "device")
+    check(counters["allocation"]["allocated"] == 41 and counters["allocation"]["freed"] == 21,
+          f"41 allocated, 21 freed: {counters['allocation']}")
+    check(counters["allocated_bytes"]["peak"] == (64 << 20) + 19 * (4 << 20) + (32 << 20) + (4 << 20),
+          f"peak: {counters['allocated_bytes']}")
+    check("Leaked (live at exit)" in err and "leak_scratch_buffer" in err,
+          "summary on stderr names the leak")
+    check(any("leak_scratch_buffer" in text for text in texts.values()), "text file written")
+    device = [d for d in report["devices"] if d["device"] == 0][0]
+    check(device["driver_total"] == 8 << 30 and device["untracked_bytes"] is not None,
+          f"driver free/total read at exit: {device['driver_free']} {device['driver_total']}")
+
+
+def case_threads():
+    out, err, reports, _ = run("tests/threads")
+    report = only(reports)
+    counters = device_counters(report, 0, "device")
+    check(counters["allocation"]["allocated"] == 160000, f"allocated: {counters['allocation']}")
+    check(counters["allocation"]["freed"] == 159984, f"freed: {counters['allocation']}")
+    check(counters["allocation"]["current"] == 16, "16 live")
+    check(entry_point(report, "cudaMalloc")["allocations"] == 160000, "all labelled cudaMalloc")
+    check(len(report["threads"]) >= 16, "16 threads seen")
+    check(all(value == 0 for value in report["tracer"]["lost"].values()),
+          f"nothing lost: {report['tracer']['lost']}")
+
+
+def case_fork():
+    out, err, reports, _ = run("tests/fork_child")
+    check(len(reports) == 2, f"two reports (parent, child): {len(reports)}")
+    by_blocks = {r["blocks"]["total"]: r for r in reports}
+    parent, child = by_blocks.get(1), by_blocks.get(2)
+    check(parent is not None and child is not None, "parent has 1 block, child 2")
+    if parent and child:
+        check(child["process"]["ppid"] == parent["process"]["pid"], "child's parent is the parent")
+        check(f"child {child['process']['pid']}" in out, "child report has the child's pid")
+        check(all(b["size"] == 3 << 20 for b in child["blocks"]["items"]),
+              "the child's report holds only its own blocks")
+
+
+def case_implicit_free():
+    out, err, reports, _ = run("tests/implicit_free")
+    report = only(reports)
+    device = device_counters(report, 0, "device")
+    pinned = device_counters(report, 0, "pinned_host")
+    async_ = device_counters(report, 0, "stream_ordered")
+    check(device["freed_implicitly"]["blocks"] == 1 and device["allocation"]["freed"] == 0,
+          f"device block freed implicitly: {device}")
+    check(pinned["freed_implicitly"]["blocks"] == 1, f"pinned block freed implicitly: {pinned}")
+    check(async_["allocation"]["current"] == 1, "stream-ordered block survives the reset")
+    check("freed only implicitly" in err, "summary says freed only implicitly")
+    implicit = [s for s in report["stacks"] if s["freed_implicitly_blocks"]]
+    check(any("forget_two" in stack_functions(report, s["id"]) for s in implicit),
+          "implicit leak attributed to forget_two")
+
+
+def case_oom():
+    out, err, reports, _ = run("tests/oom", env={"SIMCUDA_MEMORY": "64M"})
+    check("oom after 4 blocks" in out, f"simulated OOM: {out!r}")
+    report = only(reports)
+    device = device_counters(report, 0, "device")
+    check(device["num_ooms"] == 1 and device["num_alloc_failures"] == 1, f"one OOM: {device}")
+    failure = report["failures"]["recent"][0] if report["failures"]["recent"] else {}
+    check(failure.get("api") == "cudaMalloc" and failure.get("size") == 16 << 20 and failure.get("oom"),
+          f"failure recorded: {failure}")
+    check("grow" in stack_functions(report, failure.get("stack", 0)), "failure stack names grow()")
+
+
+def case_bad_environment():
+    env = {"CUMEMTRACE_DEPTH": "deep", "CUMEMTRACE_FORMAT": "yaml", "CUMEMTRACE_MIN_SIZE": "big",
+           "CUMEMTRACE_ENABLE": "perhaps", "CUMEMTRACE_TOP": "-3"}
+    out, err, reports, _ = run("examples/leak_loop", ["5"], env=env)
+    untraced, _, _, _ = run("examples/leak_loop", ["5"], preload=False)
+    check(out == untraced, "program output unchanged")
+    lines = [line for line in err.splitlines() if "CUMEMTRACE_" in line]
+    check(len(lines) == 5, f"one line per bad variable: {lines}")
+    for name, value in env.items():
+        check(any(f"{name}='{value}'" in line and "using" in line for line in lines),
+              f"{name} named with its value and the default")
+    check(len(reports) == 1, "defaults used: the JSON report is still written")
+
+
+def case_unwritable_output():
+    env = {"CUMEMTRACE_OUTPUT": "/nonexistent-cumemtrace-dir/report"}
+    out, err, reports, _ = run("examples/leak_loop", ["3"], env=env)
+    untraced, _, _, _ = run("examples/leak_loop", ["3"], preload=False)
+    check(out == untraced, "program output unchanged")
+    check("cannot write report to '/nonexistent-cumemtrace-dir/report.json': No such file or directory"
+          in err, f"one clear line: {err[-500:]!r}")
+
+
+def case_disabled():
+    out, err, reports, _ = run("examples/leak_loop", ["3"], env={"CUMEMTRACE_ENABLE": "0"})
+    check(reports == [] and "cumemtrace" not in err, "nothing written when disabled")
+
+
+def case_quiet_and_depth():
+    out, err, reports, _ = run("examples/leak_loop", ["3"],
+                               env={"CUMEMTRACE_QUIET": "1", "CUMEMTRACE_DEPTH": "2"})
+    check(err == "", f"quiet: nothing on stderr: {err!r}")
+    report = only(reports)
+    check(all(len(s["frames"]) <= 2 for s in report["stacks"]), "depth 2 honoured")
+    out, err, reports, _ = run("examples/leak_loop", ["3"], env={"CUMEMTRACE_MIN_SIZE": "8M"})
+    report = only(reports)
+    small = [g for g in report["live"] if g["bytes"] == 3 * (4 << 20)]
+    check(small and all(len(s["frames"]) == 0 for s in report["stacks"] if s["id"] == small[0]["stack"]),
+          "blocks under CUMEMTRACE_MIN_SIZE are counted without a stack")
+
+
+def case_rtld_next():
+    lib = os.path.join(ARGS.build, "tests", "librtld_next_interposer.so")
+    out, err, reports, _ = run("tests/rtld_next", extra_preload=[lib])
+    check("getpid ok" in out, f"RTLD_NEXT resolved relative to the caller: {out!r} {err[-300:]!r}")
+
+
+def case_examples():
+    for name, site in (("pinned_pileup", "load_batch"), ("async_leak", "handle_request"),
+                       ("vmm_unreleased", "create_spare")):
+        out, err, reports, _ = run(f"examples/{name}")
+        report = only(reports)
+        top = report["live"][0] if report.get("live") else {}
+        check(site in stack_functions(report, top.get("stack", 0)),
+              f"{name}: the top leak is at {site}: {top}")
+        check(site in err, f"{name}: summary names {site}")
+
+
+CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("case", choices=sorted(CASES))
+    ARGS = parser.parse_args()
+    CASES[ARGS.case]()
+    if FAILED:
+        print(f"{ARGS.case}: {len(FAILED)} checks failed")
+        return 1
+    print(f"{ARGS.case}: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
