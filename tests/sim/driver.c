@@ -275,17 +275,9 @@ static struct segment *find_segment(uint64_t address, int *device)
     return NULL;
 }
 
-static void device_free_segment(int device, struct segment *s)
+/* Lock held. Merge neighbouring free segments. */
+static void coalesce(struct device *dev)
 {
-    struct device *dev = &devices[device];
-    dev->used -= s->size;
-    if (s->pool) {
-        s->pool->used -= s->size;
-    }
-    s->used = 0;
-    s->context = NULL;
-    s->pool = NULL;
-    /* Coalesce with the free neighbours. */
     for (struct segment *p = dev->segments; p && p->next;) {
         struct segment *n = p->next;
         if (!p->used && !n->used) {
@@ -296,6 +288,23 @@ static void device_free_segment(int device, struct segment *s)
             p = n;
         }
     }
+}
+
+/* Lock held. Mark a segment free; the caller coalesces. */
+static void mark_free(int device, struct segment *s)
+{
+    devices[device].used -= s->size;
+    if (s->pool)
+        s->pool->used -= s->size;
+    s->used = 0;
+    s->context = NULL;
+    s->pool = NULL;
+}
+
+static void device_free_segment(int device, struct segment *s)
+{
+    mark_free(device, s);
+    coalesce(&devices[device]);
 }
 
 EXPORT size_t simcuda_used_bytes(int device)
@@ -391,7 +400,8 @@ static void context_teardown(struct context *context)
     struct device *dev = &devices[context->device];
     for (struct segment *s = dev->segments; s; s = s->next)
         if (s->used && s->context == context)
-            device_free_segment(context->device, s);
+            mark_free(context->device, s);
+    coalesce(dev);
     for (struct host_block **p = &host_blocks; *p;) {
         struct host_block *h = *p;
         if (h->context == context) {
