@@ -28,7 +28,7 @@ PUBLIC int cumemtrace_snapshot(const char *path)
                  __atomic_add_fetch(&snapshots, 1, __ATOMIC_RELAXED));
     }
     int entered = tracker_enter();
-    int result = report_write_to("snapshot", template_);
+    int result = report_write_to("snapshot", template_, 0);
     if (entered)
         tracker_leave();
     return result;

@@ -4,6 +4,7 @@
  * and the default is used. Nothing here allocates memory. */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -21,6 +22,11 @@ struct config config = {
     .quiet = 0,
     .debug = 0,
     .max_blocks = 10000,
+    .snapshot_signal = SIGUSR2,
+    .oom = OOM_FIRST,
+    .crash = 1,
+    .dump_on_term = 0,
+    .follow = 1,
 };
 
 int config_parse_bool(const char *text, int *out)
@@ -104,6 +110,48 @@ int config_parse_formats(const char *text, int *out)
     return 0;
 }
 
+int config_parse_signal(const char *text, int *out)
+{
+    static const struct {
+        const char *name;
+        int number;
+    } names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
+                 {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"URG", SIGURG}};
+    long number;
+    if (strcasecmp(text, "off") == 0 || strcmp(text, "0") == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (strncasecmp(text, "SIG", 3) == 0)
+        text += 3;
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcasecmp(text, names[i].name) == 0) {
+            *out = names[i].number;
+            return 0;
+        }
+    /* Numbers, and real-time signals; never a signal that means a crash. */
+    if (config_parse_int(text, 1, SIGRTMAX, &number) == 0 && number != SIGKILL &&
+        number != SIGSTOP && number != SIGSEGV && number != SIGBUS && number != SIGFPE &&
+        number != SIGILL && number != SIGABRT) {
+        *out = (int)number;
+        return 0;
+    }
+    return -1;
+}
+
+int config_parse_oom(const char *text, int *out)
+{
+    if (strcasecmp(text, "first") == 0)
+        *out = OOM_FIRST;
+    else if (strcasecmp(text, "every") == 0)
+        *out = OOM_EVERY;
+    else if (strcasecmp(text, "off") == 0 || strcmp(text, "0") == 0)
+        *out = OOM_OFF;
+    else
+        return -1;
+    return 0;
+}
+
 static const char *env(const char *name)
 {
     const char *value = getenv(name);
@@ -141,6 +189,17 @@ void config_load(void)
     load_int("CUMEMTRACE_DEPTH", &config.depth, 0, CONFIG_MAX_DEPTH);
     load_int("CUMEMTRACE_TOP", &config.top, 1, 100000);
     load_int("CUMEMTRACE_MAX_BLOCKS", &config.max_blocks, 0, 100000000);
+    load_bool("CUMEMTRACE_CRASH", &config.crash, "1");
+    load_bool("CUMEMTRACE_DUMP_ON_TERM", &config.dump_on_term, "0");
+    load_bool("CUMEMTRACE_FOLLOW", &config.follow, "1");
+
+    if ((value = env("CUMEMTRACE_SIGNAL")) &&
+        config_parse_signal(value, &config.snapshot_signal) < 0)
+        log_line("CUMEMTRACE_SIGNAL='%s' is not a signal name such as USR2, a number, or 'off'; "
+                 "using %s", value, config.snapshot_signal ? "USR2" : "off");
+
+    if ((value = env("CUMEMTRACE_OOM")) && config_parse_oom(value, &config.oom) < 0)
+        log_line("CUMEMTRACE_OOM='%s' is not 'first', 'every' or 'off'; using first", value);
 
     if ((value = env("CUMEMTRACE_MIN_SIZE")) &&
         config_parse_size(value, &config.min_size) < 0)

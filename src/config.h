@@ -19,7 +19,14 @@ struct config {
     int quiet;              /* CUMEMTRACE_QUIET: no summary on stderr */
     int debug;              /* CUMEMTRACE_DEBUG: say what the hooks do */
     int max_blocks;         /* CUMEMTRACE_MAX_BLOCKS listed one by one in JSON */
+    int snapshot_signal;    /* CUMEMTRACE_SIGNAL: 0 = off (default SIGUSR2) */
+    int oom;                /* CUMEMTRACE_OOM: OOM_* (default OOM_FIRST) */
+    int crash;              /* CUMEMTRACE_CRASH: dump on fatal signals (default 1) */
+    int dump_on_term;       /* CUMEMTRACE_DUMP_ON_TERM: also SIGTERM, SIGINT (0) */
+    int follow;             /* CUMEMTRACE_FOLLOW: trace exec'd children (default 1) */
 };
+
+enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
 
 extern struct config config;
 
@@ -34,5 +41,7 @@ int config_parse_bool(const char *text, int *out);
 int config_parse_int(const char *text, long min, long max, long *out);
 int config_parse_size(const char *text, uint64_t *out);
 int config_parse_formats(const char *text, int *out);
+int config_parse_signal(const char *text, int *out);     /* "USR2", "SIGUSR1", "12", "off" */
+int config_parse_oom(const char *text, int *out);        /* first, every, off */
 
 #endif

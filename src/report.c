@@ -231,7 +231,6 @@ static int symbolize_frames(struct report *r)
     r->symbols = report_pages(r, unique * sizeof(struct symbol));
     if (!r->symbols)
         return -1;
-    r->symbolizer = symbolizer_open();
     for (size_t i = 0; i < unique; i++)
         symbolize(r->symbolizer, r->addresses[i], 1, &r->symbols[i]);
     return 0;
@@ -270,12 +269,26 @@ int report_collect(struct report *r, const char *reason)
     memset(r, 0, sizeof(*r));
     r->reason = reason;
     read_process_info(r);
-    if (copy_state(r) < 0 || make_groups(r) < 0 || choose_stacks(r) < 0 ||
-        symbolize_frames(r) < 0)
+    if (copy_state(r) < 0)
         return -1;
     r->start_unix = r->state.start_unix;
     read_device_memory(r);
+    return report_finish(r, symbolizer_open());
+}
+
+int report_finish(struct report *r, struct symbolizer *symbolizer)
+{
+    r->symbolizer = symbolizer;
+    if (make_groups(r) < 0 || choose_stacks(r) < 0 || symbolize_frames(r) < 0)
+        return -1;
     return 0;
+}
+
+const char *report_verdict(const struct report_event *event)
+{
+    if (event->type != EVENT_OOM || !event->has_memory_info)
+        return "unknown";
+    return event->free < event->size ? "exhausted" : "fragmented";
 }
 
 void report_release(struct report *r)
@@ -339,32 +352,37 @@ static int write_file(const struct report *r, int format, const char *template_,
     return result;
 }
 
-int report_write_to(const char *reason, const char *template_)
+int report_emit(const struct report *r, const char *template_, int summary)
 {
     int result = 0;
+    if (summary && !config.quiet) {
+        struct out *out = pages_alloc(sizeof(*out));
+        if (out) {
+            out_fd(out, STDERR_FILENO);
+            report_text(r, out, 1);
+            out_flush(out);
+            pages_free(out, sizeof(*out));
+        }
+    }
+    if ((config.formats & FORMAT_TEXT) && write_file(r, FORMAT_TEXT, template_, ".txt") < 0)
+        result = -1;
+    if ((config.formats & FORMAT_JSON) && write_file(r, FORMAT_JSON, template_, ".json") < 0)
+        result = -1;
+    return result;
+}
+
+int report_write_to(const char *reason, const char *template_, int summary)
+{
+    int result = -1;
     struct report *r = pages_alloc(sizeof(*r));
     if (!r) {
         log_line("out of memory: no %s report written", reason);
         return -1;
     }
-    if (report_collect(r, reason) < 0) {
+    if (report_collect(r, reason) < 0)
         log_line("out of memory while collecting the %s report; none written", reason);
-        result = -1;
-    } else {
-        if (!config.quiet && strcmp(reason, "exit") == 0) {
-            struct out *out = pages_alloc(sizeof(*out));
-            if (out) {
-                out_fd(out, STDERR_FILENO);
-                report_text(r, out, 1);
-                out_flush(out);
-                pages_free(out, sizeof(*out));
-            }
-        }
-        if ((config.formats & FORMAT_TEXT) && write_file(r, FORMAT_TEXT, template_, ".txt") < 0)
-            result = -1;
-        if ((config.formats & FORMAT_JSON) && write_file(r, FORMAT_JSON, template_, ".json") < 0)
-            result = -1;
-    }
+    else
+        result = report_emit(r, template_, summary);
     report_release(r);
     pages_free(r, sizeof(*r));
     return result;

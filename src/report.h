@@ -35,6 +35,23 @@ struct report_group {
     uint32_t oldest_ms;
 };
 
+/* What made the report, when it is not the end of the process. */
+enum event_type { EVENT_NONE, EVENT_OOM, EVENT_SIGNAL, EVENT_CRASH };
+enum retry_state { RETRY_NONE, RETRY_PENDING, RETRY_SUCCEEDED, RETRY_FAILED };
+
+struct report_event {
+    int type;
+    int signal;                 /* EVENT_SIGNAL, EVENT_CRASH */
+    const char *lock;           /* EVENT_CRASH: "taken", "busy" or "inside" */
+    /* EVENT_OOM: the request that failed, and the device at that moment. */
+    uint64_t size;
+    int api, kind, device, code;
+    uint32_t stack_id;
+    int has_memory_info;
+    uint64_t free, total;
+    int retry;
+};
+
 struct report_device {
     int slot;                /* device number, or COUNTER_NO_DEVICE */
     int has_memory_info;
@@ -43,6 +60,7 @@ struct report_device {
 
 struct report {
     const char *reason;
+    struct report_event event;
     int pid, ppid;
     double start_unix, now_unix;
     uint32_t now_ms;
@@ -74,6 +92,12 @@ struct report {
 };
 
 int report_collect(struct report *r, const char *reason);
+/* The second half of report_collect, for a report whose state was filled in
+ * some other way (a crash dump read back): group, choose stacks, symbolize. */
+int report_finish(struct report *r, struct symbolizer *symbolizer);
+/* Write a collected report to every configured format; `summary` also prints
+ * the brief text on stderr. Returns 0, or -1 if a file could not be written. */
+int report_emit(const struct report *r, const char *template_, int summary);
 void report_release(struct report *r);
 /* Index of a frame address in r->addresses (the JSON frame id), -1 if absent. */
 long report_frame_index(const struct report *r, uintptr_t address);
@@ -84,8 +108,9 @@ void report_text(const struct report *r, struct out *out, int brief);
 void report_json(const struct report *r, struct out *out);
 
 /* Collect and write every configured report for `reason`, to the path
- * template `template_`. "exit" also prints the summary on stderr unless
- * CUMEMTRACE_QUIET. Returns 0, or -1 if a report could not be written. */
-int report_write_to(const char *reason, const char *template_);
+ * template `template_`; `summary` also prints the brief text on stderr
+ * (unless CUMEMTRACE_QUIET). Returns 0, or -1 if nothing could be written. */
+int report_write_to(const char *reason, const char *template_, int summary);
+const char *report_verdict(const struct report_event *event);   /* OOM: exhausted/fragmented */
 
 #endif

@@ -206,7 +206,9 @@ static void write_failures(const struct report *r, struct out *out)
 {
     uint64_t total = r->state.failures_total;
     uint64_t kept = total < FAILURE_RING ? total : FAILURE_RING;
-    out_printf(out, ",\"failures\":{\"total\":%llu,\"recent\":[", U(total));
+    out_printf(out, ",\"failures\":{\"total\":%llu,\"oom_retries_succeeded\":%llu,"
+                    "\"oom_retries_failed\":%llu,\"recent\":[",
+               U(total), U(r->state.oom_retries_succeeded), U(r->state.oom_retries_failed));
     for (uint64_t i = 0; i < kept; i++) {
         const struct failure *f = &r->state.failures[(total - kept + i) % FAILURE_RING];
         out_printf(out, "%s{\"size\":%llu,\"kind\":\"%s\",\"api\":", i ? "," : "", U(f->size),
@@ -234,6 +236,37 @@ static void write_marks(const struct report *r, struct out *out)
     out_str(out, "]}");
 }
 
+static void write_event(const struct report *r, struct out *out)
+{
+    static const char *retry[] = {"none", "pending", "succeeded", "failed"};
+    const struct report_event *e = &r->event;
+    switch (e->type) {
+    case EVENT_SIGNAL:
+        out_printf(out, ",\"event\":{\"type\":\"signal\",\"signal\":%d}", e->signal);
+        return;
+    case EVENT_CRASH:
+        out_printf(out, ",\"event\":{\"type\":\"crash\",\"signal\":%d,\"lock\":\"%s\"}",
+                   e->signal, e->lock ? e->lock : "unknown");
+        return;
+    case EVENT_OOM:
+        out_printf(out, ",\"event\":{\"type\":\"oom\",\"size\":%llu,\"kind\":\"%s\",\"api\":",
+                   U(e->size), kind_name(e->kind));
+        out_json_string(out, report_api_name(r, e->api));
+        write_device_field(out, e->device);
+        out_printf(out, ",\"code\":%d,\"stack\":%u", e->code, e->stack_id);
+        if (e->has_memory_info)
+            out_printf(out, ",\"driver_free\":%llu,\"driver_total\":%llu", U(e->free),
+                       U(e->total));
+        else
+            out_str(out, ",\"driver_free\":null,\"driver_total\":null");
+        out_printf(out, ",\"verdict\":\"%s\",\"retry\":\"%s\"}", report_verdict(e),
+                   retry[e->retry]);
+        return;
+    default:
+        out_str(out, ",\"event\":null");
+    }
+}
+
 static void write_threads(const struct report *r, struct out *out)
 {
     out_str(out, ",\"threads\":[");
@@ -253,6 +286,7 @@ void report_json(const struct report *r, struct out *out)
     out_json_string(out, r->reason);
     out_str(out, ",");
     write_process(r, out);
+    write_event(r, out);
     write_tracer(r, out);
     write_entry_points(r, out);
     write_devices(r, out);

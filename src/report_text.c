@@ -205,6 +205,48 @@ static void write_lost(const struct report *r, struct out *out)
             out_printf(out, "  note: %llu %s\n", (unsigned long long)r->state.lost[i], what[i]);
 }
 
+static const char *retry_text[] = {
+    [RETRY_NONE] = "none seen",
+    [RETRY_PENDING] = "not yet known (a caching allocator may free memory and ask again)",
+    [RETRY_SUCCEEDED] = "the same request was made again and succeeded (a caching allocator "
+                        "freed memory first)",
+    [RETRY_FAILED] = "the same request was made again and failed too",
+};
+
+static void write_event(const struct report *r, struct out *out, int brief)
+{
+    const struct report_event *e = &r->event;
+    if (e->type == EVENT_SIGNAL)
+        out_printf(out, "  requested by signal %d\n", e->signal);
+    if (e->type == EVENT_CRASH)
+        out_printf(out, "  the process received signal %d; state read without the lock: %s\n",
+                   e->signal, e->lock ? e->lock : "?");
+    if (e->type != EVENT_OOM)
+        return;
+    out_str(out, "\n  OUT OF MEMORY: ");
+    out_bytes(out, e->size);
+    out_printf(out, " of %s memory via %s on device %d failed (error %d)\n", kind_name(e->kind),
+               report_api_name(r, e->api), e->device, e->code);
+    if (e->has_memory_info) {
+        char free_text[24], total_text[24], size_text[24];
+        format_bytes(e->free, free_text, sizeof(free_text));
+        format_bytes(e->total, total_text, sizeof(total_text));
+        format_bytes(e->size, size_text, sizeof(size_text));
+        if (e->free < e->size)
+            out_printf(out, "  verdict: exhausted: the driver had %s free of %s, less than the "
+                            "%s asked for\n", free_text, total_text, size_text);
+        else
+            out_printf(out, "  verdict: fragmented: the driver had %s free of %s, more than the "
+                            "%s asked for, but no free range large enough\n",
+                       free_text, total_text, size_text);
+    } else {
+        out_str(out, "  verdict: unknown (the driver's free memory could not be read)\n");
+    }
+    out_printf(out, "  retry: %s\n", retry_text[e->retry]);
+    out_str(out, "  the failing call:\n");
+    write_stack(r, out, e->stack_id, brief);
+}
+
 void report_text(const struct report *r, struct out *out, int brief)
 {
     out_printf(out, "==== cumemtrace %s report, pid %d, %.1f s after start ====\n", r->reason,
@@ -215,6 +257,7 @@ void report_text(const struct report *r, struct out *out, int brief)
             out_printf(out, " %s", r->argv + i);
         out_str(out, "\n");
     }
+    write_event(r, out, brief);
     if (r->device_count == 0)
         out_str(out, "  no CUDA memory was allocated\n");
     else

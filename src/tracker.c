@@ -199,6 +199,93 @@ static void forget_block(struct block *b, int implicit)
         tracker.runtime_blocks--;
 }
 
+/* ---- out-of-memory reports ---------------------------------------------
+ *
+ * At an OOM the report is collected at once (the program may die next) and
+ * written with the retry "pending". PyTorch answers an OOM by freeing its
+ * cache and asking again for the same size on the same thread: when that
+ * retry succeeds or fails, the same report (the picture of the OOM moment)
+ * is written again with the outcome. */
+static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int active;
+    uint16_t thread;
+    uint64_t size;
+    struct report *report;
+    char template_[sizeof(config.output) + 32];
+} pending_oom;
+static int ooms_reported;
+
+static void finish_pending_oom(int outcome)
+{
+    pthread_mutex_lock(&oom_lock);
+    if (pending_oom.active) {
+        pending_oom.active = 0;
+        pending_oom.report->event.retry = outcome;
+        report_emit(pending_oom.report, pending_oom.template_, 0);
+        report_release(pending_oom.report);
+        pages_free(pending_oom.report, sizeof(*pending_oom.report));
+        pending_oom.report = NULL;
+    }
+    pthread_mutex_unlock(&oom_lock);
+}
+
+/* Called on the allocating thread, inside the tracer, without the lock. */
+static void check_retry(uint64_t size, int succeeded)
+{
+    if (!__atomic_load_n(&pending_oom.active, __ATOMIC_ACQUIRE) ||
+        pending_oom.thread != this_thread.number || pending_oom.size != size)
+        return;
+    pthread_mutex_lock(&lock);
+    if (succeeded)
+        tracker.oom_retries_succeeded++;
+    else
+        tracker.oom_retries_failed++;
+    pthread_mutex_unlock(&lock);
+    finish_pending_oom(succeeded ? RETRY_SUCCEEDED : RETRY_FAILED);
+}
+
+static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
+{
+    if (config.oom == OOM_OFF || (config.oom == OOM_FIRST && ooms_reported > 0))
+        return;
+    finish_pending_oom(RETRY_NONE);     /* an earlier one never saw its retry */
+    struct report *r = pages_alloc(sizeof(*r));
+    if (!r)
+        return;
+    int number = ++ooms_reported;
+    if (report_collect(r, "oom") < 0) {
+        report_release(r);
+        pages_free(r, sizeof(*r));
+        return;
+    }
+    struct report_event *e = &r->event;
+    e->type = EVENT_OOM;
+    e->size = a->size;
+    e->api = a->api;
+    e->kind = a->kind & BLOCK_KIND_MASK;
+    e->device = a->device;
+    e->code = code;
+    e->stack_id = stack_id;
+    e->retry = RETRY_PENDING;
+    if (a->device >= 0 && tracker.memory_info &&
+        tracker.memory_info(a->device, &e->free, &e->total) == 0)
+        e->has_memory_info = 1;
+
+    pthread_mutex_lock(&oom_lock);
+    if (config.oom == OOM_FIRST)
+        snprintf(pending_oom.template_, sizeof(pending_oom.template_), "%s-oom", config.output);
+    else
+        snprintf(pending_oom.template_, sizeof(pending_oom.template_), "%s-oom-%d",
+                 config.output, number);
+    report_emit(r, pending_oom.template_, 1);
+    pending_oom.report = r;
+    pending_oom.thread = this_thread.number;
+    pending_oom.size = a->size;
+    __atomic_store_n(&pending_oom.active, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&oom_lock);
+}
+
 /* Registered at the first CUDA event, after the CUDA libraries set up their
  * own exit handlers: ours then runs before theirs tear the contexts down,
  * while the driver can still answer cuMemGetInfo. */
@@ -221,6 +308,7 @@ void tracker_alloc(const struct allocation *a)
     int kind = a->kind & BLOCK_KIND_MASK;
     uint64_t key = block_key(a->value, kind_space(kind));
     uint32_t now = tracker_now_ms();
+    check_retry(a->size, 1);
 
     pthread_mutex_lock(&lock);
     tracker.traced = 1;
@@ -407,8 +495,12 @@ void tracker_failure(const struct allocation *a, int code, int oom)
     f->stack_id = stack_intern(frames, depth, hash);
     f->time_ms = tracker_now_ms();
     f->thread = thread_number();
+    uint32_t stack_id = f->stack_id;
     pthread_mutex_unlock(&lock);
     ensure_exit_handler();
+    check_retry(a->size, 0);
+    if (oom)
+        report_oom(a, code, stack_id);
     leave();
 }
 
@@ -471,7 +563,7 @@ void tracker_report(const char *reason)
     if (!initialized)
         return;
     int entered = tracker_enter();
-    report_write_to(reason, config.output);
+    report_write_to(reason, config.output, strcmp(reason, "exit") == 0);
     if (entered)
         tracker_leave();
 }

@@ -110,6 +110,7 @@ struct tracker_state {
     int api_count;
     struct failure failures[FAILURE_RING];
     uint64_t failures_total;
+    uint64_t oom_retries_succeeded, oom_retries_failed;
     struct mark marks[MARK_RING];
     uint64_t marks_total;
     struct thread_info *threads;       /* index = thread number - 1 */

@@ -290,16 +290,54 @@ def case_implicit_free():
           "implicit leak attributed to forget_two")
 
 
+def by_reason(reports, reason):
+    found = [r for r in reports if r["reason"] == reason]
+    check(len(found) == 1, f"one {reason} report (got {[r['reason'] for r in reports]})")
+    return found[0] if found else {}
+
+
 def case_oom():
-    out, err, reports, _ = run("tests/oom", env={"SIMCUDA_MEMORY": "64M"})
+    out, err, reports, _ = run("tests/oom", ["exhausted"], env={"SIMCUDA_MEMORY": "64M"})
     check("oom after 4 blocks" in out, f"simulated OOM: {out!r}")
-    report = only(reports)
+    report = by_reason(reports, "exit")
     device = device_counters(report, 0, "device")
     check(device["num_ooms"] == 1 and device["num_alloc_failures"] == 1, f"one OOM: {device}")
     failure = report["failures"]["recent"][0] if report["failures"]["recent"] else {}
     check(failure.get("api") == "cudaMalloc" and failure.get("size") == 16 << 20 and failure.get("oom"),
           f"failure recorded: {failure}")
     check("grow" in stack_functions(report, failure.get("stack", 0)), "failure stack names grow()")
+    oom = by_reason(reports, "oom")
+    event = oom.get("event") or {}
+    check(event.get("verdict") == "exhausted" and event.get("driver_free") == 0 and
+          event.get("driver_total") == 64 << 20 and event.get("size") == 16 << 20,
+          f"exhausted verdict with the driver's numbers: {event}")
+    check(event.get("retry") == "pending", f"no retry seen: {event.get('retry')}")
+    check("grow" in user_functions(oom, event.get("stack", 0)), "the OOM report names grow()")
+    check(oom.get("blocks", {}).get("total") == 4, "the OOM report lists the 4 live blocks")
+    check("OUT OF MEMORY" in err and "verdict: exhausted" in err, "OOM summary on stderr")
+
+
+def case_oom_fragmented():
+    out, err, reports, _ = run("tests/oom", ["fragmented"], env={"SIMCUDA_MEMORY": "64M"})
+    check("fragmented: cudaErrorMemoryAllocation" in out, f"simulated fragmentation: {out!r}")
+    event = by_reason(reports, "oom").get("event") or {}
+    check(event.get("verdict") == "fragmented" and event.get("driver_free") == 32 << 20,
+          f"fragmented verdict: 32 MiB free, 16 MiB refused: {event}")
+    check("verdict: fragmented" in err, "fragmented verdict on stderr")
+
+
+def case_oom_retry():
+    out, err, reports, _ = run("tests/oom", ["retry"], env={"SIMCUDA_MEMORY": "64M"})
+    check("retry: cudaSuccess" in out, f"retry succeeded: {out!r}")
+    oom = by_reason(reports, "oom")
+    check((oom.get("event") or {}).get("retry") == "succeeded",
+          f"the OOM report says the retry succeeded: {oom.get('event')}")
+    check(oom.get("blocks", {}).get("total") == 4, "the OOM report still shows the OOM moment")
+    final = by_reason(reports, "exit")
+    check(final["failures"]["oom_retries_succeeded"] == 1, "retry counted")
+    out, err, reports, _ = run("tests/oom", ["exhausted"],
+                               env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_OOM": "off"})
+    check([r["reason"] for r in reports] == ["exit"], "CUMEMTRACE_OOM=off: no OOM report")
 
 
 def case_bad_environment():
