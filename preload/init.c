@@ -3,15 +3,20 @@
  * Everything is lazy: nothing happens until the first CUDA memory event, so a
  * process that never uses CUDA (a shell, a compiler started by the traced
  * program) is not touched at all: no settings read, no message, no handler.
- * The first event calls preload_init(), which does its work once. */
+ * The first event calls preload_init(), which does its work once. The one
+ * exception is CUMEMTRACE_FOLLOW=0, at the bottom. */
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "log.h"
 #include "preload.h"
+#include "signals.h"
 #include "stacks.h"
 
 struct own_range {
@@ -45,6 +50,7 @@ static void after_fork_child(void)
 {
     context_after_fork();
     tracker_fork_child();
+    signals_after_fork();
 }
 
 static void init_once(void)
@@ -56,6 +62,8 @@ static void init_once(void)
     if (dl_iterate_phdr(find_own_range, &own))
         stack_set_skip_range(own.low, own.high);
     pthread_atfork(tracker_fork_prepare, tracker_fork_parent, after_fork_child);
+    if (config.enabled)
+        signals_start();
     log_debug("cumemtrace %s active in pid %d (%d entry points)", CUMEMTRACE_VERSION,
               (int)getpid(), API_COUNT);
 }
@@ -72,4 +80,37 @@ void preload_init(void)
 __attribute__((destructor)) static void cumemtrace_stop(void)
 {
     tracker_report_at_exit();
+}
+
+/* CUMEMTRACE_FOLLOW=0: programs this one starts are not traced. The only
+ * work done at load time, and only when asked for: take this library out of
+ * LD_PRELOAD before the program can exec anything. */
+__attribute__((constructor)) static void cumemtrace_follow(void)
+{
+    const char *follow = getenv("CUMEMTRACE_FOLLOW");
+    const char *preload = getenv("LD_PRELOAD");
+    if (!follow || !preload || (strcmp(follow, "0") != 0 && strcasecmp(follow, "no") != 0 &&
+                                strcasecmp(follow, "false") != 0 && strcasecmp(follow, "off") != 0))
+        return;
+    char kept[4096] = "";
+    size_t used = 0;
+    const char *p = preload;
+    while (*p) {
+        size_t n = strcspn(p, " :");
+        int ours = n >= 16 && memmem(p, n, "libcumemtrace.so", 16) != NULL;
+        if (n && !ours && used + n + 2 < sizeof(kept)) {
+            if (used)
+                kept[used++] = ' ';
+            memcpy(kept + used, p, n);
+            used += n;
+            kept[used] = '\0';
+        }
+        p += n;
+        if (*p)
+            p++;
+    }
+    if (used)
+        setenv("LD_PRELOAD", kept, 1);
+    else
+        unsetenv("LD_PRELOAD");
 }

@@ -63,6 +63,45 @@ int output_path(const char *template_, const char *suffix, char *path, size_t si
     return append(path, size, &used, suffix);
 }
 
+static uint64_t path_hash(const char *path)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *path; path++)
+        h = (h ^ (unsigned char)*path) * 1099511628211ULL;
+    return h;
+}
+
+int output_claim(char *path, size_t size)
+{
+    static pid_t owner;
+    static uint64_t written[256];
+    static unsigned count;
+    pid_t pid = getpid();
+    if (owner != pid) {          /* a new process (fork): nothing is ours yet */
+        owner = pid;
+        count = 0;
+    }
+    uint64_t h = path_hash(path);
+    for (unsigned i = 0; i < count; i++)
+        if (written[i] == h)
+            return 0;
+    if (access(path, F_OK) == 0) {
+        char *dot = strrchr(path, '.');
+        char *slash = strrchr(path, '/');
+        if (!dot || (slash && dot < slash))
+            dot = path + strlen(path);
+        char extension[64];
+        snprintf(extension, sizeof(extension), "%s", dot);
+        int n = snprintf(dot, size - (size_t)(dot - path), "-%d%s", (int)pid, extension);
+        if (n < 0 || (size_t)n >= size - (size_t)(dot - path))
+            return -1;
+        h = path_hash(path);
+    }
+    if (count < sizeof(written) / sizeof(written[0]))
+        written[count++] = h;
+    return 0;
+}
+
 int out_open(struct out *out, const char *path)
 {
     char temporary[4200];

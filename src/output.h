@@ -18,6 +18,10 @@ struct out {
 };
 
 int output_path(const char *template_, const char *suffix, char *path, size_t size);
+/* Make sure `path` is this process's to write: a file another process wrote
+ * (a template without %p, after fork or exec) is never overwritten; the pid
+ * is added before the extension instead. Returns 0, or -1 if it cannot fit. */
+int output_claim(char *path, size_t size);
 int out_open(struct out *out, const char *path);       /* 0 or -1 (errno set) */
 int out_close(struct out *out, const char *path);      /* flush, rename; 0 or -1 */
 void out_fd(struct out *out, int fd);                  /* write to an open fd */

@@ -13,7 +13,7 @@
 #include "registry.h"
 #include "report.h"
 
-static void *report_pages(struct report *r, size_t bytes)
+void *report_alloc(struct report *r, size_t bytes)
 {
     if (bytes == 0)
         bytes = 1;
@@ -94,17 +94,17 @@ static int copy_state(struct report *r)
     r->now_ms = tracker_now_ms();
     r->registry_bytes = registry_memory_bytes();
     r->stacks_bytes = stacks_memory_bytes();
-    r->counters = report_pages(r, sizeof(*r->counters));
+    r->counters = report_alloc(r, sizeof(*r->counters));
     r->stack_count = stack_count();
-    r->stacks = report_pages(r, r->stack_count * sizeof(struct stack));
+    r->stacks = report_alloc(r, r->stack_count * sizeof(struct stack));
     uint64_t frame_count = 0;
     for (uint32_t id = 1; id <= r->stack_count; id++)
         frame_count += stack_get(id)->depth;
-    r->frames = report_pages(r, frame_count * sizeof(uintptr_t));
+    r->frames = report_alloc(r, frame_count * sizeof(uintptr_t));
     r->block_count = registry_count();
-    r->blocks = report_pages(r, r->block_count * sizeof(struct report_block));
-    r->state.threads = report_pages(r, tracker.threads_used * sizeof(struct thread_info));
-    r->state.handles = report_pages(r, tracker.handles_used * sizeof(uint64_t));
+    r->blocks = report_alloc(r, r->block_count * sizeof(struct report_block));
+    r->state.threads = report_alloc(r, tracker.threads_used * sizeof(struct thread_info));
+    r->state.handles = report_alloc(r, tracker.handles_used * sizeof(uint64_t));
     if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->state.threads ||
         !r->state.handles) {
         tracker_unlock();
@@ -143,7 +143,7 @@ static int copy_state(struct report *r)
 static int make_groups(struct report *r)
 {
     qsort(r->blocks, r->block_count, sizeof(*r->blocks), by_group_key);
-    r->groups = report_pages(r, (r->block_count + 1) * sizeof(*r->groups));
+    r->groups = report_alloc(r, (r->block_count + 1) * sizeof(*r->groups));
     if (!r->groups)
         return -1;
     struct report_group *g = NULL;
@@ -173,9 +173,9 @@ static int make_groups(struct report *r)
  * context teardown, those behind failures, and the top ones by peak. */
 static int choose_stacks(struct report *r)
 {
-    r->shown = report_pages(r, (r->stack_count + 1) * sizeof(uint32_t));
-    r->by_peak = report_pages(r, (r->stack_count + 1) * sizeof(uint32_t));
-    uint8_t *wanted = report_pages(r, r->stack_count + 1);
+    r->shown = report_alloc(r, (r->stack_count + 1) * sizeof(uint32_t));
+    r->by_peak = report_alloc(r, (r->stack_count + 1) * sizeof(uint32_t));
+    uint8_t *wanted = report_alloc(r, r->stack_count + 1);
     if (!r->shown || !r->by_peak || !wanted)
         return -1;
     for (uint32_t id = 1; id <= r->stack_count; id++) {
@@ -213,7 +213,7 @@ static int symbolize_frames(struct report *r)
     size_t count = 0;
     for (uint32_t i = 0; i < r->shown_count; i++)
         count += r->stacks[r->shown[i] - 1].depth;
-    r->addresses = report_pages(r, count * sizeof(uintptr_t));
+    r->addresses = report_alloc(r, count * sizeof(uintptr_t));
     if (!r->addresses)
         return -1;
     for (uint32_t i = 0; i < r->shown_count; i++) {
@@ -228,7 +228,7 @@ static int symbolize_frames(struct report *r)
         if (i == 0 || r->addresses[i] != r->addresses[unique - 1])
             r->addresses[unique++] = r->addresses[i];
     r->address_count = unique;
-    r->symbols = report_pages(r, unique * sizeof(struct symbol));
+    r->symbols = report_alloc(r, unique * sizeof(struct symbol));
     if (!r->symbols)
         return -1;
     for (size_t i = 0; i < unique; i++)
@@ -330,7 +330,8 @@ static int write_file(const struct report *r, int format, const char *template_,
     struct out *out = pages_alloc(sizeof(*out));
     if (!out)
         return -1;
-    if (output_path(template_, suffix, path, sizeof(path)) < 0) {
+    if (output_path(template_, suffix, path, sizeof(path)) < 0 ||
+        output_claim(path, sizeof(path)) < 0) {
         log_line("the output path template '%s' makes a path that is too long; no %s report "
                  "written", template_, suffix + 1);
     } else if (out_open(out, path) < 0) {
@@ -371,19 +372,30 @@ int report_emit(const struct report *r, const char *template_, int summary)
     return result;
 }
 
-int report_write_to(const char *reason, const char *template_, int summary)
+struct report *report_new(const char *reason)
 {
-    int result = -1;
     struct report *r = pages_alloc(sizeof(*r));
-    if (!r) {
-        log_line("out of memory: no %s report written", reason);
-        return -1;
+    if (r && report_collect(r, reason) < 0) {
+        report_delete(r);
+        r = NULL;
     }
-    if (report_collect(r, reason) < 0)
+    if (!r)
         log_line("out of memory while collecting the %s report; none written", reason);
-    else
-        result = report_emit(r, template_, summary);
+    return r;
+}
+
+void report_delete(struct report *r)
+{
     report_release(r);
     pages_free(r, sizeof(*r));
+}
+
+int report_write_to(const char *reason, const char *template_, int summary)
+{
+    struct report *r = report_new(reason);
+    if (!r)
+        return -1;
+    int result = report_emit(r, template_, summary);
+    report_delete(r);
     return result;
 }

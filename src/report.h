@@ -85,13 +85,17 @@ struct report {
     struct symbolizer *symbolizer;
     char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;
+    int dump_complete;                   /* read from a dump that ends properly */
     /* every mapping made for this report, released by report_release */
-    void *pages[16];
-    size_t page_sizes[16];
+    void *pages[24];
+    size_t page_sizes[24];
     int page_count;
 };
 
 int report_collect(struct report *r, const char *reason);
+void *report_alloc(struct report *r, size_t bytes);    /* zeroed, released with r */
+struct report *report_new(const char *reason);   /* collected; NULL if out of memory */
+void report_delete(struct report *r);
 /* The second half of report_collect, for a report whose state was filled in
  * some other way (a crash dump read back): group, choose stacks, symbolize. */
 int report_finish(struct report *r, struct symbolizer *symbolizer);

@@ -219,8 +219,12 @@ static void write_event(const struct report *r, struct out *out, int brief)
     if (e->type == EVENT_SIGNAL)
         out_printf(out, "  requested by signal %d\n", e->signal);
     if (e->type == EVENT_CRASH)
-        out_printf(out, "  the process received signal %d; state read without the lock: %s\n",
-                   e->signal, e->lock ? e->lock : "?");
+        out_printf(out, "  the process received signal %d (%s); %s\n", e->signal,
+                   strsignal(e->signal),
+                   e->lock && strcmp(e->lock, "taken") == 0
+                       ? "state read under the tracer's lock"
+                       : "state read without the tracer's lock (another thread held it): "
+                         "counts may be off by the operations in flight");
     if (e->type != EVENT_OOM)
         return;
     out_str(out, "\n  OUT OF MEMORY: ");

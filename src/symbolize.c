@@ -3,6 +3,7 @@
  * Strings handed out live until symbolizer_close(): they are copied into the
  * symbolizer's own string pages. */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <elf.h>
 #include <link.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@ struct libdw {
     int (*linux_proc_report)(Dwfl *, pid_t);
     int (*report_end)(Dwfl *, void *, void *);
     Dwfl_Module *(*addrmodule)(Dwfl *, uintptr_t);
+    void (*report_begin)(Dwfl *);
+    Dwfl_Module *(*report_elf)(Dwfl *, const char *, const char *, int, uintptr_t, _Bool);
     const char *(*module_addrinfo)(Dwfl_Module *, uintptr_t, uintptr_t *, Elf64_Sym *,
                                    void *, void *, void *);
     Dwfl_Line *(*module_getsrc)(Dwfl_Module *, uintptr_t);
@@ -38,8 +41,16 @@ struct libdw {
     Dwfl_Callbacks callbacks;
 };
 
+/* One line of /proc/PID/maps, for symbolizing a process that is gone. */
+struct mapping {
+    uintptr_t start, end, offset;
+    const char *path;
+};
+
 struct symbolizer {
     struct libdw dw;
+    struct mapping *maps;      /* offline only */
+    size_t map_count, maps_bytes;
     Dwfl *dwfl;
     char *(*demangle)(const char *, char *, size_t *, int *);
     char *strings;
@@ -86,18 +97,21 @@ static int load_libdw(struct libdw *dw)
     *(void **)&dw->linux_proc_report = dlsym(dw->handle, "dwfl_linux_proc_report");
     *(void **)&dw->report_end = dlsym(dw->handle, "dwfl_report_end");
     *(void **)&dw->addrmodule = dlsym(dw->handle, "dwfl_addrmodule");
+    *(void **)&dw->report_begin = dlsym(dw->handle, "dwfl_report_begin");
+    *(void **)&dw->report_elf = dlsym(dw->handle, "dwfl_report_elf");
     *(void **)&dw->module_addrinfo = dlsym(dw->handle, "dwfl_module_addrinfo");
     *(void **)&dw->module_getsrc = dlsym(dw->handle, "dwfl_module_getsrc");
     *(void **)&dw->lineinfo = dlsym(dw->handle, "dwfl_lineinfo");
     if (!find_elf || !find_debuginfo || !dw->begin || !dw->end || !dw->linux_proc_report ||
         !dw->report_end || !dw->addrmodule || !dw->module_addrinfo || !dw->module_getsrc ||
-        !dw->lineinfo) {
+        !dw->lineinfo || !dw->report_begin || !dw->report_elf) {
         dlclose(dw->handle);
         dw->handle = NULL;
         return -1;
     }
     dw->callbacks.find_elf = find_elf;
     dw->callbacks.find_debuginfo = find_debuginfo;
+    dw->callbacks.section_address = dlsym(dw->handle, "dwfl_offline_section_address");
     return 0;
 }
 
@@ -140,6 +154,73 @@ struct symbolizer *symbolizer_open(void)
     return sym;
 }
 
+/* Where a file is loaded: the start of its mapping at file offset 0. */
+static uintptr_t load_base(const struct symbolizer *sym, const char *path)
+{
+    for (size_t i = 0; i < sym->map_count; i++)
+        if (sym->maps[i].offset == 0 && strcmp(sym->maps[i].path, path) == 0)
+            return sym->maps[i].start;
+    return 0;
+}
+
+static void parse_maps(struct symbolizer *sym, const char *text, size_t length)
+{
+    size_t lines = 0;
+    for (size_t i = 0; i < length; i++)
+        lines += text[i] == '\n';
+    sym->maps_bytes = (lines + 1) * sizeof(struct mapping);
+    sym->maps = pages_alloc(sym->maps_bytes);
+    if (!sym->maps)
+        return;
+    const char *p = text, *end = text + length;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', end - p);
+        if (!eol)
+            eol = end;
+        char line[4200];
+        size_t n = (size_t)(eol - p) < sizeof(line) - 1 ? (size_t)(eol - p) : sizeof(line) - 1;
+        memcpy(line, p, n);
+        line[n] = '\0';
+        unsigned long start, stop, offset;
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &start, &stop, &offset, &path_at) >= 3 &&
+            path_at > 0 && line[path_at] == '/') {
+            struct mapping *m = &sym->maps[sym->map_count++];
+            m->start = start;
+            m->end = stop;
+            m->offset = offset;
+            m->path = keep(sym, line + path_at);
+        }
+        p = eol + 1;
+    }
+}
+
+struct symbolizer *symbolizer_open_maps(const char *maps, size_t length)
+{
+    struct symbolizer *sym = pages_alloc(sizeof(*sym));
+    if (!sym)
+        return NULL;
+    parse_maps(sym, maps, length);
+    if (getenv("CUMEMTRACE_NO_LIBDW") == NULL && load_libdw(&sym->dw) == 0 &&
+        sym->dw.callbacks.section_address) {
+        sym->dwfl = sym->dw.begin(&sym->dw.callbacks);
+        if (sym->dwfl) {
+            sym->dw.report_begin(sym->dwfl);
+            for (size_t i = 0; i < sym->map_count; i++) {
+                const struct mapping *m = &sym->maps[i];
+                if (m->offset == 0 && load_base(sym, m->path) == m->start)
+                    sym->dw.report_elf(sym->dwfl, m->path, m->path, -1, m->start, 0);
+            }
+            if (sym->dw.report_end(sym->dwfl, NULL, NULL) != 0) {
+                sym->dw.end(sym->dwfl);
+                sym->dwfl = NULL;
+            }
+        }
+    }
+    *(void **)&sym->demangle = find_demangler();
+    return sym;
+}
+
 int symbolizer_has_lines(const struct symbolizer *sym)
 {
     return sym && sym->dwfl != NULL;
@@ -165,7 +246,16 @@ void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct 
     out->address = address;
 
     Dl_info info;
-    if (dladdr((void *)lookup, &info) && info.dli_fname) {
+    if (sym->maps) {
+        for (size_t i = 0; i < sym->map_count; i++) {
+            const struct mapping *m = &sym->maps[i];
+            if (lookup >= m->start && lookup < m->end) {
+                out->module = m->path;
+                out->module_offset = address - load_base(sym, m->path);
+                break;
+            }
+        }
+    } else if (dladdr((void *)lookup, &info) && info.dli_fname) {
         out->module = keep(sym, info.dli_fname[0] ? info.dli_fname : NULL);
         out->module_offset = address - (uintptr_t)info.dli_fbase;
         if (info.dli_sname) {
@@ -207,5 +297,7 @@ void symbolizer_close(struct symbolizer *sym)
         dlclose(sym->dw.handle);
     for (int i = 0; i < sym->page_count; i++)
         pages_free(sym->pages[i], sym->page_sizes[i]);
+    if (sym->maps)
+        pages_free(sym->maps, sym->maps_bytes);
     pages_free(sym, sizeof(*sym));
 }

@@ -8,6 +8,7 @@
 #ifndef CUMEMTRACE_SYMBOLIZE_H
 #define CUMEMTRACE_SYMBOLIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct symbol {
@@ -22,6 +23,9 @@ struct symbol {
 
 struct symbolizer;
 struct symbolizer *symbolizer_open(void);
+/* For another process, after the fact: its /proc/PID/maps as text. Modules
+ * are found by path, so the files must still be there. */
+struct symbolizer *symbolizer_open_maps(const char *maps, size_t length);
 /* `call_site`: the address is a return address; look up the call before it. */
 void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct symbol *out);
 void symbolizer_close(struct symbolizer *sym);

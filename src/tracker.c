@@ -130,6 +130,16 @@ void tracker_unlock(void)
     pthread_mutex_unlock(&lock);
 }
 
+int tracker_trylock(void)
+{
+    return pthread_mutex_trylock(&lock) == 0;
+}
+
+int tracker_inside(void)
+{
+    return this_thread.inside;
+}
+
 /* Called with the lock held: this thread's number, registering it on first use. */
 static uint16_t thread_number(void)
 {
@@ -223,8 +233,7 @@ static void finish_pending_oom(int outcome)
         pending_oom.active = 0;
         pending_oom.report->event.retry = outcome;
         report_emit(pending_oom.report, pending_oom.template_, 0);
-        report_release(pending_oom.report);
-        pages_free(pending_oom.report, sizeof(*pending_oom.report));
+        report_delete(pending_oom.report);
         pending_oom.report = NULL;
     }
     pthread_mutex_unlock(&oom_lock);
@@ -250,15 +259,10 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
     if (config.oom == OOM_OFF || (config.oom == OOM_FIRST && ooms_reported > 0))
         return;
     finish_pending_oom(RETRY_NONE);     /* an earlier one never saw its retry */
-    struct report *r = pages_alloc(sizeof(*r));
+    int number = ++ooms_reported;
+    struct report *r = report_new("oom");
     if (!r)
         return;
-    int number = ++ooms_reported;
-    if (report_collect(r, "oom") < 0) {
-        report_release(r);
-        pages_free(r, sizeof(*r));
-        return;
-    }
     struct report_event *e = &r->event;
     e->type = EVENT_OOM;
     e->size = a->size;

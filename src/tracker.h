@@ -100,6 +100,8 @@ void tracker_fork_child(void);
 /* For report.c: the state behind the lock. */
 void tracker_lock(void);
 void tracker_unlock(void);
+int tracker_trylock(void);     /* 1 if taken; for the crash dump */
+int tracker_inside(void);      /* this thread is inside the tracer */
 struct tracker_state {
     uint64_t sequence;
     uint64_t lost[LOST_COUNT];

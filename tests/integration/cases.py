@@ -21,6 +21,7 @@ import jsonschema
 
 ARGS = None
 FAILED = []
+LAST_DIR = None
 
 
 def check(condition, message):
@@ -32,14 +33,16 @@ def check(condition, message):
 
 def run(program, args=(), env=None, preload=True, extra_preload=(), expect_rc=0):
     """Run a program in a fresh directory; return (stdout, stderr, reports)."""
+    global LAST_DIR
     directory = tempfile.mkdtemp(prefix="cumemtrace-case-")
+    LAST_DIR = directory
     environment = dict(os.environ)
     environment["LD_LIBRARY_PATH"] = os.path.join(ARGS.build, "sim")
     environment["CUMEMTRACE_OUTPUT"] = os.path.join(directory, "report-%p")
     for key in list(environment):
         if key.startswith("SIMCUDA_") or (key.startswith("CUMEMTRACE_") and key != "CUMEMTRACE_OUTPUT"):
             del environment[key]
-    environment.update(env or {})
+    environment.update({k: v.replace("{dir}", directory) for k, v in (env or {}).items()})
     if preload:
         first = [os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]] \
             if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") else []
@@ -396,6 +399,124 @@ def case_examples():
         check(site in stack_functions(report, top.get("stack", 0)),
               f"{name}: the top leak is at {site}: {top}")
         check(site in err, f"{name}: summary names {site}")
+
+
+def symbolize(dump, formats="json"):
+    """Run `cumemtrace symbolize` on a dump; return (exit status, stdout, JSON report)."""
+    base = dump[:-len(".dump")] + "-symbolized"
+    completed = subprocess.run([os.path.join(ARGS.build, "cumemtrace"), "symbolize", dump,
+                                "--output", base, "--format", formats],
+                               capture_output=True, text=True, timeout=120)
+    report = None
+    if os.path.exists(base + ".json"):
+        with open(base + ".json") as handle:
+            report = json.load(handle)
+        validate(report, base + ".json")
+    return completed.returncode, completed.stdout + completed.stderr, report
+
+
+def one_dump():
+    dumps = glob.glob(os.path.join(LAST_DIR, "*.dump"))
+    check(len(dumps) == 1, f"one crash dump: {dumps}")
+    return dumps[0] if dumps else None
+
+
+def case_crash_segv():
+    out, err, reports, _ = run("tests/crash", ["segv-threads"], expect_rc=-11)
+    check("crash dump written to" in err, f"one line names the dump: {err[-300:]!r}")
+    dump = one_dump()
+    if not dump:
+        return
+    rc, text, report = symbolize(dump)
+    check(rc == 0 and report is not None, f"symbolize: {rc} {text[-500:]}")
+    if not report:
+        return
+    check(report["event"]["type"] == "crash" and report["event"]["signal"] == 11,
+          f"crash event: {report['event']}")
+    held = [b for b in report["blocks"]["items"] if b["size"] >= 1 << 20]
+    check(sorted(b["size"] for b in held) == [1 << 20, 2 << 20, 3 << 20],
+          f"the main thread's 3 blocks: {held}")
+    check(all("hold" in user_functions(report, b["stack"]) for b in held),
+          "their stacks name hold() (symbolized offline)")
+    check("hold" in text and "crash.c:" in text, "text report with file:line")
+
+
+def case_crash_abort():
+    out, err, reports, _ = run("tests/crash", ["abort"], env={"SIMCUDA_ABORT_AT": "3"},
+                               expect_rc=-6)
+    dump = one_dump()
+    if not dump:
+        return
+    rc, text, report = symbolize(dump)
+    check(rc == 0 and report and report["event"]["signal"] == 6, f"abort dump: {text[-300:]}")
+    if report:
+        check(report["blocks"]["total"] == 2, f"2 live blocks: {report['blocks']['total']}")
+        check(report["event"]["lock"] == "taken", "the lock was free: abort came from the driver")
+
+
+def case_crash_own_handler():
+    out, err, reports, _ = run("tests/crash", ["own-handler"], expect_rc=3)
+    check("own handler ran" in out, f"the program's own SIGSEGV handler still runs: {out!r}")
+    dump = one_dump()
+    if dump:
+        rc, text, report = symbolize(dump)
+        check(rc == 0 and report and report["blocks"]["total"] >= 3, "dump written before it")
+
+
+def case_crash_unwritable():
+    out, err, reports, _ = run("tests/crash", ["segv-threads"],
+                               env={"CUMEMTRACE_OUTPUT": "/nonexistent-cumemtrace/x"},
+                               expect_rc=-11)
+    check("cannot write the crash dump" in err, f"one clear line: {err[-300:]!r}")
+
+
+def case_signal_storm():
+    out, err, reports, _ = run("tests/crash", ["usr2-storm"])
+    snapshots = [r for r in reports if r["reason"] == "signal"]
+    check(1 <= len(snapshots) <= 1000, f"snapshots written: {len(snapshots)}")
+    check(all(r["event"] == {"type": "signal", "signal": 12} for r in snapshots),
+          "each snapshot names its signal")
+    final = by_reason(reports, "exit")
+    counters = device_counters(final, 0, "device") if final else None
+    check(counters and counters["allocation"]["allocated"] == 20003 and
+          counters["allocation"]["current"] == 403,
+          f"exact counts after the storm: {counters and counters['allocation']}")
+    expected = sum(1024 + (t * 131 + i * 17) % 8192 for t in range(4) for i in range(5000))
+    check(out == f"storm: {expected} bytes allocated\n", f"results unchanged: {out!r}")
+
+
+def case_signal_chained():
+    out, err, reports, _ = run("tests/crash", ["usr2-chained"])
+    check("own handler saw 20 signals" in out, f"the program's handler saw every signal: {out!r}")
+    check(any(r["reason"] == "signal" for r in reports), "and snapshots were written")
+    out, err, reports, _ = run("tests/crash", ["usr2-chained"], env={"CUMEMTRACE_SIGNAL": "off"})
+    check(not any(r["reason"] == "signal" for r in reports), "CUMEMTRACE_SIGNAL=off: none")
+
+
+def case_follow_and_overwrite():
+    shell = ["-c", 'echo "[$LD_PRELOAD]"']
+    out, err, reports, _ = run("/bin/sh", shell, env={"CUMEMTRACE_FOLLOW": "0"})
+    check("libcumemtrace" not in out, f"CUMEMTRACE_FOLLOW=0 leaves children alone: {out!r}")
+    out, err, reports, _ = run("/bin/sh", shell)
+    check("libcumemtrace" in out, f"children are traced by default: {out!r}")
+    out, err, reports, _ = run("tests/fork_child", env={"CUMEMTRACE_OUTPUT": "{dir}/fixed"})
+    names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(LAST_DIR, "*.json")))
+    check(len(names) == 2 and "fixed.json" in names, f"no report overwritten: {names}")
+
+
+def case_command_errors():
+    tool = os.path.join(ARGS.build, "cumemtrace")
+    for args, status, words in ((["symbolize", "/nonexistent.dump"], 2, "cannot read dump"),
+                                (["frobnicate"], 1, "unknown command"),
+                                (["run"], 1, "no command to run")):
+        completed = subprocess.run([tool, *args], capture_output=True, text=True)
+        check(completed.returncode == status and words in completed.stderr and
+              completed.stderr.count("\n") == 1,
+              f"{args}: status {completed.returncode}, {completed.stderr!r}")
+    out, err, reports, _ = run(tool, ["run", "--format", "json", "--",
+                                      os.path.join(ARGS.build, "examples", "leak_loop"), "2"],
+                               preload=False)
+    check(len(reports) == 1 and reports[0]["live"], "cumemtrace run traces the command")
 
 
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}

@@ -10,7 +10,8 @@
  * Settings: SIMCUDA_DEVICES (default 2), SIMCUDA_MEMORY (one size, or one per
  * device separated by commas; K/M/G suffixes; default 8G), SIMCUDA_TRACE=1
  * (one line per call on stderr), SIMCUDA_FAIL_EVERY=N (every Nth device
- * allocation fails with CUDA_ERROR_OUT_OF_MEMORY).
+ * allocation fails with CUDA_ERROR_OUT_OF_MEMORY), SIMCUDA_ABORT_AT=N (the Nth
+ * device allocation calls abort(), inside the driver).
  *
  * Device memory is real memory (an mmap with MAP_NORESERVE per device), so
  * copies work and device addresses never collide with host addresses.
@@ -165,7 +166,7 @@ static struct vmm_handle *vmm_handles;
 static uint64_t next_vmm_id = 0x10000000;
 static struct reservation *reservations;
 static struct mapping *mappings;
-static unsigned long fail_every, device_allocations;
+static unsigned long fail_every, abort_at, device_allocations;
 static __thread struct context *current;
 static __thread struct context *stack[16];
 static __thread int stack_depth;
@@ -196,6 +197,8 @@ static void setup(void)
     trace = getenv("SIMCUDA_TRACE") && strcmp(getenv("SIMCUDA_TRACE"), "1") == 0;
     if (getenv("SIMCUDA_FAIL_EVERY"))
         fail_every = strtoul(getenv("SIMCUDA_FAIL_EVERY"), NULL, 10);
+    if (getenv("SIMCUDA_ABORT_AT"))
+        abort_at = strtoul(getenv("SIMCUDA_ABORT_AT"), NULL, 10);
     const char *memory = getenv("SIMCUDA_MEMORY");
     uint64_t size = 8ull << 30;
     for (int d = 0; d < device_count; d++) {
@@ -237,7 +240,10 @@ static uint64_t device_alloc(int device, uint64_t bytes, int owner, struct conte
     uint64_t need = (bytes + ALIGN - 1) / ALIGN * ALIGN;
     if (need == 0)
         need = ALIGN;
-    if (owner != VMM_PHYSICAL && fail_every && ++device_allocations % fail_every == 0)
+    ++device_allocations;
+    if (abort_at && device_allocations == abort_at)
+        abort();        /* SIMCUDA_ABORT_AT: a crash inside the driver */
+    if (owner != VMM_PHYSICAL && fail_every && device_allocations % fail_every == 0)
         return 0;
     for (struct segment *s = dev->segments; s; s = s->next) {
         if (s->used || s->size < need)

@@ -1,0 +1,345 @@
+/* crashdump.c - write the tracker's state from a signal handler (see crashdump.h).
+ *
+ * Everything here runs in signal context on a thread that may have been
+ * interrupted anywhere, including inside the tracker or inside malloc. So:
+ * a static buffer and our own number formatting, write(2) only, and the
+ * tracker's lock only if it can be had within a bounded wait. If another
+ * thread holds it (or this one does), the tables are read as they are; the
+ * dump says so ("lock busy"/"lock inside"), and the reader treats what it
+ * finds with care. A dump that ends with the line "end" is complete. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "counters.h"
+#include "crashdump.h"
+#include "names.h"
+#include "output.h"
+#include "registry.h"
+#include "stacks.h"
+#include "tracker.h"
+
+static char path[4096];
+static char buffer[65536];
+static size_t used;
+static int fd = -1;
+
+void crashdump_prepare(void)
+{
+    if (output_path(config.output, ".dump", path, sizeof(path)) < 0 ||
+        output_claim(path, sizeof(path)) < 0)
+        path[0] = '\0';
+}
+
+const char *crashdump_path(void)
+{
+    return path;
+}
+
+/* ---- async-signal-safe output ---------------------------------------------- */
+
+static void flush(void)
+{
+    size_t done = 0;
+    while (fd >= 0 && done < used) {
+        ssize_t n = write(fd, buffer + done, used - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += n;
+    }
+    used = 0;
+}
+
+static void put(const char *s, size_t n)
+{
+    while (n > 0) {
+        if (used == sizeof(buffer))
+            flush();
+        size_t take = sizeof(buffer) - used < n ? sizeof(buffer) - used : n;
+        memcpy(buffer + used, s, take);
+        used += take;
+        s += take;
+        n -= take;
+    }
+}
+
+static void put_str(const char *s)
+{
+    put(s, strlen(s));
+}
+
+static void put_u64(uint64_t value)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[sizeof(digits) - 1 - n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value);
+    put(" ", 1);
+    put(digits + sizeof(digits) - n, n);
+}
+
+static void put_i64(int64_t value)
+{
+    if (value < 0) {
+        put(" -", 2);
+        char digits[24];
+        int n = 0;
+        uint64_t magnitude = (uint64_t)(-(value + 1)) + 1;
+        do {
+            digits[sizeof(digits) - 1 - n++] = (char)('0' + magnitude % 10);
+            magnitude /= 10;
+        } while (magnitude);
+        put(digits + sizeof(digits) - n, n);
+    } else {
+        put_u64((uint64_t)value);
+    }
+}
+
+static void put_hex(uint64_t value)
+{
+    static const char hex[] = "0123456789abcdef";
+    char digits[20];
+    int n = 0;
+    do {
+        digits[sizeof(digits) - 1 - n++] = hex[value & 15];
+        value >>= 4;
+    } while (value);
+    put(" ", 1);
+    put(digits + sizeof(digits) - n, n);
+}
+
+/* Bytes that may hold spaces or newlines (names, arguments), as hex. */
+static void put_bytes_hex(const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    put(" ", 1);
+    if (n == 0)
+        put("-", 1);
+    for (size_t i = 0; i < n; i++) {
+        char pair[2] = {hex[(unsigned char)s[i] >> 4], hex[(unsigned char)s[i] & 15]};
+        put(pair, 2);
+    }
+}
+
+static void copy_file(const char *name)
+{
+    int in = open(name, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return;
+    char chunk[4096];
+    for (;;) {
+        ssize_t n = read(in, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        put(chunk, n);
+    }
+    close(in);
+}
+
+/* ---- the dump ----------------------------------------------------------------- */
+
+static const char *take_lock(int *taken)
+{
+    *taken = 0;
+    if (tracker_inside())
+        return "inside";
+    struct timespec pause = {0, 1000000};
+    for (int i = 0; i < 200; i++) {
+        if (tracker_trylock()) {
+            *taken = 1;
+            return "taken";
+        }
+        nanosleep(&pause, NULL);
+    }
+    return "busy";
+}
+
+static void write_header(int signal, const char *lock)
+{
+    put_str("cumemtrace-dump");
+    put_u64(DUMP_FORMAT_VERSION);
+    put_str("\npid");
+    put_u64((uint64_t)getpid());
+    put_str("\nppid");
+    put_u64((uint64_t)getppid());
+    put_str("\nsignal");
+    put_u64((uint64_t)signal);
+    put_str("\nlock ");
+    put_str(lock);
+    put_str("\ntime_ms");
+    put_u64(tracker_now_ms());
+    put_str("\nstart_unix_ms");
+    put_u64((uint64_t)(tracker.start_unix * 1000));
+    put_str("\n");
+    char cmdline[4096];
+    int in = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t n = in >= 0 ? read(in, cmdline, sizeof(cmdline)) : -1;
+    if (in >= 0)
+        close(in);
+    put_str("cmdline");
+    put_bytes_hex(cmdline, n > 0 ? (size_t)n : 0);
+    put_str("\n");
+    for (int api = 0; api < tracker.api_count; api++) {
+        put_str("api");
+        put_u64((uint64_t)api);
+        put_str(" ");
+        put_str(tracker.api_names[api]);
+        put_str("\n");
+    }
+}
+
+static void write_counters(void)
+{
+    for (int slot = 0; slot <= MAX_DEVICES; slot++) {
+        if (!counter_table.device_seen[slot])
+            continue;
+        for (int set = 0; set <= KIND_COUNT; set++) {
+            const struct counters *c = &counter_table.sets[slot][set];
+            const uint64_t values[] = {c->bytes_current, c->bytes_peak, c->bytes_allocated,
+                                       c->bytes_freed, c->blocks_current, c->blocks_peak,
+                                       c->blocks_allocated, c->blocks_freed, c->implicit_bytes,
+                                       c->implicit_blocks, c->failures, c->ooms};
+            put_str("counters");
+            put_u64((uint64_t)slot);
+            put_u64((uint64_t)set);
+            for (unsigned i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+                put_u64(values[i]);
+            put_str("\n");
+        }
+    }
+}
+
+static void write_stacks(void)
+{
+    uint32_t count = stack_count();
+    for (uint32_t id = 1; id <= count; id++) {
+        const struct stack *s = stack_get(id);
+        const struct stack_stats *t = &s->stats;
+        put_str("stack");
+        put_u64(id);
+        put_u64(t->live_bytes);
+        put_u64(t->live_blocks);
+        put_u64(t->peak_live_bytes);
+        put_u64(t->allocations);
+        put_u64(t->allocated_bytes);
+        put_u64(t->implicit_bytes);
+        put_u64(t->implicit_blocks);
+        put_u64(s->depth);
+        const uintptr_t *frames = stack_frames(s);
+        for (uint32_t i = 0; i < s->depth; i++)
+            put_hex(frames[i]);
+        put_str("\n");
+    }
+}
+
+static void write_blocks(void)
+{
+    size_t limit = registry_count() + 1;   /* a bound, should a busy table loop */
+    for (struct block *b = registry_first(); b && limit-- > 0; b = registry_next(b)) {
+        put_str("block");
+        put_hex(block_value(b));
+        put_u64(b->size);
+        put_u64(b->sequence);
+        put_u64(b->stack_id);
+        put_u64(b->time_ms);
+        put_u64(b->thread);
+        put_u64(b->handle);
+        put_i64(b->device);
+        put_u64((uint64_t)block_kind(b));
+        put_u64(b->api);
+        put_u64(b->context);
+        put_str("\n");
+    }
+}
+
+static void write_rest(void)
+{
+    uint64_t total = tracker.failures_total;
+    uint64_t kept = total < FAILURE_RING ? total : FAILURE_RING;
+    put_str("failures_total");
+    put_u64(total);
+    put_str("\n");
+    for (uint64_t i = 0; i < kept; i++) {
+        const struct failure *f = &tracker.failures[(total - kept + i) % FAILURE_RING];
+        put_str("failure");
+        put_u64(f->size);
+        put_i64(f->device);
+        put_u64((uint64_t)f->kind);
+        put_u64((uint64_t)f->api);
+        put_i64(f->code);
+        put_u64((uint64_t)f->oom);
+        put_u64(f->stack_id);
+        put_u64(f->time_ms);
+        put_u64(f->thread);
+        put_str("\n");
+    }
+    for (int i = 0; i < LOST_COUNT; i++) {
+        put_str("lost");
+        put_u64((uint64_t)i);
+        put_u64(tracker.lost[i]);
+        put_str("\n");
+    }
+    for (uint32_t i = 0; tracker.threads && i < tracker.threads_used; i++) {
+        put_str("thread");
+        put_u64(i + 1);
+        put_i64(tracker.threads[i].tid);
+        put_bytes_hex(tracker.threads[i].name, strnlen(tracker.threads[i].name, 16));
+        put_str("\n");
+    }
+    for (uint32_t i = 0; tracker.handles && i < tracker.handles_used; i++) {
+        put_str("handle");
+        put_u64(i + 1);
+        put_hex(tracker.handles[i]);
+        put_str("\n");
+    }
+}
+
+void crashdump_write(int signal)
+{
+    if (!path[0] || !tracker.traced)
+        return;
+    int saved_errno = errno;
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        static const char message[] = "cumemtrace: cannot write the crash dump\n";
+        ssize_t unused = write(STDERR_FILENO, message, sizeof(message) - 1);
+        (void)unused;
+        errno = saved_errno;
+        return;
+    }
+    used = 0;
+    int taken;
+    const char *lock = take_lock(&taken);
+    write_header(signal, lock);
+    flush();
+    write_counters();
+    write_rest();
+    flush();
+    write_stacks();
+    flush();
+    write_blocks();
+    if (taken)
+        tracker_unlock();
+    put_str("maps\n");
+    copy_file("/proc/self/maps");
+    put_str("end-maps\nend\n");
+    flush();
+    close(fd);
+    fd = -1;
+
+    static const char prefix[] = "cumemtrace: fatal signal; crash dump written to ";
+    ssize_t unused = write(STDERR_FILENO, prefix, sizeof(prefix) - 1);
+    unused = write(STDERR_FILENO, path, strlen(path));
+    unused = write(STDERR_FILENO, "\n", 1);
+    (void)unused;
+    errno = saved_errno;
+}

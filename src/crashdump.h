@@ -1,0 +1,18 @@
+/* crashdump.h - the tracker's state written from a signal handler.
+ *
+ * crashdump_write() uses async-signal-safe calls only: open/read/write/close
+ * on preallocated buffers, no malloc, no stdio, and no lock the crashing
+ * thread may hold (the tracker's lock is tried for a bounded time, never
+ * waited on). The dump is text, one record a line, with raw addresses and the
+ * process's /proc/self/maps; `cumemtrace symbolize DUMP` turns it into the
+ * usual text and JSON reports offline (dump_read.c). Format: docs/DUMP.md. */
+#ifndef CUMEMTRACE_CRASHDUMP_H
+#define CUMEMTRACE_CRASHDUMP_H
+
+#define DUMP_FORMAT_VERSION 1
+
+void crashdump_prepare(void);     /* work out the path; call again after fork */
+void crashdump_write(int signal); /* async-signal-safe */
+const char *crashdump_path(void);
+
+#endif

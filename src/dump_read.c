@@ -1,0 +1,335 @@
+/* dump_read.c - read a crash dump back into a report, for `cumemtrace symbolize`.
+ *
+ * The dump (crashdump.c) is read whole into private, writable pages; lines are
+ * cut in place, names point into those pages, which the report keeps until it
+ * is released. Two passes: the first counts records to size the arrays, the
+ * second fills them. A dump without its final "end" line (the process died
+ * while writing it) is read as far as it goes and flagged. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crashdump.h"
+#include "dump_read.h"
+#include "names.h"
+
+/* A cursor over one line's space-separated fields. */
+struct fields {
+    char *at;
+};
+
+static char *next_field(struct fields *f)
+{
+    while (*f->at == ' ')
+        f->at++;
+    if (!*f->at)
+        return NULL;
+    char *start = f->at;
+    while (*f->at && *f->at != ' ')
+        f->at++;
+    if (*f->at)
+        *f->at++ = '\0';
+    return start;
+}
+
+static uint64_t number(struct fields *f)
+{
+    char *text = next_field(f);
+    return text ? strtoull(text, NULL, 10) : 0;
+}
+
+static int64_t signed_number(struct fields *f)
+{
+    char *text = next_field(f);
+    return text ? strtoll(text, NULL, 10) : 0;
+}
+
+static uint64_t hex_number(struct fields *f)
+{
+    char *text = next_field(f);
+    return text ? strtoull(text, NULL, 16) : 0;
+}
+
+/* Decode a hex field in place; returns its length in bytes. */
+static size_t hex_bytes(struct fields *f, char *out, size_t size)
+{
+    char *text = next_field(f);
+    size_t n = 0;
+    if (!text || strcmp(text, "-") == 0)
+        return 0;
+    for (; text[0] && text[1] && n + 1 < size; text += 2) {
+        char pair[3] = {text[0], text[1], 0};
+        out[n++] = (char)strtoul(pair, NULL, 16);
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static int starts(const char *line, const char *word)
+{
+    size_t n = strlen(word);
+    return strncmp(line, word, n) == 0 && (line[n] == ' ' || line[n] == '\n' || line[n] == '\0');
+}
+
+struct counts {
+    size_t stacks, frames, blocks, apis, threads, handles;
+};
+
+static void count_records(char *text, size_t length, struct counts *c)
+{
+    char *p = text, *end = text + length;
+    while (p < end) {
+        char *eol = memchr(p, '\n', end - p);
+        if (!eol)
+            eol = end;
+        if (starts(p, "stack")) {
+            c->stacks++;
+            for (char *q = p; q < eol; q++)
+                c->frames += *q == ' ';
+        } else if (starts(p, "block")) {
+            c->blocks++;
+        } else if (starts(p, "api")) {
+            c->apis++;
+        } else if (starts(p, "thread")) {
+            c->threads++;
+        } else if (starts(p, "handle")) {
+            c->handles++;
+        } else if (starts(p, "maps")) {
+            break;
+        }
+        p = eol + 1;
+    }
+}
+
+static void read_stack(struct report *r, struct fields *f, uint64_t *frames_used)
+{
+    uint32_t id = (uint32_t)number(f);
+    if (id == 0 || id > r->stack_count)
+        return;
+    struct stack *s = &r->stacks[id - 1];
+    s->stats.live_bytes = number(f);
+    s->stats.live_blocks = number(f);
+    s->stats.peak_live_bytes = number(f);
+    s->stats.allocations = number(f);
+    s->stats.allocated_bytes = number(f);
+    s->stats.implicit_bytes = number(f);
+    s->stats.implicit_blocks = number(f);
+    s->depth = (uint32_t)number(f);
+    s->first_frame = *frames_used;
+    uint32_t depth = 0;
+    for (; depth < s->depth; depth++) {
+        char *text = next_field(f);
+        if (!text)
+            break;
+        r->frames[(*frames_used)++] = strtoull(text, NULL, 16);
+    }
+    s->depth = depth;
+}
+
+static void read_block(struct report *r, struct fields *f)
+{
+    struct report_block *b = &r->blocks[r->block_count++];
+    b->value = hex_number(f);
+    b->size = number(f);
+    b->sequence = number(f);
+    b->stack_id = (uint32_t)number(f);
+    b->time_ms = (uint32_t)number(f);
+    b->thread = (uint16_t)number(f);
+    b->handle = (uint16_t)number(f);
+    b->device = (int8_t)signed_number(f);
+    b->kind = (uint8_t)number(f);
+    b->api = (uint8_t)number(f);
+    b->context = (uint8_t)number(f);
+    if (b->kind >= KIND_COUNT || (b->stack_id > r->stack_count))
+        r->block_count--;   /* a torn record from a busy table: leave it out */
+}
+
+static void read_failure(struct report *r, struct fields *f, uint64_t *kept)
+{
+    uint64_t total = r->state.failures_total;
+    uint64_t count = total < FAILURE_RING ? total : FAILURE_RING;
+    if (*kept >= count)
+        return;
+    struct failure *x = &r->state.failures[(total - count + (*kept)++) % FAILURE_RING];
+    x->size = number(f);
+    x->device = (int32_t)signed_number(f);
+    x->kind = (int32_t)number(f);
+    x->api = (int32_t)number(f);
+    x->code = (int32_t)signed_number(f);
+    x->oom = (int32_t)number(f);
+    x->stack_id = (uint32_t)number(f);
+    x->time_ms = (uint32_t)number(f);
+    x->thread = (uint16_t)number(f);
+}
+
+static void read_counters(struct report *r, struct fields *f)
+{
+    uint64_t slot = number(f), set = number(f);
+    if (slot > MAX_DEVICES || set > KIND_COUNT)
+        return;
+    struct counters *c = &r->counters->sets[slot][set];
+    uint64_t *values[] = {&c->bytes_current, &c->bytes_peak, &c->bytes_allocated,
+                          &c->bytes_freed, &c->blocks_current, &c->blocks_peak,
+                          &c->blocks_allocated, &c->blocks_freed, &c->implicit_bytes,
+                          &c->implicit_blocks, &c->failures, &c->ooms};
+    for (unsigned i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+        *values[i] = number(f);
+    r->counters->device_seen[slot] = 1;
+}
+
+static const char *lock_name(const char *text)
+{
+    static const char *known[] = {"taken", "busy", "inside"};
+    for (unsigned i = 0; i < 3; i++)
+        if (text && strcmp(text, known[i]) == 0)
+            return known[i];
+    return "unknown";
+}
+
+static int parse(struct report *r, char *text, size_t length, const char **maps,
+                 size_t *maps_length)
+{
+    uint64_t frames_used = 0, failures_kept = 0;
+    uint64_t start_ms = 0;
+    char *p = text, *end = text + length;
+    while (p < end) {
+        char *eol = memchr(p, '\n', end - p);
+        if (!eol)
+            eol = end;
+        if (starts(p, "maps")) {
+            char *first = eol + 1;
+            char *close = first <= end ? strstr(first, "\nend-maps") : NULL;
+            *maps = first;
+            *maps_length = close ? (size_t)(close - first + 1) : (size_t)(end - first);
+            if (close && strstr(close, "\nend\n"))
+                r->dump_complete = 1;
+            break;
+        }
+        *eol = '\0';
+        struct fields f = {p};
+        char *word = next_field(&f);
+        if (!word) {
+        } else if (strcmp(word, "pid") == 0) {
+            r->pid = (int)number(&f);
+        } else if (strcmp(word, "ppid") == 0) {
+            r->ppid = (int)number(&f);
+        } else if (strcmp(word, "signal") == 0) {
+            r->event.signal = (int)number(&f);
+        } else if (strcmp(word, "lock") == 0) {
+            r->event.lock = lock_name(next_field(&f));
+        } else if (strcmp(word, "time_ms") == 0) {
+            r->now_ms = (uint32_t)number(&f);
+        } else if (strcmp(word, "start_unix_ms") == 0) {
+            start_ms = number(&f);
+        } else if (strcmp(word, "cmdline") == 0) {
+            r->argv_bytes = hex_bytes(&f, r->argv, sizeof(r->argv));
+        } else if (strcmp(word, "api") == 0) {
+            uint64_t index = number(&f);
+            char *name = next_field(&f);
+            if (index < MAX_APIS && name && (int)index < r->state.api_count)
+                ((const char **)r->state.api_names)[index] = name;
+        } else if (strcmp(word, "counters") == 0) {
+            read_counters(r, &f);
+        } else if (strcmp(word, "stack") == 0) {
+            read_stack(r, &f, &frames_used);
+        } else if (strcmp(word, "block") == 0) {
+            read_block(r, &f);
+        } else if (strcmp(word, "failures_total") == 0) {
+            r->state.failures_total = number(&f);
+        } else if (strcmp(word, "failure") == 0) {
+            read_failure(r, &f, &failures_kept);
+        } else if (strcmp(word, "lost") == 0) {
+            uint64_t index = number(&f);
+            if (index < LOST_COUNT)
+                r->state.lost[index] = number(&f);
+        } else if (strcmp(word, "thread") == 0) {
+            uint64_t n = number(&f);
+            if (n >= 1 && n <= r->state.threads_used) {
+                r->state.threads[n - 1].tid = (int)signed_number(&f);
+                hex_bytes(&f, r->state.threads[n - 1].name, sizeof(r->state.threads[0].name));
+            }
+        } else if (strcmp(word, "handle") == 0) {
+            uint64_t n = number(&f);
+            if (n >= 1 && n <= r->state.handles_used)
+                r->state.handles[n - 1] = hex_number(&f);
+        }
+        p = eol + 1;
+    }
+    r->start_unix = start_ms / 1000.0;
+    r->now_unix = r->start_unix + r->now_ms / 1000.0;
+    return 0;
+}
+
+int dump_read(const char *path, struct report *r)
+{
+    memset(r, 0, sizeof(*r));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_size < 16) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    size_t length = (size_t)st.st_size;
+    char *text = report_alloc(r, length + 1);
+    size_t done = 0;
+    while (text && done < length) {
+        ssize_t n = read(fd, text + done, length - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    close(fd);
+    if (!text)
+        return -1;
+    length = done;
+    text[length] = '\0';
+    if (strncmp(text, "cumemtrace-dump 1\n", 18) != 0) {
+        errno = EPROTO;
+        return -1;
+    }
+
+    struct counts c = {0};
+    count_records(text, length, &c);
+    r->counters = report_alloc(r, sizeof(*r->counters));
+    r->stack_count = (uint32_t)c.stacks;
+    r->stacks = report_alloc(r, (c.stacks + 1) * sizeof(struct stack));
+    r->frames = report_alloc(r, (c.frames + 1) * sizeof(uintptr_t));
+    r->blocks = report_alloc(r, (c.blocks + 1) * sizeof(struct report_block));
+    r->state.api_names = report_alloc(r, (c.apis + 1) * sizeof(char *));
+    r->state.api_count = (int)(c.apis < MAX_APIS ? c.apis : MAX_APIS);
+    r->state.threads = report_alloc(r, (c.threads + 1) * sizeof(struct thread_info));
+    r->state.threads_used = (uint32_t)c.threads;
+    r->state.handles = report_alloc(r, (c.handles + 1) * sizeof(uint64_t));
+    r->state.handles_used = (uint32_t)c.handles;
+    if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->state.api_names ||
+        !r->state.threads || !r->state.handles) {
+        errno = ENOMEM;
+        return -1;
+    }
+    for (int i = 0; i < r->state.api_count; i++)
+        ((const char **)r->state.api_names)[i] = "unknown";
+
+    const char *maps = "";
+    size_t maps_length = 0;
+    parse(r, text, length, &maps, &maps_length);
+    r->event.type = EVENT_CRASH;
+    r->reason = r->event.signal == SIGTERM || r->event.signal == SIGINT ? "terminated" : "crash";
+    for (int slot = 0; slot <= MAX_DEVICES; slot++)
+        if (r->counters->device_seen[slot])
+            r->devices[r->device_count++].slot = slot;
+    if (report_finish(r, symbolizer_open_maps(maps, maps_length)) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}

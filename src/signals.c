@@ -1,0 +1,192 @@
+/* signals.c - reports on request (a signal) and dumps when the program dies.
+ *
+ * Snapshot signal (CUMEMTRACE_SIGNAL, SIGUSR2 by default): the handler only
+ * writes one byte to a pipe; a helper thread, started with every signal
+ * blocked, reads it and writes the report outside signal context, while the
+ * program carries on.
+ *
+ * Fatal signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, and with
+ * CUMEMTRACE_DUMP_ON_TERM also SIGTERM and SIGINT): the handler writes a raw
+ * dump with async-signal-safe calls only (crashdump.c), then hands the signal
+ * on, so that exit status and core files are what they would have been.
+ *
+ * Rules for living with the program's own handlers:
+ *  - handlers installed before ours (Python's, faulthandler's) are called
+ *    after ours, with the same arguments; SIG_IGN stays ignored;
+ *  - a handler the program installs after ours replaces ours: from then on
+ *    that signal gets no snapshot or dump, and the program's handler works
+ *    exactly as it would without the tracer;
+ *  - the snapshot signal's default action (terminate) is not chained to: that
+ *    signal is ours once the tracer is active.
+ * Handlers are installed at the first CUDA event, not at load time, so a
+ * process that never uses CUDA keeps its signals untouched. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "crashdump.h"
+#include "log.h"
+#include "report.h"
+#include "signals.h"
+#include "tracker.h"
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT};
+#define FATAL_COUNT (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
+
+static struct sigaction previous[65];
+static int installed[65];
+static int wake_pipe[2] = {-1, -1};
+static int snapshots;
+
+/* ---- the snapshot thread ------------------------------------------------- */
+
+static void *snapshot_thread(void *unused)
+{
+    (void)unused;
+    char bytes[64];
+    for (;;) {
+        ssize_t n = read(wake_pipe[0], bytes, sizeof(bytes));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return NULL;
+        /* Several signals while a report is being written make one report. */
+        char template_[sizeof(config.output) + 32];
+        snprintf(template_, sizeof(template_), "%s-signal-%d", config.output, ++snapshots);
+        int entered = tracker_enter();
+        struct report *r = report_new("signal");
+        if (r) {
+            r->event.type = EVENT_SIGNAL;
+            r->event.signal = config.snapshot_signal;
+            report_emit(r, template_, 0);
+            report_delete(r);
+        }
+        if (entered)
+            tracker_leave();
+    }
+}
+
+static int start_thread(void)
+{
+    if (pipe2(wake_pipe, O_CLOEXEC) < 0)
+        return -1;
+    fcntl(wake_pipe[1], F_SETFL, O_NONBLOCK);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int error = pthread_create(&thread, &attr, snapshot_thread, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (error) {
+        close(wake_pipe[0]);
+        close(wake_pipe[1]);
+        wake_pipe[0] = wake_pipe[1] = -1;
+        return -1;
+    }
+    pthread_setname_np(thread, "cumemtrace");
+    return 0;
+}
+
+/* ---- handlers ---------------------------------------------------------------- */
+
+/* Call what was there before us, as if we had never been there. */
+static void chain(int signal, siginfo_t *info, void *context)
+{
+    const struct sigaction *old = &previous[signal];
+    if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+        old->sa_sigaction(signal, info, context);
+    } else if (old->sa_handler != SIG_IGN && old->sa_handler != SIG_DFL) {
+        old->sa_handler(signal);
+    }
+}
+
+static void snapshot_handler(int signal, siginfo_t *info, void *context)
+{
+    int saved_errno = errno;
+    if (wake_pipe[1] >= 0) {
+        ssize_t unused = write(wake_pipe[1], "s", 1);
+        (void)unused;
+    }
+    chain(signal, info, context);
+    errno = saved_errno;
+}
+
+static void fatal_handler(int signal, siginfo_t *info, void *context)
+{
+    static int dumping;
+    int saved_errno = errno;
+    if (!__atomic_exchange_n(&dumping, 1, __ATOMIC_ACQ_REL))
+        crashdump_write(signal);
+
+    /* Hand the signal on. A handler of the program's own runs now. With the
+     * default action: restore it; a fault raised by the CPU happens again when
+     * we return and the kernel applies it (core dump included); a signal sent
+     * by kill, raise or abort is raised again, and arrives when we return. */
+    const struct sigaction *old = &previous[signal];
+    if (old->sa_handler == SIG_DFL && !(old->sa_flags & SA_SIGINFO)) {
+        sigaction(signal, old, NULL);
+        if (!info || info->si_code <= 0 || signal == SIGABRT || signal == SIGTERM ||
+            signal == SIGINT)
+            raise(signal);
+    } else {
+        chain(signal, info, context);
+    }
+    errno = saved_errno;
+}
+
+static void install(int signal, void (*handler)(int, siginfo_t *, void *))
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_sigaction = handler;
+    action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(signal, &action, &previous[signal]) == 0)
+        installed[signal] = 1;
+}
+
+void signals_start(void)
+{
+    if (config.snapshot_signal > 0 && config.snapshot_signal < 65) {
+        if (start_thread() == 0)
+            install(config.snapshot_signal, snapshot_handler);
+        else
+            log_line("cannot start the snapshot thread; CUMEMTRACE_SIGNAL is off");
+    }
+    if (config.crash) {
+        crashdump_prepare();
+        for (unsigned i = 0; i < FATAL_COUNT; i++) {
+            int signal = fatal_signals[i];
+            if ((signal == SIGTERM || signal == SIGINT) && !config.dump_on_term)
+                continue;
+            if (signal == config.snapshot_signal)
+                continue;
+            install(signal, fatal_handler);
+        }
+    }
+}
+
+/* In a forked child the thread is gone and the pipe is shared with the
+ * parent: make a new pipe and thread, and a dump path with the child's pid. */
+void signals_after_fork(void)
+{
+    if (wake_pipe[0] >= 0) {
+        close(wake_pipe[0]);
+        close(wake_pipe[1]);
+        wake_pipe[0] = wake_pipe[1] = -1;
+        snapshots = 0;
+        if (start_thread() < 0)
+            log_line("cannot start the snapshot thread in the child; CUMEMTRACE_SIGNAL is off");
+    }
+    if (config.crash)
+        crashdump_prepare();
+}

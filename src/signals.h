@@ -1,0 +1,8 @@
+/* signals.h - snapshot on a signal, dump on a crash (see signals.c). */
+#ifndef CUMEMTRACE_SIGNALS_H
+#define CUMEMTRACE_SIGNALS_H
+
+void signals_start(void);        /* at the first CUDA event */
+void signals_after_fork(void);   /* in the child */
+
+#endif
