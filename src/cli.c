@@ -100,10 +100,11 @@ static int command_run(int argc, char **argv)
                         "../lib\n");
         return 2;
     }
+    /* After what is already preloaded: a sanitizer runtime must stay first. */
     const char *old = getenv("LD_PRELOAD");
     char preload[PATH_MAX * 2];
-    snprintf(preload, sizeof(preload), "%s%s%s", library, old && *old ? " " : "",
-             old ? old : "");
+    snprintf(preload, sizeof(preload), "%s%s%s", old ? old : "", old && *old ? " " : "",
+             library);
     setenv("LD_PRELOAD", preload, 1);
     execvp(argv[i], argv + i);
     fprintf(stderr, "cumemtrace: cannot run '%s': %s\n", argv[i], strerror(errno));

@@ -48,8 +48,13 @@ def run(program, args=(), env=None, preload=True, extra_preload=(), expect_rc=0)
             if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") else []
         libraries = first + [os.path.join(ARGS.build, "libcumemtrace.so")] + list(extra_preload)
         environment["LD_PRELOAD"] = " ".join(libraries)
+    elif os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
+        environment["LD_PRELOAD"] = os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]
     else:
         environment.pop("LD_PRELOAD", None)
+    if "ASAN_OPTIONS" in environment:
+        # Fatal signals are the tracer's to dump and then the default action's.
+        environment["ASAN_OPTIONS"] += ":handle_segv=0:handle_sigbus=0:handle_abort=0"
     path = program if os.path.isabs(program) else os.path.join(ARGS.build, program)
     completed = subprocess.run([path, *args], cwd=directory, env=environment,
                                capture_output=True, text=True, timeout=300)

@@ -1,7 +1,7 @@
 /* crash.c - programs that die, or are signalled, while holding GPU memory.
  *
  *   segv-threads  8 threads allocate and free in a loop while the main thread,
- *                 holding 3 blocks of its own, dereferences a null pointer
+ *                 holding 3 blocks of its own, reads an unmapped address
  *   abort         abort() from inside a CUDA call (the simulator's
  *                 SIMCUDA_ABORT_AT), with 2 blocks live
  *   own-handler   the program installed its own SIGSEGV handler before any CUDA
@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,8 +99,8 @@ int main(int argc, char **argv)
             pthread_create(&threads[i], NULL, churn, (void *)i);
         struct timespec pause = {0, 50 * 1000000};
         nanosleep(&pause, NULL);
-        volatile int *null = NULL;
-        return *null;
+        volatile int *bad = (volatile int *)(uintptr_t)16;   /* a real fault, not a raise() */
+        return *bad;
     }
     if (strcmp(mode, "usr2-storm") == 0 || strcmp(mode, "usr2-chained") == 0) {
         int signals = strcmp(mode, "usr2-storm") == 0 ? 1000 : 20;
