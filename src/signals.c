@@ -22,6 +22,7 @@
  * process that never uses CUDA keeps its signals untouched. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,40 +43,70 @@ static struct sigaction previous[65];
 static int installed[65];
 static int wake_pipe[2] = {-1, -1};
 static int snapshots;
+static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- the snapshot thread ------------------------------------------------- */
+
+static void write_snapshot(void)
+{
+    char template_[sizeof(config.output) + 32];
+    snprintf(template_, sizeof(template_), "%s-signal-%d", config.output, ++snapshots);
+    int entered = tracker_enter();
+    struct report *r = report_new("signal");
+    if (r) {
+        r->event.type = EVENT_SIGNAL;
+        r->event.signal = config.snapshot_signal;
+        report_emit(r, template_, 0);
+        report_delete(r);
+    }
+    if (entered)
+        tracker_leave();
+}
+
+/* Take what the pipe holds; several signals while a report is being written
+ * make one report. Returns how many bytes were read, 0 if none, -1 at EOF. */
+static int take_wakeups(void)
+{
+    char bytes[64];
+    ssize_t n = read(wake_pipe[0], bytes, sizeof(bytes));
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    return n == 0 ? -1 : (int)n;
+}
 
 static void *snapshot_thread(void *unused)
 {
     (void)unused;
-    char bytes[64];
+    struct pollfd wait = {wake_pipe[0], POLLIN, 0};
     for (;;) {
-        ssize_t n = read(wake_pipe[0], bytes, sizeof(bytes));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
+        if (poll(&wait, 1, -1) < 0 && errno != EINTR)
             return NULL;
-        /* Several signals while a report is being written make one report. */
-        char template_[sizeof(config.output) + 32];
-        snprintf(template_, sizeof(template_), "%s-signal-%d", config.output, ++snapshots);
-        int entered = tracker_enter();
-        struct report *r = report_new("signal");
-        if (r) {
-            r->event.type = EVENT_SIGNAL;
-            r->event.signal = config.snapshot_signal;
-            report_emit(r, template_, 0);
-            report_delete(r);
-        }
-        if (entered)
-            tracker_leave();
+        pthread_mutex_lock(&writing);
+        int n = take_wakeups();
+        if (n > 0)
+            write_snapshot();
+        pthread_mutex_unlock(&writing);
+        if (n < 0)
+            return NULL;
     }
+}
+
+/* At exit: let a snapshot being written finish, and write the one a signal
+ * asked for that the thread has not picked up yet, so none is lost. */
+void signals_drain(void)
+{
+    if (wake_pipe[0] < 0)
+        return;
+    pthread_mutex_lock(&writing);
+    if (take_wakeups() > 0)
+        write_snapshot();
+    pthread_mutex_unlock(&writing);
 }
 
 static int start_thread(void)
 {
-    if (pipe2(wake_pipe, O_CLOEXEC) < 0)
+    if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         return -1;
-    fcntl(wake_pipe[1], F_SETFL, O_NONBLOCK);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -184,6 +215,7 @@ void signals_after_fork(void)
         close(wake_pipe[1]);
         wake_pipe[0] = wake_pipe[1] = -1;
         snapshots = 0;
+        pthread_mutex_init(&writing, NULL);
         if (start_thread() < 0)
             log_line("cannot start the snapshot thread in the child; CUMEMTRACE_SIGNAL is off");
     }

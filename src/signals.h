@@ -4,5 +4,6 @@
 
 void signals_start(void);        /* at the first CUDA event */
 void signals_after_fork(void);   /* in the child */
+void signals_drain(void);        /* at exit: finish pending snapshots */
 
 #endif

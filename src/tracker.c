@@ -17,6 +17,7 @@
 #include "log.h"
 #include "names.h"
 #include "report.h"
+#include "signals.h"
 #include "stacks.h"
 #include "tracker.h"
 
@@ -581,6 +582,7 @@ void tracker_report_at_exit(void)
     pid_t pid = getpid();
     if (__atomic_exchange_n(&exit_report_pid, pid, __ATOMIC_ACQ_REL) == pid)
         return;
+    signals_drain();
     tracker_report("exit");
 }
 
