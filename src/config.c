@@ -27,6 +27,7 @@ struct config config = {
     .crash = 1,
     .dump_on_term = 0,
     .follow = 1,
+    .python = 1,
 };
 
 int config_parse_bool(const char *text, int *out)
@@ -192,6 +193,7 @@ void config_load(void)
     load_bool("CUMEMTRACE_CRASH", &config.crash, "1");
     load_bool("CUMEMTRACE_DUMP_ON_TERM", &config.dump_on_term, "0");
     load_bool("CUMEMTRACE_FOLLOW", &config.follow, "1");
+    load_bool("CUMEMTRACE_PYTHON", &config.python, "1");
 
     if ((value = env("CUMEMTRACE_SIGNAL")) &&
         config_parse_signal(value, &config.snapshot_signal) < 0)

@@ -24,6 +24,7 @@ struct config {
     int crash;              /* CUMEMTRACE_CRASH: dump on fatal signals (default 1) */
     int dump_on_term;       /* CUMEMTRACE_DUMP_ON_TERM: also SIGTERM, SIGINT (0) */
     int follow;             /* CUMEMTRACE_FOLLOW: trace exec'd children (default 1) */
+    int python;             /* CUMEMTRACE_PYTHON: Python frames in stacks (default 1) */
 };
 
 enum { OOM_OFF, OOM_FIRST, OOM_EVERY };

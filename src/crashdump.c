@@ -18,6 +18,7 @@
 #include "crashdump.h"
 #include "names.h"
 #include "output.h"
+#include "python.h"
 #include "registry.h"
 #include "stacks.h"
 #include "tracker.h"
@@ -293,6 +294,15 @@ static void write_rest(void)
         put_u64(i + 1);
         put_i64(tracker.threads[i].tid);
         put_bytes_hex(tracker.threads[i].name, strnlen(tracker.threads[i].name, 16));
+        put_str("\n");
+    }
+    for (uint32_t id = 1; id <= python_location_count(); id++) {
+        const struct python_location *l = python_location_at(id);
+        put_str("pyloc");
+        put_u64(id);
+        put_i64(l->line);
+        put_bytes_hex(l->file, strlen(l->file));
+        put_bytes_hex(l->function, strlen(l->function));
         put_str("\n");
     }
     for (uint32_t i = 0; tracker.handles && i < tracker.handles_used; i++) {

@@ -77,7 +77,7 @@ static int starts(const char *line, const char *word)
 }
 
 struct counts {
-    size_t stacks, frames, blocks, apis, threads, handles;
+    size_t stacks, frames, blocks, apis, threads, handles, python;
 };
 
 static void count_records(char *text, size_t length, struct counts *c)
@@ -99,6 +99,8 @@ static void count_records(char *text, size_t length, struct counts *c)
             c->threads++;
         } else if (starts(p, "handle")) {
             c->handles++;
+        } else if (starts(p, "pyloc")) {
+            c->python++;
         } else if (starts(p, "maps")) {
             break;
         }
@@ -253,6 +255,19 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
                 r->state.threads[n - 1].tid = (int)signed_number(&f);
                 hex_bytes(&f, r->state.threads[n - 1].name, sizeof(r->state.threads[0].name));
             }
+        } else if (strcmp(word, "pyloc") == 0) {
+            uint64_t id = number(&f);
+            if (id >= 1 && id <= r->python_count) {
+                struct python_location *l = &r->python[id - 1];
+                l->line = (int)signed_number(&f);
+                /* Decoded in place: the hex text is twice as long as the bytes. */
+                char *file = f.at, *function;
+                hex_bytes(&f, file, strlen(file) + 1);
+                function = f.at;
+                hex_bytes(&f, function, strlen(function) + 1);
+                l->file = file;
+                l->function = function;
+            }
         } else if (strcmp(word, "handle") == 0) {
             uint64_t n = number(&f);
             if (n >= 1 && n <= r->state.handles_used)
@@ -311,8 +326,10 @@ int dump_read(const char *path, struct report *r)
     r->state.threads_used = (uint32_t)c.threads;
     r->state.handles = report_alloc(r, (c.handles + 1) * sizeof(uint64_t));
     r->state.handles_used = (uint32_t)c.handles;
+    r->python_count = (uint32_t)c.python;
+    r->python = report_alloc(r, (c.python + 1) * sizeof(struct python_location));
     if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->state.api_names ||
-        !r->state.threads || !r->state.handles) {
+        !r->state.threads || !r->state.handles || !r->python) {
         errno = ENOMEM;
         return -1;
     }

@@ -231,8 +231,26 @@ static int symbolize_frames(struct report *r)
     r->symbols = report_alloc(r, unique * sizeof(struct symbol));
     if (!r->symbols)
         return -1;
-    for (size_t i = 0; i < unique; i++)
-        symbolize(r->symbolizer, r->addresses[i], 1, &r->symbols[i]);
+    for (size_t i = 0; i < unique; i++) {
+        uintptr_t address = r->addresses[i];
+        if (!is_python_frame(address)) {
+            symbolize(r->symbolizer, address, 1, &r->symbols[i]);
+            continue;
+        }
+        uint32_t id = (uint32_t)(address & ~PYTHON_FRAME_MASK);
+        const struct python_location *l =
+            r->python ? (id >= 1 && id <= r->python_count ? &r->python[id - 1] : NULL)
+                      : python_location(address);
+        struct symbol *s = &r->symbols[i];
+        memset(s, 0, sizeof(*s));
+        s->address = address;
+        s->python = 1;
+        if (l) {
+            s->function = l->function;
+            s->file = l->file;
+            s->line = l->line;
+        }
+    }
     return 0;
 }
 

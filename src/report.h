@@ -12,6 +12,7 @@
 
 #include "counters.h"
 #include "output.h"
+#include "python.h"
 #include "stacks.h"
 #include "symbolize.h"
 #include "tracker.h"
@@ -86,6 +87,8 @@ struct report {
     char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;
     int dump_complete;                   /* read from a dump that ends properly */
+    struct python_location *python;      /* from a dump; NULL: this process's table */
+    uint32_t python_count;
     /* every mapping made for this report, released by report_release */
     void *pages[24];
     size_t page_sizes[24];

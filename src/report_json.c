@@ -154,9 +154,10 @@ static void write_frames(const struct report *r, struct out *out)
         out_printf(out, ",\"function_offset\":%lu,\"file\":", (unsigned long)s->function_offset);
         out_json_string(out, s->file);
         if (s->file)
-            out_printf(out, ",\"line\":%d}", s->line);
+            out_printf(out, ",\"line\":%d", s->line);
         else
-            out_str(out, ",\"line\":null}");
+            out_str(out, ",\"line\":null");
+        out_printf(out, ",\"python\":%s}", s->python ? "true" : "false");
     }
     out_str(out, "]");
 }

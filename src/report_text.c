@@ -22,6 +22,11 @@ static void write_frame(const struct report *r, struct out *out, int index, uint
     long i = report_frame_index(r, address);
     const struct symbol *s = i >= 0 ? &r->symbols[i] : NULL;
     out_printf(out, "      #%-2d ", index);
+    if (s && s->python) {
+        out_printf(out, "%s at %s:%d [python]\n", s->function ? s->function : "?",
+                   s->file ? s->file : "?", s->line);
+        return;
+    }
     if (s && s->function)
         out_printf(out, "%s+0x%lx", s->function, (unsigned long)s->function_offset);
     else

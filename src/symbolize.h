@@ -19,6 +19,7 @@ struct symbol {
     uintptr_t module_offset;
     const char *file;       /* NULL without debug info */
     int line;
+    int python;             /* a Python frame: function, file and line are Python's */
 };
 
 struct symbolizer;

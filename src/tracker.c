@@ -16,6 +16,7 @@
 #include "counters.h"
 #include "log.h"
 #include "names.h"
+#include "python.h"
 #include "report.h"
 #include "signals.h"
 #include "stacks.h"
@@ -308,7 +309,7 @@ void tracker_alloc(const struct allocation *a)
     uintptr_t frames[CONFIG_MAX_DEPTH];
     int depth = 0;
     if (config.depth > 0 && a->size >= config.min_size)
-        depth = stack_capture(frames, config.depth);
+        depth = python_capture(frames, stack_capture(frames, config.depth), CONFIG_MAX_DEPTH);
     uint64_t hash = stack_hash(frames, depth);
     int kind = a->kind & BLOCK_KIND_MASK;
     uint64_t key = block_key(a->value, kind_space(kind));
@@ -481,7 +482,9 @@ void tracker_failure(const struct allocation *a, int code, int oom)
     if (!enter())
         return;
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    int depth = config.depth > 0 ? stack_capture(frames, config.depth) : 0;
+    int depth = config.depth > 0
+                    ? python_capture(frames, stack_capture(frames, config.depth), CONFIG_MAX_DEPTH)
+                    : 0;
     uint64_t hash = stack_hash(frames, depth);
     int kind = a->kind & BLOCK_KIND_MASK;
 

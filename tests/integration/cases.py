@@ -524,6 +524,33 @@ def case_command_errors():
     check(len(reports) == 1 and reports[0]["live"], "cumemtrace run traces the command")
 
 
+def case_python_frames():
+    script = os.path.join(ARGS.source, "tests", "integration", "python_frames.py")
+    with open(script) as handle:
+        line = next(i for i, text in enumerate(handle, 1) if "ALLOCATE-LINE" in text)
+    out, err, reports, _ = run(sys.executable, [script])
+    check("python frames: done" in out, f"script ran: {out!r} {err[-500:]!r}")
+    report = only(reports)
+    frames = {f["id"]: f for f in report.get("frames", [])}
+    stacks = {s["id"]: s for s in report.get("stacks", [])}
+    held = [g for g in report.get("live", []) if g["bytes"] == 3 << 20]
+    check(len(held) == 1, f"the 3 x 1 MiB kept by leak_in_python: {report.get('live')}")
+    if held:
+        python = [frames[i] for i in stacks[held[0]["stack"]]["frames"] if frames[i]["python"]]
+        names = [f["function"] for f in python]
+        check(names[:2] == ["allocate", "leak_in_python"], f"Python frames, innermost first: {names}")
+        check(python and python[0]["file"] == script and python[0]["line"] == line,
+              f"file and line of the cudaMalloc call: {python[:1]}")
+        check("<module>" in names, "down to the module")
+    other = [g for g in report.get("live", []) if g["bytes"] == 5 << 20]
+    check(other and not any(frames[i]["python"] for i in stacks[other[0]["stack"]]["frames"]),
+          "GIL released: native frames only")
+    check("leak_in_python at " in err, "the summary shows Python lines")
+    out, err, reports, _ = run(sys.executable, [script], env={"CUMEMTRACE_PYTHON": "0"})
+    report = only(reports)
+    check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")
+
+
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
 
 

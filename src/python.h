@@ -1,0 +1,32 @@
+/* python.h - Python frames in allocation stacks (see python.c). */
+#ifndef CUMEMTRACE_PYTHON_H
+#define CUMEMTRACE_PYTHON_H
+
+#include <stdint.h>
+
+/* A Python frame in a stack: no return address has these top bits set. */
+#define PYTHON_FRAME_TAG 0xfffe000000000000ULL
+#define PYTHON_FRAME_MASK 0xffff000000000000ULL
+
+struct python_location {
+    const char *file;
+    const char *function;
+    int line;
+};
+
+/* If this thread holds the GIL: replace the interpreter's native frames in
+ * frames[0..depth) by the Python stack, up to `max` frames in all. Returns
+ * the new depth. */
+int python_capture(uintptr_t *frames, int depth, int max);
+
+/* The location of a tagged frame; NULL if it is not one we know. */
+const struct python_location *python_location(uintptr_t tagged);
+uint32_t python_location_count(void);
+const struct python_location *python_location_at(uint32_t id);
+
+static inline int is_python_frame(uintptr_t address)
+{
+    return (address & PYTHON_FRAME_MASK) == PYTHON_FRAME_TAG;
+}
+
+#endif
