@@ -162,8 +162,12 @@ DRIVER_CALL(cuCtxDestroy_v2, "cuCtxDestroy", 4000, ANY,
 DRIVER_CALL(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, ANY,
             (CUcontext *ctx, CUdevice device), (ctx, device),
             context_primary_retained(result, ctx, device))
+DRIVER_CALL(cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, ANY,
+            (CUdevice device), (device), context_primary_reset(result, device))
 DRIVER_CALL(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, ANY,
             (CUdevice device), (device), context_primary_reset(result, device))
+DRIVER_CALL(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 7000, ANY,
+            (CUdevice device), (device), context_primary_released(result, device))
 DRIVER_CALL(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 11000, ANY,
             (CUdevice device), (device), context_primary_released(result, device))
 DRIVER_CALL(cuMemGetInfo_v2, "cuMemGetInfo", 3020, ANY,

@@ -16,8 +16,10 @@
 #include "registry.h"
 #include "tracker.h"
 
-/* cuda.h maps cuGetProcAddress to cuGetProcAddress_v2; we define both. */
+/* cuda.h maps these names to their newer versions; we define both. */
 #undef cuGetProcAddress
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
 
 #define PUBLIC __attribute__((visibility("default")))
 

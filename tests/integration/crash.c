@@ -99,7 +99,8 @@ int main(int argc, char **argv)
             pthread_create(&threads[i], NULL, churn, (void *)i);
         struct timespec pause = {0, 50 * 1000000};
         nanosleep(&pause, NULL);
-        volatile int *bad = (volatile int *)(uintptr_t)16;   /* a real fault, not a raise() */
+        volatile uintptr_t where = 16;   /* an unmapped address: a real fault */
+    volatile int *bad = (volatile int *)where;   /* a real fault, not a raise() */
         return *bad;
     }
     if (strcmp(mode, "usr2-storm") == 0 || strcmp(mode, "usr2-chained") == 0) {
