@@ -113,8 +113,8 @@ static void write_live(const struct report *r, struct out *out, int brief)
     }
     out_printf(out, "\n  %s: ", at_exit ? "Leaked (live at exit)" : "Live now");
     out_bytes(out, bytes);
-    out_printf(out, " in %llu blocks from %zu allocation sites\n", (unsigned long long)blocks,
-               r->group_count);
+    out_printf(out, " in %llu block%s from %zu allocation site%s\n", (unsigned long long)blocks,
+               blocks == 1 ? "" : "s", r->group_count, r->group_count == 1 ? "" : "s");
     size_t limit = brief && r->group_count > (size_t)config.top ? (size_t)config.top : r->group_count;
     for (size_t i = 0; i < limit; i++) {
         const struct report_group *g = &r->groups[i];
@@ -143,7 +143,7 @@ static void write_implicit(const struct report *r, struct out *out, int brief)
     if (!count)
         return;
     out_printf(out, "\n  Leaked (freed only implicitly, by context destroy or device reset): "
-                    "%u allocation sites\n", count);
+                    "%u allocation site%s\n", count, count == 1 ? "" : "s");
     uint32_t written = 0;
     for (uint32_t i = 0; i < r->shown_count && (!brief || written < (uint32_t)config.top); i++) {
         const struct stack *s = &r->stacks[r->shown[i] - 1];
