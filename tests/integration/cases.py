@@ -36,6 +36,7 @@ def run(program, args=(), env=None, preload=True, extra_preload=(), expect_rc=0)
     global LAST_DIR
     directory = tempfile.mkdtemp(prefix="cumemtrace-case-")
     LAST_DIR = directory
+    args = [a.replace("{dir}", directory) for a in args]
     environment = dict(os.environ)
     environment["LD_LIBRARY_PATH"] = os.path.join(ARGS.build, "sim")
     environment["CUMEMTRACE_OUTPUT"] = os.path.join(directory, "report-%p")
@@ -549,6 +550,21 @@ def case_python_frames():
     out, err, reports, _ = run(sys.executable, [script], env={"CUMEMTRACE_PYTHON": "0"})
     report = only(reports)
     check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")
+
+
+def case_public_api():
+    out, err, reports, _ = run("tests/api", [os.path.join(tempfile.gettempdir(), "unused")],
+                               preload=False)
+    check("tracer absent, snapshot -2" in out, f"runs untraced: {out!r}")
+    out, err, reports, _ = run("tests/api", ["{dir}/snap-%p"])
+    path = glob.glob(os.path.join(LAST_DIR, "snap-*.json"))
+    check("snapshot 0" in out and len(path) == 1, f"snapshot written where asked: {out!r} {path}")
+    snap = [r for r in reports if r["reason"] == "snapshot"]
+    final = by_reason(reports, "exit")
+    check(snap and snap[0]["blocks"]["total"] == 2, "the snapshot holds both blocks")
+    marks = final.get("marks", {}).get("recent", [])
+    check(len(marks) == 1 and marks[0]["label"] == "after the first block" and
+          marks[0]["device_bytes"] == 1 << 20, f"the mark, with the live bytes then: {marks}")
 
 
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
