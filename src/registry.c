@@ -1,4 +1,6 @@
 /* registry.c - live blocks in a uthash table (see registry.h). */
+#include <string.h>
+
 #include "arena.h"
 #include "names.h"
 
@@ -42,6 +44,13 @@ _Static_assert(sizeof(struct block) == 96, "a live block record is 96 bytes");
 static struct block *table;
 static struct slab records;
 
+/* uthash frees its bucket array when the table becomes empty and allocates it
+ * again on the next add: with our mmap-backed allocator, a program that keeps
+ * zero or one block live paid an mmap and a munmap per allocation. A sentinel
+ * record that is never removed keeps the table alive. Its key is no address. */
+#define SENTINEL_KEY UINT64_MAX
+static struct block sentinel = {.key = SENTINEL_KEY};
+
 uint64_t block_value(const struct block *block)
 {
     return block->key ^ ((uint64_t)kind_space(block_kind(block)) << 60);
@@ -52,10 +61,17 @@ int block_kind(const struct block *block)
     return block->kind & BLOCK_KIND_MASK;
 }
 
+static void add_sentinel(void)
+{
+    memset(&sentinel.hh, 0, sizeof(sentinel.hh));
+    HASH_ADD(hh, table, key, sizeof(sentinel.key), &sentinel);
+}
+
 void registry_init(void)
 {
     table = NULL;
     slab_init(&records, sizeof(struct block));
+    add_sentinel();
 }
 
 /* After fork the child keeps the parent's pages (copy-on-write) but none of its
@@ -66,6 +82,7 @@ void registry_reset(void)
     table = NULL;
     bucket_bytes = 0;
     slab_init(&records, sizeof(struct block));
+    add_sentinel();
 }
 
 struct block *registry_new(void)
@@ -105,7 +122,7 @@ void registry_remove(struct block *block)
 
 size_t registry_count(void)
 {
-    return HASH_COUNT(table);
+    return HASH_COUNT(table) - 1;      /* not the sentinel */
 }
 
 size_t registry_memory_bytes(void)
@@ -113,12 +130,17 @@ size_t registry_memory_bytes(void)
     return records.chunk_bytes + bucket_bytes;
 }
 
+static struct block *skip_sentinel(struct block *block)
+{
+    return block == &sentinel ? block->hh.next : block;
+}
+
 struct block *registry_first(void)
 {
-    return table;
+    return skip_sentinel(table);
 }
 
 struct block *registry_next(struct block *block)
 {
-    return block->hh.next;
+    return skip_sentinel(block->hh.next);
 }
