@@ -1,11 +1,25 @@
-/* stacks.c - stack capture with libunwind and the deduplicated stack table. */
+/* stacks.c - stack capture with libunwind and the deduplicated stack table.
+ *
+ * libunwind is loaded with dlopen(RTLD_LOCAL), not linked: libunwind.so.8
+ * also exports the _Unwind_* functions of the C++ exception ABI, and a
+ * preloaded library's dependencies come first in the process's symbol lookup,
+ * so linking it would have moved every C++ exception of the traced program
+ * (PyTorch's, ...) from libgcc_s to libunwind. Kept local, it serves us only. */
 #define UNW_LOCAL_ONLY
+#include <dlfcn.h>
 #include <libunwind.h>
 #include <string.h>
 
 #include "arena.h"
 #include "config.h"
+#include "log.h"
 #include "stacks.h"
+
+/* The names behind libunwind's macros (e.g. _ULx86_64_set_caching_policy). */
+#define NAME_OF(symbol) NAME_OF_(symbol)
+#define NAME_OF_(symbol) #symbol
+
+static int (*backtrace_fn)(void **, int);
 
 static uintptr_t skip_low, skip_high;
 
@@ -21,7 +35,21 @@ static uint32_t index_capacity;
 
 void stacks_init(void)
 {
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    void *libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!libunwind) {
+        log_line("cannot load libunwind.so.8 (%s); blocks are recorded without stacks",
+                 dlerror());
+        return;
+    }
+    int (*set_caching)(unw_addr_space_t, unw_caching_policy_t) =
+        (int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(libunwind,
+                                                               NAME_OF(unw_set_caching_policy));
+    unw_addr_space_t *space = dlsym(libunwind, NAME_OF(unw_local_addr_space));
+    *(void **)&backtrace_fn = dlsym(libunwind, "unw_backtrace");
+    if (set_caching && space)
+        set_caching(*space, UNW_CACHE_PER_THREAD);
+    if (!backtrace_fn)
+        log_line("libunwind.so.8 has no unw_backtrace; blocks are recorded without stacks");
 }
 
 void stacks_reset(void)
@@ -45,7 +73,9 @@ int stack_capture(uintptr_t *out, int max)
     int wanted = max + 32;
     if (wanted > (int)(sizeof(raw) / sizeof(raw[0])))
         wanted = sizeof(raw) / sizeof(raw[0]);
-    int n = unw_backtrace(raw, wanted);
+    if (!backtrace_fn)
+        return 0;
+    int n = backtrace_fn(raw, wanted);
 
     /* raw[0] is this function. The tracer's own frames (the wrappers, which
      * also sit between cudart and the program) are left out wherever they are. */

@@ -559,6 +559,8 @@ def case_public_api():
     out, err, reports, _ = run("tests/api", ["{dir}/snap-%p"])
     path = glob.glob(os.path.join(LAST_DIR, "snap-*.json"))
     check("snapshot 0" in out and len(path) == 1, f"snapshot written where asked: {out!r} {path}")
+    check("_Unwind_RaiseException from" in out and "libunwind" not in out,
+          f"the program's exception unwinder is untouched: {out!r}")
     snap = [r for r in reports if r["reason"] == "snapshot"]
     final = by_reason(reports, "exit")
     check(snap and snap[0]["blocks"]["total"] == 2, "the snapshot holds both blocks")
