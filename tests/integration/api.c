@@ -1,7 +1,6 @@
 /* api.c - the optional public API, found at run time so the program also runs
  * untraced: a mark, and a snapshot to a path of the program's choosing. */
 #include <cuda_runtime_api.h>
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 
