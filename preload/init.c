@@ -6,7 +6,6 @@
  * The first event calls preload_init(), which does its work once. The one
  * exception is CUMEMTRACE_FOLLOW=0, at the bottom. */
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,36 +14,10 @@
 
 #include "config.h"
 #include "log.h"
+#include "modules.h"
 #include "preload.h"
 #include "signals.h"
 #include "stacks.h"
-
-struct own_range {
-    uintptr_t inside, low, high;
-};
-
-static int find_own_range(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct own_range *own = data;
-    uintptr_t low = UINTPTR_MAX, high = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-        if (start < low)
-            low = start;
-        if (start + ph->p_memsz > high)
-            high = start + ph->p_memsz;
-    }
-    if (own->inside >= low && own->inside < high) {
-        own->low = low;
-        own->high = high;
-        return 1;
-    }
-    return 0;
-}
 
 static void after_fork_child(void)
 {
@@ -58,9 +31,9 @@ static void init_once(void)
     tracker_init();
     tracker_set_api_names(entry_names, API_COUNT);
     tracker_set_memory_info(context_memory_info);
-    struct own_range own = {(uintptr_t)&find_own_range, 0, 0};
-    if (dl_iterate_phdr(find_own_range, &own))
-        stack_set_skip_range(own.low, own.high);
+    uintptr_t low, high;
+    if (module_range((const void *)&preload_init, &low, &high) == 0)
+        stack_set_skip_range(low, high);
     pthread_atfork(tracker_fork_prepare, tracker_fork_parent, after_fork_child);
     if (config.enabled)
         signals_start();

@@ -16,12 +16,12 @@
  * interpreter and the Python frames follow, innermost first, as in PyTorch's
  * combined tracebacks. CUMEMTRACE_PYTHON=0 turns all this off. */
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "arena.h"
 #include "config.h"
+#include "modules.h"
 #include "python.h"
 
 typedef struct _object PyObject;
@@ -58,32 +58,6 @@ static uint32_t index_capacity;
 static char *strings;
 static size_t strings_used, strings_size;
 
-struct range {
-    uintptr_t inside, low, high;
-};
-
-static int find_range(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct range *r = data;
-    uintptr_t low = UINTPTR_MAX, high = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        if (info->dlpi_phdr[i].p_type != PT_LOAD)
-            continue;
-        uintptr_t start = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
-        if (start < low)
-            low = start;
-        if (start + info->dlpi_phdr[i].p_memsz > high)
-            high = start + info->dlpi_phdr[i].p_memsz;
-    }
-    if (r->inside >= low && r->inside < high) {
-        r->low = low;
-        r->high = high;
-        return 1;
-    }
-    return 0;
-}
-
 static void look_up(void)
 {
     void **slots[] = {(void **)&py.is_initialized, (void **)&py.gil_check,
@@ -102,11 +76,7 @@ static void look_up(void)
             return;
         }
     }
-    struct range r = {(uintptr_t)py.get_frame, 0, 0};
-    if (dl_iterate_phdr(find_range, &r)) {
-        interpreter_low = r.low;
-        interpreter_high = r.high;
-    }
+    module_range((const void *)py.get_frame, &interpreter_low, &interpreter_high);
     available = 1;
 }
 
