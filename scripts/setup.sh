@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 
-packages="cmake gcc make pkg-config libunwind-dev uthash-dev python3 python3-jsonschema libdw1"
+packages="cmake gcc make pkg-config libunwind-dev uthash-dev python3 python3-jsonschema libdw1 valgrind"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

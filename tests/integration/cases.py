@@ -13,6 +13,7 @@ import collections
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -567,6 +568,20 @@ def case_public_api():
     marks = final.get("marks", {}).get("recent", [])
     check(len(marks) == 1 and marks[0]["label"] == "after the first block" and
           marks[0]["device_bytes"] == 1 << 20, f"the mark, with the live bytes then: {marks}")
+
+
+def case_valgrind():
+    """Every entry point and the exit report under valgrind's memcheck."""
+    valgrind = shutil.which("valgrind")
+    if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") or not valgrind:
+        print("valgrind: skipped (sanitizer build, or valgrind missing)")
+        sys.exit(77)
+    supp = os.path.join(ARGS.source, "tests", "valgrind.supp")
+    out, err, reports, _ = run(valgrind, ["-q", "--error-exitcode=9", f"--suppressions={supp}",
+                                          os.path.join(ARGS.build, "tests", "all_entry_points"),
+                                          "keep"],
+                               env={"CUMEMTRACE_NO_LIBDW": "1"})  # libdw is slow under memcheck
+    check("failures 0" in out and len(reports) == 1, f"ran cleanly under memcheck: {err[-2000:]}")
 
 
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
