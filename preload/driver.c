@@ -14,7 +14,9 @@
         if (!real)                                                                           \
             return driver_unresolved(API_##symbol);                                          \
         hook_call(API_##symbol);                                                    \
+        in_cuda_call++;                                                                      \
         CUresult result = real args;                                                         \
+        in_cuda_call--;                                                         \
         if (result == CUDA_SUCCESS)                                                          \
             hook_alloc(API_##symbol, kind, AS_U64(address), (size), AS_U64(handle), device); \
         else                                                                                 \
@@ -32,7 +34,9 @@
         hook_call(API_##symbol);                                                    \
         struct block saved;                                                                  \
         int taken = hook_take(AS_U64(address), space, &saved);                               \
+        in_cuda_call++;                                                                      \
         CUresult result = real args;                                                         \
+        in_cuda_call--;                                                         \
         if (taken && result != CUDA_SUCCESS)                                                 \
             tracker_put_back(&saved);                                                        \
         return result;                                                                       \
@@ -45,7 +49,9 @@
         if (!real)                                                                           \
             return driver_unresolved(API_##symbol);                                          \
         hook_call(API_##symbol);                                                    \
+        in_cuda_call++;                                                                      \
         CUresult result = real args;                                                         \
+        in_cuda_call--;                                                         \
         if (result == CUDA_SUCCESS)                                                          \
             hook_take_range(space, AS_U64(address), (size));                                 \
         return result;                                                                       \
@@ -58,7 +64,9 @@
         if (!real)                                                                           \
             return driver_unresolved(API_##symbol);                                          \
         hook_call(API_##symbol);                                                    \
+        in_cuda_call++;                                                                      \
         CUresult result = real args;                                                         \
+        in_cuda_call--;                                                         \
         (void)(after);                                                                       \
         return result;                                                                       \
     }

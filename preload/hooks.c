@@ -9,6 +9,7 @@
 #include "config.h"
 #include "preload.h"
 
+__thread int in_cuda_call;
 static __thread struct runtime_label label = {-1, 0};
 
 struct runtime_label runtime_label_push(int api)

@@ -77,7 +77,10 @@ int entry_for_lookup(const char *base, int version, uint64_t flags, int *name_kn
 CUresult driver_unresolved(int api);
 cudaError_t runtime_unresolved(int api);
 
-/* hooks.c: what the generated wrappers call. */
+/* hooks.c: what the generated wrappers call. in_cuda_call counts real CUDA
+ * calls in progress on this thread: an exit() from a signal handler that
+ * interrupted one must not call into the driver again (its locks may be held). */
+extern __thread int in_cuda_call;
 void hook_call(int api);
 void hook_alloc(int api, int kind, uint64_t value, uint64_t size, uint64_t handle, int device);
 void hook_failure(int api, int kind, uint64_t size, int code, int oom, int device);

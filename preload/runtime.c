@@ -17,7 +17,9 @@
             return runtime_unresolved(API_##symbol);                                         \
         hook_call(API_##symbol);                                                    \
         struct runtime_label previous = runtime_label_push(API_##symbol);                                     \
+        in_cuda_call++;                                                                      \
         cudaError_t result = real args;                                                      \
+        in_cuda_call--;                                                      \
         if (runtime_label_pop(previous))                                                     \
             return result;                                                                   \
         if (result == cudaSuccess)                                                           \
@@ -39,7 +41,9 @@
         struct block saved;                                                                  \
         int taken = hook_take_runtime(AS_U64(address), space, &saved);                       \
         struct runtime_label previous = runtime_label_push(API_##symbol);                                     \
+        in_cuda_call++;                                                                      \
         cudaError_t result = real args;                                                      \
+        in_cuda_call--;                                                      \
         runtime_label_pop(previous);                                                         \
         if (taken && result != cudaSuccess)                                                  \
             tracker_put_back(&saved);                                                        \
@@ -54,7 +58,9 @@
             return runtime_unresolved(API_##symbol);                                         \
         hook_call(API_##symbol);                                                    \
         struct runtime_label previous = runtime_label_push(API_##symbol);                                     \
+        in_cuda_call++;                                                                      \
         cudaError_t result = real args;                                                      \
+        in_cuda_call--;                                                      \
         runtime_label_pop(previous);                                                         \
         return result;                                                                       \
     }

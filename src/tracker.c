@@ -568,12 +568,18 @@ void tracker_set_memory_info(int (*fn)(int device, uint64_t *free, uint64_t *tot
 
 void tracker_report(const char *reason)
 {
+    static int once;
     if (!initialized)
         return;
-    int entered = tracker_enter();
+    /* exit() called from a signal handler that interrupted this thread inside
+     * the tracer: the lock may be ours already; waiting for it would hang. */
+    if (!tracker_enter()) {
+        log_once(&once, "exit while inside the tracer (from a signal handler?); no %s report",
+                 reason);
+        return;
+    }
     report_write_to(reason, config.output, strcmp(reason, "exit") == 0);
-    if (entered)
-        tracker_leave();
+    tracker_leave();
 }
 
 /* The exit report, once per process: a forked child that inherited the

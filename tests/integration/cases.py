@@ -477,6 +477,13 @@ def case_crash_unwritable():
     check("cannot write the crash dump" in err, f"one clear line: {err[-300:]!r}")
 
 
+def case_exit_in_handler():
+    for attempt in range(5):
+        out, err, reports, _ = run("tests/crash", ["exit-in-handler"])
+        check(len(reports) <= 1, "at most one exit report")
+        check("Traceback" not in err, "no hang, no crash")
+
+
 def case_signal_storm():
     out, err, reports, _ = run("tests/crash", ["usr2-storm"])
     snapshots = [r for r in reports if r["reason"] == "signal"]

@@ -10,6 +10,8 @@
  *                 itself 1000 SIGUSR2; prints what the threads computed
  *   usr2-chained  the program's own SIGUSR2 handler, installed first, must see
  *                 every signal too
+ *   exit-in-handler  a SIGALRM handler calls exit() while the main thread
+ *                 allocates and frees in a loop (often inside the tracer)
  */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +56,12 @@ static void own_segv_handler(int signal)
     _exit(3);
 }
 
+static void exit_handler(int signal)
+{
+    (void)signal;
+    exit(0);   /* not async-signal-safe, and programs do it anyway */
+}
+
 static volatile sig_atomic_t own_usr2_count;
 static void own_usr2_handler(int signal)
 {
@@ -86,6 +95,16 @@ int main(int argc, char **argv)
 
     hold(1 << 20);
     hold(2 << 20);
+    if (strcmp(mode, "exit-in-handler") == 0) {
+        signal(SIGALRM, exit_handler);
+        struct itimerval timer = {{0, 0}, {0, 20000}};
+        setitimer(ITIMER_REAL, &timer, NULL);
+        for (;;) {
+            void *p;
+            cudaMalloc(&p, 4096);
+            cudaFree(p);
+        }
+    }
     if (strcmp(mode, "abort") == 0) {
         void *p;
         cudaMalloc(&p, 4096);       /* SIMCUDA_ABORT_AT=3: aborts inside this call */
