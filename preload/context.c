@@ -167,8 +167,6 @@ int context_primary_released(CUresult result, CUdevice device)
  * context only if it is already active: a report never creates a context. */
 int context_memory_info(int device, uint64_t *free_bytes, uint64_t *total_bytes)
 {
-    if (in_cuda_call)
-        return -1;      /* a report made from a signal handler inside a CUDA call */
     CUresult (*get_state)(CUdevice, unsigned *, int *) =
         (CUresult (*)(CUdevice, unsigned *, int *))driver("cuDevicePrimaryCtxGetState");
     CUresult (*retain)(CUcontext *, CUdevice) =

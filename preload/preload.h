@@ -79,8 +79,10 @@ cudaError_t runtime_unresolved(int api);
 
 /* hooks.c: what the generated wrappers call. in_cuda_call counts real CUDA
  * calls in progress on this thread: an exit() from a signal handler that
- * interrupted one must not call into the driver again (its locks may be held). */
+ * interrupted one must not run the full exit report (the CUDA libraries, or
+ * malloc below them, may hold locks it needs); see cuda_call_in_progress. */
 extern __thread int in_cuda_call;
+int cuda_call_in_progress(void);
 void hook_call(int api);
 void hook_alloc(int api, int kind, uint64_t value, uint64_t size, uint64_t handle, int device);
 void hook_failure(int api, int kind, uint64_t size, int code, int oom, int device);

@@ -346,8 +346,11 @@ void crashdump_write(int signal)
     close(fd);
     fd = -1;
 
-    static const char prefix[] = "cumemtrace: fatal signal; crash dump written to ";
-    ssize_t unused = write(STDERR_FILENO, prefix, sizeof(prefix) - 1);
+    static const char fatal[] = "cumemtrace: fatal signal; crash dump written to ";
+    static const char exiting[] = "cumemtrace: exit() during a CUDA call (from a signal "
+                                  "handler?); instead of the report, a dump written to ";
+    const char *prefix = signal ? fatal : exiting;
+    ssize_t unused = write(STDERR_FILENO, prefix, strlen(prefix));
     unused = write(STDERR_FILENO, path, strlen(path));
     unused = write(STDERR_FILENO, "\n", 1);
     (void)unused;

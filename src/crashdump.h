@@ -12,7 +12,9 @@
 #define DUMP_FORMAT_VERSION 1
 
 void crashdump_prepare(void);     /* work out the path; call again after fork */
-void crashdump_write(int signal); /* async-signal-safe */
+/* async-signal-safe; signal 0: exit() was called during a CUDA call, from a
+ * signal handler most likely, where the full report could hang. */
+void crashdump_write(int signal);
 const char *crashdump_path(void);
 
 #endif

@@ -339,8 +339,11 @@ int dump_read(const char *path, struct report *r)
     const char *maps = "";
     size_t maps_length = 0;
     parse(r, text, length, &maps, &maps_length);
-    r->event.type = EVENT_CRASH;
-    r->reason = r->event.signal == SIGTERM || r->event.signal == SIGINT ? "terminated" : "crash";
+    /* Signal 0: exit() called during a CUDA call (crashdump.h). */
+    r->event.type = r->event.signal ? EVENT_CRASH : EVENT_NONE;
+    r->reason = r->event.signal == 0 ? "exit"
+                : r->event.signal == SIGTERM || r->event.signal == SIGINT ? "terminated"
+                                                                          : "crash";
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
         if (r->counters->device_seen[slot])
             r->devices[r->device_count++].slot = slot;

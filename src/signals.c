@@ -193,8 +193,8 @@ void signals_start(void)
         else
             log_line("cannot start the snapshot thread; CUMEMTRACE_SIGNAL is off");
     }
+    crashdump_prepare();    /* also for exit() during a CUDA call (tracker.c) */
     if (config.crash) {
-        crashdump_prepare();
         for (unsigned i = 0; i < FATAL_COUNT; i++) {
             int signal = fatal_signals[i];
             if ((signal == SIGTERM || signal == SIGINT) && !config.dump_on_term)
@@ -219,6 +219,5 @@ void signals_after_fork(void)
         if (start_thread() < 0)
             log_line("cannot start the snapshot thread in the child; CUMEMTRACE_SIGNAL is off");
     }
-    if (config.crash)
-        crashdump_prepare();
+    crashdump_prepare();
 }

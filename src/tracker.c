@@ -14,6 +14,7 @@
 #include "arena.h"
 #include "config.h"
 #include "counters.h"
+#include "crashdump.h"
 #include "log.h"
 #include "names.h"
 #include "python.h"
@@ -566,6 +567,13 @@ void tracker_set_memory_info(int (*fn)(int device, uint64_t *free, uint64_t *tot
     tracker.memory_info = fn;
 }
 
+static int (*call_in_progress)(void);
+
+void tracker_set_call_in_progress(int (*fn)(void))
+{
+    call_in_progress = fn;
+}
+
 void tracker_report(const char *reason)
 {
     static int once;
@@ -591,6 +599,14 @@ void tracker_report_at_exit(void)
     pid_t pid = getpid();
     if (__atomic_exchange_n(&exit_report_pid, pid, __ATOMIC_ACQ_REL) == pid)
         return;
+    /* exit() called from a signal handler that interrupted this thread
+     * inside a CUDA call or inside the tracer: the CUDA libraries, malloc or
+     * our own lock may be held by the very code that was interrupted, so the
+     * full report could hang. Write the async-signal-safe dump instead. */
+    if ((call_in_progress && call_in_progress()) || tracker_inside()) {
+        crashdump_write(0);
+        return;
+    }
     signals_drain();
     tracker_report("exit");
 }

@@ -87,6 +87,8 @@ struct block *tracker_find_locked(uint64_t value, int space);
 /* Set up by the preload layer. */
 void tracker_set_api_names(const char *const *names, int count);
 void tracker_set_memory_info(int (*fn)(int device, uint64_t *free, uint64_t *total));
+/* fn() says whether this thread is inside a real CUDA call. */
+void tracker_set_call_in_progress(int (*fn)(void));
 
 /* Reports: "exit", "signal", "snapshot", ... Written once per reason "exit". */
 void tracker_report(const char *reason);
