@@ -18,6 +18,7 @@ LD_PRELOAD=$lib CUMEMTRACE_OUTPUT=$out/oom CUMEMTRACE_FORMAT=text,json CUMEMTRAC
     python3 tests/gpu/torch_oom.py
 grep -n "OUT OF MEMORY\|verdict\|retry" "$out/oom-oom.txt"
 grep -n -m3 "torch_oom.py" "$out/oom-oom.txt"
+python3 tests/gpu/check_oom.py "$out/oom-oom.json"
 
 echo "== 2. CUDA C program that leaks, then segfaults"
 LD_LIBRARY_PATH=$cuda_lib LD_PRELOAD=$lib CUMEMTRACE_OUTPUT=$out/segv \

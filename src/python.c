@@ -1,33 +1,55 @@
 /* python.c - the Python lines behind an allocation, when the host is CPython.
  *
- * When the allocating thread holds the GIL, the Python stack is walked with
- * the stable C API (PyEval_GetFrame, PyFrame_GetBack, PyFrame_GetCode,
- * PyFrame_GetLineNumber), resolved at run time with dlsym: libpython is never
- * linked, and a process without Python pays one failed lookup. Works on
- * CPython 3.9 and later (these functions exist from 3.9 on).
+ * PyTorch, CuPy and JAX release the GIL before they reach the allocator, so
+ * the Python stack of the allocating thread has to be read without the GIL.
+ * That is safe for the thread's own frames: only the thread itself changes
+ * its frame chain, and it is busy calling us. So on CPython 3.10 to 3.13 the
+ * chain is walked directly, from PyGILState_GetThisThreadState() (the thread's
+ * own state, kept in thread-local storage) through the interpreter's frame
+ * structures, whose offsets python_layout.h lists per version. Reading never
+ * allocates, never takes a reference and never calls the interpreter except
+ * PyCode_Addr2Line, a pure function of the immutable code object. Every code
+ * object and string is checked against the interpreter's own type objects;
+ * the first walk in a process reads through process_vm_readv, so a layout
+ * that is not what we expect costs a message, not a crash.
  *
- * Each (code object, line) becomes a location: file, function and line,
- * copied once and kept in a table; the code object is kept alive so its
- * address is never reused for another. A Python frame enters the stack as a
- * tagged value (PYTHON_FRAME_TAG | location id), which no return address can
- * be, so stacks with Python frames are hashed, deduplicated and stored like
- * any other. The Python frames take the place of the interpreter's own
- * native frames: the native stack is cut at the first frame inside the
- * interpreter and the Python frames follow, innermost first, as in PyTorch's
- * combined tracebacks. CUMEMTRACE_PYTHON=0 turns all this off. */
+ * Other versions (3.9, 3.14, ...) get the stable C API (PyEval_GetFrame,
+ * PyFrame_GetBack, ...) when the thread holds the GIL, and nothing otherwise.
+ * All symbols are resolved at run time with dlsym: libpython is never linked,
+ * and a process without Python pays one failed lookup.
+ *
+ * Each (code object, instruction offset) maps to a location: file, function,
+ * line, copied once into a table. A Python frame enters the stack as a tagged
+ * value (PYTHON_FRAME_TAG | location id), which no return address can be, so
+ * stacks with Python frames are hashed, deduplicated and stored like any
+ * other. The Python frames take the place of the interpreter's native frames:
+ * the native stack is cut at its first frame inside the interpreter and the
+ * Python frames follow, innermost first, as in PyTorch's combined tracebacks
+ * and py-spy --native. CUMEMTRACE_PYTHON=0 turns all this off. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "arena.h"
 #include "config.h"
+#include "log.h"
 #include "modules.h"
 #include "python.h"
+#include "python_layout.h"
 
 typedef struct _object PyObject;
 
 static struct {
     int (*is_initialized)(void);
+    const char *(*version)(void);
+    void *(*this_thread_state)(void);
+    int (*address_to_line)(const void *code, int offset);
+    const void *code_type, *unicode_type;
+    /* The C API, for versions without a layout, with the GIL only. */
     int (*gil_check)(void);
     PyObject *(*get_frame)(void);
     PyObject *(*frame_back)(PyObject *);
@@ -40,51 +62,83 @@ static struct {
 } py;
 
 static int available;              /* -1 no, 1 yes, 0 not looked yet */
+static const struct python_layout *layout;   /* NULL: the C API, GIL only */
+static int validated;              /* a walk through checked reads succeeded */
 static uintptr_t interpreter_low, interpreter_high;
 
-/* Locations: an array indexed by id - 1, and an open-addressing index by
- * (code, line). Guarded by `lock` (the GIL serialises capture, but reports
- * read the table from other threads). */
+/* Locations: an array indexed by id - 1, and an open-addressing index. Keys:
+ * (code, instruction offset) for the walk, (code, LINE_KEY | line) for the C
+ * API and to share one location among the offsets of a line. `check` is the
+ * code's filename object: a code object freed and another allocated at its
+ * address is then (almost always) told apart. Guarded by `lock`. */
+#define LINE_KEY (1ll << 40)
 struct location_key {
-    uintptr_t code;
-    int line;
+    uintptr_t code, check;
+    int64_t key;
     uint32_t id;
 };
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct python_location *locations;
 static uint32_t location_count, location_capacity;
 static struct location_key *index_slots;
-static uint32_t index_capacity;
+static uint32_t index_capacity, index_used;
 static char *strings;
 static size_t strings_used, strings_size;
 
+/* ---- finding the interpreter ------------------------------------------------- */
+
+static int resolve(void **slot, const char *name)
+{
+    *slot = dlsym(RTLD_DEFAULT, name);
+    return *slot != NULL;
+}
+
+static void choose_layout(void)
+{
+    int major = 0, minor = 0;
+    if (sscanf(py.version(), "%d.%d", &major, &minor) != 2)
+        return;
+    void *free_threaded;   /* 3.13t: another object header, no GIL at all */
+    if (resolve(&free_threaded, "_Py_MergeZeroLocalRefcount"))
+        return;
+    for (size_t i = 0; i < sizeof(python_layouts) / sizeof(python_layouts[0]); i++)
+        if (python_layouts[i].major == major && python_layouts[i].minor == minor)
+            layout = &python_layouts[i];
+    if (!layout)
+        log_line("CPython %d.%d: Python frames only for threads that hold the GIL "
+                 "(frame layouts known for 3.10 to 3.13)", major, minor);
+}
+
 static void look_up(void)
 {
-    void **slots[] = {(void **)&py.is_initialized, (void **)&py.gil_check,
-                      (void **)&py.get_frame,      (void **)&py.frame_back,
-                      (void **)&py.frame_code,     (void **)&py.frame_line,
-                      (void **)&py.get_attr,       (void **)&py.as_utf8,
-                      (void **)&py.decref,         (void **)&py.incref};
-    const char *names[] = {"Py_IsInitialized", "PyGILState_Check", "PyEval_GetFrame",
-                           "PyFrame_GetBack", "PyFrame_GetCode", "PyFrame_GetLineNumber",
-                           "PyObject_GetAttrString", "PyUnicode_AsUTF8", "Py_DecRef",
-                           "Py_IncRef"};
-    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        *slots[i] = dlsym(RTLD_DEFAULT, names[i]);
-        if (!*slots[i]) {
-            available = -1;
+    available = -1;
+    if (!resolve((void **)&py.is_initialized, "Py_IsInitialized") ||
+        !resolve((void **)&py.version, "Py_GetVersion"))
+        return;
+    module_range((const void *)py.is_initialized, &interpreter_low, &interpreter_high);
+    if (resolve((void **)&py.this_thread_state, "PyGILState_GetThisThreadState") &&
+        resolve((void **)&py.address_to_line, "PyCode_Addr2Line") &&
+        resolve((void **)&py.code_type, "PyCode_Type") &&
+        resolve((void **)&py.unicode_type, "PyUnicode_Type"))
+        choose_layout();
+    void **slots[] = {(void **)&py.gil_check, (void **)&py.get_frame, (void **)&py.frame_back,
+                      (void **)&py.frame_code, (void **)&py.frame_line, (void **)&py.get_attr,
+                      (void **)&py.as_utf8, (void **)&py.decref, (void **)&py.incref};
+    const char *names[] = {"PyGILState_Check", "PyEval_GetFrame", "PyFrame_GetBack",
+                           "PyFrame_GetCode", "PyFrame_GetLineNumber", "PyObject_GetAttrString",
+                           "PyUnicode_AsUTF8", "Py_DecRef", "Py_IncRef"};
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!resolve(slots[i], names[i]) && !layout)
             return;
-        }
-    }
-    module_range((const void *)py.get_frame, &interpreter_low, &interpreter_high);
     available = 1;
 }
 
-static const char *keep(const char *s)
+/* ---- the location table ------------------------------------------------------ */
+
+static const char *keep(const char *s, size_t length)
 {
-    size_t n = strlen(s) + 1;
-    if (strings_used + n > strings_size) {
-        size_t size = n > (1u << 20) ? n : (1u << 20);
+    if (strings_used + length + 1 > strings_size) {
+        size_t size = length + 1 > (1u << 20) ? length + 1 : (1u << 20);
         char *pages = pages_alloc(size);     /* old pages stay: strings never move */
         if (!pages)
             return "?";
@@ -93,9 +147,16 @@ static const char *keep(const char *s)
         strings_size = size;
     }
     char *copy = strings + strings_used;
-    memcpy(copy, s, n);
-    strings_used += n;
+    memcpy(copy, s, length);
+    copy[length] = '\0';
+    strings_used += length + 1;
     return copy;
+}
+
+static uint32_t slot_of(uintptr_t code, int64_t key, uint32_t capacity)
+{
+    uint64_t h = ((uint64_t)code >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)key * 2654435761u;
+    return (uint32_t)(h >> 20) & (capacity - 1);
 }
 
 static int grow(void)
@@ -109,15 +170,15 @@ static int grow(void)
         locations = p;
         location_capacity = capacity;
     }
-    if ((location_count + 1) * 10 >= index_capacity * 7) {
-        uint32_t capacity = index_capacity ? index_capacity * 2 : 2048;
+    if ((index_used + 2) * 10 >= index_capacity * 7) {
+        uint32_t capacity = index_capacity ? index_capacity * 2 : 4096;
         struct location_key *slots = pages_alloc(capacity * sizeof(*slots));
         if (!slots)
             return -1;
         for (uint32_t i = 0; i < index_capacity; i++) {
             if (!index_slots[i].id)
                 continue;
-            uint32_t j = (uint32_t)((index_slots[i].code >> 4) ^ (uint32_t)index_slots[i].line * 2654435761u) & (capacity - 1);
+            uint32_t j = slot_of(index_slots[i].code, index_slots[i].key, capacity);
             while (slots[j].id)
                 j = (j + 1) & (capacity - 1);
             slots[j] = index_slots[i];
@@ -129,44 +190,268 @@ static int grow(void)
     return 0;
 }
 
+/* The slot of (code, key): the one holding it, or the empty one where it goes.
+ * Needs grow() to have made room. */
+static struct location_key *find(uintptr_t code, uintptr_t check, int64_t key)
+{
+    uint32_t j = slot_of(code, key, index_capacity);
+    for (; index_slots[j].id; j = (j + 1) & (index_capacity - 1))
+        if (index_slots[j].code == code && index_slots[j].key == key &&
+            index_slots[j].check == check)
+            break;
+    return &index_slots[j];
+}
+
+static uint32_t add(struct location_key *slot, uintptr_t code, uintptr_t check, int64_t key,
+                    uint32_t id)
+{
+    slot->code = code;
+    slot->check = check;
+    slot->key = key;
+    slot->id = id;
+    index_used++;
+    return id;
+}
+
+static uint32_t new_location(const char *file, const char *function, int line)
+{
+    struct python_location *l = &locations[location_count];
+    l->file = file;
+    l->function = function;
+    l->line = line;
+    return ++location_count;
+}
+
+/* ---- reading the interpreter's structures ------------------------------------ */
+
+/* A pointer-sized or smaller read. Until one walk has succeeded, reads go
+ * through process_vm_readv, which fails cleanly on an unmapped address; then
+ * the layout is trusted and reads are plain loads. */
+static int peek(const char *address, void *out, size_t size)
+{
+    if (validated) {
+        memcpy(out, address, size);
+        return 0;
+    }
+    struct iovec local = {out, size}, remote = {(void *)address, size};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (n == (ssize_t)size)
+        return 0;
+    if (n < 0 && errno != EFAULT) {  /* not allowed here (seccomp): trust the layout */
+        memcpy(out, address, size);
+        return 0;
+    }
+    return -1;
+}
+
+static const char *pointer_at(const char *base, size_t offset, int *bad)
+{
+    const char *p = NULL;
+    if (!base || peek(base + offset, &p, sizeof(p)) < 0)
+        *bad = 1;
+    return p;
+}
+
+static int is_a(const char *object, const void *type, int *bad)
+{
+    return object && pointer_at(object, sizeof(void *), bad) == type;
+}
+
+/* A str object's text, copied into the string store. */
+static const char *string_of(const char *object, int *bad)
+{
+    uint32_t state = 0;
+    int64_t length = 0;
+    if (!is_a(object, py.unicode_type, bad) ||
+        peek(object + layout->string_state, &state, sizeof(state)) < 0 ||
+        peek(object + layout->string_length, &length, sizeof(length)) < 0 || length < 0) {
+        *bad = 1;
+        return "?";
+    }
+    if (!(state & 0x20))                                 /* not compact: legacy */
+        return "?";
+    if (state & 0x40)                                    /* ASCII: the text follows */
+        return length < 4096 ? keep(object + layout->ascii_size, (size_t)length) : "?";
+    const char *utf8 = pointer_at(object, layout->compact_utf8, bad);
+    if (utf8)
+        return keep(utf8, strlen(utf8));
+    unsigned kind = (state >> 2) & 7;                    /* 1, 2 or 4 bytes a character */
+    const unsigned char *data = (const unsigned char *)object + layout->compact_size;
+    char text[1024];
+    size_t used = 0;
+    for (int64_t i = 0; i < length && used + 4 < sizeof(text); i++) {
+        uint32_t c = kind == 1 ? data[i] : kind == 2 ? ((const uint16_t *)data)[i]
+                                                     : ((const uint32_t *)data)[i];
+        if (c < 0x80) {
+            text[used++] = (char)c;
+        } else if (c < 0x800) {
+            text[used++] = (char)(0xc0 | c >> 6);
+            text[used++] = (char)(0x80 | (c & 0x3f));
+        } else if (c < 0x10000) {
+            text[used++] = (char)(0xe0 | c >> 12);
+            text[used++] = (char)(0x80 | ((c >> 6) & 0x3f));
+            text[used++] = (char)(0x80 | (c & 0x3f));
+        } else {
+            text[used++] = (char)(0xf0 | c >> 18);
+            text[used++] = (char)(0x80 | ((c >> 12) & 0x3f));
+            text[used++] = (char)(0x80 | ((c >> 6) & 0x3f));
+            text[used++] = (char)(0x80 | (c & 0x3f));
+        }
+    }
+    return keep(text, used);
+}
+
+/* The byte offset of the instruction a frame is at; 0 for a frame that is
+ * not a Python function's (a C-stack shim, one still being set up). */
+static int frame_offset(const char *frame, const char *code, int *offset, int *bad)
+{
+    char owner = 0;
+    if (layout->minor >= 11 && peek(frame + layout->frame_owner, &owner, 1) < 0)
+        *bad = 1;
+    if (*bad || (layout->minor >= 12 && owner == 3))      /* FRAME_OWNED_BY_CSTACK */
+        return 0;
+    if (!is_a(code, py.code_type, bad)) {
+        *bad = 1;
+        return 0;
+    }
+    if (layout->minor == 10) {
+        int lasti = 0;
+        if (peek(frame + layout->frame_instruction, &lasti, sizeof(lasti)) < 0)
+            *bad = 1;
+        *offset = lasti < 0 ? -1 : lasti * 2;
+        return !*bad;
+    }
+    int first_traceable = 0;
+    const char *instruction = pointer_at(frame, layout->frame_instruction, bad);
+    if (peek(code + layout->code_first_traceable, &first_traceable, sizeof(int)) < 0)
+        *bad = 1;
+    const char *start = code + layout->code_start;
+    if (*bad || (owner != 1 && instruction < start + 2 * first_traceable))   /* incomplete */
+        return 0;
+    *offset = (int)(instruction - start);
+    return 1;
+}
+
+/* The location id of a frame at `offset` in `code`; 0 if out of memory. */
+static uint32_t location_at(const char *code, int offset, int *bad)
+{
+    uintptr_t check = (uintptr_t)pointer_at(code, layout->code_filename, bad);
+    if (*bad || grow() < 0)
+        return 0;
+    struct location_key *slot = find((uintptr_t)code, check, offset);
+    if (slot->id)
+        return slot->id;
+    int line = py.address_to_line(code, offset);
+    struct location_key *by_line = find((uintptr_t)code, check, LINE_KEY | line);
+    uint32_t id = by_line->id;
+    if (!id) {
+        const char *file = string_of((const char *)check, bad);
+        const char *function = string_of(pointer_at(code, layout->code_name, bad), bad);
+        if (*bad)
+            return 0;
+        id = add(by_line, (uintptr_t)code, check, LINE_KEY | line,
+                 new_location(file, function, line));
+    }   /* grow() left room for both keys: `slot` is still the free one */
+    return add(slot, (uintptr_t)code, check, offset, id);
+}
+
+static const char *first_frame(const char *thread_state, int *bad)
+{
+    const char *frame = pointer_at(thread_state, layout->tstate_frame, bad);
+    if (layout->minor == 11 || layout->minor == 12)
+        frame = pointer_at(frame, layout->cframe_frame, bad);
+    return frame;
+}
+
+/* This thread's Python frames, appended at frames[n..max). Returns -1 if
+ * the layout turned out wrong (then the C API takes over). */
+static int walk(uintptr_t *frames, int n, int max)
+{
+    const char *thread_state = py.this_thread_state();
+    if (!thread_state)
+        return n;
+    pthread_mutex_lock(&lock);
+    if (!layout) {                 /* another thread found it wrong meanwhile */
+        pthread_mutex_unlock(&lock);
+        return -1;
+    }
+    int bad = 0, start = n;
+    const char *frame = first_frame(thread_state, &bad);
+    while (frame && !bad && n < max) {
+        const char *code = pointer_at(frame, layout->frame_code, &bad);
+        int offset;
+        if (!bad && frame_offset(frame, code, &offset, &bad)) {
+            uint32_t id = location_at(code, offset, &bad);
+            if (id)
+                frames[n++] = PYTHON_FRAME_TAG | id;
+        }
+        if (!bad)
+            frame = pointer_at(frame, layout->frame_previous, &bad);
+    }
+    if (bad && !validated) {
+        log_line("CPython %d.%d: its frames are not laid out as expected; Python frames "
+                 "only for threads that hold the GIL", layout->major, layout->minor);
+        layout = NULL;
+        n = -1;
+    } else if (n > start) {
+        validated = 1;
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* ---- the C API, with the GIL ------------------------------------------------- */
+
 static const char *attribute(PyObject *code, const char *name)
 {
     PyObject *value = py.get_attr(code, name);
     const char *text = value ? py.as_utf8(value) : NULL;
-    const char *kept = keep(text ? text : "?");
+    const char *kept = text ? keep(text, strlen(text)) : "?";
     if (value)
         py.decref(value);
     return kept;
 }
 
-/* The id of (code, line), adding it if new; 0 if out of memory. GIL held. */
-static uint32_t location_of(PyObject *code, int line)
+static uint32_t location_with_gil(PyObject *code, int line)
 {
-    uintptr_t key = (uintptr_t)code;
+    if (grow() < 0)
+        return 0;
+    struct location_key *slot = find((uintptr_t)code, 0, LINE_KEY | line);
+    if (slot->id)
+        return slot->id;
+    const char *file = attribute(code, "co_filename");
+    py.incref(code);            /* its address stays this code's */
+    return add(slot, (uintptr_t)code, 0, LINE_KEY | line,
+               new_location(file, attribute(code, "co_name"), line));
+}
+
+static int walk_with_gil(uintptr_t *frames, int n, int max)
+{
+    if (!py.gil_check || !py.gil_check())
+        return n;
+    PyObject *frame = py.get_frame();       /* borrowed */
+    if (!frame)
+        return n;
+    py.incref(frame);
     pthread_mutex_lock(&lock);
-    uint32_t id = 0;
-    if (grow() == 0) {
-        uint32_t j = (uint32_t)((key >> 4) ^ (uint32_t)line * 2654435761u) & (index_capacity - 1);
-        for (; index_slots[j].id; j = (j + 1) & (index_capacity - 1))
-            if (index_slots[j].code == key && index_slots[j].line == line) {
-                id = index_slots[j].id;
-                break;
-            }
-        if (!id) {
-            struct python_location *l = &locations[location_count];
-            l->file = attribute(code, "co_filename");
-            l->function = attribute(code, "co_name");
-            l->line = line;
-            py.incref(code);            /* its address stays this code's */
-            id = ++location_count;
-            index_slots[j].code = key;
-            index_slots[j].line = line;
-            index_slots[j].id = id;
-        }
+    while (frame && n < max) {
+        PyObject *code = py.frame_code(frame);
+        uint32_t id = code ? location_with_gil(code, py.frame_line(frame)) : 0;
+        if (code)
+            py.decref(code);
+        if (id)
+            frames[n++] = PYTHON_FRAME_TAG | id;
+        PyObject *back = py.frame_back(frame);  /* new reference */
+        py.decref(frame);
+        frame = back;
     }
     pthread_mutex_unlock(&lock);
-    return id;
+    if (frame)
+        py.decref(frame);
+    return n;
 }
+
+/* ---- capture and lookup ------------------------------------------------------ */
 
 int python_capture(uintptr_t *frames, int depth, int max)
 {
@@ -174,7 +459,7 @@ int python_capture(uintptr_t *frames, int depth, int max)
         return depth;
     if (!available)
         look_up();
-    if (available < 0 || !py.is_initialized() || !py.gil_check())
+    if (available < 0 || !py.is_initialized())
         return depth;
 
     /* Cut the native stack at the interpreter. */
@@ -184,24 +469,9 @@ int python_capture(uintptr_t *frames, int depth, int max)
             cut = i;
             break;
         }
-    PyObject *frame = py.get_frame();       /* borrowed */
-    if (!frame)
-        return depth;
-    py.incref(frame);
-    int n = cut;
-    while (frame && n < max) {
-        PyObject *code = py.frame_code(frame);
-        uint32_t id = code ? location_of(code, py.frame_line(frame)) : 0;
-        if (code)
-            py.decref(code);
-        if (id)
-            frames[n++] = PYTHON_FRAME_TAG | id;
-        PyObject *back = py.frame_back(frame);  /* new reference */
-        py.decref(frame);
-        frame = back;
-    }
-    if (frame)
-        py.decref(frame);
+    int n = layout ? walk(frames, cut, max) : -1;
+    if (n < 0)
+        n = walk_with_gil(frames, cut, max);
     return n > cut ? n : depth;
 }
 

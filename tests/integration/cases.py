@@ -552,28 +552,39 @@ def case_command_errors():
     check(len(reports) == 1 and reports[0]["live"], "cumemtrace run traces the command")
 
 
+def python_stack(report, size):
+    """The Python frames (function, file, line) of the one live group of `size` bytes."""
+    frames = {f["id"]: f for f in report.get("frames", [])}
+    stacks = {s["id"]: s for s in report.get("stacks", [])}
+    held = [g for g in report.get("live", []) if g["bytes"] == size]
+    check(len(held) == 1, f"one live group of {size} bytes: {report.get('live')}")
+    return [frames[i] for i in stacks[held[0]["stack"]]["frames"] if frames[i]["python"]]
+
+
 def case_python_frames():
     script = os.path.join(ARGS.source, "tests", "integration", "python_frames.py")
     with open(script) as handle:
         line = next(i for i, text in enumerate(handle, 1) if "ALLOCATE-LINE" in text)
-    out, err, reports, _ = run(sys.executable, [script])
-    check("python frames: done" in out, f"script ran: {out!r} {err[-500:]!r}")
-    report = only(reports)
-    frames = {f["id"]: f for f in report.get("frames", [])}
-    stacks = {s["id"]: s for s in report.get("stacks", [])}
-    held = [g for g in report.get("live", []) if g["bytes"] == 3 << 20]
-    check(len(held) == 1, f"the 3 x 1 MiB kept by leak_in_python: {report.get('live')}")
-    if held:
-        python = [frames[i] for i in stacks[held[0]["stack"]]["frames"] if frames[i]["python"]]
-        names = [f["function"] for f in python]
-        check(names[:2] == ["allocate", "leak_in_python"], f"Python frames, innermost first: {names}")
-        check(python and python[0]["file"] == script and python[0]["line"] == line,
-              f"file and line of the cudaMalloc call: {python[:1]}")
-        check("<module>" in names, "down to the module")
-    other = [g for g in report.get("live", []) if g["bytes"] == 5 << 20]
-    check(other and not any(frames[i]["python"] for i in stacks[other[0]["stack"]]["frames"]),
-          "GIL released: native frames only")
-    check("leak_in_python at " in err, "the summary shows Python lines")
+    # Other interpreters to try, e.g. every CPython 3.10-3.13 on a developer's machine.
+    pythons = [sys.executable] + [p for p in os.environ.get("CUMEMTRACE_TEST_PYTHONS", "").split(":") if p]
+    for python in pythons:
+        out, err, reports, _ = run(python, [script])
+        check("python frames: done" in out, f"{python} ran: {out!r} {err[-500:]!r}")
+        check("not laid out as expected" not in err, f"{python}: layout accepted: {err[-300:]!r}")
+        report = only(reports)
+        expected = {3 << 20: ["allocate", "leak_in_python", "<module>"],       # GIL held
+                    5 << 20: ["allocate", "released", "<module>"],             # GIL released
+                    7 << 20: ["allocate", "in_thread", "run"],                 # another thread
+                    22 << 20: ["allocate", "produce", "<module>"],             # a generator
+                    13 << 20: ["allocate", "größe", "<module>"]}               # not ASCII
+        for size, names in expected.items():
+            python_frames = python_stack(report, size)
+            seen = [f["function"].split(".")[-1] for f in python_frames]
+            check(seen[:len(names)] == names, f"{python}: {size >> 20} MiB held by {names}: {seen}")
+            check(python_frames and python_frames[0]["file"] == script and
+                  python_frames[0]["line"] == line,
+                  f"{python}: file and line of the cudaMalloc call: {python_frames[:1]}")
+        check("leak_in_python at " in err, "the summary shows Python lines")
     out, err, reports, _ = run(sys.executable, [script], env={"CUMEMTRACE_PYTHON": "0"})
     report = only(reports)
     check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")

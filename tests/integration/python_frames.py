@@ -1,14 +1,19 @@
 """Python frames in allocation stacks: run under the tracer on the simulator.
 
-ctypes.PyDLL keeps the GIL held during the call, as PyTorch does while it
-allocates; ctypes.CDLL releases it, and then only native frames are known.
+ctypes.PyDLL keeps the GIL held during the call; ctypes.CDLL releases it, as
+PyTorch, CuPy and JAX do before they allocate. Python frames must be found
+either way, in the main thread, in other threads, in generators, and with
+names that are not ASCII. cases.py checks the report against the lines
+marked below.
 """
 import ctypes
+import threading
 
-runtime = ctypes.PyDLL("libcudart.so.13")
+with_gil = ctypes.PyDLL("libcudart.so.13")
+without_gil = ctypes.CDLL("libcudart.so.13")
 
 
-def allocate(size):
+def allocate(runtime, size):
     pointer = ctypes.c_void_p()
     status = runtime.cudaMalloc(ctypes.byref(pointer), ctypes.c_size_t(size))  # ALLOCATE-LINE
     assert status == 0, status
@@ -18,12 +23,32 @@ def allocate(size):
 def leak_in_python():
     kept = []
     for _ in range(3):
-        kept.append(allocate(1 << 20))
+        kept.append(allocate(with_gil, 1 << 20))
     return kept
 
 
+def released():
+    return allocate(without_gil, 5 << 20)
+
+
+def in_thread(kept):
+    kept.append(allocate(without_gil, 7 << 20))
+
+
+def produce():
+    for _ in range(2):
+        yield allocate(without_gil, 11 << 20)
+
+
+def größe():
+    return allocate(without_gil, 13 << 20)
+
+
 kept = leak_in_python()
-released = ctypes.CDLL("libcudart.so.13")
-other = ctypes.c_void_p()
-assert released.cudaMalloc(ctypes.byref(other), ctypes.c_size_t(5 << 20)) == 0
+kept.append(released())
+thread = threading.Thread(target=in_thread, args=(kept,))
+thread.start()
+thread.join()
+kept.extend(produce())
+kept.append(größe())
 print("python frames: done")

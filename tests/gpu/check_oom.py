@@ -1,0 +1,51 @@
+"""Check the OOM report of tests/gpu/torch_oom.py: python3 check_oom.py REPORT.json
+
+The failing request's stack must name OOM-LINE of torch_oom.py; the two
+stacks holding the most live bytes must name OOM-LINE and MODEL-LINE. Prints
+what it found; exits 1 if any of that is missing.
+"""
+import json
+import os
+import sys
+
+script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_oom.py")
+lines = {}
+with open(script) as handle:
+    for number, text in enumerate(handle, 1):
+        for marker in ("OOM-LINE", "MODEL-LINE"):
+            if marker in text:
+                lines[marker] = number
+
+report = json.load(open(sys.argv[1]))
+frames = {f["id"]: f for f in report["frames"]}
+stacks = {s["id"]: s for s in report["stacks"]}
+
+
+def first_line_in_script(stack_id):
+    for frame_id in stacks[stack_id]["frames"]:
+        f = frames[frame_id]
+        if f.get("python") and f.get("file", "").endswith("torch_oom.py"):
+            return f["line"], f["function"]
+    return None, None
+
+
+failures = 0
+event = report["event"]
+line, function = first_line_in_script(event["stack"])
+print(f"failing request: {event['size'] >> 20} MiB, verdict {event['verdict']}, "
+      f"retry {event['retry']}, at torch_oom.py:{line} in {function}")
+if line != lines["OOM-LINE"]:
+    print(f"  expected line {lines['OOM-LINE']} (OOM-LINE)")
+    failures += 1
+top = sorted(report["live"], key=lambda g: -g["bytes"])[:2]
+named = set()
+for group in top:
+    line, function = first_line_in_script(group["stack"])
+    named.add(line)
+    print(f"holding {group['bytes'] / 2**30:.1f} GiB in {group['blocks']} blocks: "
+          f"torch_oom.py:{line} in {function}")
+if named != {lines["OOM-LINE"], lines["MODEL-LINE"]}:
+    print(f"  expected lines {lines['OOM-LINE']} and {lines['MODEL-LINE']}")
+    failures += 1
+print("check_oom:", "ok" if not failures else "FAILED")
+sys.exit(1 if failures else 0)
