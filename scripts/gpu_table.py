@@ -71,6 +71,22 @@ def kind_allocated(report, kind):
     return sum(d["counters"][kind]["allocation"]["allocated"] for d in report["devices"])
 
 
+def python_attribution(report):
+    """Share of live bytes whose stack has a Python frame, and the top such line."""
+    frames = {f["id"]: f for f in report.get("frames", [])}
+    stacks = {s["id"]: s for s in report.get("stacks", [])}
+    total = with_python = 0
+    top = None
+    for group in sorted(report.get("live", []), key=lambda g: -g["bytes"]):
+        total += group["bytes"]
+        python = [frames[i] for i in stacks[group["stack"]]["frames"] if frames[i].get("python")]
+        if python:
+            with_python += group["bytes"]
+            top = top or f"{os.path.basename(python[0]['file'])}:{python[0]['line']}"
+    share = 100.0 * with_python / total if total else 0.0
+    return f"{share:.0f}% of live bytes have a Python line; top: {top or '-'}"
+
+
 def mib(value):
     return "-" if value is None else f"{value / 1048576:.1f} MiB"
 
@@ -155,7 +171,7 @@ def main():
             outside = device_live(snap) - framework_live
         rows.append((name, rc, f"{seen} / {expected if expected is not None else '-'}",
                      f"{mib(framework_live)} / {mib(reference)}", mib(outside),
-                     f"{note}; loss {figures.get('loss')}"))
+                     f"{note}; loss {figures.get('loss')}; {python_attribution(snap)}"))
 
     rc, figures, report, snap, elapsed = run("cupy", [py, os.path.join(gpu, "cupy_loop.py")], {}, args)
     if snap:
@@ -163,7 +179,8 @@ def main():
         rows.append(("CuPy", rc, f"{api_allocations(snap, ['cuMemAlloc_v2', 'cudaMalloc'])} / -",
                      f"{mib(framework_live)} / {mib(figures.get('pool_total_bytes'))}",
                      mib(device_live(snap) - framework_live),
-                     "pool.total_bytes(); CuPy links cudart statically: seen at the driver level"))
+                     "pool.total_bytes(); CuPy links cudart statically: seen at the driver level; "
+                     + python_attribution(snap)))
     else:
         rows.append(("CuPy", rc, "no snapshot", "", "", ""))
 
@@ -174,7 +191,8 @@ def main():
         rows.append(("JAX", rc, f"{api_allocations(snap, ['cuMemCreate'])} / -",
                      f"{mib(framework_live)} / {mib(figures.get('pool_bytes'))}",
                      mib(device_live(snap) - framework_live),
-                     "memory_stats()['pool_bytes']; XLA allocates with cuMemCreate"))
+                     "memory_stats()['pool_bytes']; XLA allocates with cuMemCreate; "
+                     + python_attribution(snap)))
     else:
         rows.append(("JAX", rc, "no snapshot", "", "", ""))
 

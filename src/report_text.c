@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "names.h"
+#include "python.h"
 #include "report.h"
 
 #define BRIEF_FRAMES 8
@@ -15,6 +16,29 @@ static const char *base_name(const char *path)
 {
     const char *slash = path ? strrchr(path, '/') : NULL;
     return slash ? slash + 1 : path;
+}
+
+/* C++ names as people read them: template arguments and parameter lists
+ * collapsed ("wrap_kernel_functor_unboxed_<...>::call(...)"). The JSON report
+ * keeps the whole name. */
+static const char *short_name(const char *name, char *buffer, size_t size)
+{
+    size_t used = 0;
+    int depth = 0;
+    for (const char *c = name; *c && used + 5 < size; c++) {
+        int opens = (*c == '<' || *c == '(') && strncmp(c, "<lambda", 7) != 0;
+        int closes = (*c == '>' || *c == ')') && depth > 0;
+        if (depth == 0 || (depth == 1 && closes))
+            buffer[used++] = *c;
+        if (opens && depth++ == 0) {
+            memcpy(buffer + used, "...", 3);
+            used += 3;
+        } else if (closes) {
+            depth--;
+        }
+    }
+    buffer[used] = '\0';
+    return buffer;
 }
 
 static void write_frame(const struct report *r, struct out *out, int index, uintptr_t address)
@@ -27,8 +51,10 @@ static void write_frame(const struct report *r, struct out *out, int index, uint
                    s->file ? s->file : "?", s->line);
         return;
     }
+    char name[256];
     if (s && s->function)
-        out_printf(out, "%s+0x%lx", s->function, (unsigned long)s->function_offset);
+        out_printf(out, "%s+0x%lx", short_name(s->function, name, sizeof(name)),
+                   (unsigned long)s->function_offset);
     else
         out_printf(out, "0x%lx", (unsigned long)address);
     if (s && s->file)
@@ -38,21 +64,61 @@ static void write_frame(const struct report *r, struct out *out, int index, uint
     out_str(out, "\n");
 }
 
+static const struct stack *stack_of(const struct report *r, uint32_t stack_id)
+{
+    return stack_id >= 1 && stack_id <= r->stack_count ? &r->stacks[stack_id - 1] : NULL;
+}
+
+/* The line a person would look at first: the innermost Python frame, else
+ * the innermost frame with a source line, else none. */
+static const struct symbol *site_of(const struct report *r, uint32_t stack_id)
+{
+    const struct stack *s = stack_of(r, stack_id);
+    const struct symbol *with_line = NULL;
+    for (uint32_t i = 0; s && i < s->depth; i++) {
+        long k = report_frame_index(r, r->frames[s->first_frame + i]);
+        const struct symbol *symbol = k >= 0 ? &r->symbols[k] : NULL;
+        if (symbol && symbol->python)
+            return symbol;
+        if (symbol && symbol->file && !with_line)
+            with_line = symbol;
+    }
+    return with_line;
+}
+
+/* The brief summary shows the Python frames of a stack that has them (the
+ * native ones are in the full report), else its first native frames. The
+ * site (site_of) comes first when the frames shown do not start with it. */
 static void write_stack(const struct report *r, struct out *out, uint32_t stack_id, int brief)
 {
-    if (stack_id == 0 || stack_id > r->stack_count) {
+    const struct stack *s = stack_of(r, stack_id);
+    if (!s) {
         out_str(out, "      (no stack: out of memory in the tracer)\n");
         return;
     }
-    const struct stack *s = &r->stacks[stack_id - 1];
     if (s->depth == 0) {
         out_str(out, "      (no stack recorded: CUMEMTRACE_DEPTH=0 or below CUMEMTRACE_MIN_SIZE)\n");
         return;
     }
-    uint32_t shown = brief && s->depth > BRIEF_FRAMES ? BRIEF_FRAMES : s->depth;
-    for (uint32_t i = 0; i < shown; i++)
+    uint32_t first = 0;
+    if (brief) {
+        while (first < s->depth && !is_python_frame(r->frames[s->first_frame + first]))
+            first++;
+        if (first == s->depth)
+            first = 0;
+    }
+    uint32_t shown = brief && s->depth - first > BRIEF_FRAMES ? BRIEF_FRAMES : s->depth - first;
+    const struct symbol *site = site_of(r, stack_id);
+    long top = report_frame_index(r, r->frames[s->first_frame + first]);
+    char name[256];
+    if (site && (top < 0 || &r->symbols[top] != site))   /* the site, unless it leads anyway */
+        out_printf(out, "      at %s:%d in %s\n", site->file, site->line,
+                   site->function ? short_name(site->function, name, sizeof(name)) : "?");
+    for (uint32_t i = first; i < first + shown; i++)
         write_frame(r, out, (int)i, r->frames[s->first_frame + i]);
-    if (shown < s->depth)
+    if (first > 0)
+        out_printf(out, "      (%u native frames above these, in the full report)\n", first);
+    else if (shown < s->depth)
         out_printf(out, "      ... %u more frames in the full report\n", s->depth - shown);
 }
 
@@ -152,7 +218,7 @@ static void write_implicit(const struct report *r, struct out *out, int brief)
         out_printf(out, "   #%u ", ++written);
         out_bytes(out, s->stats.implicit_bytes);
         out_printf(out, " in %llu blocks\n", (unsigned long long)s->stats.implicit_blocks);
-        write_stack(r, out, r->shown[i], brief);
+    write_stack(r, out, r->shown[i], brief);
     }
 }
 
@@ -172,7 +238,7 @@ static void write_peaks(const struct report *r, struct out *out, int brief)
         out_printf(out, "; %llu allocations, ", (unsigned long long)s->allocations);
         out_bytes(out, s->allocated_bytes);
         out_str(out, " in total\n");
-        write_stack(r, out, r->by_peak[i], brief);
+    write_stack(r, out, r->by_peak[i], brief);
     }
 }
 
@@ -191,7 +257,7 @@ static void write_failures(const struct report *r, struct out *out, int brief)
         out_printf(out, " %s via %s on device %d failed with error %d%s at %.1f s\n",
                    kind_name(f->kind), report_api_name(r, f->api), f->device, f->code,
                    f->oom ? " (out of memory)" : "", f->time_ms / 1000.0);
-        write_stack(r, out, f->stack_id, brief);
+    write_stack(r, out, f->stack_id, brief);
     }
 }
 

@@ -585,6 +585,8 @@ def case_python_frames():
                   python_frames[0]["line"] == line,
                   f"{python}: file and line of the cudaMalloc call: {python_frames[:1]}")
         check("leak_in_python at " in err, "the summary shows Python lines")
+        check("native frames above these, in the full report" in err,
+              "and leaves the native frames to the full report")
     out, err, reports, _ = run(sys.executable, [script], env={"CUMEMTRACE_PYTHON": "0"})
     report = only(reports)
     check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")
