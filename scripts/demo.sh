@@ -22,6 +22,7 @@ for example in leak_loop pinned_pileup async_leak vmm_unreleased; do
     LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     LD_PRELOAD="$PWD/build/libcumemtrace.so" \
     CUMEMTRACE_OUTPUT="$out/$example" CUMEMTRACE_FORMAT=text,json CUMEMTRACE_TOP=3 \
+    CUMEMTRACE_SAMPLE_MS=5 \
         "build/examples/$example"
 done
 echo

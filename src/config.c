@@ -28,6 +28,7 @@ struct config config = {
     .dump_on_term = 0,
     .follow = 1,
     .python = 1,
+    .sample_ms = 1000,
 };
 
 int config_parse_bool(const char *text, int *out)
@@ -194,6 +195,7 @@ void config_load(void)
     load_bool("CUMEMTRACE_DUMP_ON_TERM", &config.dump_on_term, "0");
     load_bool("CUMEMTRACE_FOLLOW", &config.follow, "1");
     load_bool("CUMEMTRACE_PYTHON", &config.python, "1");
+    load_int("CUMEMTRACE_SAMPLE_MS", &config.sample_ms, 0, 86400000);
 
     if ((value = env("CUMEMTRACE_SIGNAL")) &&
         config_parse_signal(value, &config.snapshot_signal) < 0)

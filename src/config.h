@@ -25,6 +25,7 @@ struct config {
     int dump_on_term;       /* CUMEMTRACE_DUMP_ON_TERM: also SIGTERM, SIGINT (0) */
     int follow;             /* CUMEMTRACE_FOLLOW: trace exec'd children (default 1) */
     int python;             /* CUMEMTRACE_PYTHON: Python frames in stacks (default 1) */
+    int sample_ms;          /* CUMEMTRACE_SAMPLE_MS: growth samples apart (1000, 0 = off) */
 };
 
 enum { OOM_OFF, OOM_FIRST, OOM_EVERY };

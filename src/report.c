@@ -92,6 +92,10 @@ static int copy_state(struct report *r)
     tracker_lock();
     r->state = tracker;
     r->now_ms = tracker_now_ms();
+    if (growth.mode == GROWTH_TIME && config.sample_ms > 0)
+        growth_sample(r->now_ms, 0);   /* where every stack stands now */
+    r->growth = growth;
+    r->has_growth = 1;
     r->registry_bytes = registry_memory_bytes();
     r->stacks_bytes = stacks_memory_bytes();
     r->counters = report_alloc(r, sizeof(*r->counters));
@@ -208,6 +212,31 @@ static int choose_stacks(struct report *r)
     return 0;
 }
 
+static int by_growth_rate(const void *a, const void *b)
+{
+    const struct stack *x = &sorting->stacks[*(const uint32_t *)a - 1];
+    const struct stack *y = &sorting->stacks[*(const uint32_t *)b - 1];
+    double rx = growth_rate(&x->growth, &sorting->growth);
+    double ry = growth_rate(&y->growth, &sorting->growth);
+    return rx < ry ? 1 : rx > ry ? -1 : 0;
+}
+
+/* Leak suspects: stacks whose live bytes keep rising (growth.h). */
+static int find_growing(struct report *r)
+{
+    r->growing = report_alloc(r, (r->stack_count + 1) * sizeof(uint32_t));
+    if (!r->growing)
+        return -1;
+    for (uint32_t id = 1; r->has_growth && id <= r->stack_count; id++) {
+        const struct stack *s = &r->stacks[id - 1];
+        if (growth_suspect(&s->growth, s->stats.live_bytes, &r->growth))
+            r->growing[r->growing_count++] = id;
+    }
+    sorting = r;
+    qsort(r->growing, r->growing_count, sizeof(uint32_t), by_growth_rate);
+    return 0;
+}
+
 static int symbolize_frames(struct report *r)
 {
     size_t count = 0;
@@ -297,7 +326,8 @@ int report_collect(struct report *r, const char *reason)
 int report_finish(struct report *r, struct symbolizer *symbolizer)
 {
     r->symbolizer = symbolizer;
-    if (make_groups(r) < 0 || choose_stacks(r) < 0 || symbolize_frames(r) < 0)
+    if (make_groups(r) < 0 || choose_stacks(r) < 0 || find_growing(r) < 0 ||
+        symbolize_frames(r) < 0)
         return -1;
     return 0;
 }

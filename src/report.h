@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "counters.h"
+#include "growth.h"
 #include "output.h"
 #include "python.h"
 #include "stacks.h"
@@ -67,6 +68,10 @@ struct report {
     uint32_t now_ms;
     struct counter_table *counters;
     struct tracker_state state;          /* copy; its pointers are replaced by ours */
+    struct growth_state growth;          /* copy; has_growth 0: not known (a dump) */
+    int has_growth;
+    uint32_t *growing;                   /* leak suspects' stack ids, fastest first */
+    uint32_t growing_count;
     struct stack *stacks;                /* index = id - 1 */
     uint32_t stack_count;
     uintptr_t *frames;

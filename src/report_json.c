@@ -237,6 +237,29 @@ static void write_marks(const struct report *r, struct out *out)
     out_str(out, "]}");
 }
 
+static void write_growth(const struct report *r, struct out *out)
+{
+    if (!r->has_growth) {
+        out_str(out, ",\"growth\":null");
+        return;
+    }
+    out_printf(out, ",\"growth\":{\"mode\":\"%s\",\"interval_ms\":%d,\"samples\":%u,\"growing\":[",
+               r->growth.mode == GROWTH_MARKS ? "marks" : "time",
+               r->growth.mode == GROWTH_MARKS ? 0 : config.sample_ms, r->growth.samples);
+    for (uint32_t i = 0; i < r->growing_count; i++) {
+        const struct stack *s = &r->stacks[r->growing[i] - 1];
+        const struct stack_growth *g = &s->growth;
+        out_printf(out,
+                   "%s{\"stack\":%u,\"live_bytes\":%llu,\"first_bytes\":%llu,\"first_ms\":%u,"
+                   "\"last_bytes\":%llu,\"last_ms\":%u,\"rises\":%u,\"falls\":%u,"
+                   "\"samples_since_first\":%u,\"rate\":%.0f}",
+                   i ? "," : "", r->growing[i], U(s->stats.live_bytes), U(g->first_bytes),
+                   g->first_ms, U(g->last_bytes), g->last_ms, g->rises, g->falls,
+                   r->growth.samples - g->first_sample, growth_rate(g, &r->growth));
+    }
+    out_str(out, "]}");
+}
+
 static void write_event(const struct report *r, struct out *out)
 {
     static const char *retry[] = {"none", "pending", "succeeded", "failed"};
@@ -296,6 +319,7 @@ void report_json(const struct report *r, struct out *out)
     write_frames(r, out);
     write_failures(r, out);
     write_marks(r, out);
+    write_growth(r, out);
     write_threads(r, out);
     out_str(out, "}\n");
 }

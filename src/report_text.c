@@ -200,6 +200,31 @@ static void write_live(const struct report *r, struct out *out, int brief)
                    config.top);
 }
 
+static void write_growing(const struct report *r, struct out *out, int brief)
+{
+    if (!r->growing_count)
+        return;
+    int marks = r->growth.mode == GROWTH_MARKS;
+    out_printf(out, "\n  Growing (leak suspects: live bytes rising at most of %u samples, %s):\n",
+               r->growth.samples, marks ? "one per cumemtrace_mark()" : "taken over time");
+    uint32_t limit = brief && r->growing_count > (uint32_t)config.top ? (uint32_t)config.top
+                                                                      : r->growing_count;
+    for (uint32_t i = 0; i < limit; i++) {
+        const struct stack *s = &r->stacks[r->growing[i] - 1];
+        const struct stack_growth *g = &s->growth;
+        char rate[24], first[24], now[24];
+        format_bytes((uint64_t)growth_rate(g, &r->growth), rate, sizeof(rate));
+        format_bytes(g->first_bytes, first, sizeof(first));
+        format_bytes(s->stats.live_bytes, now, sizeof(now));
+        out_printf(out, "   #%u +%s %s: from %s at %.1f s to %s now; rose at %u of %u samples\n",
+                   i + 1, rate, marks ? "per mark" : "per second", first, g->first_ms / 1000.0,
+                   now, g->rises, r->growth.samples - g->first_sample);
+        write_stack(r, out, r->growing[i], brief);
+    }
+    if (limit < r->growing_count)
+        out_printf(out, "   ... %u more (CUMEMTRACE_TOP=%d)\n", r->growing_count - limit, config.top);
+}
+
 static void write_implicit(const struct report *r, struct out *out, int brief)
 {
     uint32_t count = 0;
@@ -338,6 +363,7 @@ void report_text(const struct report *r, struct out *out, int brief)
     else
         write_counters(r, out);
     write_live(r, out, brief);
+    write_growing(r, out, brief);
     write_implicit(r, out, brief);
     write_peaks(r, out, brief);
     write_failures(r, out, brief);

@@ -24,12 +24,21 @@ struct stack_stats {
     uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
 };
 
+/* How a stack's live bytes moved across growth samples (growth.c). */
+struct stack_growth {
+    uint64_t first_bytes, last_bytes;  /* at the first sample that saw it live, the last */
+    uint32_t first_ms, last_ms;
+    uint32_t first_sample, last_rise;  /* sample numbers, from 1 */
+    uint32_t rises, falls;             /* samples where it was above / below the one before */
+};
+
 struct stack {
     uint64_t hash;
     uint64_t first_frame;              /* index into the frame array */
     uint32_t depth;
     uint32_t reserved;
     struct stack_stats stats;
+    struct stack_growth growth;
 };
 
 void stacks_init(void);

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "counters.h"
 #include "crashdump.h"
+#include "growth.h"
 #include "log.h"
 #include "names.h"
 #include "python.h"
@@ -56,6 +57,7 @@ static void reset_state(void)
     registry_reset();
     stacks_reset();
     counters_reset();
+    growth_reset();
     const char *const *names = tracker.api_names;
     int count = tracker.api_count;
     int (*memory_info)(int, uint64_t *, uint64_t *) = tracker.memory_info;
@@ -354,6 +356,7 @@ void tracker_alloc(const struct allocation *a)
     struct stack *s = stack_get(b->stack_id);
     if (s)
         stats_on_alloc(&s->stats, b->size);
+    growth_tick(now);
     if (a->api >= 0 && a->api < MAX_APIS)
         tracker.api_allocations[a->api]++;
     if (b->kind & BLOCK_FROM_RUNTIME)
@@ -542,6 +545,7 @@ void tracker_mark(const char *label)
     m->device_bytes = 0;
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
         m->device_bytes += counter_table.sets[slot][COUNTER_DEVICE_MEMORY].bytes_current;
+    growth_sample(m->time_ms, 1);
     pthread_mutex_unlock(&lock);
     leave();
 }

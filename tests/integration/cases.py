@@ -592,6 +592,60 @@ def case_python_frames():
     check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")
 
 
+def growing_functions(report):
+    """Each growing stack as (innermost frame's function in tests/growth, entry)."""
+    frames = {f["id"]: f for f in report["frames"]}
+    stacks = {s["id"]: s for s in report["stacks"]}
+    found = []
+    for entry in report["growth"]["growing"]:
+        names = [frames[i].get("function") or "" for i in stacks[entry["stack"]]["frames"]]
+        ours = [n for n in names if n.startswith(("grow_", "fill_", "temporary", "main"))]
+        found.append((ours[0] if ours else names, entry))
+    return found
+
+
+def case_growth_marks():
+    out, err, reports, _ = run("tests/growth", ["leak-marks"], env={"CUMEMTRACE_FORMAT": "json,text"})
+    report = only(reports)
+    growth = report["growth"]
+    check(growth["mode"] == "marks" and growth["samples"] == 60, f"a sample per mark: {growth}")
+    found = growing_functions(report)
+    check([f for f, _ in found] == ["grow_by_mark"], f"only grow_by_mark grows: {found}")
+    if found:
+        entry = found[0][1]
+        check(entry["rate"] == 1 << 20, f"1 MiB per mark: {entry['rate']}")
+        check(entry["rises"] == 58 and entry["falls"] == 0, f"rose at every later mark: {entry}")
+    check("Growing (leak suspects" in err and "per mark" in err, "the summary names it")
+
+
+def case_growth_time():
+    out, err, reports, _ = run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "20"})
+    report = only(reports)
+    growth = report["growth"]
+    check(growth["mode"] == "time" and growth["interval_ms"] == 20 and growth["samples"] >= 8,
+          f"samples over time: {growth['samples']}")
+    found = growing_functions(report)
+    check([f for f, _ in found] == ["grow_by_time"], f"only grow_by_time grows: {found}")
+    if found:
+        rate = found[0][1]["rate"]
+        # 64 KiB every 2 ms plus the call: at most 32 MiB/s; more than 1 MiB/s
+        # even under the sanitizers.
+        check(1 << 20 < rate <= 32 << 20, f"a plausible rate: {rate / 2**20:.1f} MiB/s")
+    out, err, reports, _ = run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "0"})
+    check(only(reports)["growth"]["samples"] == 0 and not only(reports)["growth"]["growing"],
+          "CUMEMTRACE_SAMPLE_MS=0: no samples")
+    out, err, reports, _ = run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "soon"})
+    check("CUMEMTRACE_SAMPLE_MS='soon'" in err, f"a bad value is named: {err[:300]!r}")
+
+
+def case_growth_steady():
+    out, err, reports, _ = run("tests/growth", ["steady"], env={"CUMEMTRACE_SAMPLE_MS": "10"})
+    report = only(reports)
+    check(report["growth"]["samples"] >= 8, f"samples taken: {report['growth']['samples']}")
+    check(report["growth"]["growing"] == [],
+          f"a cache filled once and temporaries are not leaks: {growing_functions(report)}")
+
+
 def case_public_api():
     out, err, reports, _ = run("tests/api", [os.path.join(tempfile.gettempdir(), "unused")],
                                preload=False)

@@ -1,0 +1,77 @@
+/* growth.c - which allocation sites keep growing (see growth.h). */
+#include "growth.h"
+
+#include "config.h"
+
+struct growth_state growth;
+
+void growth_reset(void)
+{
+    growth.mode = GROWTH_TIME;
+    growth.samples = 0;
+    growth.last_ms = 0;
+}
+
+void growth_tick(uint32_t now_ms)
+{
+    if (growth.mode == GROWTH_TIME && config.sample_ms > 0 &&
+        now_ms - growth.last_ms >= (uint32_t)config.sample_ms)
+        growth_sample(now_ms, 0);
+}
+
+/* One pass over the stack table: O(stacks), once a second at most by default. */
+void growth_sample(uint32_t now_ms, int mark)
+{
+    if (mark)
+        growth.mode = GROWTH_MARKS;
+    uint32_t sample = ++growth.samples;
+    growth.last_ms = now_ms;
+    uint32_t count = stack_count();
+    for (uint32_t id = 1; id <= count; id++) {
+        struct stack *s = stack_get(id);
+        struct stack_growth *g = &s->growth;
+        uint64_t bytes = s->stats.live_bytes;
+        if (!g->first_sample) {
+            if (!bytes)
+                continue;
+            g->first_bytes = g->last_bytes = bytes;
+            g->first_ms = g->last_ms = now_ms;
+            g->first_sample = sample;
+            continue;
+        }
+        if (bytes > g->last_bytes) {
+            g->rises++;
+            g->last_rise = sample;
+        } else if (bytes < g->last_bytes) {
+            g->falls++;
+        }
+        g->last_bytes = bytes;
+        g->last_ms = now_ms;
+    }
+}
+
+/* Rose at 3 samples or more, at half of those since it first held memory or
+ * more, fell at most once for every 4 rises, ended above where it started,
+ * and rose at one of the last two samples. A warm-up that fills a cache and
+ * then holds steady fails the "half" and "still rising" tests after a few
+ * more samples; memory freed at the end fails "ended above". */
+int growth_suspect(const struct stack_growth *g, uint64_t live_bytes,
+                   const struct growth_state *state)
+{
+    if (!g->first_sample || g->rises < 3 || g->last_bytes <= g->first_bytes ||
+        live_bytes <= g->first_bytes)
+        return 0;
+    uint32_t since = state->samples - g->first_sample;
+    return g->rises * 2 >= since && g->falls * 4 <= g->rises && g->last_rise + 1 >= state->samples;
+}
+
+double growth_rate(const struct stack_growth *g, const struct growth_state *state)
+{
+    if (g->last_bytes <= g->first_bytes)
+        return 0;
+    double gained = (double)(g->last_bytes - g->first_bytes);
+    if (state->mode == GROWTH_MARKS)
+        return state->samples > g->first_sample ? gained / (state->samples - g->first_sample) : 0;
+    uint32_t span = g->last_ms - g->first_ms;
+    return span ? gained * 1000.0 / span : 0;
+}

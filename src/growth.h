@@ -1,0 +1,45 @@
+/* growth.h - which allocation sites keep growing while the program runs.
+ *
+ * The tracker samples every stack's live bytes now and then (growth_sample)
+ * and each stack keeps a summary of how they moved (struct stack_growth in
+ * stacks.h): a few numbers, no history. A stack is a leak suspect when its
+ * live bytes rose at most of the samples since it first held memory, did not
+ * fall back, and were still rising at the end (growth_suspect).
+ *
+ * When samples are taken: at every cumemtrace_mark() once the program makes
+ * one (an iteration boundary it chose), otherwise every CUMEMTRACE_SAMPLE_MS
+ * (default 1000) of wall time, checked at allocations. Time rather than a
+ * detected iteration pattern, because under a caching allocator (PyTorch,
+ * CuPy, JAX) a steady training loop makes no driver allocations at all: no
+ * pattern is visible at this level, while growth still shows over time.
+ * All of it runs under the tracker's lock. */
+#ifndef CUMEMTRACE_GROWTH_H
+#define CUMEMTRACE_GROWTH_H
+
+#include <stdint.h>
+
+#include "stacks.h"
+
+enum growth_mode { GROWTH_TIME, GROWTH_MARKS };
+
+struct growth_state {
+    enum growth_mode mode;
+    uint32_t samples;
+    uint32_t last_ms;
+};
+extern struct growth_state growth;
+
+void growth_reset(void);
+/* At an allocation: take a time sample if one is due. Lock held. */
+void growth_tick(uint32_t now_ms);
+/* Take a sample now; `mark` switches to sampling at marks only. Lock held. */
+void growth_sample(uint32_t now_ms, int mark);
+
+/* For reports, on copies of a stack and of the state: is it a suspect
+ * (`live_bytes` is its live bytes now), and its rate in bytes per second
+ * (GROWTH_TIME) or per mark (GROWTH_MARKS). */
+int growth_suspect(const struct stack_growth *g, uint64_t live_bytes,
+                   const struct growth_state *state);
+double growth_rate(const struct stack_growth *g, const struct growth_state *state);
+
+#endif
