@@ -1,7 +1,8 @@
 """Time a small PyTorch training step: mean over the steps after a warm-up.
 
 Run it with and without the tracer (same mode) and compare; prints one JSON
-line. Used by the GPU suite for the tracer's cost on a real training loop.
+line. `--history` turns on torch.cuda.memory._record_memory_history, the
+reference cumemtrace is compared with. Used by bench/gpu_cost.py.
 """
 import json
 import sys
@@ -12,6 +13,8 @@ import torch
 
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    if "--history" in sys.argv:    # the field's reference: PyTorch's own recorder
+        torch.cuda.memory._record_memory_history(max_entries=100000)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
                                 torch.nn.Linear(4096, 1024)).cuda()

@@ -11,7 +11,10 @@
  * device separated by commas; K/M/G suffixes; default 8G), SIMCUDA_TRACE=1
  * (one line per call on stderr), SIMCUDA_FAIL_EVERY=N (every Nth device
  * allocation fails with CUDA_ERROR_OUT_OF_MEMORY), SIMCUDA_ABORT_AT=N (the Nth
- * device allocation calls abort(), inside the driver).
+ * device allocation calls abort(), inside the driver), SIMCUDA_BUMP=1 (for
+ * benchmarks: cuMemAlloc/cuMemFree in O(1), addresses handed out in order and
+ * never reused, memory not usable; with a million live blocks the first-fit
+ * list would measure the simulator, not the tracer).
  *
  * Device memory is real memory (an mmap with MAP_NORESERVE per device), so
  * copies work and device addresses never collide with host addresses.
@@ -149,6 +152,7 @@ struct array {
 struct device {
     char *base;
     uint64_t size, used;
+    uint64_t bump;              /* SIMCUDA_BUMP: next free offset */
     struct segment *segments;
     struct context primary;
     int primary_references;
@@ -167,6 +171,7 @@ static uint64_t next_vmm_id = 0x10000000;
 static struct reservation *reservations;
 static struct mapping *mappings;
 static unsigned long fail_every, abort_at, device_allocations;
+static int bump_mode;
 static __thread struct context *current;
 static __thread struct context *stack[16];
 static __thread int stack_depth;
@@ -197,6 +202,7 @@ static void setup(void)
     trace = getenv("SIMCUDA_TRACE") && strcmp(getenv("SIMCUDA_TRACE"), "1") == 0;
     if (getenv("SIMCUDA_FAIL_EVERY"))
         fail_every = strtoul(getenv("SIMCUDA_FAIL_EVERY"), NULL, 10);
+    bump_mode = getenv("SIMCUDA_BUMP") && strcmp(getenv("SIMCUDA_BUMP"), "1") == 0;
     if (getenv("SIMCUDA_ABORT_AT"))
         abort_at = strtoul(getenv("SIMCUDA_ABORT_AT"), NULL, 10);
     const char *memory = getenv("SIMCUDA_MEMORY");
@@ -605,6 +611,15 @@ static CUresult allocate(CUdeviceptr *dptr, size_t bytes, int owner, struct pool
 {
     if (!dptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (bump_mode && owner == DEVICE_MEMORY) {     /* no lock: threads must not queue here */
+        struct device *dev = &devices[current->device];
+        uint64_t need = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+        uint64_t at = __atomic_fetch_add(&dev->bump, need, __ATOMIC_RELAXED);
+        if (at + need > dev->size)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        *dptr = (CUdeviceptr)(uintptr_t)(dev->base + at);
+        return CUDA_SUCCESS;
+    }
     pthread_mutex_lock(&lock);
     int device = pool ? pool->device : current->device;
     uint64_t address = device_alloc(device, bytes, owner, owner == ASYNC_MEMORY ? NULL : current,
@@ -631,6 +646,11 @@ static CUresult host_release(void *p, int kind);
 static CUresult release(CUdeviceptr dptr, int async_only)
 {
     int device;
+    for (int d = 0; bump_mode && !async_only && d < device_count; d++)
+        if (dptr >= (CUdeviceptr)(uintptr_t)devices[d].base &&
+            dptr < (CUdeviceptr)(uintptr_t)(devices[d].base +
+                                            __atomic_load_n(&devices[d].bump, __ATOMIC_RELAXED)))
+            return CUDA_SUCCESS;
     pthread_mutex_lock(&lock);
     struct segment *s = find_segment((uint64_t)dptr, &device);
     CUresult result = CUDA_ERROR_INVALID_VALUE;

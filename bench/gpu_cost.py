@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""What the tracer costs a PyTorch training step on a real GPU, in one run.
+
+    python3 bench/gpu_cost.py [--build build] [--rounds 5] [--steps 2000]
+
+For each allocator mode (caching, expandable segments, every tensor a
+cudaMalloc), runs tests/gpu/torch_step_time.py untraced and traced, rounds
+alternating so drift hits both alike, and prints the median step time of each
+and their ratio. As the field's references, the same step under PyTorch's
+memory history recorder and, with --sanitizer-steps N, under
+compute-sanitizer --leak-check full (slow; it may not exit, hence a timeout). Targets: <= 1.01x caching, <= 1.05x per-tensor.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "tests", "gpu", "torch_step_time.py")
+
+
+def step_ms(env, steps, prefix=(), extra=(), timeout=300):
+    environment = dict(os.environ)
+    environment.update(env)
+    try:
+        done = subprocess.run([*prefix, sys.executable, SCRIPT, str(steps), *extra],
+                              env=environment, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"no exit within {timeout} s"
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)["step_ms"], done.returncode
+    return None, f"exit {done.returncode}: {done.stderr[-300:]!r}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--sanitizer-steps", type=int, default=0,
+                        help="also time compute-sanitizer --leak-check full (0: not)")
+    args = parser.parse_args()
+    traced = {"LD_PRELOAD": os.path.join(os.path.abspath(args.build), "libcumemtrace.so"),
+              "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "none"}
+    modes = [("caching (default)", {}, 1.01),
+             ("expandable_segments", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, 1.01),
+             ("per-tensor (NO_CUDA_MEMORY_CACHING)", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, 1.05)]
+    header = ("mode", "untraced ms/step (median)", "traced ms/step (median)", "ratio", "target",
+              "", "untraced rounds", "traced rounds")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header), flush=True)
+
+    def emit(row):
+        print("| " + " | ".join(row) + " |", flush=True)
+
+    for name, env, target in modes:
+        plain, mine = [], []
+        for _ in range(args.rounds):
+            plain.append(step_ms(env, args.steps)[0])
+            mine.append(step_ms({**env, **traced}, args.steps)[0])
+        plain, mine = [x for x in plain if x], [x for x in mine if x]
+        if not plain or not mine:
+            emit((name, "failed", "failed", "", "", "", "", ""))
+            continue
+        a, b = statistics.median(plain), statistics.median(mine)
+        emit((name, f"{a:.3f}", f"{b:.3f}", f"{b / a:.3f}x", f"<= {target}x",
+                     "met" if b / a <= target else "not met",
+                     " ".join(f"{x:.3f}" for x in plain), " ".join(f"{x:.3f}" for x in mine)))
+        if name.startswith("caching"):
+            history = [step_ms(env, args.steps, extra=("--history",))[0]
+                       for _ in range(max(1, args.rounds // 2))]
+            history = [x for x in history if x] or [float("nan")]
+            h = statistics.median(history)
+            emit(("caching, torch memory history (reference)", f"{a:.3f}", f"{h:.3f}",
+                         f"{h / a:.3f}x", "", "", "", " ".join(f"{x:.3f}" for x in history)))
+    sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if args.sanitizer_steps and os.path.exists(sanitizer):
+        plain, _ = step_ms({}, args.sanitizer_steps)
+        slow, status = step_ms({}, args.sanitizer_steps,
+                               prefix=(sanitizer, "--leak-check", "full"), timeout=120)
+        emit((f"caching, compute-sanitizer --leak-check full ({args.sanitizer_steps} steps, reference)",
+                     f"{plain:.3f}" if plain else "-", f"{slow:.3f}" if slow else "-",
+                     f"{slow / plain:.1f}x" if slow and plain else f"no figure ({status})",
+                     "", "", "", ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Microbenchmarks of the tracer on the CUDA simulator, traced vs untraced.
+
+    python3 bench/run.py [--build build] [--quick]
+
+Each row runs bench_alloc (bench/alloc.c) without and with the tracer, one
+after the other in this run, on the simulator's O(1) benchmark mode
+(SIMCUDA_BUMP=1), and prints the time per allocate+free pair, the time the
+tracer adds, and the ratio. Then: throughput with 8 threads against 1, the
+report time and bytes per block with 1k/100k/1M live blocks, a run of 10M
+allocations (first and last tenth, to show no slow-down), and the crash dump
+time with 100k live blocks. Targets are those of docs/PERFORMANCE.md.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def bench(args, threads, depth, live, pairs, traced, extra=()):
+    env = dict(os.environ)
+    env.update({"SIMCUDA_BUMP": "1", "LD_LIBRARY_PATH": os.path.join(args.build, "sim"),
+                "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "json",
+                "CUMEMTRACE_OUTPUT": os.path.join(args.tmp, "exit-%p")})
+    env.pop("LD_PRELOAD", None)
+    if traced:
+        env["LD_PRELOAD"] = os.path.join(args.build, "libcumemtrace.so")
+    command = [os.path.join(args.build, "bench", "bench_alloc"), str(threads), str(depth),
+               str(live), str(pairs), *extra]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        sys.exit(f"bench_alloc failed: {' '.join(command)}\n{done.stderr[-2000:]}")
+    figures = {}
+    for line in done.stdout.splitlines():
+        figures.update(json.loads(line))
+    return figures
+
+
+def table(header, rows):
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")
+    print()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--quick", action="store_true", help="fewer pairs, no 1M/10M rows")
+    args = parser.parse_args()
+    args.build = os.path.abspath(args.build)
+    args.tmp = tempfile.mkdtemp(prefix="cumemtrace-bench-")
+    pairs = 50_000 if args.quick else 200_000
+    print(f"machine: {os.cpu_count()} CPUs; {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}")
+    print()
+
+    print("Added time per cudaMalloc+cudaFree pair (target: <= 1 us at depth 32, 1 thread)")
+    rows, single = [], {}
+    for threads in (1, 8):
+        for depth in (8, 32, 64):
+            off = bench(args, threads, depth, 1000, pairs, False)
+            on = bench(args, threads, depth, 1000, pairs, True)
+            added = (on["ns_per_pair"] - off["ns_per_pair"]) / 1000
+            rows.append((threads, depth, f"{off['ns_per_pair'] / 1000:.3f}",
+                         f"{on['ns_per_pair'] / 1000:.3f}", f"{added:.3f}",
+                         f"{on['ns_per_pair'] / off['ns_per_pair']:.1f}x",
+                         f"{on['pairs_per_s'] / 1e6:.2f}"))
+            if threads == 1:
+                single[depth] = on["pairs_per_s"]
+            else:
+                rows[-1] = rows[-1] + (f"{on['pairs_per_s'] / single[depth]:.1f}x",)
+    rows = [r if len(r) == 8 else r + ("",) for r in rows]
+    table(("threads", "native depth", "untraced us/pair", "traced us/pair", "added us",
+           "ratio", "traced M pairs/s", "8 threads vs 1 (target >= 4x)"), rows)
+
+    print("Live blocks: report time (target: <= 1 s at 1M) and memory per block (target: <= 96 B)")
+    rows = []
+    for live in (1000, 100_000) + (() if args.quick else (1_000_000,)):
+        path = os.path.join(args.tmp, f"snap-{live}")
+        on = bench(args, 1, 32, live, pairs, True, ("snapshot", path))
+        off = bench(args, 1, 32, live, pairs, False)
+        report = json.load(open(path + ".json"))
+        tracer = report["tracer"]
+        per_block = tracer["registry_bytes"] / max(1, live)
+        rows.append((f"{live:,}", f"{off['ns_per_pair'] / 1000:.3f}",
+                     f"{on['ns_per_pair'] / 1000:.3f}", f"{on['snapshot_ms']:.0f} ms",
+                     f"{per_block:.0f} B", f"{tracer['stack_table_bytes'] / 1024:.0f} KiB"))
+    table(("live blocks", "untraced us/pair", "traced us/pair", "snapshot report",
+           "registry bytes / live block", "stack table"), rows)
+
+    if not args.quick:
+        print("A long run: 10M allocations (no slow-down: last tenth ~ first tenth)")
+        on = bench(args, 1, 32, 1000, 10_000_000, True)
+        table(("pairs", "traced us/pair", "first tenth", "last tenth"),
+              [("10,000,000", f"{on['ns_per_pair'] / 1000:.3f}",
+                f"{on['first_tenth_ms']:.0f} ms", f"{on['last_tenth_ms']:.0f} ms")])
+
+    print("Crash dump with 100k live blocks (target: <= 100 ms)")
+    on = bench(args, 1, 32, 100_000, 1000, True, ("crash",))
+    dumps = glob.glob(os.path.join(args.tmp, "*.dump"))
+    size = os.path.getsize(dumps[0]) if dumps else 0
+    table(("live blocks", "signal to program's handler, dump included", "dump size"),
+          [("100,000", f"{on['crash_dump_ms']:.1f} ms", f"{size / 2**20:.1f} MiB")])
+
+
+if __name__ == "__main__":
+    main()
