@@ -1,0 +1,116 @@
+"""Run examples/torch_patterns.py under the tracer and check each verdict.
+
+    python3 tests/gpu/check_patterns.py --build build [--out DIR]
+
+For a leak pattern the report must list a growing site whose Python frames
+include the pattern's SITE line; for a non-leak, no growing site at all, and
+the largest live group must name its SITE line where it has one. Prints a
+table (pattern, expected, verdict, line named, growth); exits 1 on any miss.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "examples", "torch_patterns.py")
+LEAKS = ["kept_in_list", "loss_with_graph", "retain_graph", "pinned_pileup"]
+NOT_LEAKS = ["dataset_on_gpu", "cache_holds_freed", "no_zero_grad", "grad_accumulation"]
+
+
+def site_lines():
+    lines = {}
+    with open(SCRIPT) as handle:
+        for number, text in enumerate(handle, 1):
+            if "# SITE-" in text:
+                lines[text.split("# SITE-")[1].split()[0]] = number
+    return lines
+
+
+def python_lines(report, stack_id):
+    frames = {f["id"]: f for f in report["frames"]}
+    stack = next(s for s in report["stacks"] if s["id"] == stack_id)
+    return [(frames[i]["line"], frames[i]["function"]) for i in stack["frames"]
+            if frames[i].get("python") and frames[i]["file"].endswith("torch_patterns.py")]
+
+
+def outer_native(report, stack_id):
+    """The outermost native function names of a stack: where a thread started."""
+    frames = {f["id"]: f for f in report["frames"]}
+    stack = next(s for s in report["stacks"] if s["id"] == stack_id)
+    names = [frames[i].get("function") or "?" for i in stack["frames"]
+             if not frames[i].get("python")]
+    return [n.split("(")[0] for n in names if n not in ("?", "clone3", "start_thread")][-2:]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--out", default="/tmp/cumemtrace-patterns")
+    parser.add_argument("patterns", nargs="*", help="a subset (default: all)")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    sites = site_lines()
+    rows, failures = [], 0
+    for pattern in args.patterns or LEAKS + NOT_LEAKS:
+        base = os.path.join(args.out, pattern)
+        env = dict(os.environ, LD_PRELOAD=os.path.join(os.path.abspath(args.build), "libcumemtrace.so"),
+                   CUMEMTRACE_OUTPUT=base, CUMEMTRACE_FORMAT="text,json", CUMEMTRACE_QUIET="1",
+                   CUMEMTRACE_SAMPLE_MS="100")
+        done = subprocess.run([sys.executable, SCRIPT, pattern], env=env, capture_output=True,
+                              text=True, timeout=300)
+        printed = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-200:]
+        try:
+            report = json.load(open(base + ".json"))
+        except OSError:
+            rows.append((pattern, "-", f"no report (exit {done.returncode})", "", "", ""))
+            failures += 1
+            continue
+        growing = report["growth"]["growing"]
+        expected = "growing" if pattern in LEAKS else "not growing"
+        verdict = "growing" if growing else "not growing"
+        named, growth, ok = "-", "-", verdict == expected
+        site = sites.get(pattern)
+        if growing:
+            # The fastest growing site; if it has no line of the script (an
+            # allocation made in a thread running no Python, such as PyTorch's
+            # autograd engine), say where its thread started and look further.
+            named_sites = []
+            for rank, entry in enumerate(growing, 1):
+                lines = python_lines(report, entry["stack"])
+                if lines:
+                    named_sites.append((rank, entry, lines))
+                elif rank == 1:
+                    named = f"#1 of {len(growing)}: no Python line ({' <- '.join(outer_native(report, entry['stack']))})"
+            entry = growing[0]
+            growth = (f"{entry['rate'] / 2**20:.1f} MiB/s, {entry['first_bytes'] / 2**20:.0f} -> "
+                      f"{entry['live_bytes'] / 2**20:.0f} MiB")
+            if named_sites:
+                rank, _, lines = named_sites[0]
+                text = ", ".join(f"{line} ({function})" for line, function in lines[:2])
+                named = text if rank == 1 else f"{named}; #{rank}: {text}"
+            if pattern in LEAKS:
+                ok = ok and any(site in [line for line, _ in lines] for _, _, lines in named_sites)
+        else:
+            top = max(report["live"], key=lambda g: g["bytes"]) if report["live"] else None
+            if top:
+                lines = python_lines(report, top["stack"])
+                named = (", ".join(f"{line} ({function})" for line, function in lines[:2])
+                         or "no line") + f" holds {top['bytes'] / 2**20:.0f} MiB"
+                if pattern in ("dataset_on_gpu", "cache_holds_freed"):
+                    ok = ok and site in [line for line, _ in lines]
+        failures += not ok
+        rows.append((pattern, f"{expected} (SITE line {site})", verdict, named, growth,
+                     "ok" if ok else "WRONG"))
+        print(f"{pattern}: {printed}", flush=True)
+    header = ("pattern", "expected", "verdict", "line named", "growth", "")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
