@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,10 +75,17 @@ static int take_wakeups(void)
     return n == 0 ? -1 : (int)n;
 }
 
+/* Posted by the thread once it is set up. start_thread() waits for it: a
+ * program that forks right after its first CUDA call must not fork while the
+ * new thread is still inside the C library's or a sanitizer's allocator
+ * (seen: ASan's allocator lock inherited held by the child, a hang). */
+static sem_t ready;
+
 static void *snapshot_thread(void *unused)
 {
     (void)unused;
     struct pollfd wait = {wake_pipe[0], POLLIN, 0};
+    sem_post(&ready);
     for (;;) {
         if (poll(&wait, 1, -1) < 0 && errno != EINTR)
             return NULL;
@@ -112,6 +120,7 @@ static int start_thread(void)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t thread;
     pthread_attr_t attr;
+    sem_init(&ready, 0, 0);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     int error = pthread_create(&thread, &attr, snapshot_thread, NULL);
@@ -123,6 +132,8 @@ static int start_thread(void)
         wake_pipe[0] = wake_pipe[1] = -1;
         return -1;
     }
+    while (sem_wait(&ready) < 0 && errno == EINTR)
+        ;
     pthread_setname_np(thread, "cumemtrace");
     return 0;
 }
