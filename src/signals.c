@@ -80,6 +80,7 @@ static int take_wakeups(void)
  * new thread is still inside the C library's or a sanitizer's allocator
  * (seen: ASan's allocator lock inherited held by the child, a hang). */
 static sem_t ready;
+static int drained;     /* set by signals_drain() under `writing` */
 
 static void *snapshot_thread(void *unused)
 {
@@ -90,7 +91,7 @@ static void *snapshot_thread(void *unused)
         if (poll(&wait, 1, -1) < 0 && errno != EINTR)
             return NULL;
         pthread_mutex_lock(&writing);
-        int n = take_wakeups();
+        int n = drained ? -1 : take_wakeups();
         if (n > 0)
             write_snapshot();
         pthread_mutex_unlock(&writing);
@@ -100,7 +101,9 @@ static void *snapshot_thread(void *unused)
 }
 
 /* At exit: let a snapshot being written finish, and write the one a signal
- * asked for that the thread has not picked up yet, so none is lost. */
+ * asked for that the thread has not picked up yet, so none is lost. After
+ * that the thread starts no other: the process may end at any moment, and a
+ * snapshot cut short would leave a temporary file behind. */
 void signals_drain(void)
 {
     if (wake_pipe[0] < 0)
@@ -108,6 +111,7 @@ void signals_drain(void)
     pthread_mutex_lock(&writing);
     if (take_wakeups() > 0)
         write_snapshot();
+    drained = 1;
     pthread_mutex_unlock(&writing);
 }
 
@@ -226,6 +230,7 @@ void signals_after_fork(void)
         close(wake_pipe[1]);
         wake_pipe[0] = wake_pipe[1] = -1;
         snapshots = 0;
+        drained = 0;
         pthread_mutex_init(&writing, NULL);
         if (start_thread() < 0)
             log_line("cannot start the snapshot thread in the child; CUMEMTRACE_SIGNAL is off");
