@@ -56,10 +56,9 @@ __attribute__((destructor)) static void cumemtrace_stop(void)
     tracker_report_at_exit();
 }
 
-/* CUMEMTRACE_FOLLOW=0: programs this one starts are not traced. The only
- * work done at load time, and only when asked for: take this library out of
- * LD_PRELOAD before the program can exec anything. */
-__attribute__((constructor)) static void cumemtrace_follow(void)
+/* CUMEMTRACE_FOLLOW=0: programs this one starts are not traced: take this
+ * library out of LD_PRELOAD before the program can exec anything. */
+static void follow_setting(void)
 {
     const char *follow = getenv("CUMEMTRACE_FOLLOW");
     const char *preload = getenv("LD_PRELOAD");
@@ -87,4 +86,29 @@ __attribute__((constructor)) static void cumemtrace_follow(void)
         setenv("LD_PRELOAD", kept, 1);
     else
         unsetenv("LD_PRELOAD");
+}
+
+/* CUMEMTRACE_TORCH_PER_TENSOR=1: every PyTorch tensor is its own cudaMalloc,
+ * so each is traced with its stack (PyTorch's caching allocator is off:
+ * PYTORCH_NO_CUDA_MEMORY_CACHING=1, which PyTorch reads when it starts). */
+static void torch_per_tensor_setting(void)
+{
+    const char *value = getenv("CUMEMTRACE_TORCH_PER_TENSOR");
+    int on = 0;
+    if (!value)
+        return;
+    if (config_parse_bool(value, &on) < 0) {
+        log_line("CUMEMTRACE_TORCH_PER_TENSOR='%s' is not 0 or 1; using 0", value);
+        return;
+    }
+    if (on)
+        setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+}
+
+/* The only work done at load time, and only when asked for: settings that
+ * must change the environment before the program runs. */
+__attribute__((constructor)) static void cumemtrace_load(void)
+{
+    follow_setting();
+    torch_per_tensor_setting();
 }

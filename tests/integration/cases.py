@@ -526,6 +526,17 @@ def case_signal_chained():
     check(not any(r["reason"] == "signal" for r in reports), "CUMEMTRACE_SIGNAL=off: none")
 
 
+def case_torch_per_tensor():
+    shell = ["-c", 'echo "[${PYTORCH_NO_CUDA_MEMORY_CACHING:-unset}]"']
+    out, err, reports, _ = run("/bin/sh", shell, env={"CUMEMTRACE_TORCH_PER_TENSOR": "1"})
+    check(out == "[1]\n", f"PyTorch's caching is off for the program: {out!r}")
+    out, err, reports, _ = run("/bin/sh", shell)
+    check(out == "[unset]\n", f"and left alone by default: {out!r}")
+    out, err, reports, _ = run("/bin/sh", shell, env={"CUMEMTRACE_TORCH_PER_TENSOR": "maybe"})
+    check(out == "[unset]\n" and "CUMEMTRACE_TORCH_PER_TENSOR='maybe'" in err,
+          f"a bad value is named and changes nothing: {out!r} {err!r}")
+
+
 def case_follow_and_overwrite():
     shell = ["-c", 'echo "[$LD_PRELOAD]"']
     out, err, reports, _ = run("/bin/sh", shell, env={"CUMEMTRACE_FOLLOW": "0"})
