@@ -221,3 +221,28 @@ void context_after_fork(void)
     contexts_used = 0;
     generation++;
 }
+
+/* The device's default stream-ordered pool: reserved and used bytes, now and
+ * at their peaks (cuMemPoolGetAttribute). What it reserves beyond what is
+ * used is memory the driver holds for cudaMallocAsync and nobody else can
+ * have; a report shows it next to the blocks. */
+int context_pool_info(int device, uint64_t figures[4])
+{
+    CUresult (*default_pool)(CUmemoryPool *, CUdevice) =
+        (CUresult (*)(CUmemoryPool *, CUdevice))driver("cuDeviceGetDefaultMemPool");
+    CUresult (*attribute)(CUmemoryPool, CUmemPool_attribute, void *) =
+        (CUresult (*)(CUmemoryPool, CUmemPool_attribute, void *))driver("cuMemPoolGetAttribute");
+    static const CUmemPool_attribute wanted[4] = {
+        CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+        CU_MEMPOOL_ATTR_USED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_HIGH};
+    CUmemoryPool pool;
+    if (!default_pool || !attribute || default_pool(&pool, device) != CUDA_SUCCESS)
+        return -1;
+    for (int i = 0; i < 4; i++) {
+        cuuint64_t value = 0;
+        if (attribute(pool, wanted[i], &value) != CUDA_SUCCESS)
+            return -1;
+        figures[i] = value;
+    }
+    return 0;
+}

@@ -109,6 +109,7 @@ int context_primary_retained(CUresult result, CUcontext *ctx, CUdevice device);
 int context_primary_reset(CUresult result, CUdevice device);
 int context_primary_released(CUresult result, CUdevice device);
 int context_memory_info(int device, uint64_t *free_bytes, uint64_t *total_bytes);
+int context_pool_info(int device, uint64_t figures[4]);  /* reserved, peak; used, peak */
 void context_after_fork(void);
 
 #endif

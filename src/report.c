@@ -308,6 +308,10 @@ static void read_device_memory(struct report *r)
         if (slot != COUNTER_NO_DEVICE && r->state.memory_info &&
             r->state.memory_info(slot, &d->free, &d->total) == 0)
             d->has_memory_info = 1;
+        const struct counters *async = report_counters(r, slot, KIND_STREAM_ORDERED);
+        if (slot != COUNTER_NO_DEVICE && async->blocks_allocated && r->state.pool_info &&
+            r->state.pool_info(slot, d->pool) == 0)
+            d->has_pool = 1;
     }
 }
 

@@ -58,6 +58,8 @@ struct report_device {
     int slot;                /* device number, or COUNTER_NO_DEVICE */
     int has_memory_info;
     uint64_t free, total;
+    int has_pool;            /* the default stream-ordered pool, if used */
+    uint64_t pool[4];        /* reserved, reserved peak, used, used peak */
 };
 
 struct report {

@@ -110,6 +110,12 @@ static void write_devices(const struct report *r, struct out *out)
         } else {
             out_str(out, ",\"driver_free\":null,\"driver_total\":null,\"untracked_bytes\":null");
         }
+        if (dev->has_pool)
+            out_printf(out, ",\"default_pool\":{\"reserved_bytes\":%llu,\"reserved_peak\":%llu,"
+                            "\"used_bytes\":%llu,\"used_peak\":%llu}",
+                       U(dev->pool[0]), U(dev->pool[1]), U(dev->pool[2]), U(dev->pool[3]));
+        else
+            out_str(out, ",\"default_pool\":null");
         out_printf(out, ",\"tracked_bytes\":%llu,\"counters\":{\"device_memory\":",
                    U(all->bytes_current));
         write_counters(out, all);

@@ -166,6 +166,16 @@ static void write_counters(const struct report *r, struct out *out)
         } else if (dev->slot != COUNTER_NO_DEVICE) {
             out_str(out, "    driver: free/total not available (no live context at this point)\n");
         }
+        if (dev->has_pool) {
+            char reserved[24], used[24], idle[24];
+            format_bytes(dev->pool[0], reserved, sizeof(reserved));
+            format_bytes(dev->pool[2], used, sizeof(used));
+            format_bytes(dev->pool[0] > dev->pool[2] ? dev->pool[0] - dev->pool[2] : 0, idle,
+                         sizeof(idle));
+            out_printf(out, "    default stream-ordered pool: reserved %s, used %s; %s reserved "
+                            "but unused (cudaMemPoolTrimTo releases it)\n",
+                       reserved, used, idle);
+        }
     }
 }
 

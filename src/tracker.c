@@ -61,10 +61,12 @@ static void reset_state(void)
     const char *const *names = tracker.api_names;
     int count = tracker.api_count;
     int (*memory_info)(int, uint64_t *, uint64_t *) = tracker.memory_info;
+    int (*pool_info)(int, uint64_t[4]) = tracker.pool_info;
     memset(&tracker, 0, sizeof(tracker));
     tracker.api_names = names;
     tracker.api_count = count;
     tracker.memory_info = memory_info;
+    tracker.pool_info = pool_info;
     tracker.threads = pages_alloc(MAX_THREADS * sizeof(struct thread_info));
     tracker.handles = pages_alloc(MAX_HANDLES * sizeof(uint64_t));
     tracker.start_ns = monotonic_ns();
@@ -572,6 +574,11 @@ void tracker_set_memory_info(int (*fn)(int device, uint64_t *free, uint64_t *tot
 }
 
 static int (*call_in_progress)(void);
+
+void tracker_set_pool_info(int (*fn)(int device, uint64_t figures[4]))
+{
+    tracker.pool_info = fn;
+}
 
 void tracker_set_call_in_progress(int (*fn)(void))
 {

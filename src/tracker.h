@@ -87,6 +87,9 @@ struct block *tracker_find_locked(uint64_t value, int space);
 /* Set up by the preload layer. */
 void tracker_set_api_names(const char *const *names, int count);
 void tracker_set_memory_info(int (*fn)(int device, uint64_t *free, uint64_t *total));
+/* fn(device, figures): the default stream-ordered pool's reserved bytes and
+ * their peak, used bytes and their peak; -1 if unknown. */
+void tracker_set_pool_info(int (*fn)(int device, uint64_t figures[4]));
 /* fn() says whether this thread is inside a real CUDA call. */
 void tracker_set_call_in_progress(int (*fn)(void));
 
@@ -124,6 +127,7 @@ struct tracker_state {
     uint64_t start_ns;                 /* CLOCK_MONOTONIC at start */
     double start_unix;                 /* wall clock at start */
     int (*memory_info)(int device, uint64_t *free, uint64_t *total);
+    int (*pool_info)(int device, uint64_t figures[4]);
     uint64_t runtime_blocks;           /* live BLOCK_FROM_RUNTIME records */
     int traced;                        /* any CUDA event in this process */
 };

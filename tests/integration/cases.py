@@ -406,6 +406,16 @@ def case_examples():
         check(site in stack_functions(report, top.get("stack", 0)),
               f"{name}: the top leak is at {site}: {top}")
         check(site in err, f"{name}: summary names {site}")
+        pool = report["devices"][0]["default_pool"]
+        if name == "async_leak":
+            # 30 requests of 1 MiB, 10 kept: the simulator's pool reserves in
+            # 32 MiB chunks, so the pool says 10 MiB used of 32 MiB reserved.
+            check(pool == {"reserved_bytes": 32 << 20, "reserved_peak": 32 << 20,
+                           "used_bytes": 10 << 20, "used_peak": 11 << 20},
+                  f"the default pool's reserved and used bytes: {pool}")
+            check("22.0 MiB reserved but unused" in err, "the summary shows the pool's idle bytes")
+        else:
+            check(pool is None, f"{name}: no stream-ordered allocation, no pool figures: {pool}")
 
 
 def symbolize(dump, formats="json"):
