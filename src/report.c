@@ -343,6 +343,28 @@ const char *report_verdict(const struct report_event *event)
     return event->free < event->size ? "exhausted" : "fragmented";
 }
 
+void report_fragmentation(const struct report *r, struct report_fragmentation *f)
+{
+    memset(f, 0, sizeof(*f));
+    for (int d = 0; d < r->device_count; d++) {
+        const struct report_device *dev = &r->devices[d];
+        if (dev->has_pool) {
+            f->pool_reserved += dev->pool[0];
+            f->pool_used += dev->pool[2];
+        }
+        f->vmm_reserved += report_counters(r, dev->slot, KIND_VMM_RESERVATION)->bytes_current;
+        f->vmm_mapped += report_counters(r, dev->slot, KIND_VMM_MAPPING)->bytes_current;
+    }
+    f->pool_idle = f->pool_reserved > f->pool_used ? f->pool_reserved - f->pool_used : 0;
+    f->vmm_unmapped = f->vmm_reserved > f->vmm_mapped ? f->vmm_reserved - f->vmm_mapped : 0;
+    if (r->event.type == EVENT_OOM && strcmp(report_verdict(&r->event), "fragmented") == 0)
+        f->verdict = "fragmented";
+    else if (f->pool_idle >= (16u << 20) && f->pool_idle * 4 >= f->pool_reserved)
+        f->verdict = "idle_pool_reserve";
+    else
+        f->verdict = "none";
+}
+
 void report_release(struct report *r)
 {
     symbolizer_close(r->symbolizer);

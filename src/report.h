@@ -127,4 +127,18 @@ void report_json(const struct report *r, struct out *out);
 int report_write_to(const char *reason, const char *template_, int summary);
 const char *report_verdict(const struct report_event *event);   /* OOM: exhausted/fragmented */
 
+/* Memory held but not in use, and fragmentation, in one place: the default
+ * stream-ordered pools' reserve beyond what they hand out, address space
+ * reserved for VMM but not mapped (holes; address space, not memory), and
+ * the OOM verdict when the report is about one. `verdict` is "fragmented"
+ * (an allocation failed with more free than it asked), "idle_pool_reserve"
+ * (pools keep a quarter or more of their reserve, at least 16 MiB, unused)
+ * or "none". */
+struct report_fragmentation {
+    uint64_t pool_reserved, pool_used, pool_idle;
+    uint64_t vmm_reserved, vmm_mapped, vmm_unmapped;
+    const char *verdict;
+};
+void report_fragmentation(const struct report *r, struct report_fragmentation *f);
+
 #endif

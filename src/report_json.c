@@ -266,6 +266,17 @@ static void write_growth(const struct report *r, struct out *out)
     out_str(out, "]}");
 }
 
+static void write_fragmentation(const struct report *r, struct out *out)
+{
+    struct report_fragmentation f;
+    report_fragmentation(r, &f);
+    out_printf(out, ",\"fragmentation\":{\"verdict\":\"%s\",\"pool_reserved_bytes\":%llu,"
+                    "\"pool_used_bytes\":%llu,\"pool_idle_bytes\":%llu,\"vmm_reserved_bytes\":%llu,"
+                    "\"vmm_mapped_bytes\":%llu,\"vmm_unmapped_bytes\":%llu}",
+               f.verdict, U(f.pool_reserved), U(f.pool_used), U(f.pool_idle), U(f.vmm_reserved),
+               U(f.vmm_mapped), U(f.vmm_unmapped));
+}
+
 static void write_event(const struct report *r, struct out *out)
 {
     static const char *retry[] = {"none", "pending", "succeeded", "failed"};
@@ -326,6 +337,7 @@ void report_json(const struct report *r, struct out *out)
     write_failures(r, out);
     write_marks(r, out);
     write_growth(r, out);
+    write_fragmentation(r, out);
     write_threads(r, out);
     out_str(out, "}\n");
 }

@@ -235,6 +235,34 @@ static void write_growing(const struct report *r, struct out *out, int brief)
         out_printf(out, "   ... %u more (CUMEMTRACE_TOP=%d)\n", r->growing_count - limit, config.top);
 }
 
+static void write_fragmentation(const struct report *r, struct out *out)
+{
+    struct report_fragmentation f;
+    report_fragmentation(r, &f);
+    if (strcmp(f.verdict, "none") == 0 && !f.vmm_unmapped)
+        return;
+    char a[24], b[24], c[24];
+    out_str(out, "\n  Fragmentation and idle reserves: ");
+    if (strcmp(f.verdict, "fragmented") == 0)
+        out_str(out, "FRAGMENTED: the allocation failed with more free than it asked for\n");
+    else if (strcmp(f.verdict, "idle_pool_reserve") == 0)
+        out_str(out, "stream-ordered pools keep memory they do not use\n");
+    else
+        out_str(out, "nothing significant\n");
+    if (f.pool_reserved) {
+        format_bytes(f.pool_idle, a, sizeof(a));
+        format_bytes(f.pool_reserved, b, sizeof(b));
+        format_bytes(f.pool_used, c, sizeof(c));
+        out_printf(out, "    default pools: %s idle of %s reserved (%s used)\n", a, b, c);
+    }
+    if (f.vmm_unmapped) {
+        format_bytes(f.vmm_unmapped, a, sizeof(a));
+        format_bytes(f.vmm_reserved, b, sizeof(b));
+        out_printf(out, "    VMM: %s of %s reserved address space not mapped (address space, "
+                        "not memory)\n", a, b);
+    }
+}
+
 static void write_implicit(const struct report *r, struct out *out, int brief)
 {
     uint32_t count = 0;
@@ -374,6 +402,7 @@ void report_text(const struct report *r, struct out *out, int brief)
         write_counters(r, out);
     write_live(r, out, brief);
     write_growing(r, out, brief);
+    write_fragmentation(r, out);
     write_implicit(r, out, brief);
     write_peaks(r, out, brief);
     write_failures(r, out, brief);

@@ -179,6 +179,9 @@ def case_entry_points_keep():
         check(entry_point(report, api)["allocations"] == 1, f"{api} recorded once")
     check(all(b["device"] == 0 for b in items if b["kind"] != "vmm_reservation"),
           "every block on device 0")
+    holes = report["fragmentation"]
+    check((holes["vmm_reserved_bytes"], holes["vmm_mapped_bytes"], holes["vmm_unmapped_bytes"]) ==
+          (4 << 20, 2 << 20, 2 << 20), f"VMM: 4 MiB reserved, 2 MiB mapped, 2 MiB hole: {holes}")
     pools = [b for b in items if "FromPool" in b["api"]]
     check(all(b["stream_or_pool"] for b in pools), "pool allocations name their pool")
     check(all(value == 0 for value in report["tracer"]["lost"].values()),
@@ -334,6 +337,10 @@ def case_oom_fragmented():
     check(event.get("verdict") == "fragmented" and event.get("driver_free") == 32 << 20,
           f"fragmented verdict: 32 MiB free, 16 MiB refused: {event}")
     check("verdict: fragmented" in err, "fragmented verdict on stderr")
+    check(by_reason(reports, "oom").get("fragmentation", {}).get("verdict") == "fragmented",
+          "the fragmentation section gives the same verdict")
+    check(by_reason(reports, "exit").get("fragmentation", {}).get("verdict") == "none",
+          "the exit report, about no OOM, does not")
 
 
 def case_oom_retry():
@@ -414,6 +421,9 @@ def case_examples():
                            "used_bytes": 10 << 20, "used_peak": 11 << 20},
                   f"the default pool's reserved and used bytes: {pool}")
             check("22.0 MiB reserved but unused" in err, "the summary shows the pool's idle bytes")
+            check(report["fragmentation"]["verdict"] == "idle_pool_reserve" and
+                  report["fragmentation"]["pool_idle_bytes"] == 22 << 20,
+                  f"and the fragmentation section's verdict: {report['fragmentation']}")
         else:
             check(pool is None, f"{name}: no stream-ordered allocation, no pool figures: {pool}")
 
