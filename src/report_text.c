@@ -281,7 +281,7 @@ static void write_implicit(const struct report *r, struct out *out, int brief)
         out_printf(out, "   #%u ", ++written);
         out_bytes(out, s->stats.implicit_bytes);
         out_printf(out, " in %llu blocks\n", (unsigned long long)s->stats.implicit_blocks);
-    write_stack(r, out, r->shown[i], brief);
+        write_stack(r, out, r->shown[i], brief);
     }
 }
 
@@ -301,7 +301,7 @@ static void write_peaks(const struct report *r, struct out *out, int brief)
         out_printf(out, "; %llu allocations, ", (unsigned long long)s->allocations);
         out_bytes(out, s->allocated_bytes);
         out_str(out, " in total\n");
-    write_stack(r, out, r->by_peak[i], brief);
+        write_stack(r, out, r->by_peak[i], brief);
     }
 }
 
@@ -320,7 +320,7 @@ static void write_failures(const struct report *r, struct out *out, int brief)
         out_printf(out, " %s via %s on device %d failed with error %d%s at %.1f s\n",
                    kind_name(f->kind), report_api_name(r, f->api), f->device, f->code,
                    f->oom ? " (out of memory)" : "", f->time_ms / 1000.0);
-    write_stack(r, out, f->stack_id, brief);
+        write_stack(r, out, f->stack_id, brief);
     }
 }
 
