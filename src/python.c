@@ -62,6 +62,7 @@ static struct {
 } py;
 
 static int available;              /* -1 no, 1 yes, 0 not looked yet */
+static int c_api;                  /* every C API function of the fallback was found */
 static const struct python_layout *layout;   /* NULL: the C API, GIL only */
 static int validated;              /* a walk through checked reads succeeded */
 static uintptr_t interpreter_low, interpreter_high;
@@ -127,10 +128,12 @@ static void look_up(void)
     const char *names[] = {"PyGILState_Check", "PyEval_GetFrame", "PyFrame_GetBack",
                            "PyFrame_GetCode", "PyFrame_GetLineNumber", "PyObject_GetAttrString",
                            "PyUnicode_AsUTF8", "Py_DecRef", "Py_IncRef"};
+    c_api = 1;
     for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (!resolve(slots[i], names[i]) && !layout)
-            return;
-    available = 1;
+        if (!resolve(slots[i], names[i]))
+            c_api = 0;
+    if (layout || c_api)
+        available = 1;
 }
 
 /* ---- the location table ------------------------------------------------------ */
@@ -427,7 +430,7 @@ static uint32_t location_with_gil(PyObject *code, int line)
 
 static int walk_with_gil(uintptr_t *frames, int n, int max)
 {
-    if (!py.gil_check || !py.gil_check())
+    if (!c_api || !py.gil_check())
         return n;
     PyObject *frame = py.get_frame();       /* borrowed */
     if (!frame)
