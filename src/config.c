@@ -85,7 +85,15 @@ int config_parse_size(const char *text, uint64_t *out)
     return 0;
 }
 
-/* A comma-separated list of "text" and "json", or "none". */
+static const struct {
+    const char *name;
+    int bit;
+} format_names[] = {{"text", FORMAT_TEXT},         {"json", FORMAT_JSON},
+                    {"html", FORMAT_HTML},         {"folded", FORMAT_FOLDED},
+                    {"perfetto", FORMAT_PERFETTO}, {"memviz", FORMAT_MEMVIZ}};
+#define FORMAT_NAME_COUNT (sizeof(format_names) / sizeof(format_names[0]))
+
+/* A comma-separated list of format names, or "none". */
 int config_parse_formats(const char *text, int *out)
 {
     int formats = 0;
@@ -96,12 +104,13 @@ int config_parse_formats(const char *text, int *out)
     }
     while (*p) {
         size_t n = strcspn(p, ",");
-        if (n == 4 && strncasecmp(p, "text", 4) == 0)
-            formats |= FORMAT_TEXT;
-        else if (n == 4 && strncasecmp(p, "json", 4) == 0)
-            formats |= FORMAT_JSON;
-        else
+        unsigned i;
+        for (i = 0; i < FORMAT_NAME_COUNT; i++)
+            if (n == strlen(format_names[i].name) && strncasecmp(p, format_names[i].name, n) == 0)
+                break;
+        if (i == FORMAT_NAME_COUNT)
             return -1;
+        formats |= format_names[i].bit;
         p += n;
         if (*p == ',')
             p++;
@@ -109,6 +118,41 @@ int config_parse_formats(const char *text, int *out)
     if (formats == 0)
         return -1;
     *out = formats;
+    return 0;
+}
+
+/* "text,json" for FORMAT_TEXT | FORMAT_JSON, "none" for 0. */
+const char *config_format_names(int formats, char *text, size_t size)
+{
+    size_t used = 0;
+    text[0] = '\0';
+    for (unsigned i = 0; i < FORMAT_NAME_COUNT; i++) {
+        if (!(formats & format_names[i].bit))
+            continue;
+        size_t n = strlen(format_names[i].name) + (used ? 1 : 0);
+        if (used + n >= size)
+            break;
+        if (used)
+            text[used++] = ',';
+        strcpy(text + used, format_names[i].name);
+        used += strlen(format_names[i].name);
+    }
+    if (used == 0 && size > 4)
+        strcpy(text, "none");
+    return text;
+}
+
+/* A count of events: a whole number with an optional K or M (powers of
+ * 1024, as for sizes), at most TIMELINE_MAX_EVENTS (64M). */
+int config_parse_events(const char *text, uint64_t *out)
+{
+    uint64_t count;
+    size_t n = strlen(text);
+    if (n > 0 && (text[n - 1] == 'B' || text[n - 1] == 'b'))
+        return -1;          /* a count, not bytes */
+    if (config_parse_size(text, &count) < 0 || count > (64ull << 20))
+        return -1;
+    *out = count;
     return 0;
 }
 
@@ -211,11 +255,18 @@ void config_load(void)
                  value, (unsigned long long)config.min_size);
 
     if ((value = env("CUMEMTRACE_FORMAT")) &&
-        config_parse_formats(value, &config.formats) < 0)
-        log_line("CUMEMTRACE_FORMAT='%s' is not 'text', 'json', 'text,json' or 'none'; using %s",
-                 value, config.formats == (FORMAT_TEXT | FORMAT_JSON) ? "text,json"
-                        : config.formats == FORMAT_TEXT ? "text"
-                        : config.formats == FORMAT_JSON ? "json" : "none");
+        config_parse_formats(value, &config.formats) < 0) {
+        char names[64];
+        log_line("CUMEMTRACE_FORMAT='%s' is not a list of text, json, html, folded, perfetto, "
+                 "memviz, or 'none'; using %s",
+                 value, config_format_names(config.formats, names, sizeof(names)));
+    }
+
+    /* Unset: on (1M entries) only for the formats that draw memory over time. */
+    config.events = (config.formats & FORMATS_WITH_TIMELINE) ? CONFIG_DEFAULT_EVENTS : 0;
+    if ((value = env("CUMEMTRACE_EVENTS")) && config_parse_events(value, &config.events) < 0)
+        log_line("CUMEMTRACE_EVENTS='%s' is not a count of events such as 100000, 64K or 1M "
+                 "(at most 64M), or 0; using %llu", value, (unsigned long long)config.events);
 
     if ((value = env("CUMEMTRACE_OUTPUT"))) {
         if (strlen(value) >= sizeof(config.output))

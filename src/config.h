@@ -5,9 +5,20 @@
 #ifndef CUMEMTRACE_CONFIG_H
 #define CUMEMTRACE_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-enum { FORMAT_TEXT = 1, FORMAT_JSON = 2 };
+enum {
+    FORMAT_TEXT = 1,
+    FORMAT_JSON = 2,
+    FORMAT_HTML = 4,        /* one self-contained page (report_html.c) */
+    FORMAT_FOLDED = 8,      /* folded stacks for flamegraph.pl, speedscope */
+    FORMAT_PERFETTO = 16,   /* Chrome Trace Event JSON (ui.perfetto.dev) */
+    FORMAT_MEMVIZ = 32,     /* a pickle for PyTorch's memory_viz */
+};
+/* Formats that draw memory over time: they turn the event timeline on. */
+#define FORMATS_WITH_TIMELINE (FORMAT_HTML | FORMAT_PERFETTO | FORMAT_MEMVIZ)
+#define CONFIG_DEFAULT_EVENTS (1u << 20)
 
 struct config {
     int enabled;            /* CUMEMTRACE_ENABLE (default 1) */
@@ -26,6 +37,8 @@ struct config {
     int follow;             /* CUMEMTRACE_FOLLOW: trace exec'd children (default 1) */
     int python;             /* CUMEMTRACE_PYTHON: Python frames in stacks (default 1) */
     int sample_ms;          /* CUMEMTRACE_SAMPLE_MS: growth samples apart (1000, 0 = off) */
+    uint64_t events;        /* CUMEMTRACE_EVENTS: timeline ring entries (0 = off; 1M
+                               when unset and a format in FORMATS_WITH_TIMELINE is on) */
 };
 
 enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
@@ -42,7 +55,9 @@ void config_load(void);
 int config_parse_bool(const char *text, int *out);
 int config_parse_int(const char *text, long min, long max, long *out);
 int config_parse_size(const char *text, uint64_t *out);
-int config_parse_formats(const char *text, int *out);
+int config_parse_formats(const char *text, int *out);   /* "text,json,html", "none" */
+int config_parse_events(const char *text, uint64_t *out); /* 100000, 64K, 1M, 0 */
+const char *config_format_names(int formats, char *text, size_t size);
 int config_parse_signal(const char *text, int *out);     /* "USR2", "SIGUSR1", "12", "off" */
 int config_parse_oom(const char *text, int *out);        /* first, every, off */
 

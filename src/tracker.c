@@ -22,6 +22,7 @@
 #include "report.h"
 #include "signals.h"
 #include "stacks.h"
+#include "timeline.h"
 #include "tracker.h"
 
 #define MAX_THREADS 65535
@@ -70,6 +71,7 @@ static void reset_state(void)
     tracker.threads = pages_alloc(MAX_THREADS * sizeof(struct thread_info));
     tracker.handles = pages_alloc(MAX_HANDLES * sizeof(uint64_t));
     tracker.start_ns = monotonic_ns();
+    timeline_reset(tracker.start_ns);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     tracker.start_unix = ts.tv_sec + ts.tv_nsec / 1e9;
@@ -210,6 +212,8 @@ static void forget_block(struct block *b, int implicit)
     struct stack *s = stack_get(b->stack_id);
     registry_unlink(b);
     counters_on_free(b->device, block_kind(b), b->size, implicit);
+    timeline_record(implicit ? TIMELINE_FREE_IMPLICIT : TIMELINE_FREE, block_value(b), b->size,
+                    b->device, block_kind(b), b->api, b->stack_id);
     if (s)
         stats_on_free(&s->stats, b->size, implicit);
     if (b->kind & BLOCK_FROM_RUNTIME)
@@ -355,6 +359,7 @@ void tracker_alloc(const struct allocation *a)
         return;
     }
     counters_on_alloc(b->device, kind, b->size);
+    timeline_record(TIMELINE_ALLOC, a->value, b->size, b->device, kind, b->api, b->stack_id);
     struct stack *s = stack_get(b->stack_id);
     if (s)
         stats_on_alloc(&s->stats, b->size);
@@ -428,6 +433,8 @@ void tracker_put_back(const struct block *saved)
     if (b) {
         /* Undo the free: the block was never gone. */
         counters_on_alloc(b->device, block_kind(b), b->size);
+        timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b),
+                        b->api, b->stack_id);
         int slot = counters_slot(b->device);
         struct counters *c = &counter_table.sets[slot][block_kind(b)];
         c->bytes_allocated -= b->size;
@@ -510,6 +517,8 @@ void tracker_failure(const struct allocation *a, int code, int oom)
     f->time_ms = tracker_now_ms();
     f->thread = thread_number();
     uint32_t stack_id = f->stack_id;
+    timeline_record(oom ? TIMELINE_OOM : TIMELINE_FAILURE, a->value, a->size, a->device, kind,
+                    a->api, stack_id);
     pthread_mutex_unlock(&lock);
     ensure_exit_handler();
     check_retry(a->size, 0);
@@ -548,6 +557,7 @@ void tracker_mark(const char *label)
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
         m->device_bytes += counter_table.sets[slot][COUNTER_DEVICE_MEMORY].bytes_current;
     growth_sample(m->time_ms, 1);
+    timeline_record(TIMELINE_MARK, 0, tracker.marks_total, -1, 0, 0, 0);
     pthread_mutex_unlock(&lock);
     leave();
 }
