@@ -108,6 +108,7 @@ int out_open(struct out *out, const char *path)
     snprintf(temporary, sizeof(temporary), "%s.tmp.%d", path, (int)getpid());
     out->used = 0;
     out->failed = 0;
+    out->escape_html = 0;
     out->fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     return out->fd < 0 ? -1 : 0;
 }
@@ -117,6 +118,7 @@ void out_fd(struct out *out, int fd)
     out->fd = fd;
     out->used = 0;
     out->failed = 0;
+    out->escape_html = 0;
 }
 
 void out_flush(struct out *out)
@@ -154,8 +156,28 @@ int out_close(struct out *out, const char *path)
     return 0;
 }
 
+static void write_escaped(struct out *out, const char *data, size_t n)
+{
+    out->escape_html = 0;
+    for (;;) {
+        const char *angle = memchr(data, '<', n);
+        size_t plain = angle ? (size_t)(angle - data) : n;
+        out_write(out, data, plain);
+        if (!angle)
+            break;
+        out_write(out, "\\u003c", 6);
+        data += plain + 1;
+        n -= plain + 1;
+    }
+    out->escape_html = 1;
+}
+
 void out_write(struct out *out, const char *data, size_t n)
 {
+    if (out->escape_html && memchr(data, '<', n)) {
+        write_escaped(out, data, n);
+        return;
+    }
     while (n > 0) {
         if (out->used == sizeof(out->buffer))
             out_flush(out);

@@ -13,6 +13,7 @@
 struct out {
     int fd;
     int failed;             /* a write failed: the file is incomplete */
+    int escape_html;        /* write '<' as \u003c: JSON inside an HTML <script> */
     size_t used;
     char buffer[16384];
 };

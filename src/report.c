@@ -140,7 +140,20 @@ static int copy_state(struct report *r)
         c->api = b->api;
         c->context = b->context;
     }
+    if (timeline.events) {
+        r->timeline = report_alloc(r, timeline.capacity * sizeof(struct timeline_event));
+        if (r->timeline) {
+            r->has_timeline = 1;
+            r->timeline_capacity = timeline.capacity;
+            r->timeline_count = timeline_copy(r->timeline, &r->timeline_total);
+        }
+    }
     tracker_unlock();
+    /* Threads may read the clock in one order and claim slots in another:
+     * keep times from going backwards, by microseconds at most. */
+    for (size_t k = 1; k < r->timeline_count; k++)
+        if (r->timeline[k].time_us < r->timeline[k - 1].time_us)
+            r->timeline[k].time_us = r->timeline[k - 1].time_us;
     return 0;
 }
 
@@ -191,6 +204,11 @@ static int choose_stacks(struct report *r)
     for (uint64_t i = 0; i < total; i++)
         if (r->state.failures[i].stack_id <= r->stack_count)
             wanted[r->state.failures[i].stack_id] = 1;
+    /* The timeline's stacks, so that memory at any moment can be drawn by stack. */
+    for (size_t i = 0; i < r->timeline_count; i++)
+        if (r->timeline[i].stack_id <= r->stack_count)
+            wanted[r->timeline[i].stack_id] = 1;
+    wanted[0] = 0;
     /* The top ones by peak: a simple selection, config.top is small. */
     for (int round = 0; round < config.top; round++) {
         uint32_t best = 0;
@@ -386,6 +404,17 @@ long report_frame_index(const struct report *r, uintptr_t address)
     return low < r->address_count && r->addresses[low] == address ? (long)low : -1;
 }
 
+int64_t report_timeline_baseline(const struct report *r, int slot, int kind)
+{
+    int64_t bytes = (int64_t)report_counters(r, slot, kind)->bytes_current;
+    for (size_t i = 0; i < r->timeline_count; i++) {
+        const struct timeline_event *e = &r->timeline[i];
+        if (counters_slot(e->device) == slot && e->kind == kind)
+            bytes -= timeline_delta(e);
+    }
+    return bytes;
+}
+
 const char *report_api_name(const struct report *r, int api)
 {
     return api >= 0 && api < r->state.api_count ? r->state.api_names[api] : "unknown";
@@ -411,10 +440,14 @@ static int write_file(const struct report *r, int format, const char *template_,
     } else if (out_open(out, path) < 0) {
         log_line("cannot write report to '%s': %s", path, strerror(errno));
     } else {
-        if (format == FORMAT_JSON)
-            report_json(r, out);
-        else
-            report_text(r, out, 0);
+        switch (format) {
+        case FORMAT_JSON: report_json(r, out); break;
+        case FORMAT_HTML: report_html(r, out); break;
+        case FORMAT_FOLDED: report_folded(r, out); break;
+        case FORMAT_PERFETTO: report_perfetto(r, out); break;
+        case FORMAT_MEMVIZ: report_memviz(r, out); break;
+        default: report_text(r, out, 0); break;
+        }
         if (out_close(out, path) < 0) {
             log_line("cannot write report to '%s': %s", path, strerror(errno));
         } else {
@@ -442,6 +475,17 @@ int report_emit(const struct report *r, const char *template_, int summary)
     if ((config.formats & FORMAT_TEXT) && write_file(r, FORMAT_TEXT, template_, ".txt") < 0)
         result = -1;
     if ((config.formats & FORMAT_JSON) && write_file(r, FORMAT_JSON, template_, ".json") < 0)
+        result = -1;
+    if ((config.formats & FORMAT_HTML) && write_file(r, FORMAT_HTML, template_, ".html") < 0)
+        result = -1;
+    if ((config.formats & FORMAT_FOLDED) &&
+        write_file(r, FORMAT_FOLDED, template_, ".folded") < 0)
+        result = -1;
+    if ((config.formats & FORMAT_PERFETTO) &&
+        write_file(r, FORMAT_PERFETTO, template_, ".trace.json") < 0)
+        result = -1;
+    if ((config.formats & FORMAT_MEMVIZ) &&
+        write_file(r, FORMAT_MEMVIZ, template_, ".pickle") < 0)
         result = -1;
     return result;
 }

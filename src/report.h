@@ -16,6 +16,7 @@
 #include "python.h"
 #include "stacks.h"
 #include "symbolize.h"
+#include "timeline.h"
 #include "tracker.h"
 
 #define REPORT_FORMAT_VERSION 1
@@ -96,6 +97,12 @@ struct report {
     int dump_complete;                   /* read from a dump that ends properly */
     struct python_location *python;      /* from a dump; NULL: this process's table */
     uint32_t python_count;
+    /* The event timeline (CUMEMTRACE_EVENTS), oldest first, times never
+     * decreasing; has_timeline 0: it was off (or this is a dump). */
+    int has_timeline;
+    struct timeline_event *timeline;
+    size_t timeline_count;
+    uint64_t timeline_capacity, timeline_total;   /* dropped = total - count */
     /* every mapping made for this report, released by report_release */
     void *pages[24];
     size_t page_sizes[24];
@@ -120,6 +127,14 @@ const struct counters *report_counters(const struct report *r, int slot, int set
 
 void report_text(const struct report *r, struct out *out, int brief);
 void report_json(const struct report *r, struct out *out);
+/* report_html.c: one self-contained page; report_export.c: the exports. */
+void report_html(const struct report *r, struct out *out);
+void report_folded(const struct report *r, struct out *out);
+void report_perfetto(const struct report *r, struct out *out);
+void report_memviz(const struct report *r, struct out *out);
+/* Live bytes of (slot, kind) just before the first timeline event: the
+ * counters' current bytes minus every change the timeline recorded. */
+int64_t report_timeline_baseline(const struct report *r, int slot, int kind);
 
 /* Collect and write every configured report for `reason`, to the path
  * template `template_`; `summary` also prints the brief text on stderr

@@ -308,6 +308,42 @@ static void write_event(const struct report *r, struct out *out)
     }
 }
 
+/* The event timeline, only when it was on: one array per event, oldest
+ * first, [time_us, event, address, size, device, kind, stack] and for marks
+ * a label as well (null when the mark ring no longer holds it). */
+static void write_timeline(const struct report *r, struct out *out)
+{
+    if (!r->has_timeline)
+        return;
+    out_printf(out, ",\"timeline\":{\"capacity\":%llu,\"recorded\":%llu,\"dropped\":%llu,"
+                    "\"columns\":[\"time_us\",\"event\",\"address\",\"size\",\"device\","
+                    "\"kind\",\"stack\",\"label\"],\"events\":[",
+               U(r->timeline_capacity), U(r->timeline_total),
+               U(r->timeline_total - r->timeline_count));
+    for (size_t i = 0; i < r->timeline_count; i++) {
+        const struct timeline_event *e = &r->timeline[i];
+        out_printf(out, "%s[%llu,\"%s\",", i ? "," : "", U(e->time_us),
+                   timeline_type_name(e->type));
+        if (e->type == TIMELINE_MARK) {
+            uint64_t number = e->size, total = r->state.marks_total;
+            out_printf(out, "null,%llu,null,null,0,", U(number));
+            if (number >= 1 && number <= total && total - number < MARK_RING)
+                out_json_string(out, r->state.marks[(number - 1) % MARK_RING].label);
+            else
+                out_str(out, "null");
+            out_str(out, "]");
+            continue;
+        }
+        out_printf(out, "\"0x%llx\",%llu,", U(e->value), U(e->size));
+        if (e->device >= 0)
+            out_printf(out, "%d,", e->device);
+        else
+            out_str(out, "null,");
+        out_printf(out, "\"%s\",%u]", kind_name(e->kind), e->stack_id);
+    }
+    out_str(out, "]}");
+}
+
 static void write_threads(const struct report *r, struct out *out)
 {
     out_str(out, ",\"threads\":[");
@@ -339,5 +375,6 @@ void report_json(const struct report *r, struct out *out)
     write_growth(r, out);
     write_fragmentation(r, out);
     write_threads(r, out);
+    write_timeline(r, out);
     out_str(out, "}\n");
 }

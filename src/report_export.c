@@ -1,0 +1,472 @@
+/* report_export.c - the report in other tools' formats.
+ *
+ * folded:   "outer;...;inner bytes" lines of the memory live at exit, one per
+ *           group of live blocks, for flamegraph.pl, speedscope and inferno.
+ *           The outermost frame is the kind in brackets ("[device]"), so host
+ *           and device memory are never summed into one bar. VMM mappings
+ *           and reservations are left out: they are address space, and the
+ *           memory behind them is already counted as vmm_physical.
+ * perfetto: Chrome's Trace Event format (JSON), loaded by ui.perfetto.dev
+ *           and chrome://tracing: a counter track of live bytes per device
+ *           and kind, one per device for all device memory, and instant
+ *           events for failed allocations (OOMs) and marks.
+ * memviz:   a pickle of the snapshot dictionary that PyTorch's memory_viz
+ *           page (pytorch.org/memory_viz) and torch.cuda._memory_viz read:
+ *           "segments" and "device_traces". PyTorch's snapshot describes its
+ *           caching allocator (segments from cudaMalloc, split into blocks);
+ *           cumemtrace sees driver-level allocations, so each live block is
+ *           a segment holding one block of the same size, and each traced
+ *           allocation is a segment_alloc followed by an alloc. Only memory
+ *           with device addresses is exported (device, stream-ordered and
+ *           managed blocks): VMM handles and arrays are handles, not
+ *           addresses, and the page lays memory out by address.
+ *
+ * All three are written from struct report only. */
+#include <stdio.h>
+#include <string.h>
+
+#include "arena.h"
+#include "counters.h"
+#include "names.h"
+#include "report.h"
+
+#define U(x) ((unsigned long long)(x))
+
+static const struct symbol *frame_symbol(const struct report *r, uintptr_t address)
+{
+    long index = report_frame_index(r, address);
+    return index >= 0 ? &r->symbols[index] : NULL;
+}
+
+/* A frame's name for folded stacks: the function, "function (file:line)" for
+ * Python, else "module+0xoffset". ';' and line breaks would break the format. */
+static void folded_frame_name(const struct symbol *s, uintptr_t address, char *text, size_t size)
+{
+    if (s && s->python)
+        snprintf(text, size, "%s (%s:%d)", s->function ? s->function : "?",
+                 s->file ? s->file : "?", s->line);
+    else if (s && s->function)
+        snprintf(text, size, "%s", s->function);
+    else if (s && s->module)
+        snprintf(text, size, "%s+0x%lx", strrchr(s->module, '/') ? strrchr(s->module, '/') + 1
+                                                                 : s->module,
+                 (unsigned long)s->module_offset);
+    else
+        snprintf(text, size, "0x%lx", (unsigned long)address);
+    for (char *p = text; *p; p++)
+        if (*p == ';' || *p == '\n' || *p == '\r')
+            *p = ':';
+}
+
+/* ---- folded stacks ---------------------------------------------------- */
+
+void report_folded(const struct report *r, struct out *out)
+{
+    char name[1024];
+    for (size_t i = 0; i < r->group_count; i++) {
+        const struct report_group *g = &r->groups[i];
+        if (g->kind == KIND_VMM_MAPPING || g->kind == KIND_VMM_RESERVATION || g->bytes == 0)
+            continue;
+        out_printf(out, "[%s]", kind_name(g->kind));
+        const struct stack *s =
+            g->stack_id >= 1 && g->stack_id <= r->stack_count ? &r->stacks[g->stack_id - 1] : NULL;
+        if (!s || s->depth == 0)
+            out_str(out, ";[no stack]");
+        for (uint32_t f = s ? s->depth : 0; f > 0; f--) {
+            uintptr_t address = r->frames[s->first_frame + f - 1];
+            folded_frame_name(frame_symbol(r, address), address, name, sizeof(name));
+            out_str(out, ";");
+            out_str(out, name);
+        }
+        out_printf(out, " %llu\n", U(g->bytes));
+    }
+}
+
+/* ---- Chrome trace events (Perfetto) ------------------------------------ */
+
+/* Live bytes per (slot, kind), and per slot for all device memory
+ * (index KIND_COUNT), as the timeline is replayed. */
+struct replay {
+    int64_t bytes[MAX_DEVICES + 1][KIND_COUNT + 1];
+    uint8_t active[MAX_DEVICES + 1][KIND_COUNT + 1];
+};
+
+static void replay_start(const struct report *r, struct replay *p)
+{
+    memset(p, 0, sizeof(*p));
+    for (int d = 0; d < r->device_count; d++) {
+        int slot = r->devices[d].slot;
+        for (int kind = 0; kind <= KIND_COUNT; kind++) {
+            const struct counters *c = report_counters(r, slot, kind);
+            p->bytes[slot][kind] = (int64_t)c->bytes_current;
+            if (c->blocks_allocated)
+                p->active[slot][kind] = 1;
+        }
+    }
+    for (size_t i = 0; i < r->timeline_count; i++) {
+        const struct timeline_event *e = &r->timeline[i];
+        int slot = counters_slot(e->device);
+        if (e->kind >= KIND_COUNT || timeline_delta(e) == 0)
+            continue;
+        p->bytes[slot][e->kind] -= timeline_delta(e);
+        if (kind_uses_device_memory(e->kind))
+            p->bytes[slot][KIND_COUNT] -= timeline_delta(e);
+    }
+}
+
+static void write_counter(const struct report *r, struct out *out, int slot, int kind,
+                          uint64_t time_us, int64_t bytes)
+{
+    char device[32];
+    if (slot == COUNTER_NO_DEVICE)
+        snprintf(device, sizeof(device), "no device");
+    else
+        snprintf(device, sizeof(device), "device %d", slot);
+    out_printf(out, ",\n{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%llu,\"name\":\"%s: %s\","
+                    "\"args\":{\"bytes\":%lld}}",
+               r->pid, U(time_us), device, kind == KIND_COUNT ? "device memory" : kind_name(kind),
+               (long long)bytes);
+}
+
+static void write_instant(const struct report *r, struct out *out, uint64_t time_us,
+                          const char *what, uint64_t size, int device, int kind, int api)
+{
+    char bytes[32];
+    format_bytes(size, bytes, sizeof(bytes));
+    out_printf(out, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,"
+                    "\"name\":\"%s %s\",\"args\":{\"size\":%llu,\"device\":%d,\"kind\":\"%s\","
+                    "\"api\":",
+               r->pid, U(time_us), what, bytes, U(size), device, kind_name(kind));
+    out_json_string(out, report_api_name(r, api));
+    out_str(out, "}}");
+}
+
+static void write_mark(const struct report *r, struct out *out, uint64_t time_us,
+                       const char *label)
+{
+    out_printf(out, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,\"name\":",
+               r->pid, U(time_us));
+    char name[96];
+    snprintf(name, sizeof(name), "mark: %s", label ? label : "?");
+    out_json_string(out, name);
+    out_str(out, "}");
+}
+
+void report_perfetto(const struct report *r, struct out *out)
+{
+    struct replay *p = pages_alloc(sizeof(*p));
+    if (!p) {
+        out->failed = 1;
+        return;
+    }
+    replay_start(r, p);
+    const char *program = r->argv_bytes ? r->argv : "process";
+    char name[300];
+    snprintf(name, sizeof(name), "cumemtrace: %.200s (%.40s report)", program, r->reason);
+    out_printf(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"format\":\"cumemtrace-trace\","
+                    "\"timeline_dropped\":%llu},\"traceEvents\":[\n"
+                    "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":",
+               U(r->timeline_total - r->timeline_count), r->pid);
+    out_json_string(out, name);
+    out_str(out, "}}");
+
+    /* Where each track stands before the first recorded event. */
+    uint64_t first_us = r->timeline_count ? r->timeline[0].time_us : 0;
+    for (int slot = 0; slot <= MAX_DEVICES; slot++)
+        for (int kind = 0; kind <= KIND_COUNT; kind++)
+            if (p->active[slot][kind])
+                write_counter(r, out, slot, kind, first_us, p->bytes[slot][kind]);
+
+    uint64_t last_us = first_us;
+    for (size_t i = 0; i < r->timeline_count; i++) {
+        const struct timeline_event *e = &r->timeline[i];
+        int slot = counters_slot(e->device);
+        last_us = e->time_us;
+        if (e->type == TIMELINE_MARK) {
+            uint64_t number = e->size, total = r->state.marks_total;
+            write_mark(r, out, e->time_us,
+                       number >= 1 && number <= total && total - number < MARK_RING
+                           ? r->state.marks[(number - 1) % MARK_RING].label : NULL);
+            continue;
+        }
+        if (e->type == TIMELINE_OOM || e->type == TIMELINE_FAILURE) {
+            write_instant(r, out, e->time_us, e->type == TIMELINE_OOM ? "OOM" : "failed",
+                          e->size, e->device, e->kind, e->api);
+            continue;
+        }
+        if (e->kind >= KIND_COUNT)
+            continue;
+        p->bytes[slot][e->kind] += timeline_delta(e);
+        p->active[slot][e->kind] = 1;
+        write_counter(r, out, slot, e->kind, e->time_us, p->bytes[slot][e->kind]);
+        if (kind_uses_device_memory(e->kind)) {
+            p->bytes[slot][KIND_COUNT] += timeline_delta(e);
+            p->active[slot][KIND_COUNT] = 1;
+            write_counter(r, out, slot, KIND_COUNT, e->time_us, p->bytes[slot][KIND_COUNT]);
+        }
+    }
+
+    /* Without a timeline: failures and marks from their own small rings. */
+    if (!r->has_timeline) {
+        uint64_t kept = r->state.failures_total < FAILURE_RING ? r->state.failures_total
+                                                               : FAILURE_RING;
+        for (uint64_t i = 0; i < kept; i++) {
+            const struct failure *f =
+                &r->state.failures[(r->state.failures_total - kept + i) % FAILURE_RING];
+            write_instant(r, out, (uint64_t)f->time_ms * 1000, f->oom ? "OOM" : "failed",
+                          f->size, f->device, f->kind, f->api);
+        }
+        kept = r->state.marks_total < MARK_RING ? r->state.marks_total : MARK_RING;
+        for (uint64_t i = 0; i < kept; i++) {
+            const struct mark *m = &r->state.marks[(r->state.marks_total - kept + i) % MARK_RING];
+            write_mark(r, out, (uint64_t)m->time_ms * 1000, m->label);
+        }
+    }
+
+    /* Every track ends where the counters stand at the report. */
+    uint64_t end_us = (uint64_t)r->now_ms * 1000;
+    if (end_us < last_us)
+        end_us = last_us;
+    for (int slot = 0; slot <= MAX_DEVICES; slot++)
+        for (int kind = 0; kind <= KIND_COUNT; kind++)
+            if (p->active[slot][kind])
+                write_counter(r, out, slot, kind, end_us,
+                              (int64_t)report_counters(r, slot, kind)->bytes_current);
+    out_str(out, "\n]}\n");
+    pages_free(p, sizeof(*p));
+}
+
+/* ---- PyTorch memory_viz snapshot (pickle) ------------------------------
+ *
+ * Written with protocol 2 opcodes only, all of which both Python's pickle
+ * module and MemoryViz.js's own reader know: PROTO, EMPTY_DICT, EMPTY_LIST,
+ * MARK, SETITEMS, APPENDS, BININT1/BININT2/BININT, LONG1, BINUNICODE, and
+ * LONG_BINPUT/LONG_BINGET so that each stack's frame list is written once. */
+
+static void pickle_byte(struct out *out, unsigned char byte)
+{
+    out_write(out, (const char *)&byte, 1);
+}
+
+static void pickle_u32(struct out *out, uint32_t value)
+{
+    unsigned char bytes[4] = {value & 0xff, (value >> 8) & 0xff, (value >> 16) & 0xff,
+                              (value >> 24) & 0xff};
+    out_write(out, (const char *)bytes, 4);
+}
+
+static void pickle_int(struct out *out, uint64_t value)
+{
+    if (value < 256) {
+        pickle_byte(out, 'K');
+        pickle_byte(out, (unsigned char)value);
+    } else if (value < 65536) {
+        pickle_byte(out, 'M');
+        pickle_byte(out, value & 0xff);
+        pickle_byte(out, (value >> 8) & 0xff);
+    } else if (value < 0x80000000u) {
+        pickle_byte(out, 'J');
+        pickle_u32(out, (uint32_t)value);
+    } else {
+        /* LONG1: little-endian two's complement; a ninth byte keeps the
+         * sign positive when the top bit is set. */
+        int n = value >> 63 ? 9 : 8;
+        pickle_byte(out, 0x8a);
+        pickle_byte(out, (unsigned char)n);
+        for (int i = 0; i < 8; i++)
+            pickle_byte(out, (value >> (8 * i)) & 0xff);
+        if (n == 9)
+            pickle_byte(out, 0);
+    }
+}
+
+static void pickle_str(struct out *out, const char *text)
+{
+    size_t n = strlen(text);
+    pickle_byte(out, 'X');
+    pickle_u32(out, (uint32_t)n);
+    out_write(out, text, n);
+}
+
+static void pickle_key_int(struct out *out, const char *key, uint64_t value)
+{
+    pickle_str(out, key);
+    pickle_int(out, value);
+}
+
+static void pickle_key_str(struct out *out, const char *key, const char *value)
+{
+    pickle_str(out, key);
+    pickle_str(out, value);
+}
+
+static void pickle_begin_dict(struct out *out)
+{
+    pickle_byte(out, '}');
+    pickle_byte(out, '(');
+}
+
+static void pickle_begin_list(struct out *out)
+{
+    pickle_byte(out, ']');
+    pickle_byte(out, '(');
+}
+
+static void pickle_end_dict(struct out *out)
+{
+    pickle_byte(out, 'u');
+}
+
+static void pickle_end_list(struct out *out)
+{
+    pickle_byte(out, 'e');
+}
+
+/* A stack's frames, innermost first like PyTorch's, as
+ * [{"filename", "line", "name"}]; memo slot = stack id. */
+static void pickle_frames(const struct report *r, struct out *out, uint32_t stack_id,
+                          uint8_t *written)
+{
+    if (stack_id == 0 || stack_id > r->stack_count) {
+        pickle_byte(out, ']');
+        return;
+    }
+    if (written[stack_id]) {
+        pickle_byte(out, 'j');
+        pickle_u32(out, stack_id);
+        return;
+    }
+    const struct stack *s = &r->stacks[stack_id - 1];
+    pickle_begin_list(out);
+    for (uint32_t f = 0; f < s->depth; f++) {
+        uintptr_t address = r->frames[s->first_frame + f];
+        const struct symbol *sym = frame_symbol(r, address);
+        char name[1024];
+        pickle_begin_dict(out);
+        if (sym && sym->file)
+            pickle_key_str(out, "filename", sym->file);
+        else
+            pickle_key_str(out, "filename", sym && sym->module ? sym->module : "??");
+        pickle_key_int(out, "line", sym && sym->file && sym->line > 0 ? (uint64_t)sym->line : 0);
+        if (sym && sym->function)
+            snprintf(name, sizeof(name), "%s", sym->function);
+        else
+            snprintf(name, sizeof(name), "0x%lx", (unsigned long)address);
+        pickle_key_str(out, "name", name);
+        pickle_end_dict(out);
+    }
+    pickle_end_list(out);
+    pickle_byte(out, 'r');
+    pickle_u32(out, stack_id);
+    written[stack_id] = 1;
+}
+
+static int memviz_kind(int kind)
+{
+    return kind == KIND_DEVICE || kind == KIND_STREAM_ORDERED || kind == KIND_MANAGED;
+}
+
+static void pickle_trace_entry(const struct report *r, struct out *out, const char *action,
+                               const struct timeline_event *e, uint8_t *written)
+{
+    pickle_begin_dict(out);
+    pickle_key_str(out, "action", action);
+    pickle_key_int(out, "addr", e->value);
+    pickle_key_int(out, "size", e->size);
+    pickle_key_int(out, "stream", 0);
+    pickle_key_int(out, "time_us", (uint64_t)(r->start_unix * 1e6) + e->time_us);
+    if (strcmp(action, "oom") == 0) {
+        /* Known only for the OOM this report is about; 0 means unknown. */
+        int this_one = r->event.type == EVENT_OOM && r->event.has_memory_info &&
+                       r->event.size == e->size && r->event.device == e->device;
+        pickle_key_int(out, "device_free", this_one ? r->event.free : 0);
+    }
+    pickle_str(out, "frames");
+    pickle_frames(r, out, e->stack_id, written);
+    pickle_end_dict(out);
+}
+
+void report_memviz(const struct report *r, struct out *out)
+{
+    uint8_t *written = pages_alloc(r->stack_count + 1);
+    if (!written) {
+        out->failed = 1;
+        return;
+    }
+    int devices = 0;
+    for (size_t i = 0; i < r->block_count; i++)
+        if (memviz_kind(r->blocks[i].kind) && r->blocks[i].device >= devices)
+            devices = r->blocks[i].device + 1;
+    for (size_t i = 0; i < r->timeline_count; i++)
+        if (memviz_kind(r->timeline[i].kind) && r->timeline[i].device >= devices)
+            devices = r->timeline[i].device + 1;
+
+    pickle_byte(out, 0x80);
+    pickle_byte(out, 2);
+    pickle_begin_dict(out);
+
+    pickle_str(out, "segments");
+    pickle_begin_list(out);
+    for (size_t i = 0; i < r->block_count; i++) {
+        const struct report_block *b = &r->blocks[i];
+        if (!memviz_kind(b->kind) || b->device < 0)
+            continue;
+        pickle_begin_dict(out);
+        pickle_key_int(out, "device", (uint64_t)b->device);
+        pickle_key_int(out, "address", b->value);
+        pickle_key_int(out, "total_size", b->size);
+        pickle_key_int(out, "allocated_size", b->size);
+        pickle_key_int(out, "active_size", b->size);
+        pickle_key_int(out, "requested_size", b->size);
+        pickle_key_int(out, "stream", 0);
+        pickle_key_str(out, "segment_type", "large");
+        pickle_str(out, "frames");
+        pickle_frames(r, out, b->stack_id, written);
+        pickle_str(out, "blocks");
+        pickle_begin_list(out);
+        pickle_begin_dict(out);
+        pickle_key_int(out, "address", b->value);
+        pickle_key_int(out, "size", b->size);
+        pickle_key_int(out, "requested_size", b->size);
+        pickle_key_str(out, "state", "active_allocated");
+        pickle_str(out, "frames");
+        pickle_frames(r, out, b->stack_id, written);
+        pickle_end_dict(out);
+        pickle_end_list(out);
+        pickle_end_dict(out);
+    }
+    pickle_end_list(out);
+
+    pickle_str(out, "device_traces");
+    pickle_begin_list(out);
+    for (int device = 0; device < devices; device++) {
+        pickle_begin_list(out);
+        for (size_t i = 0; i < r->timeline_count; i++) {
+            const struct timeline_event *e = &r->timeline[i];
+            if (e->device != device || !memviz_kind(e->kind))
+                continue;
+            switch (e->type) {
+            case TIMELINE_ALLOC:
+                pickle_trace_entry(r, out, "segment_alloc", e, written);
+                pickle_trace_entry(r, out, "alloc", e, written);
+                break;
+            case TIMELINE_FREE:
+            case TIMELINE_FREE_IMPLICIT:
+                pickle_trace_entry(r, out, "free_requested", e, written);
+                pickle_trace_entry(r, out, "free_completed", e, written);
+                pickle_trace_entry(r, out, "segment_free", e, written);
+                break;
+            case TIMELINE_OOM:
+                pickle_trace_entry(r, out, "oom", e, written);
+                break;
+            default:
+                break;
+            }
+        }
+        pickle_end_list(out);
+    }
+    pickle_end_list(out);
+    pickle_end_dict(out);
+    pickle_byte(out, '.');
+    pages_free(written, r->stack_count + 1);
+}
