@@ -65,6 +65,8 @@ def run(program, args=(), env=None, preload=True, extra_preload=(), expect_rc=0)
           f"stdout: {completed.stdout}\nstderr: {completed.stderr[-3000:]}")
     reports = []
     for name in sorted(glob.glob(os.path.join(directory, "*.json"))):
+        if name.endswith(".trace.json"):    # the Chrome trace export, not a report
+            continue
         with open(name) as handle:
             report = json.load(handle)
         validate(report, name)

@@ -1,0 +1,495 @@
+#!/usr/bin/env python3
+"""Integration tests of the event timeline, the HTML report and the exports.
+
+Same harness as cases.py (its run(), check() and schema validation), kept in
+a file of its own. Each export is read back with its consumer's parser where
+one is installed, else checked against the format's published definition:
+
+  timeline  CUMEMTRACE_EVENTS: the number of events, the oldest dropped.
+  html      loaded in a real headless Chromium: no script errors, and the
+            figures in the DOM equal the JSON report's.
+  folded    "frame;frame;frame bytes" lines, outermost first; sums equal the
+            JSON report's live bytes.
+  perfetto  Chrome Trace Event format: ph, ts, name, args; ts never
+            decreasing per track; each track ends at the report's live bytes.
+  memviz    loaded with Python's pickle; the structure torch.cuda._memory_viz
+            and MemoryViz.js read; opcodes limited to those MemoryViz.js's own
+            unpickler knows; with PyTorch installed, its _memory_viz reads it.
+
+    exports.py --build BUILD_DIR --source SOURCE_DIR CASE
+"""
+import argparse
+import collections
+import glob
+import json
+import os
+import pickle
+import pickletools
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import cases
+from cases import check, run
+
+DEVICE_MEMORY_KINDS = {"device", "stream_ordered", "vmm_physical", "array"}
+MEMVIZ_KINDS = {"device", "stream_ordered", "managed"}
+
+
+def one(reports, reason="exit"):
+    found = [r for r in reports if r.get("reason") == reason]
+    check(len(found) == 1, f"one {reason} report, got {len(found)}")
+    return found[0] if found else {}
+
+
+def output_file(suffix):
+    """The exit report's file of that format in the last run's directory."""
+    names = [n for n in glob.glob(os.path.join(cases.LAST_DIR, "report-*" + suffix))
+             if "-oom" not in os.path.basename(n)]
+    check(len(names) == 1, f"one {suffix} file: {names}")
+    return names[0] if names else None
+
+
+def counters_now(report, device, kind):
+    for entry in report.get("devices", []):
+        if entry["device"] == device:
+            return entry["counters"][kind]["allocated_bytes"]["current"]
+    return 0
+
+
+def delta(event):
+    if event[1] == "alloc":
+        return event[3]
+    if event[1] in ("free", "free_implicit"):
+        return -event[3]
+    return 0
+
+
+# ---- the timeline -----------------------------------------------------------
+
+def case_timeline_ring():
+    """leak_loop 20 makes 41 allocations and 21 frees: 62 events."""
+    _, _, reports, _ = run("examples/leak_loop", ["20"],
+                           env={"CUMEMTRACE_EVENTS": "1000", "CUMEMTRACE_QUIET": "1"})
+    full = one(reports).get("timeline", {})
+    events = full.get("events", [])
+    check(full.get("capacity") == 1000 and full.get("recorded") == 62 and full.get("dropped") == 0,
+          f"62 events in a ring of 1000: {dict((k, full.get(k)) for k in ('capacity', 'recorded', 'dropped'))}")
+    types = collections.Counter(e[1] for e in events)
+    check(types == {"alloc": 41, "free": 21}, f"41 allocs, 21 frees: {types}")
+    check(all(a[0] <= b[0] for a, b in zip(events, events[1:])), "times never decrease")
+    check(events and events[0][3] == 64 << 20 and events[-1][1] == "free" and events[-1][3] == 64 << 20,
+          "first the weights' allocation, last their free")
+    before = counters_now(one(reports), 0, "device") - sum(delta(e) for e in events)
+    check(before == 0, f"replayed from the start, the timeline begins at 0 bytes: {before}")
+    leak = [e for e in events if e[1] == "alloc" and e[3] == 4 << 20]
+    check(len(leak) == 20 and "leak_scratch_buffer" in cases.user_functions(one(reports), leak[0][6]),
+          "the leaked allocations carry their stack")
+
+    _, _, reports, _ = run("examples/leak_loop", ["20"],
+                           env={"CUMEMTRACE_EVENTS": "10", "CUMEMTRACE_QUIET": "1"})
+    small = one(reports).get("timeline", {})
+    kept = small.get("events", [])
+    check(small.get("recorded") == 62 and small.get("dropped") == 52 and len(kept) == 10,
+          f"a ring of 10 keeps 10 of 62 and counts 52 dropped: {small.get('recorded')}, "
+          f"{small.get('dropped')}, {len(kept)}")
+    check([(e[1], e[3], e[5]) for e in kept] == [(e[1], e[3], e[5]) for e in events[-10:]],
+          "the newest 10 are kept, the oldest dropped")
+    before = counters_now(one(reports), 0, "device") - sum(delta(e) for e in kept)
+    expected = counters_now(one(reports), 0, "device") - sum(delta(e) for e in events[-10:])
+    check(before == expected and before > 0, f"live bytes before the kept window: {before}")
+
+    _, _, reports, _ = run("examples/leak_loop", ["3"], env={"CUMEMTRACE_QUIET": "1"})
+    check("timeline" not in one(reports), "off by default")
+    _, err, reports, _ = run("examples/leak_loop", ["3"], env={"CUMEMTRACE_EVENTS": "lots"})
+    lines = [line for line in err.splitlines() if "CUMEMTRACE_EVENTS" in line]
+    check(len(lines) == 1 and "'lots'" in lines[0] and "using 0" in lines[0],
+          f"a bad value: one line, the default used: {lines}")
+    check("timeline" not in one(reports), "and the timeline stays off")
+    _, _, reports, _ = run("examples/leak_loop", ["3"],
+                           env={"CUMEMTRACE_EVENTS": "64K", "CUMEMTRACE_QUIET": "1"})
+    check(one(reports).get("timeline", {}).get("capacity") == 65536, "64K is 65536 events")
+    _, _, reports, _ = run("examples/leak_loop", ["3"],
+                           env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_QUIET": "1"})
+    check(one(reports).get("timeline", {}).get("capacity") == 1 << 20,
+          "on, with 1M entries, for a format that draws memory over time")
+
+
+def case_timeline_marks_ooms():
+    _, _, reports, _ = run("tests/api", ["{dir}/snap"],
+                           env={"CUMEMTRACE_EVENTS": "100", "CUMEMTRACE_QUIET": "1"})
+    events = one(reports).get("timeline", {}).get("events", [])
+    check([e[1] for e in events] == ["alloc", "mark", "alloc", "free"],
+          f"alloc, mark, alloc, free: {[e[1] for e in events]}")
+    marks = [e for e in events if e[1] == "mark"]
+    check(marks and marks[0][3] == 1 and marks[0][7] == "after the first block",
+          f"the mark, with its number and label: {marks}")
+
+    _, _, reports, _ = run("tests/oom", ["exhausted"],
+                           env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_EVENTS": "100",
+                                "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    events = report.get("timeline", {}).get("events", [])
+    ooms = [e for e in events if e[1] == "oom"]
+    check(len(ooms) == 1 and ooms[0][3] == 16 << 20 and ooms[0][4] == 0,
+          f"one OOM event of 16 MiB on device 0: {ooms}")
+    check(ooms and "grow" in cases.stack_functions(report, ooms[0][6]), "the OOM's stack names grow()")
+    check([e[1] for e in events].count("alloc") == 4, "after 4 allocations")
+
+
+# ---- folded stacks ------------------------------------------------------------
+
+def case_export_folded():
+    _, _, reports, _ = run("examples/leak_loop", ["20"],
+                           env={"CUMEMTRACE_FORMAT": "json,folded", "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    path = output_file(".folded")
+    if not path:
+        return
+    by_kind = collections.Counter()
+    lines = open(path).read().splitlines()
+    check(lines, "the folded file has lines")
+    for line in lines:
+        match = re.fullmatch(r"(\S.*) (\d+)", line)
+        if not check(match, f"'frame;frame;... bytes': {line!r}"):
+            continue
+        frames = match.group(1).split(";")
+        check(all(frames), f"no empty frame: {line!r}")
+        by_kind[frames[0]] += int(match.group(2))
+        if "leak_scratch_buffer" in frames:
+            order = [frames.index(name) for name in ("main", "train_step", "leak_scratch_buffer")]
+            check(order == sorted(order) and frames[-1] == "cudaMalloc",
+                  f"outermost first, the allocator innermost: {frames}")
+    live = collections.Counter()
+    for group in report.get("live", []):
+        if group["kind"] not in ("vmm_mapping", "vmm_reservation"):
+            live["[" + group["kind"] + "]"] += group["bytes"]
+    check(by_kind == live and by_kind["[device]"] == 20 * (4 << 20),
+          f"sums equal the JSON report's live bytes: {dict(by_kind)} vs {dict(live)}")
+
+    # Every kind of memory at once: the sums still match.
+    _, _, reports, _ = run("tests/all_entry_points", ["keep"],
+                           env={"CUMEMTRACE_FORMAT": "json,folded", "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in open(output_file(".folded")))
+    expected = sum(g["bytes"] for g in report.get("live", [])
+                   if g["kind"] not in ("vmm_mapping", "vmm_reservation"))
+    check(total == expected and total > 0, f"all kinds: {total} == {expected}")
+
+
+# ---- Chrome trace / Perfetto ----------------------------------------------------
+
+def check_trace(path, report):
+    with open(path) as handle:
+        trace = json.load(handle)
+    events = trace.get("traceEvents")
+    check(isinstance(events, list) and events, "a traceEvents list")
+    last = {}
+    instants = []
+    for event in events or []:
+        check(event.get("ph") in ("C", "i", "M"), f"a known phase: {event}")
+        check(isinstance(event.get("name"), str) and isinstance(event.get("pid"), int),
+              f"name and pid: {event}")
+        if event["ph"] == "M":
+            check(event["name"] == "process_name" and "name" in event.get("args", {}),
+                  f"metadata names the process: {event}")
+            continue
+        check(isinstance(event.get("ts"), (int, float)) and event["ts"] >= 0, f"ts: {event}")
+        if event["ph"] == "i":
+            check(event.get("s") in ("g", "p", "t"), f"an instant's scope: {event}")
+            instants.append(event)
+            continue
+        args = event.get("args", {})
+        check(set(args) == {"bytes"} and isinstance(args["bytes"], int) and args["bytes"] >= 0,
+              f"a counter's value: {event}")
+        track = event["name"]
+        if track in last:
+            check(event["ts"] >= last[track][0], f"ts never decreases on {track}")
+        last[track] = (event["ts"], args["bytes"])
+    for track, (_, value) in last.items():
+        device, kind = track.split(": ")
+        number = None if device == "no device" else int(device.split()[1])
+        key = "device_memory" if kind == "device memory" else kind
+        check(value == counters_now(report, number, key),
+              f"{track} ends at the report's live bytes: {value}")
+    return last, instants
+
+
+def case_export_perfetto():
+    _, _, reports, _ = run("examples/leak_loop", ["20"],
+                           env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    path = output_file(".trace.json")
+    if path:
+        last, _ = check_trace(path, report)
+        check(set(last) == {"device 0: device", "device 0: device memory"},
+              f"tracks for device memory: {sorted(last)}")
+        check(last.get("device 0: device", (0, 0))[1] == 20 * (4 << 20), "ends at the 80 MiB leak")
+
+    _, _, reports, _ = run("tests/oom", ["exhausted"],
+                           env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,perfetto",
+                                "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_OOM": "off"})
+    path = output_file(".trace.json")
+    if path:
+        _, instants = check_trace(path, one(reports))
+        ooms = [e for e in instants if e["name"].startswith("OOM")]
+        check(len(ooms) == 1 and ooms[0]["args"]["size"] == 16 << 20, f"the OOM as an instant: {ooms}")
+
+    # Without the timeline: marks and the end state still make a valid trace.
+    _, _, reports, _ = run("tests/api", ["{dir}/snap"],
+                           env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_EVENTS": "0",
+                                "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    path = output_file(".trace.json")
+    if path:
+        _, instants = check_trace(path, report)
+        check([e["name"] for e in instants] == ["mark: after the first block"],
+              f"the mark: {instants}")
+
+
+# ---- PyTorch memory_viz pickle -----------------------------------------------------
+
+# The opcodes MemoryViz.js's own unpickler (torch/utils/viz/MemoryViz.js) knows.
+MEMORYVIZ_OPCODES = {"PROTO", "APPEND", "APPENDS", "LIST", "TUPLE", "NEWFALSE", "NEWTRUE", "NONE",
+                     "BINGET", "BININT", "BININT1", "BININT2", "EMPTY_DICT", "EMPTY_LIST", "FRAME",
+                     "LONG1", "LONG_BINGET", "MARK", "MEMOIZE", "BINPUT", "LONG_BINPUT", "SETITEMS",
+                     "SETITEM", "DICT", "SHORT_BINUNICODE", "BINUNICODE", "STOP", "EMPTY_TUPLE",
+                     "TUPLE1", "TUPLE2", "TUPLE3", "BINFLOAT"}
+ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom"}
+
+
+def check_frames(frames, where):
+    check(isinstance(frames, list), f"{where}: frames is a list")
+    for frame in frames if isinstance(frames, list) else []:
+        check(isinstance(frame, dict) and set(frame) == {"filename", "line", "name"} and
+              isinstance(frame["filename"], str) and isinstance(frame["line"], int) and
+              isinstance(frame["name"], str), f"{where}: a frame {{filename, line, name}}: {frame}")
+
+
+def check_memviz(path, report):
+    data = open(path, "rb").read()
+    used = {op.name for op, _, _ in pickletools.genops(data)}
+    check(used <= MEMORYVIZ_OPCODES, f"only opcodes MemoryViz.js reads: {used - MEMORYVIZ_OPCODES}")
+    snapshot = pickle.loads(data)
+    check(set(snapshot) == {"segments", "device_traces"}, f"the snapshot's keys: {set(snapshot)}")
+    live = collections.Counter()
+    for group in report.get("live", []):
+        if group["kind"] in MEMVIZ_KINDS and group["device"] is not None:
+            live[group["device"]] += group["bytes"]
+    segments = collections.Counter()
+    for segment in snapshot.get("segments", []):
+        check({"device", "address", "total_size", "allocated_size", "active_size", "requested_size",
+               "stream", "segment_type", "blocks", "frames"} <= set(segment), f"segment keys: {set(segment)}")
+        blocks = segment.get("blocks", [])
+        check(len(blocks) == 1 and blocks[0]["address"] == segment["address"] and
+              blocks[0]["size"] == segment["total_size"] == segment["allocated_size"] and
+              blocks[0]["state"] == "active_allocated", f"one active block per segment: {segment}")
+        check_frames(blocks[0].get("frames") if blocks else [], "block")
+        segments[segment["device"]] += segment["total_size"]
+    check(segments == live, f"segment sizes equal the JSON report's live bytes: {segments} vs {live}")
+    traces = snapshot.get("device_traces", [])
+    check(isinstance(traces, list), "device_traces: one list per device")
+    for device, trace in enumerate(traces):
+        alive = {}
+        for entry in trace:
+            check({"action", "addr", "size", "stream", "time_us", "frames"} <= set(entry) and
+                  entry["action"] in ACTIONS, f"a trace entry: {entry}")
+            check_frames(entry.get("frames"), "trace entry")
+            if entry["action"] == "oom":
+                check("device_free" in entry, "an oom entry has device_free")
+            elif entry["action"] == "alloc":
+                alive[entry["addr"]] = entry["size"]
+            elif entry["action"] == "free_completed":
+                alive.pop(entry["addr"], None)
+        at_end = {s["address"]: s["total_size"] for s in snapshot["segments"] if s["device"] == device}
+        check(all(at_end.get(addr) == size for addr, size in alive.items()),
+              f"device {device}: what the trace leaves allocated is in the segments")
+    return snapshot
+
+
+def case_export_memviz():
+    _, _, reports, _ = run("examples/leak_loop", ["20"],
+                           env={"CUMEMTRACE_FORMAT": "json,memviz", "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    path = output_file(".pickle")
+    if not path:
+        return
+    snapshot = check_memviz(path, report)
+    trace = snapshot["device_traces"][0] if snapshot.get("device_traces") else []
+    actions = collections.Counter(e["action"] for e in trace)
+    check(actions == {"segment_alloc": 41, "alloc": 41, "free_requested": 21, "free_completed": 21,
+                      "segment_free": 21}, f"every allocation and free traced: {actions}")
+    leaked = [s for s in snapshot["segments"] if s["total_size"] == 4 << 20]
+    check(len(leaked) == 20 and any(f["name"] == "leak_scratch_buffer"
+                                    for f in leaked[0]["blocks"][0]["frames"]),
+          "the 20 leaked blocks, with their frames")
+    try:
+        from torch.cuda import _memory_viz
+    except Exception:          # PyTorch is optional: the checks above stand
+        print("memviz: PyTorch not installed; checked against its format only")
+    else:
+        # PyTorch's own reader: its segment summary and trace printout.
+        summary = _memory_viz.segsum(snapshot)
+        check("segments: 20" in summary, f"torch's segsum reads the segments: {summary[-300:]}")
+        printed = _memory_viz.trace(snapshot)
+        check(printed.count("cudaMalloc(") == 41, "torch's trace() reads the 41 segment allocations")
+        folded = _memory_viz.memory(snapshot, format_flamegraph=lambda lines: lines)
+        check(sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines()) == 20 * (4 << 20),
+              "torch's memory() flame graph sums to the 80 MiB")
+
+    _, _, reports, _ = run("tests/oom", ["exhausted"],
+                           env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,memviz",
+                                "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_OOM": "off"})
+    path = output_file(".pickle")
+    if path:
+        snapshot = check_memviz(path, one(reports))
+        ooms = [e for e in snapshot["device_traces"][0] if e["action"] == "oom"]
+        check(len(ooms) == 1 and ooms[0]["size"] == 16 << 20, f"the OOM in the trace: {ooms}")
+
+
+# ---- the HTML report in a real browser ------------------------------------------------
+
+def find_browser():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def browser(html, *arguments):
+    """Run headless Chromium on a file; its stdout. A fresh profile each time."""
+    profile = tempfile.mkdtemp(prefix="cumemtrace-chromium-")
+    environment = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    try:
+        completed = subprocess.run(
+            [find_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--hide-scrollbars", f"--user-data-dir={profile}", *arguments, "file://" + html],
+            capture_output=True, text=True, timeout=120, env=environment)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    return completed
+
+
+def attribute(dom, element_id, name="data-value"):
+    match = re.search(r'<[^>]*\bid="%s"[^>]*>' % re.escape(element_id), dom)
+    if not match:
+        return None
+    value = re.search(r'\b%s="([^"]*)"' % re.escape(name), match.group(0))
+    return value.group(1) if value else None
+
+
+def check_page(html, report):
+    completed = browser(html, "--dump-dom")
+    dom = completed.stdout
+    body = re.search(r"<body[^>]*>", dom)
+    body = body.group(0) if body else ""
+    check('data-script-errors="0"' in body and 'data-rendered="1"' in body,
+          f"the page rendered without script errors: {body} "
+          f"{re.findall(r'<pre id=.errors.>(.*?)</pre>', dom, re.S)}")
+    devices = report.get("devices", [])
+    live_device = sum(d["counters"]["device_memory"]["allocated_bytes"]["current"] for d in devices)
+    peak_device = max([d["counters"]["device_memory"]["allocated_bytes"]["peak"] for d in devices] or [0])
+    live = report.get("live", [])
+    shown = {
+        "live-device-bytes": live_device,
+        "peak-device-bytes": peak_device,
+        "leaked-bytes": sum(g["bytes"] for g in live),
+        "leaked-blocks": sum(g["blocks"] for g in live),
+        "leaked-sites": len({g["stack"] for g in live}),
+        "growing-sites": len(report["growth"]["growing"]) if report.get("growth") else 0,
+    }
+    for element_id, expected in shown.items():
+        value = attribute(dom, element_id)
+        check(value == str(expected), f"#{element_id} shows {value}, the JSON says {expected}")
+    exit_total = sum(g["bytes"] for g in live if g["kind"] in DEVICE_MEMORY_KINDS)
+    check(attribute(dom, "icicle-exit", "data-total") == str(exit_total),
+          f"the icicle at exit holds {exit_total} bytes: {attribute(dom, 'icicle-exit', 'data-total')}")
+    return dom
+
+
+def case_html_browser():
+    if not find_browser():
+        if os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1":
+            print("html_browser: skipped, CUMEMTRACE_TEST_NO_BROWSER=1")
+            sys.exit(77)
+        check(False, "no chromium to load the HTML report in (apt-get install chromium, "
+                     "or set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
+        return
+    # An argument that tries to end the embedded JSON's <script> element.
+    hostile = "20</script><b id=injected>x</b><script>"
+    _, _, reports, _ = run("examples/leak_loop", [hostile],
+                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1",
+                                "CUMEMTRACE_SAMPLE_MS": "5"})
+    report = one(reports)
+    html = output_file(".html")
+    if not html:
+        return
+    dom = check_page(html, report)
+    check('id="injected"' not in dom, "text from the report cannot end the embedded JSON")
+    check(hostile.replace("<", "&lt;").replace(">", "&gt;") in dom, "the argument is shown as text")
+    check(attribute(dom, "icicle-peak", "data-total") ==
+          str(report["devices"][0]["counters"]["device_memory"]["allocated_bytes"]["peak"]),
+          "the icicle at the peak holds the peak's bytes (nothing dropped from the timeline)")
+    check(attribute(dom, "timeline-info", "data-events") == str(len(report["timeline"]["events"])),
+          "the timeline's event count")
+    check('id="memory-chart"' in dom and dom.count("<path") >= 2, "the chart has its lines")
+    check("leak_scratch_buffer" in dom, "the leaking function is named")
+
+    shot = os.path.join(cases.LAST_DIR, "page.png")
+    browser(html, f"--screenshot={shot}", "--window-size=1280,1400")
+    data = open(shot, "rb").read() if os.path.exists(shot) else b""
+    check(data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000, f"a screenshot ({len(data)} bytes)")
+
+    # No timeline, an OOM report, several kinds: still no script error.
+    _, _, reports, _ = run("tests/oom", ["exhausted"],
+                           env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,html",
+                                "CUMEMTRACE_EVENTS": "0", "CUMEMTRACE_QUIET": "1"})
+    for report in reports:
+        names = glob.glob(os.path.join(cases.LAST_DIR, "*%s.html" % ("-oom" if report["reason"] == "oom" else "")))
+        names = [n for n in names if ("-oom" in n) == (report["reason"] == "oom")]
+        check(len(names) == 1, f"one HTML page for the {report['reason']} report: {names}")
+        if names:
+            dom = check_page(names[0], report)
+            if report["reason"] == "oom":
+                check('id="oom-event"' in dom, "the OOM report shows the failed request")
+    _, _, reports, _ = run("tests/all_entry_points", ["keep"],
+                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    html = output_file(".html")
+    if html:
+        check_page(html, one(reports))
+
+
+def case_unwritable_exports():
+    """An output path that cannot be written: one line per file, program unharmed."""
+    out, err, _, _ = run("examples/leak_loop", ["3"],
+                         env={"CUMEMTRACE_OUTPUT": "/nonexistent/dir/report",
+                              "CUMEMTRACE_FORMAT": "html,folded,perfetto,memviz"})
+    untraced, _, _, _ = run("examples/leak_loop", ["3"], preload=False)
+    check(out == untraced, "program output unchanged")
+    lines = [line for line in err.splitlines() if "cannot write report" in line]
+    check(len(lines) == 4 and all(".html" in l or ".folded" in l or ".trace.json" in l or ".pickle" in l
+                                  for l in lines), f"one line per file: {lines}")
+
+
+CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("case", choices=sorted(CASES))
+    cases.ARGS = parser.parse_args()
+    CASES[cases.ARGS.case]()
+    if cases.FAILED:
+        print(f"{cases.ARGS.case}: {len(cases.FAILED)} checks failed")
+        return 1
+    print(f"{cases.ARGS.case}: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
