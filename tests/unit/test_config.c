@@ -43,6 +43,26 @@ static void test_parsers(void)
     CHECK(config_parse_formats("xml", &formats) < 0);
     CHECK(config_parse_formats("text,", &formats) == 0 && formats == FORMAT_TEXT);
     CHECK(config_parse_formats(",", &formats) < 0);
+    CHECK(config_parse_formats("text,json,html", &formats) == 0 &&
+          formats == (FORMAT_TEXT | FORMAT_JSON | FORMAT_HTML));
+    CHECK(config_parse_formats("folded,PERFETTO,memviz", &formats) == 0 &&
+          formats == (FORMAT_FOLDED | FORMAT_PERFETTO | FORMAT_MEMVIZ));
+    CHECK(config_parse_formats("htm", &formats) < 0);
+    CHECK(config_parse_formats("html5", &formats) < 0);
+
+    char names[64];
+    CHECK(strcmp(config_format_names(FORMAT_JSON | FORMAT_HTML, names, sizeof(names)),
+                 "json,html") == 0);
+    CHECK(strcmp(config_format_names(0, names, sizeof(names)), "none") == 0);
+
+    uint64_t events = 7;
+    CHECK(config_parse_events("100000", &events) == 0 && events == 100000);
+    CHECK(config_parse_events("1M", &events) == 0 && events == 1 << 20);
+    CHECK(config_parse_events("0", &events) == 0 && events == 0);
+    CHECK(config_parse_events("64M", &events) == 0 && events == 64u << 20);
+    CHECK(config_parse_events("65M", &events) < 0);
+    CHECK(config_parse_events("1MB", &events) < 0);
+    CHECK(config_parse_events("lots", &events) < 0 && events == 64u << 20);
 }
 
 /* Bad values: one line each, naming variable, value and default; defaults kept. */
