@@ -21,9 +21,9 @@ for example in leak_loop pinned_pileup async_leak vmm_unreleased; do
     echo "################ $example"
     LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     LD_PRELOAD="$PWD/build/libcumemtrace.so" \
-    CUMEMTRACE_OUTPUT="$out/$example" CUMEMTRACE_FORMAT=text,json CUMEMTRACE_TOP=3 \
+    CUMEMTRACE_OUTPUT="$out/$example" CUMEMTRACE_FORMAT=text,json,html CUMEMTRACE_TOP=3 \
     CUMEMTRACE_SAMPLE_MS=5 \
         "build/examples/$example"
 done
 echo
-echo "demo: full reports in $out/ (.txt to read, .json for tools)"
+echo "demo: full reports in $out/ (.txt to read, .html to look at, .json for tools)"

@@ -309,6 +309,28 @@ def check_memviz(path, report):
     return snapshot
 
 
+def check_with_torch(memory_viz, snapshot):
+    """PyTorch's own reader of snapshots, whichever version is installed."""
+    identity = lambda lines: lines          # the flame graph's input, not an SVG
+    if hasattr(memory_viz, "segsum"):
+        # PyTorch 2.x: the dictionary with segments and device_traces.
+        summary = memory_viz.segsum(snapshot)
+        check("segments: 20" in summary, f"torch's segsum reads the segments: {summary[-300:]}")
+        printed = memory_viz.trace(snapshot)
+        check(printed.count("cudaMalloc(") == 41, "torch's trace() reads the 41 segment allocations")
+        folded = memory_viz.memory(snapshot, format_flamegraph=identity)
+    else:
+        # PyTorch 1.13 (Debian's python3-torch): a list of segments.
+        stats = memory_viz.stats(snapshot["segments"])
+        check(stats["segments"] == 20 and stats["total_size"].value == 20 * (4 << 20) and
+              stats["active_allocated"].value == 20 * (4 << 20), f"torch's stats(): {stats}")
+        folded = memory_viz.memory(snapshot["segments"], format_flamegraph=identity)
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines())
+    check(total == 20 * (4 << 20), f"torch's memory() flame graph sums to the 80 MiB: {total}")
+    import torch
+    print(f"memviz: read back by torch.cuda._memory_viz of PyTorch {torch.__version__}")
+
+
 def case_export_memviz():
     _, _, reports, _ = run("examples/leak_loop", ["20"],
                            env={"CUMEMTRACE_FORMAT": "json,memviz", "CUMEMTRACE_QUIET": "1"})
@@ -330,14 +352,7 @@ def case_export_memviz():
     except Exception:          # PyTorch is optional: the checks above stand
         print("memviz: PyTorch not installed; checked against its format only")
     else:
-        # PyTorch's own reader: its segment summary and trace printout.
-        summary = _memory_viz.segsum(snapshot)
-        check("segments: 20" in summary, f"torch's segsum reads the segments: {summary[-300:]}")
-        printed = _memory_viz.trace(snapshot)
-        check(printed.count("cudaMalloc(") == 41, "torch's trace() reads the 41 segment allocations")
-        folded = _memory_viz.memory(snapshot, format_flamegraph=lambda lines: lines)
-        check(sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines()) == 20 * (4 << 20),
-              "torch's memory() flame graph sums to the 80 MiB")
+        check_with_torch(_memory_viz, snapshot)
 
     _, _, reports, _ = run("tests/oom", ["exhausted"],
                            env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,memviz",
