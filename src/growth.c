@@ -2,6 +2,7 @@
 #include "growth.h"
 
 #include "config.h"
+#include "series.h"
 
 struct growth_state growth;
 
@@ -10,6 +11,7 @@ void growth_reset(void)
     growth.mode = GROWTH_TIME;
     growth.samples = 0;
     growth.last_ms = 0;
+    series_reset();
 }
 
 void growth_tick(uint32_t now_ms)
@@ -26,6 +28,7 @@ void growth_sample(uint32_t now_ms, int mark)
         growth.mode = GROWTH_MARKS;
     uint32_t sample = ++growth.samples;
     growth.last_ms = now_ms;
+    series_sample(now_ms);
     uint32_t count = stack_count();
     for (uint32_t id = 1; id <= count; id++) {
         struct stack *s = stack_get(id);

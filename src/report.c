@@ -96,6 +96,9 @@ static int copy_state(struct report *r)
         growth_sample(r->now_ms, 0);   /* where every stack stands now */
     r->growth = growth;
     r->has_growth = 1;
+    r->series = report_alloc(r, sizeof(*r->series));
+    if (r->series)
+        *r->series = series;
     r->registry_bytes = registry_memory_bytes();
     r->stacks_bytes = stacks_memory_bytes();
     r->counters = report_alloc(r, sizeof(*r->counters));

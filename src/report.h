@@ -14,6 +14,7 @@
 #include "growth.h"
 #include "output.h"
 #include "python.h"
+#include "series.h"
 #include "stacks.h"
 #include "symbolize.h"
 #include "timeline.h"
@@ -103,6 +104,7 @@ struct report {
     struct timeline_event *timeline;
     size_t timeline_count;
     uint64_t timeline_capacity, timeline_total;   /* dropped = total - count */
+    struct series_state *series;         /* copy; NULL: not known (a dump) */
     /* every mapping made for this report, released by report_release */
     void *pages[24];
     size_t page_sizes[24];

@@ -9,7 +9,8 @@
  * perfetto: Chrome's Trace Event format (JSON), loaded by ui.perfetto.dev
  *           and chrome://tracing: a counter track of live bytes per device
  *           and kind, one per device for all device memory, and instant
- *           events for failed allocations (OOMs) and marks.
+ *           events for failed allocations (OOMs) and marks. From the event
+ *           timeline; without it, from the coarse series (series.h).
  * memviz:   a pickle of the snapshot dictionary that PyTorch's memory_viz
  *           page (pytorch.org/memory_viz) and torch.cuda._memory_viz read:
  *           "segments" and "device_traces". PyTorch's snapshot describes its
@@ -172,7 +173,7 @@ void report_perfetto(const struct report *r, struct out *out)
 
     /* Where each track stands before the first recorded event. */
     uint64_t first_us = r->timeline_count ? r->timeline[0].time_us : 0;
-    for (int slot = 0; slot <= MAX_DEVICES; slot++)
+    for (int slot = 0; slot <= MAX_DEVICES && r->has_timeline; slot++)
         for (int kind = 0; kind <= KIND_COUNT; kind++)
             if (p->active[slot][kind])
                 write_counter(r, out, slot, kind, first_us, p->bytes[slot][kind]);
@@ -206,7 +207,27 @@ void report_perfetto(const struct report *r, struct out *out)
         }
     }
 
-    /* Without a timeline: failures and marks from their own small rings. */
+    /* Without a timeline: the coarse series of growth samples, and failures
+     * and marks from their own small rings. */
+    if (!r->has_timeline && r->series) {
+        for (uint32_t i = 0; i < r->series->count; i++) {
+            const struct series_sample *s = &r->series->samples[i];
+            for (int device = 0; device < SERIES_DEVICES; device++) {
+                int64_t all = 0;
+                for (int kind = 0; kind < KIND_COUNT; kind++) {
+                    if (kind_uses_device_memory(kind))
+                        all += (int64_t)s->bytes[device][kind];
+                    if (p->active[device][kind])
+                        write_counter(r, out, device, kind, (uint64_t)s->time_ms * 1000,
+                                      (int64_t)s->bytes[device][kind]);
+                }
+                if (p->active[device][KIND_COUNT])
+                    write_counter(r, out, device, KIND_COUNT, (uint64_t)s->time_ms * 1000, all);
+            }
+        }
+        if (r->series->count)
+            last_us = (uint64_t)r->series->samples[r->series->count - 1].time_ms * 1000;
+    }
     if (!r->has_timeline) {
         uint64_t kept = r->state.failures_total < FAILURE_RING ? r->state.failures_total
                                                                : FAILURE_RING;

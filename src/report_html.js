@@ -233,6 +233,47 @@
     return { list: order.map(function (k) { return series[k]; }), end: end };
   }
 
+  /* Without the timeline: the coarse series (growth samples), ending at the
+   * counters; or, for a report without it, the marks' device bytes. */
+  function seriesFromSamples(report) {
+    var endUs = Math.round(report.process.duration_s * 1e6);
+    var list = [];
+    var totals = {};
+    if (report.series) {
+      report.series.tracks.forEach(function (track) {
+        var points = track.points.map(function (p) {
+          return [p[0] * 1000, p[1]];
+        });
+        points.push([endUs, counterBytes(report, track.device, track.kind)]);
+        list.push({ name: deviceName(track.device) + ': ' + track.kind, device: track.device, kind: track.kind, points: points });
+        if (DEVICE_MEMORY_KINDS[track.kind]) {
+          if (!totals[track.device]) {
+            totals[track.device] = points.map(function (p) {
+              return [p[0], 0];
+            });
+          }
+          points.forEach(function (p, i) {
+            totals[track.device][i][1] += p[1];
+          });
+        }
+      });
+      Object.keys(totals).forEach(function (device) {
+        list.push({ name: deviceName(Number(device)) + ': device memory', device: Number(device), kind: 'device memory', points: totals[device] });
+      });
+    } else {
+      var points = ((report.marks || {}).recent || []).map(function (m) {
+        return [m.time_ms * 1000, m.device_bytes];
+      });
+      var now = 0;
+      (report.devices || []).forEach(function (d) {
+        now += d.counters.device_memory.allocated_bytes.current;
+      });
+      points.push([endUs, now]);
+      list.push({ name: 'device memory, all devices (at marks and at the end)', kind: 'device memory', points: points });
+    }
+    return { list: list, end: endUs };
+  }
+
   /* The moment device memory (all devices) was highest in the timeline:
    * the index of the last event at that moment, and the bytes then. */
   function findPeak(report) {
@@ -279,28 +320,18 @@
         }
       });
     } else {
-      /* No timeline: the marks' device bytes and the end are all we know. */
-      var marks = (report.marks || {}).recent || [];
-      var points = marks.map(function (m) {
-        return [m.time_ms * 1000, m.device_bytes];
-      });
-      var now = 0;
-      (report.devices || []).forEach(function (d) {
-        now += d.counters.device_memory.allocated_bytes.current;
-      });
-      var endUs = Math.round(report.process.duration_s * 1e6);
-      points.push([endUs, now]);
-      data = { list: [{ name: 'device memory, all devices (at marks and at the end)', kind: 'device memory', points: points }], end: endUs };
+      data = seriesFromSamples(report);
       ((report.failures || {}).recent || []).forEach(function (f) {
         if (f.oom) {
           oomTimes.push(f.time_ms * 1000);
         }
       });
-      marks.forEach(function (m) {
+      ((report.marks || {}).recent || []).forEach(function (m) {
         markTimes.push([m.time_ms * 1000, m.label]);
       });
-      container.appendChild(element('p', { 'class': 'note' }, [
-        'No event timeline in this report (CUMEMTRACE_EVENTS=0): the line joins the marks and the end. ' +
+      container.appendChild(element('p', { 'class': 'note', id: 'series-info', 'data-samples': String(report.series ? report.series.samples : 0) }, [
+        'No event timeline in this report (CUMEMTRACE_EVENTS=0): the lines join the growth samples ' +
+        '(every CUMEMTRACE_SAMPLE_MS at an allocation, or at marks) and the end. ' +
         'Run with CUMEMTRACE_EVENTS=1M to see every allocation and free.']));
     }
     var peaks = [];

@@ -308,6 +308,32 @@ static void write_event(const struct report *r, struct out *out)
     }
 }
 
+/* Live bytes per device (0-7) and kind at growth samples, for the kinds
+ * each device used: [time_ms, bytes] pairs. */
+static void write_series(const struct report *r, struct out *out)
+{
+    const struct series_state *s = r->series;
+    if (!s)
+        return;
+    out_printf(out, ",\"series\":{\"kept_every\":%u,\"samples\":%u,\"tracks\":[", s->every,
+               s->count);
+    int first = 1;
+    for (int device = 0; device < SERIES_DEVICES; device++) {
+        for (int kind = 0; kind < KIND_COUNT; kind++) {
+            if (!report_counters(r, device, kind)->blocks_allocated)
+                continue;
+            out_printf(out, "%s{\"device\":%d,\"kind\":\"%s\",\"points\":[", first ? "" : ",",
+                       device, kind_name(kind));
+            first = 0;
+            for (uint32_t i = 0; i < s->count; i++)
+                out_printf(out, "%s[%u,%llu]", i ? "," : "", s->samples[i].time_ms,
+                           U(s->samples[i].bytes[device][kind]));
+            out_str(out, "]}");
+        }
+    }
+    out_str(out, "]}");
+}
+
 /* The event timeline, only when it was on: one array per event, oldest
  * first, [time_us, event, address, size, device, kind, stack] and for marks
  * a label as well (null when the mark ring no longer holds it). */
@@ -375,6 +401,7 @@ void report_json(const struct report *r, struct out *out)
     write_growth(r, out);
     write_fragmentation(r, out);
     write_threads(r, out);
+    write_series(r, out);
     write_timeline(r, out);
     out_str(out, "}\n");
 }

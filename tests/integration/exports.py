@@ -477,6 +477,37 @@ def case_html_browser():
         check_page(html, one(reports))
 
 
+def case_series_without_timeline():
+    """CUMEMTRACE_EVENTS=0: the coarse series still draws memory over time."""
+    _, _, reports, _ = run("examples/leak_loop", ["20"],
+                           env={"CUMEMTRACE_FORMAT": "json,html,perfetto", "CUMEMTRACE_EVENTS": "0",
+                                "CUMEMTRACE_SAMPLE_MS": "5", "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    check("timeline" not in report, "no timeline")
+    series = report.get("series", {})
+    tracks = series.get("tracks", [])
+    check([(t["device"], t["kind"]) for t in tracks] == [(0, "device")], f"one track: {tracks}")
+    points = tracks[0]["points"] if tracks else []
+    check(len(points) >= 3 and len(points) == series.get("samples"), f"samples: {len(points)}")
+    check(all(a[0] < b[0] for a, b in zip(points, points[1:])), "times increase")
+    peak = report["devices"][0]["counters"]["device"]["allocated_bytes"]["peak"] if report.get("devices") else 0
+    check(all(p[1] <= peak and p[1] % (4 << 20) == 0 for p in points),
+          "each sample is at most the peak, in whole 4 MiB steps of the loop")
+    check(points and points[-1][1] == counters_now(report, 0, "device"),
+          "the last sample, taken for the report, equals the live bytes")
+    path = output_file(".trace.json")
+    if path:
+        last, _ = check_trace(path, report)
+        check(set(last) == {"device 0: device", "device 0: device memory"}, f"tracks: {sorted(last)}")
+    html = output_file(".html")
+    if html and find_browser():
+        dom = check_page(html, report)
+        check(attribute(dom, "series-info", "data-samples") == str(series.get("samples")),
+              "the page draws the series")
+    elif not find_browser() and os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") != "1":
+        check(False, "no chromium to load the HTML report in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
+
+
 def case_unwritable_exports():
     """An output path that cannot be written: one line per file, program unharmed."""
     out, err, _, _ = run("examples/leak_loop", ["3"],

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "counters.h"
 #include "names.h"
+#include "series.h"
 #include "timeline.h"
 #include "tracker.h"
 
@@ -96,6 +97,25 @@ static void test_threads(void)
     pages_free(all, timeline.capacity * sizeof(*all));
 }
 
+/* The coarse series: bounded, spanning the whole run, in time order. */
+static void test_series(void)
+{
+    series_reset();
+    for (uint32_t t = 0; t < 1000; t++) {
+        counter_table.sets[2][KIND_MANAGED].bytes_current = t * 10;
+        series_sample(t);
+    }
+    CHECK(series.count > SERIES_SAMPLES / 2 && series.count <= SERIES_SAMPLES);
+    CHECK_EQ(series.every, 4);                   /* halved twice: 256, then 512 offered */
+    CHECK_EQ(series.samples[0].time_ms, 0);
+    CHECK(series.samples[series.count - 1].time_ms >= 1000 - series.every);
+    for (uint32_t i = 1; i < series.count; i++) {
+        CHECK(series.samples[i].time_ms > series.samples[i - 1].time_ms);
+        CHECK_EQ(series.samples[i].bytes[2][KIND_MANAGED], series.samples[i].time_ms * 10);
+    }
+    counter_table.sets[2][KIND_MANAGED].bytes_current = 0;
+}
+
 int main(void)
 {
     setenv("CUMEMTRACE_QUIET", "1", 1);
@@ -105,5 +125,6 @@ int main(void)
     CHECK_EQ(timeline.capacity, 16);
     test_tracker_events();
     test_threads();
+    test_series();
     return check_done("test_timeline");
 }
