@@ -508,6 +508,28 @@ def case_series_without_timeline():
         check(False, "no chromium to load the HTML report in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
 
 
+def case_exports_from_dump():
+    """`cumemtrace symbolize DUMP --format ...`: every format from a crash dump."""
+    run("tests/crash", ["segv-threads"], expect_rc=-11)
+    dump = cases.one_dump()
+    if not dump:
+        return
+    rc, text, report = cases.symbolize(dump, "json,html,folded,perfetto,memviz")
+    check(rc == 0 and report, f"symbolize: {rc} {text[-500:]}")
+    if not report:
+        return
+    base = dump[:-len(".dump")] + "-symbolized"
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in open(base + ".folded"))
+    check(total == sum(g["bytes"] for g in report["live"]) and total > 0,
+          f"folded sums to the live bytes: {total}")
+    check_trace(base + ".trace.json", report)
+    check_memviz(base + ".pickle", report)
+    if find_browser():
+        check_page(base + ".html", report)
+    elif os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") != "1":
+        check(False, "no chromium to load the HTML report in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
+
+
 def case_unwritable_exports():
     """An output path that cannot be written: one line per file, program unharmed."""
     out, err, _, _ = run("examples/leak_loop", ["3"],
