@@ -10,7 +10,10 @@
  * publishes it with a per-slot stamp (a sequence lock), so readers can tell a
  * finished entry from one being written. The ring is one mmap made when the
  * tracker starts; nothing is allocated per event. With N = 0 (the default)
- * timeline_record() costs one predictable branch.
+ * timeline_record() costs one predictable branch. Measured on the 2-core KVM
+ * development machine (tests' own microbenchmark, not a timed test): about
+ * 50 ns per event, 42 of them clock_gettime (kvm-clock); 83 ns on the first
+ * pass through a 1M ring, where the kernel maps the pages.
  *
  * Events are recorded where the tracker changes its counters, so the ring
  * and the counters agree: the live bytes at any recorded moment are the live
