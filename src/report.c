@@ -324,6 +324,7 @@ int report_collect(struct report *r, const char *reason)
         return -1;
     r->start_unix = r->state.start_unix;
     read_device_memory(r);
+    torch_stats_get(&r->torch);
     return report_finish(r, symbolizer_open());
 }
 
@@ -343,6 +344,22 @@ const char *report_verdict(const struct report_event *event)
     return event->free < event->size ? "exhausted" : "fragmented";
 }
 
+static void torch_fragmentation(const struct report *r, struct report_fragmentation *f)
+{
+    for (int d = 0; r->torch.valid && d < r->torch.device_count; d++) {
+        const uint64_t *t = r->torch.figures[d];
+        if (t[TORCH_RESERVED] == TORCH_MISSING || t[TORCH_ALLOCATED] == TORCH_MISSING)
+            continue;
+        f->has_torch = 1;
+        f->torch_reserved += t[TORCH_RESERVED];
+        f->torch_allocated += t[TORCH_ALLOCATED];
+        if (t[TORCH_INACTIVE_SPLIT] != TORCH_MISSING)
+            f->torch_inactive_split += t[TORCH_INACTIVE_SPLIT];
+    }
+    f->torch_cached = f->torch_reserved > f->torch_allocated
+                          ? f->torch_reserved - f->torch_allocated : 0;
+}
+
 void report_fragmentation(const struct report *r, struct report_fragmentation *f)
 {
     memset(f, 0, sizeof(*f));
@@ -355,14 +372,27 @@ void report_fragmentation(const struct report *r, struct report_fragmentation *f
         f->vmm_reserved += report_counters(r, dev->slot, KIND_VMM_RESERVATION)->bytes_current;
         f->vmm_mapped += report_counters(r, dev->slot, KIND_VMM_MAPPING)->bytes_current;
     }
+    torch_fragmentation(r, f);
     f->pool_idle = f->pool_reserved > f->pool_used ? f->pool_reserved - f->pool_used : 0;
     f->vmm_unmapped = f->vmm_reserved > f->vmm_mapped ? f->vmm_reserved - f->vmm_mapped : 0;
+    f->verdict = "fragmented";
     if (r->event.type == EVENT_OOM && strcmp(report_verdict(&r->event), "fragmented") == 0)
-        f->verdict = "fragmented";
-    else if (f->pool_idle >= (16u << 20) && f->pool_idle * 4 >= f->pool_reserved)
+        f->reason = "an allocation failed with more memory free than it asked for";
+    else if (f->torch_inactive_split >= (64u << 20) &&
+             f->torch_inactive_split * 4 >= f->torch_reserved)
+        f->reason = "PyTorch's segments are split around live tensors: their free parts "
+                    "serve only smaller requests";
+    else if (f->torch_cached >= (256u << 20) && f->torch_cached * 2 >= f->torch_reserved) {
+        f->verdict = "idle_cache";
+        f->reason = "PyTorch keeps freed memory cached (torch.cuda.empty_cache() returns it)";
+    } else if (f->pool_idle >= (16u << 20) && f->pool_idle * 4 >= f->pool_reserved) {
         f->verdict = "idle_pool_reserve";
-    else
+        f->reason = "stream-ordered pools keep memory they do not use (cudaMemPoolTrimTo "
+                    "returns it)";
+    } else {
         f->verdict = "none";
+        f->reason = "";
+    }
 }
 
 void report_release(struct report *r)

@@ -3,6 +3,7 @@
  * `brief` is the summary printed on stderr at exit: the top CUMEMTRACE_TOP
  * entries of each section with their first frames. The .txt file is the same
  * with every entry and every frame. */
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -134,6 +135,33 @@ static void write_counter_row(struct out *out, const char *label, const struct c
                (unsigned long long)c->failures, (unsigned long long)c->ooms);
 }
 
+/* PyTorch's own counters for one device, next to the traced figures. */
+static void write_torch_device(const struct report *r, struct out *out, int device)
+{
+    if (!r->torch.valid || device < 0 || device >= r->torch.device_count)
+        return;
+    const uint64_t *t = r->torch.figures[device];
+    if (t[TORCH_RESERVED] == TORCH_MISSING || t[TORCH_RESERVED_PEAK] == 0)
+        return;
+    char when[48];
+    if (r->torch.at_exit)
+        snprintf(when, sizeof(when), "at Python's exit");
+    else
+        snprintf(when, sizeof(when), "%.1f s before this report",
+                 (r->now_ms - r->torch.time_ms) / 1000.0);
+    out_printf(out, "    PyTorch (torch.cuda.memory_stats, %s):", when);
+    for (int i = 0; i < TORCH_FIGURE_COUNT; i++) {
+        if (t[i] == TORCH_MISSING)
+            continue;
+        out_printf(out, "%s %s ", i ? ";" : "", torch_figure_name(i));
+        if (i == TORCH_ALLOC_RETRIES || i == TORCH_OOMS)
+            out_printf(out, "%llu", (unsigned long long)t[i]);
+        else
+            out_bytes(out, t[i]);
+    }
+    out_str(out, "\n");
+}
+
 static void write_counters(const struct report *r, struct out *out)
 {
     out_printf(out, "  %-20s %10s %10s %10s %8s %8s %8s %6s %5s\n", "Memory by device",
@@ -176,6 +204,7 @@ static void write_counters(const struct report *r, struct out *out)
                             "but unused (cudaMemPoolTrimTo releases it)\n",
                        reserved, used, idle);
         }
+        write_torch_device(r, out, dev->slot);
     }
 }
 
@@ -239,16 +268,24 @@ static void write_fragmentation(const struct report *r, struct out *out)
 {
     struct report_fragmentation f;
     report_fragmentation(r, &f);
-    if (strcmp(f.verdict, "none") == 0 && !f.vmm_unmapped)
+    if (strcmp(f.verdict, "none") == 0 && !f.vmm_unmapped && !f.torch_cached)
         return;
     char a[24], b[24], c[24];
     out_str(out, "\n  Fragmentation and idle reserves: ");
-    if (strcmp(f.verdict, "fragmented") == 0)
-        out_str(out, "FRAGMENTED: the allocation failed with more free than it asked for\n");
-    else if (strcmp(f.verdict, "idle_pool_reserve") == 0)
-        out_str(out, "stream-ordered pools keep memory they do not use\n");
-    else
+    if (strcmp(f.verdict, "none") == 0)
         out_str(out, "nothing significant\n");
+    else
+        out_printf(out, "%s: %s\n", strcmp(f.verdict, "fragmented") == 0 ? "FRAGMENTED"
+                                    : strcmp(f.verdict, "idle_cache") == 0 ? "idle cache"
+                                                                           : "idle pool reserve",
+                   f.reason);
+    if (f.has_torch) {
+        format_bytes(f.torch_cached, a, sizeof(a));
+        format_bytes(f.torch_reserved, b, sizeof(b));
+        format_bytes(f.torch_inactive_split, c, sizeof(c));
+        out_printf(out, "    PyTorch: %s cached but unused of %s reserved; %s of it in split "
+                        "segments around live tensors\n", a, b, c);
+    }
     if (f.pool_reserved) {
         format_bytes(f.pool_idle, a, sizeof(a));
         format_bytes(f.pool_reserved, b, sizeof(b));

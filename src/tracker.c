@@ -22,6 +22,7 @@
 #include "report.h"
 #include "signals.h"
 #include "stacks.h"
+#include "torch_stats.h"
 #include "tracker.h"
 
 #define MAX_THREADS 65535
@@ -640,4 +641,5 @@ void tracker_fork_child(void)
     if (initialized)
         reset_state();
     this_thread.number = 0;
+    torch_stats_reset();
 }

@@ -623,6 +623,45 @@ def case_python_frames():
     check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")
 
 
+def case_torch_counters():
+    script = os.path.join(ARGS.source, "tests", "integration", "torch_counters.py")
+    out, err, reports, texts = run(sys.executable, [script],
+                                   env={"CUMEMTRACE_SAMPLE_MS": "50", "CUMEMTRACE_FORMAT": "text,json"})
+    check(out.strip() == "torch counters: done the program's own exception True",
+          f"the program's own output and exceptions are untouched: {out!r} {err[-500:]!r}")
+    by_reason = {r["reason"]: r for r in reports}
+    check(set(by_reason) == {"exit", "signal"}, f"an exit report and a snapshot: {sorted(by_reason)}")
+    mib = 1 << 20
+    final = by_reason.get("exit", {}).get("torch") or {}
+    check(final.get("read") == "python_exit", f"the exit report has the atexit reading: {final}")
+    devices = final.get("devices", [])
+    check(len(devices) == 2, f"both devices: {devices}")
+    if len(devices) == 2:
+        d0, d1 = devices
+        check(d0["allocated_bytes"] == 256 * mib and d0["reserved_bytes"] == 1024 * mib and
+              d0["allocated_peak"] == 512 * mib and d0["inactive_split_bytes"] == 256 * mib and
+              d0["num_alloc_retries"] == 3 and d0["num_ooms"] == 1,
+              f"device 0 as memory_stats() said at exit: {d0}")
+        check(all(v is None for k, v in d1.items() if k != "device"),
+              f"device 1's memory_stats() raised: its figures are null: {d1}")
+    snapshot = by_reason.get("signal", {}).get("torch") or {}
+    check(snapshot.get("read") == "sample" and snapshot["devices"][0]["allocated_bytes"] == 64 * mib,
+          f"the snapshot asked for a fresh reading: {snapshot}")
+    fragmentation = by_reason.get("exit", {}).get("fragmentation", {})
+    check(fragmentation.get("verdict") == "fragmented" and
+          fragmentation.get("torch_inactive_split_bytes") == 256 * mib and
+          fragmentation.get("torch_cached_bytes") == 768 * mib,
+          f"inactive split bytes a quarter of the reserve: fragmented: {fragmentation}")
+    text = next((t for name, t in texts.items() if "signal" not in name), "")
+    check("PyTorch (torch.cuda.memory_stats, at Python's exit): allocated_bytes 256 MiB" in text,
+          f"the text report shows PyTorch's counters: {text[:1500]}")
+    # Without torch in sys.modules nothing is read, and the report says null.
+    out, err, reports, _ = run(sys.executable, ["-c", "import ctypes; p = ctypes.c_void_p(); "
+                                                "ctypes.CDLL('libcudart.so.13').cudaMalloc(ctypes.byref(p), 4096)"],
+                               env={"CUMEMTRACE_SAMPLE_MS": "20"})
+    check(only(reports)["torch"] is None, "no PyTorch: torch is null")
+
+
 def growing_functions(report):
     """Each growing stack as (innermost frame's function in tests/growth, entry)."""
     frames = {f["id"]: f for f in report["frames"]}
