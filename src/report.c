@@ -313,6 +313,12 @@ static void read_device_memory(struct report *r)
             r->state.pool_info(slot, d->pool) == 0)
             d->has_pool = 1;
     }
+    for (int i = 0; r->state.created_pool_info && i < REPORT_MAX_POOLS; i++) {
+        struct report_pool *p = &r->pools[i];
+        if (r->state.created_pool_info(i, &p->handle, &p->device, p->figures) < 0)
+            break;
+        r->pool_count = i + 1;
+    }
 }
 
 int report_collect(struct report *r, const char *reason)
@@ -371,6 +377,13 @@ void report_fragmentation(const struct report *r, struct report_fragmentation *f
         }
         f->vmm_reserved += report_counters(r, dev->slot, KIND_VMM_RESERVATION)->bytes_current;
         f->vmm_mapped += report_counters(r, dev->slot, KIND_VMM_MAPPING)->bytes_current;
+    }
+    for (int i = 0; i < r->pool_count; i++) {
+        const uint64_t *figures = r->pools[i].figures;
+        if (figures[0] == UINT64_MAX)
+            continue;
+        f->pool_reserved += figures[0];
+        f->pool_used += figures[2];
     }
     torch_fragmentation(r, f);
     f->pool_idle = f->pool_reserved > f->pool_used ? f->pool_reserved - f->pool_used : 0;

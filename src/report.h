@@ -38,6 +38,14 @@ struct report_group {
     uint32_t oldest_ms;
 };
 
+/* A stream-ordered pool the program created, and what it holds. */
+struct report_pool {
+    uint64_t handle;
+    int device;              /* -1: not a device pool */
+    uint64_t figures[4];     /* reserved, reserved peak, used, used peak; all ones: unknown */
+};
+#define REPORT_MAX_POOLS 64
+
 /* What made the report, when it is not the end of the process. */
 enum event_type { EVENT_NONE, EVENT_OOM, EVENT_SIGNAL, EVENT_CRASH };
 enum retry_state { RETRY_NONE, RETRY_PENDING, RETRY_SUCCEEDED, RETRY_FAILED };
@@ -85,6 +93,8 @@ struct report {
     struct report_device devices[MAX_DEVICES + 1];
     int device_count;
     struct torch_stats torch;            /* PyTorch's own counters, if it was read */
+    struct report_pool pools[REPORT_MAX_POOLS];
+    int pool_count;
     size_t registry_bytes, stacks_bytes;
     uint32_t *shown;                     /* stack ids written out, by live bytes */
     uint32_t shown_count;

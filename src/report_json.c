@@ -286,6 +286,25 @@ static void write_fragmentation(const struct report *r, struct out *out)
                      "\"torch_inactive_split_bytes\":null}");
 }
 
+/* Stream-ordered pools the program created, with what they reserve and use. */
+static void write_pools(const struct report *r, struct out *out)
+{
+    static const char *names[4] = {"reserved_bytes", "reserved_peak", "used_bytes", "used_peak"};
+    out_str(out, ",\"pools\":[");
+    for (int i = 0; i < r->pool_count; i++) {
+        const struct report_pool *p = &r->pools[i];
+        out_printf(out, "%s{\"handle\":\"0x%llx\"", i ? "," : "", U(p->handle));
+        write_device_field(out, p->device);
+        for (int k = 0; k < 4; k++)
+            if (p->figures[k] == UINT64_MAX)
+                out_printf(out, ",\"%s\":null", names[k]);
+            else
+                out_printf(out, ",\"%s\":%llu", names[k], U(p->figures[k]));
+        out_str(out, "}");
+    }
+    out_str(out, "]");
+}
+
 /* torch.cuda.memory_stats() per device as PyTorch reported it, or null. */
 static void write_torch(const struct report *r, struct out *out)
 {
@@ -365,6 +384,7 @@ void report_json(const struct report *r, struct out *out)
     write_entry_points(r, out);
     write_devices(r, out);
     write_torch(r, out);
+    write_pools(r, out);
     write_live(r, out);
     write_stacks(r, out);
     write_frames(r, out);

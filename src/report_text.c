@@ -135,6 +135,17 @@ static void write_counter_row(struct out *out, const char *label, const struct c
                (unsigned long long)c->failures, (unsigned long long)c->ooms);
 }
 
+/* A stream-ordered pool: figures are reserved, its peak, used, its peak. */
+static void write_pool(struct out *out, const char *label, const uint64_t *figures)
+{
+    char reserved[24], used[24], idle[24];
+    format_bytes(figures[0], reserved, sizeof(reserved));
+    format_bytes(figures[2], used, sizeof(used));
+    format_bytes(figures[0] > figures[2] ? figures[0] - figures[2] : 0, idle, sizeof(idle));
+    out_printf(out, "    %s: reserved %s, used %s; %s reserved but unused (cudaMemPoolTrimTo "
+                    "releases it)\n", label, reserved, used, idle);
+}
+
 /* PyTorch's own counters for one device, next to the traced figures. */
 static void write_torch_device(const struct report *r, struct out *out, int device)
 {
@@ -194,15 +205,14 @@ static void write_counters(const struct report *r, struct out *out)
         } else if (dev->slot != COUNTER_NO_DEVICE) {
             out_str(out, "    driver: free/total not available (no live context at this point)\n");
         }
-        if (dev->has_pool) {
-            char reserved[24], used[24], idle[24];
-            format_bytes(dev->pool[0], reserved, sizeof(reserved));
-            format_bytes(dev->pool[2], used, sizeof(used));
-            format_bytes(dev->pool[0] > dev->pool[2] ? dev->pool[0] - dev->pool[2] : 0, idle,
-                         sizeof(idle));
-            out_printf(out, "    default stream-ordered pool: reserved %s, used %s; %s reserved "
-                            "but unused (cudaMemPoolTrimTo releases it)\n",
-                       reserved, used, idle);
+        if (dev->has_pool)
+            write_pool(out, "default stream-ordered pool", dev->pool);
+        for (int i = 0; i < r->pool_count; i++) {
+            if (r->pools[i].device != dev->slot || r->pools[i].figures[0] == UINT64_MAX)
+                continue;
+            char label[48];
+            snprintf(label, sizeof(label), "pool 0x%llx", (unsigned long long)r->pools[i].handle);
+            write_pool(out, label, r->pools[i].figures);
         }
         write_torch_device(r, out, dev->slot);
     }

@@ -581,6 +581,12 @@ void tracker_set_pool_info(int (*fn)(int device, uint64_t figures[4]))
     tracker.pool_info = fn;
 }
 
+void tracker_set_created_pool_info(int (*fn)(int index, uint64_t *handle, int *device,
+                                             uint64_t figures[4]))
+{
+    tracker.created_pool_info = fn;
+}
+
 void tracker_set_call_in_progress(int (*fn)(void))
 {
     call_in_progress = fn;

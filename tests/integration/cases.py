@@ -184,6 +184,16 @@ def case_entry_points_keep():
           (4 << 20, 2 << 20, 2 << 20), f"VMM: 4 MiB reserved, 2 MiB mapped, 2 MiB hole: {holes}")
     pools = [b for b in items if "FromPool" in b["api"]]
     check(all(b["stream_or_pool"] for b in pools), "pool allocations name their pool")
+    created = report["pools"]
+    check(len(created) == 1 and created[0]["device"] == 0 and
+          {b["stream_or_pool"] for b in pools} == {created[0]["handle"]},
+          f"the pool the program created is listed: {created} {[b['stream_or_pool'] for b in pools]}")
+    if created:
+        in_blocks = sum(b["size"] for b in pools)
+        check(created[0]["reserved_bytes"] == 32 << 20 and
+              in_blocks <= created[0]["used_bytes"] < in_blocks + 4096 * len(pools),
+              f"its reserved (one 32 MiB chunk) and used bytes ({in_blocks} in blocks): {created[0]}")
+        check(created[0]["handle"][2:] in err, "the summary shows the pool")
     check(all(value == 0 for value in report["tracer"]["lost"].values()),
           f"nothing lost: {report['tracer']['lost']}")
 
