@@ -416,6 +416,36 @@ void report_release(struct report *r)
     r->page_count = 0;
 }
 
+/* Libraries whose allocations deserve a name of their own. The innermost
+ * frame of a stack that lies in one of them labels the stack: NCCL's
+ * communication buffers (cuMemCreate/cuMemMap with NCCL_CUMEM_ENABLE, or
+ * cudaMalloc), the math libraries' workspaces. */
+static const struct {
+    const char *module;      /* start of the file name */
+    const char *label;
+} library_labels[] = {
+    {"libnccl", "nccl"},     {"libcublas", "cublas"},   {"libcudnn", "cudnn"},
+    {"libcufft", "cufft"},   {"libcusparse", "cusparse"}, {"libcusolver", "cusolver"},
+};
+
+const char *report_stack_label(const struct report *r, uint32_t stack_id)
+{
+    if (stack_id == 0 || stack_id > r->stack_count)
+        return NULL;
+    const struct stack *s = &r->stacks[stack_id - 1];
+    for (uint32_t f = 0; f < s->depth; f++) {
+        long i = report_frame_index(r, r->frames[s->first_frame + f]);
+        const char *module = i >= 0 ? r->symbols[i].module : NULL;
+        if (!module)
+            continue;
+        const char *name = strrchr(module, '/') ? strrchr(module, '/') + 1 : module;
+        for (size_t k = 0; k < sizeof(library_labels) / sizeof(library_labels[0]); k++)
+            if (strncmp(name, library_labels[k].module, strlen(library_labels[k].module)) == 0)
+                return library_labels[k].label;
+    }
+    return NULL;
+}
+
 long report_frame_index(const struct report *r, uintptr_t address)
 {
     size_t low = 0, high = r->address_count;

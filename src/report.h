@@ -128,6 +128,8 @@ void report_release(struct report *r);
 /* Index of a frame address in r->addresses (the JSON frame id), -1 if absent. */
 long report_frame_index(const struct report *r, uintptr_t address);
 const char *report_api_name(const struct report *r, int api);
+/* "nccl", "cublas", ...: the library a stack allocated through; NULL if none. */
+const char *report_stack_label(const struct report *r, uint32_t stack_id);
 const struct counters *report_counters(const struct report *r, int slot, int set);
 
 void report_text(const struct report *r, struct out *out, int brief);

@@ -139,10 +139,17 @@ static void write_stacks(const struct report *r, struct out *out)
                        report_frame_index(r, r->frames[s->first_frame + f]));
         out_printf(out, "],\"live_bytes\":%llu,\"live_blocks\":%llu,\"peak_live_bytes\":%llu,"
                         "\"allocations\":%llu,\"allocated_bytes\":%llu,"
-                        "\"freed_implicitly_bytes\":%llu,\"freed_implicitly_blocks\":%llu}",
+                        "\"freed_implicitly_bytes\":%llu,\"freed_implicitly_blocks\":%llu",
                    U(s->stats.live_bytes), U(s->stats.live_blocks), U(s->stats.peak_live_bytes),
                    U(s->stats.allocations), U(s->stats.allocated_bytes),
                    U(s->stats.implicit_bytes), U(s->stats.implicit_blocks));
+        const char *label = report_stack_label(r, r->shown[i]);
+        out_str(out, ",\"label\":");
+        if (label)
+            out_json_string(out, label);
+        else
+            out_str(out, "null");
+        out_str(out, "}");
     }
     out_str(out, "]");
 }

@@ -239,6 +239,10 @@ static void write_live(const struct report *r, struct out *out, int brief)
                    kind_name(g->kind), g->blocks == 1 ? "" : "s", report_api_name(r, g->api));
         if (g->device >= 0)
             out_printf(out, " on device %d", g->device);
+        const char *label = report_stack_label(r, g->stack_id);
+        if (label)
+            out_printf(out, " [%s%s]", label,
+                       strcmp(label, "nccl") == 0 ? ": communication buffers" : "");
         out_printf(out, ", largest ");
         out_bytes(out, g->largest);
         out_printf(out, ", oldest from %.1f s\n", g->oldest_ms / 1000.0);

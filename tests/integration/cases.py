@@ -672,6 +672,29 @@ def case_torch_counters():
     check(only(reports)["torch"] is None, "no PyTorch: torch is null")
 
 
+def case_nccl_label():
+    """Buffers allocated through libnccl are labelled; a peer's memory mapped
+    here counts on the device that owns it."""
+    out, err, reports, _ = run("tests/nccl_label", env={"CUMEMTRACE_FORMAT": "text,json"})
+    check(out == "nccl label: done\n", f"ran: {out!r} {err[-400:]!r}")
+    report = only(reports)
+    stacks = {s["id"]: s for s in report["stacks"]}
+    labelled = collections.defaultdict(int)
+    for group in report["live"]:
+        labelled[(stacks[group["stack"]]["label"], group["kind"], group["device"])] += group["bytes"]
+    mib = 1 << 20
+    check(labelled == {("nccl", "vmm_physical", 0): 4 * mib, ("nccl", "vmm_mapping", 0): 4 * mib,
+                       ("nccl", "vmm_reservation", None): 6 * mib,
+                       ("nccl", "vmm_physical", 1): 2 * mib, ("nccl", "vmm_mapping", 1): 2 * mib,
+                       (None, "device", 0): 1 * mib, (None, "device", 1): 3 * mib},
+          f"labels, kinds and owning devices: {dict(labelled)}")
+    devices = {d["device"]: d["counters"]["device_memory"]["allocated_bytes"]["current"]
+               for d in report["devices"]}
+    check(devices.get(0) == 5 * mib and devices.get(1) == 5 * mib,
+          f"device memory per device (the peer mapping on its owner, counted once): {devices}")
+    check("[nccl: communication buffers]" in err, "the summary labels them")
+
+
 def growing_functions(report):
     """Each growing stack as (innermost frame's function in tests/growth, entry)."""
     frames = {f["id"]: f for f in report["frames"]}
