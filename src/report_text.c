@@ -79,7 +79,7 @@ static const struct symbol *site_of(const struct report *r, uint32_t stack_id)
     for (uint32_t i = 0; s && i < s->depth; i++) {
         long k = report_frame_index(r, r->frames[s->first_frame + i]);
         const struct symbol *symbol = k >= 0 ? &r->symbols[k] : NULL;
-        if (symbol && symbol->python)
+        if (symbol && symbol->python && symbol->line > 0)   /* line 0: a marker frame */
             return symbol;
         if (symbol && symbol->file && !with_line)
             with_line = symbol;

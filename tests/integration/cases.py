@@ -608,8 +608,10 @@ def case_python_frames():
         line = next(i for i, text in enumerate(handle, 1) if "ALLOCATE-LINE" in text)
     # Other interpreters to try, e.g. every CPython 3.10-3.13 on a developer's machine.
     pythons = [sys.executable] + [p for p in os.environ.get("CUMEMTRACE_TEST_PYTHONS", "").split(":") if p]
+    with open(script) as handle:
+        native_line = next(i for i, text in enumerate(handle, 1) if "NATIVE-THREAD-LINE" in text)
     for python in pythons:
-        out, err, reports, _ = run(python, [script])
+        out, err, reports, _ = run(python, [script, os.path.join(ARGS.build, "tests", "x")])
         check("python frames: done" in out, f"{python} ran: {out!r} {err[-500:]!r}")
         check("not laid out as expected" not in err, f"{python}: layout accepted: {err[-300:]!r}")
         report = only(reports)
@@ -625,6 +627,12 @@ def case_python_frames():
             check(python_frames and python_frames[0]["file"] == script and
                   python_frames[0]["line"] == line,
                   f"{python}: file and line of the cudaMalloc call: {python_frames[:1]}")
+        # A thread that runs no Python: the main thread's frames, after a marker.
+        python_frames = python_stack(report, 17 << 20)
+        seen = [(f["function"].split(".")[-1], f["line"]) for f in python_frames]
+        check(seen[:3] == [("[main thread, at that moment]", 0),
+                           ("waits_for_native_thread", native_line), ("<module>", seen[2][1] if len(seen) > 2 else -1)],
+              f"{python}: a native thread's allocation names the line the main thread waits at: {seen}")
         check("leak_in_python at " in err, "the summary shows Python lines")
         check("native frames above these, in the full report" in err,
               "and leaves the native frames to the full report")
