@@ -361,6 +361,8 @@ static void torch_fragmentation(const struct report *r, struct report_fragmentat
         f->torch_allocated += t[TORCH_ALLOCATED];
         if (t[TORCH_INACTIVE_SPLIT] != TORCH_MISSING)
             f->torch_inactive_split += t[TORCH_INACTIVE_SPLIT];
+        if (t[TORCH_INACTIVE_SPLIT_BLOCKS] != TORCH_MISSING)
+            f->torch_holes += t[TORCH_INACTIVE_SPLIT_BLOCKS];
     }
     f->torch_cached = f->torch_reserved > f->torch_allocated
                           ? f->torch_reserved - f->torch_allocated : 0;
@@ -392,9 +394,10 @@ void report_fragmentation(const struct report *r, struct report_fragmentation *f
     if (r->event.type == EVENT_OOM && strcmp(report_verdict(&r->event), "fragmented") == 0)
         f->reason = "an allocation failed with more memory free than it asked for";
     else if (f->torch_inactive_split >= (64u << 20) &&
-             f->torch_inactive_split * 4 >= f->torch_reserved)
-        f->reason = "PyTorch's segments are split around live tensors: their free parts "
-                    "serve only smaller requests";
+             f->torch_inactive_split * 4 >= f->torch_reserved && f->torch_holes >= 8 &&
+             f->torch_inactive_split / f->torch_holes <= (32u << 20))
+        f->reason = "PyTorch's free memory lies in small holes between live tensors: it "
+                    "serves only requests that fit, and empty_cache() cannot return it";
     else if (f->torch_cached >= (256u << 20) && f->torch_cached * 2 >= f->torch_reserved) {
         f->verdict = "idle_cache";
         f->reason = "PyTorch keeps freed memory cached (torch.cuda.empty_cache() returns it)";

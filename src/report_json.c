@@ -286,11 +286,12 @@ static void write_fragmentation(const struct report *r, struct out *out)
                U(f.vmm_mapped), U(f.vmm_unmapped));
     if (f.has_torch)
         out_printf(out, ",\"torch_reserved_bytes\":%llu,\"torch_cached_bytes\":%llu,"
-                        "\"torch_inactive_split_bytes\":%llu}",
-                   U(f.torch_reserved), U(f.torch_cached), U(f.torch_inactive_split));
+                        "\"torch_inactive_split_bytes\":%llu,\"torch_inactive_split_blocks\":%llu}",
+                   U(f.torch_reserved), U(f.torch_cached), U(f.torch_inactive_split),
+                   U(f.torch_holes));
     else
         out_str(out, ",\"torch_reserved_bytes\":null,\"torch_cached_bytes\":null,"
-                     "\"torch_inactive_split_bytes\":null}");
+                     "\"torch_inactive_split_bytes\":null,\"torch_inactive_split_blocks\":null}");
 }
 
 /* Stream-ordered pools the program created, with what they reserve and use. */

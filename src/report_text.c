@@ -297,8 +297,8 @@ static void write_fragmentation(const struct report *r, struct out *out)
         format_bytes(f.torch_cached, a, sizeof(a));
         format_bytes(f.torch_reserved, b, sizeof(b));
         format_bytes(f.torch_inactive_split, c, sizeof(c));
-        out_printf(out, "    PyTorch: %s cached but unused of %s reserved; %s of it in split "
-                        "segments around live tensors\n", a, b, c);
+        out_printf(out, "    PyTorch: %s cached but unused of %s reserved; %s of it in %llu "
+                        "holes between live tensors\n", a, b, c, (unsigned long long)f.torch_holes);
     }
     if (f.pool_reserved) {
         format_bytes(f.pool_idle, a, sizeof(a));
