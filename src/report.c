@@ -283,8 +283,21 @@ static int symbolize_frames(struct report *r)
     return 0;
 }
 
+/* A rank variable set by torchrun, mpirun, ...; -1 if not set or not a number. */
+static int rank_variable(const char *name)
+{
+    const char *value = getenv(name);
+    char *end;
+    long n = value && *value ? strtol(value, &end, 10) : -1;
+    return value && *value && *end == '\0' && n >= 0 && n < (1l << 30) ? (int)n : -1;
+}
+
 static void read_process_info(struct report *r)
 {
+    gethostname(r->host, sizeof(r->host) - 1);
+    r->rank = rank_variable("RANK");
+    r->local_rank = rank_variable("LOCAL_RANK");
+    r->world_size = rank_variable("WORLD_SIZE");
     r->pid = (int)getpid();
     r->ppid = (int)getppid();
     struct timespec ts;

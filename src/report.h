@@ -103,6 +103,8 @@ struct report {
     struct symbol *symbols;              /* symbols[i] is addresses[i] */
     size_t address_count;
     struct symbolizer *symbolizer;
+    char host[256];                      /* gethostname */
+    int rank, local_rank, world_size;    /* RANK, LOCAL_RANK, WORLD_SIZE; -1: not set */
     char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;
     int dump_complete;                   /* read from a dump that ends properly */

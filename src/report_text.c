@@ -446,6 +446,19 @@ void report_text(const struct report *r, struct out *out, int brief)
             out_printf(out, " %s", r->argv + i);
         out_str(out, "\n");
     }
+    if (r->host[0] || r->rank >= 0) {
+        out_printf(out, "  host: %s", r->host[0] ? r->host : "unknown");
+        if (r->rank >= 0)
+            out_printf(out, "; rank %d", r->rank);
+        if (r->world_size >= 0)
+            out_printf(out, " of %d", r->world_size);
+        if (r->local_rank >= 0)
+            out_printf(out, " (local rank %d)", r->local_rank);
+        for (int d = 0, shown = 0; d < r->device_count; d++)
+            if (r->devices[d].slot != COUNTER_NO_DEVICE)
+                out_printf(out, "%s%d", shown++ ? "," : "; device ", r->devices[d].slot);
+        out_str(out, "\n");
+    }
     write_event(r, out, brief);
     if (r->device_count == 0)
         out_str(out, "  no CUDA memory was allocated\n");

@@ -13,6 +13,7 @@ import collections
 import glob
 import json
 import os
+import socket
 import shutil
 import subprocess
 import sys
@@ -689,9 +690,17 @@ def case_torch_counters():
 def case_nccl_label():
     """Buffers allocated through libnccl are labelled; a peer's memory mapped
     here counts on the device that owns it."""
-    out, err, reports, _ = run("tests/nccl_label", env={"CUMEMTRACE_FORMAT": "text,json"})
+    out, err, reports, _ = run("tests/nccl_label", env={
+        "CUMEMTRACE_FORMAT": "text,json", "CUMEMTRACE_OUTPUT": "{dir}/rank%r",
+        "RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"})
     check(out == "nccl label: done\n", f"ran: {out!r} {err[-400:]!r}")
+    check(os.path.exists(os.path.join(LAST_DIR, "rank1.json")), "%r in the file name is the rank")
     report = only(reports)
+    process = report["process"]
+    check((process["rank"], process["world_size"], process["local_rank"]) == (1, 2, 1) and
+          process["host"] == socket.gethostname(), f"rank, world size, host: {process}")
+    check(f"host: {socket.gethostname()}; rank 1 of 2 (local rank 1); device 0,1" in err,
+          "the summary names host, rank, world size and devices")
     stacks = {s["id"]: s for s in report["stacks"]}
     labelled = collections.defaultdict(int)
     for group in report["live"]:
