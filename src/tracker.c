@@ -23,6 +23,7 @@
 #include "signals.h"
 #include "stacks.h"
 #include "timeline.h"
+#include "torch_stats.h"
 #include "tracker.h"
 
 #define MAX_THREADS 65535
@@ -590,6 +591,12 @@ void tracker_set_pool_info(int (*fn)(int device, uint64_t figures[4]))
     tracker.pool_info = fn;
 }
 
+void tracker_set_created_pool_info(int (*fn)(int index, uint64_t *handle, int *device,
+                                             uint64_t figures[4]))
+{
+    tracker.created_pool_info = fn;
+}
+
 void tracker_set_call_in_progress(int (*fn)(void))
 {
     call_in_progress = fn;
@@ -650,4 +657,5 @@ void tracker_fork_child(void)
     if (initialized)
         reset_state();
     this_thread.number = 0;
+    torch_stats_reset();
 }
