@@ -94,6 +94,10 @@ struct report {
     char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;
     int dump_complete;                   /* read from a dump that ends properly */
+    /* Read back from a JSON report (report_load.c): the process's host and
+     * ranks as written there (-1: null). NULL host: this machine, RANK etc. */
+    const char *host;
+    int rank, local_rank, world_size;
     struct python_location *python;      /* from a dump; NULL: this process's table */
     uint32_t python_count;
     /* every mapping made for this report, released by report_release */

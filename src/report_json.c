@@ -37,12 +37,20 @@ static void write_env_int(struct out *out, const char *key, const char *name)
         out_printf(out, ",\"%s\":null", key);
 }
 
+static void write_loaded_int(struct out *out, const char *key, int value)
+{
+    if (value >= 0)
+        out_printf(out, ",\"%s\":%d", key, value);
+    else
+        out_printf(out, ",\"%s\":null", key);
+}
+
 static void write_process(const struct report *r, struct out *out)
 {
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     out_printf(out, "\"process\":{\"pid\":%d,\"ppid\":%d,\"host\":", r->pid, r->ppid);
-    out_json_string(out, host);
+    out_json_string(out, r->host ? r->host : host);
     out_str(out, ",\"argv\":[");
     for (size_t i = 0; i < r->argv_bytes; i += strlen(r->argv + i) + 1) {
         if (i)
@@ -50,9 +58,15 @@ static void write_process(const struct report *r, struct out *out)
         out_json_string(out, r->argv + i);
     }
     out_str(out, "]");
-    write_env_int(out, "rank", "RANK");
-    write_env_int(out, "local_rank", "LOCAL_RANK");
-    write_env_int(out, "world_size", "WORLD_SIZE");
+    if (r->host) {              /* read back from a file: as written there */
+        write_loaded_int(out, "rank", r->rank);
+        write_loaded_int(out, "local_rank", r->local_rank);
+        write_loaded_int(out, "world_size", r->world_size);
+    } else {
+        write_env_int(out, "rank", "RANK");
+        write_env_int(out, "local_rank", "LOCAL_RANK");
+        write_env_int(out, "world_size", "WORLD_SIZE");
+    }
     out_printf(out, ",\"start_time\":%.3f,\"time\":%.3f,\"duration_s\":%.3f}", r->start_unix,
                r->now_unix, r->now_ms / 1000.0);
 }
