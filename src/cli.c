@@ -362,7 +362,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "symbolize") == 0) {
-        if (wants_help(argc - 2, argv + 2)) {
+        /* run: only its own first argument; later ones may be the command's */
+        if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
             fputs(usage, stdout);
             return 0;
         }

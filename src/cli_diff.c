@@ -163,7 +163,15 @@ static void write_json(struct out *out, char **paths, struct loaded_report *cons
                    (unsigned long long)devices[d].a, (unsigned long long)devices[d].b,
                    (long long)(devices[d].b - devices[d].a));
     }
-    out_str(out, "],\"stacks\":[");
+    uint64_t total_a = 0, total_b = 0;
+    for (int d = 0; d < device_count; d++) {
+        total_a += devices[d].a;
+        total_b += devices[d].b;
+    }
+    out_printf(out, "],\"total\":{\"a_bytes\":%llu,\"b_bytes\":%llu,\"change\":%lld}",
+               (unsigned long long)total_a, (unsigned long long)total_b,
+               (long long)(total_b - total_a));
+    out_str(out, ",\"stacks\":[");
     size_t shown = 0;
     for (size_t i = 0; i < count && (top == 0 || shown < top); i++) {
         const struct stack_sum *s = changes[i].sum;
