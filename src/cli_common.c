@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "python.h"
 
 int cli_usage_error(const char *command, const char *message, const char *detail)
 {

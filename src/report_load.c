@@ -560,7 +560,6 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     load_failures_and_marks(&l, root);
     load_growth(&l, root);
     load_threads(&l, root);
-    r->has_growth = r->has_growth && !l.failed;
     return l.failed ? -1 : 0;
 }
 

@@ -990,6 +990,49 @@ def case_command_inputs():
     check(not os.path.exists(os.path.join(directory, "r.html")), "nothing written when not built in")
 
 
+def case_report_malformed():
+    """Reports cut short or with sections that do not fit together: status 2
+    and one line each, never a crash (the ASan build runs this too)."""
+    run("tests/oom", ["retry"], env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_QUIET": "1"})
+    path = glob.glob(os.path.join(LAST_DIR, "*-oom.json"))[0]
+    with open(path) as handle:
+        text = handle.read()
+    directory = tempfile.mkdtemp(prefix="cumemtrace-malformed-")
+    bad = os.path.join(directory, "bad.json")
+    for cut in range(1, len(text) - 2, max(1, len(text) // 40)):
+        with open(bad, "w") as handle:
+            handle.write(text[:cut])
+        completed = tool("report", bad)
+        check(completed.returncode == 2 and completed.stderr.count("\n") == 1 and
+              "line 1, column" in completed.stderr,
+              f"cut at {cut}: {completed.returncode} {completed.stderr!r}")
+    report = json.loads(text)
+
+    def mutated(change, words):
+        copy = json.loads(json.dumps(report))
+        change(copy)
+        with open(bad, "w") as handle:
+            json.dump(copy, handle)
+        completed = tool("report", bad)
+        check(completed.returncode == 2 and words in completed.stderr and
+              completed.stderr.count("\n") == 1, f"{words}: {completed.returncode} {completed.stderr!r}")
+
+    mutated(lambda r: r["stacks"][0]["frames"].append(99999), "a stack names a frame that is not in")
+    mutated(lambda r: r["frames"].reverse(), "frame ids out of order")
+    mutated(lambda r: r["live"][0].update(stack=99999), "a stack id that is not in")
+    mutated(lambda r: r["live"][0].update(kind="plasma"), "an unknown \"kind\"")
+    mutated(lambda r: r.update(stacks=5), "no \"stacks\" list")
+    mutated(lambda r: r.pop("process"), "no \"process\" object")
+    mutated(lambda r: r["event"].update(type="earthquake"), "an unknown event type")
+    mutated(lambda r: r["stacks"][0].update(id=0), "a stack without an id or frames")
+    for first, second in ((0, 1),):
+        def swap(r):
+            frames = r["frames"]
+            frames[first]["address"], frames[second]["address"] = \
+                frames[second]["address"], frames[first]["address"]
+        mutated(swap, "frame addresses not in ascending order")
+
+
 def case_install():
     """cmake --install into a prefix: the command finds the library there,
     and pkg-config gives flags that build a program against the header."""
