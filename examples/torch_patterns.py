@@ -14,6 +14,10 @@ Not leaks (the report must NOT list them as growing):
   cache_holds_freed big temporaries freed by the program, kept by PyTorch's cache
   no_zero_grad      gradients accumulate in place without zero_grad()
   grad_accumulation gradient accumulation over 4 micro-batches
+Fragmentation (not growing, but the fragmentation verdict must say so):
+  alternating_sizes long-lived small tensors allocated between short-lived
+                    larger ones: the freed space is left in holes between
+                    them, too small for the next, larger request
 Each line that allocates what the verdict is about carries a marker comment
 (SITE-<pattern>); tests/gpu/check_patterns.py checks the report names it.
 Every pattern runs about 3 seconds, with a short pause per iteration, so that
@@ -56,8 +60,8 @@ def retain_graph():
     cell = torch.nn.Linear(1024, 1024).cuda()
     hidden = torch.zeros(512, 1024, device="cuda")
     for _ in range(ITERATIONS):
-        hidden = torch.tanh(cell(hidden))  # SITE-retain_graph
-        hidden.sum().backward(retain_graph=True)
+        hidden = torch.tanh(cell(hidden))
+        hidden.sum().backward(retain_graph=True)  # SITE-retain_graph
         time.sleep(PAUSE)
 
 
@@ -108,14 +112,27 @@ def grad_accumulation():
         time.sleep(PAUSE)
 
 
+def alternating_sizes():
+    kept = []
+    for _ in range(48):
+        scratch = torch.empty(6 << 20, dtype=torch.uint8, device="cuda")  # SITE-alternating_sizes
+        kept.append(torch.empty(2 << 20, dtype=torch.uint8, device="cuda"))  # lands after it
+        del scratch   # a 6 MiB hole between two kept tensors
+    for _ in range(ITERATIONS):
+        activation = torch.empty(8 << 20, dtype=torch.uint8, device="cuda")  # fits no hole
+        del activation
+        time.sleep(PAUSE)
+    return kept   # still alive at exit, so the holes are too
+
+
 PATTERNS = {f.__name__: f for f in (kept_in_list, loss_with_graph, retain_graph, pinned_pileup,
                                      dataset_on_gpu, cache_holds_freed, no_zero_grad,
-                                     grad_accumulation)}
+                                     grad_accumulation, alternating_sizes)}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in PATTERNS:
         sys.exit(f"usage: torch_patterns.py {'|'.join(PATTERNS)}")
-    PATTERNS[sys.argv[1]]()
+    result = PATTERNS[sys.argv[1]]()   # what a pattern returns lives until exit
     torch.cuda.synchronize()
     print(f"{sys.argv[1]}: done, memory_allocated {torch.cuda.memory_allocated() >> 20} MiB, "
           f"memory_reserved {torch.cuda.memory_reserved() >> 20} MiB", flush=True)

@@ -27,6 +27,16 @@ static int contexts_used;
 static CUcontext primary[MAX_DEVICES];
 static unsigned generation;
 
+/* Pools the program created (cuMemPoolCreate, cudaMemPoolCreate), in order. */
+#define MAX_CREATED_POOLS 64
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    CUmemoryPool handle;
+    int device;
+} created_pools[MAX_CREATED_POOLS];
+static int created_pool_count;
+
+
 static __thread struct {
     CUcontext handle;
     unsigned generation;
@@ -220,23 +230,22 @@ void context_after_fork(void)
     memset(primary, 0, sizeof(primary));
     contexts_used = 0;
     generation++;
+    pthread_mutex_init(&pools_lock, NULL);   /* the pools themselves are the parent's */
+    created_pool_count = 0;
 }
 
-/* The device's default stream-ordered pool: reserved and used bytes, now and
- * at their peaks (cuMemPoolGetAttribute). What it reserves beyond what is
- * used is memory the driver holds for cudaMallocAsync and nobody else can
- * have; a report shows it next to the blocks. */
-int context_pool_info(int device, uint64_t figures[4])
+/* A pool's reserved and used bytes, now and at their peaks
+ * (cuMemPoolGetAttribute). What a pool reserves beyond what is used is
+ * memory the driver holds for that pool and nobody else can have; a report
+ * shows it next to the blocks. */
+static int pool_figures(CUmemoryPool pool, uint64_t figures[4])
 {
-    CUresult (*default_pool)(CUmemoryPool *, CUdevice) =
-        (CUresult (*)(CUmemoryPool *, CUdevice))driver("cuDeviceGetDefaultMemPool");
     CUresult (*attribute)(CUmemoryPool, CUmemPool_attribute, void *) =
         (CUresult (*)(CUmemoryPool, CUmemPool_attribute, void *))driver("cuMemPoolGetAttribute");
     static const CUmemPool_attribute wanted[4] = {
         CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
         CU_MEMPOOL_ATTR_USED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_HIGH};
-    CUmemoryPool pool;
-    if (!default_pool || !attribute || default_pool(&pool, device) != CUDA_SUCCESS)
+    if (!attribute)
         return -1;
     for (int i = 0; i < 4; i++) {
         cuuint64_t value = 0;
@@ -244,5 +253,62 @@ int context_pool_info(int device, uint64_t figures[4])
             return -1;
         figures[i] = value;
     }
+    return 0;
+}
+
+/* The device's default stream-ordered pool (cudaMallocAsync). */
+int context_pool_info(int device, uint64_t figures[4])
+{
+    CUresult (*default_pool)(CUmemoryPool *, CUdevice) =
+        (CUresult (*)(CUmemoryPool *, CUdevice))driver("cuDeviceGetDefaultMemPool");
+    CUmemoryPool pool;
+    if (!default_pool || default_pool(&pool, device) != CUDA_SUCCESS)
+        return -1;
+    return pool_figures(pool, figures);
+}
+
+int context_pool_created(CUresult result, CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    if (result != CUDA_SUCCESS || !pool)
+        return 0;
+    pthread_mutex_lock(&pools_lock);
+    if (created_pool_count < MAX_CREATED_POOLS) {
+        created_pools[created_pool_count].handle = *pool;
+        created_pools[created_pool_count].device =
+            props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props->location.id : -1;
+        created_pool_count++;
+    }
+    pthread_mutex_unlock(&pools_lock);
+    return 0;
+}
+
+int context_pool_destroyed(CUresult result, CUmemoryPool pool)
+{
+    if (result != CUDA_SUCCESS)
+        return 0;
+    pthread_mutex_lock(&pools_lock);
+    for (int i = 0; i < created_pool_count; i++)
+        if (created_pools[i].handle == pool) {
+            created_pools[i] = created_pools[--created_pool_count];
+            break;
+        }
+    pthread_mutex_unlock(&pools_lock);
+    return 0;
+}
+
+int context_created_pool_info(int index, uint64_t *handle, int *device, uint64_t figures[4])
+{
+    pthread_mutex_lock(&pools_lock);
+    int found = index >= 0 && index < created_pool_count;
+    CUmemoryPool pool = found ? created_pools[index].handle : NULL;
+    if (found) {
+        *handle = (uint64_t)(uintptr_t)pool;
+        *device = created_pools[index].device;
+    }
+    pthread_mutex_unlock(&pools_lock);
+    if (!found)
+        return -1;
+    if (pool_figures(pool, figures) < 0)
+        memset(figures, 0xff, 4 * sizeof(uint64_t));   /* not known: all ones */
     return 0;
 }

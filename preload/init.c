@@ -32,6 +32,7 @@ static void init_once(void)
     tracker_set_api_names(entry_names, API_COUNT);
     tracker_set_memory_info(context_memory_info);
     tracker_set_pool_info(context_pool_info);
+    tracker_set_created_pool_info(context_created_pool_info);
     tracker_set_call_in_progress(cuda_call_in_progress);
     uintptr_t low, high;
     if (module_range((const void *)&preload_init, &low, &high) == 0)

@@ -65,6 +65,8 @@ static int available;              /* -1 no, 1 yes, 0 not looked yet */
 static int c_api;                  /* every C API function of the fallback was found */
 static const struct python_layout *layout;   /* NULL: the C API, GIL only */
 static int validated;              /* a walk through checked reads succeeded */
+static int foreign;                /* walking another thread's frames: every read checked */
+static const char *main_state;     /* the main thread's state, seen when it allocated */
 static uintptr_t interpreter_low, interpreter_high;
 
 /* Locations: an array indexed by id - 1, and an open-addressing index. Keys:
@@ -232,7 +234,7 @@ static uint32_t new_location(const char *file, const char *function, int line)
  * the layout is trusted and reads are plain loads. */
 static int peek(const char *address, void *out, size_t size)
 {
-    if (validated) {
+    if (validated && !foreign) {
         memcpy(out, address, size);
         return 0;
     }
@@ -273,8 +275,16 @@ static const char *string_of(const char *object, int *bad)
     }
     if (!(state & 0x20))                                 /* not compact: legacy */
         return "?";
+    if (state & 0x40 && foreign) {                       /* ASCII, read with checks */
+        char text[1024];
+        if (length >= (int64_t)sizeof(text) || peek(object + layout->ascii_size, text, length) < 0)
+            return "?";
+        return keep(text, (size_t)length);
+    }
     if (state & 0x40)                                    /* ASCII: the text follows */
         return length < 4096 ? keep(object + layout->ascii_size, (size_t)length) : "?";
+    if (foreign)
+        return "?";                                      /* not worth unchecked reads */
     const char *utf8 = pointer_at(object, layout->compact_utf8, bad);
     if (utf8)
         return keep(utf8, strlen(utf8));
@@ -366,18 +376,10 @@ static const char *first_frame(const char *thread_state, int *bad)
     return frame;
 }
 
-/* This thread's Python frames, appended at frames[n..max). Returns -1 if
- * the layout turned out wrong (then the C API takes over). */
-static int walk(uintptr_t *frames, int n, int max)
+/* The Python frames of `thread_state`, appended at frames[n..max). Returns
+ * -1 if the layout turned out wrong (then the C API takes over). Lock held. */
+static int walk_state(const char *thread_state, uintptr_t *frames, int n, int max)
 {
-    const char *thread_state = py.this_thread_state();
-    if (!thread_state)
-        return n;
-    pthread_mutex_lock(&lock);
-    if (!layout) {                 /* another thread found it wrong meanwhile */
-        pthread_mutex_unlock(&lock);
-        return -1;
-    }
     int bad = 0, start = n;
     const char *frame = first_frame(thread_state, &bad);
     while (frame && !bad && n < max) {
@@ -391,13 +393,74 @@ static int walk(uintptr_t *frames, int n, int max)
         if (!bad)
             frame = pointer_at(frame, layout->frame_previous, &bad);
     }
+    if (foreign)
+        return bad ? start : n;    /* it moved under us: no frames, no verdict */
     if (bad && !validated) {
         log_line("CPython %d.%d: its frames are not laid out as expected; Python frames "
                  "only for threads that hold the GIL", layout->major, layout->minor);
         layout = NULL;
-        n = -1;
-    } else if (n > start) {
+        return -1;
+    }
+    if (n > start)
         validated = 1;
+    return n;
+}
+
+/* A thread that runs no Python (PyTorch's autograd engine, a library's
+ * worker) allocates on behalf of a Python thread that is usually waiting
+ * for it: loss.backward() waits while the engine thread allocates the
+ * gradients. So such a thread gets the main thread's Python frames, after a
+ * marker frame that says whose they are. The main thread is not stopped
+ * while we read: every read is checked (process_vm_readv), strings are
+ * copied through checked reads, and a walk that meets anything unexpected
+ * gives no frames. The last walk is kept and reused while the main thread
+ * stays in the same frame at the same instruction, the usual case while it
+ * waits. Lock held. */
+static int walk_main_thread(uintptr_t *frames, int n, int max)
+{
+    static uint32_t marker;
+    static const char *last_frame, *last_instruction;
+    static uintptr_t last[64];
+    static int last_count;
+    if (!main_state || !validated || n >= max)
+        return n;
+    foreign = 1;
+    int bad = 0;
+    const char *frame = first_frame(main_state, &bad);
+    const char *instruction = layout->minor >= 11 && frame
+                                  ? pointer_at(frame, layout->frame_instruction, &bad) : NULL;
+    if (!bad && frame && (frame != last_frame || instruction != last_instruction)) {
+        last_count = walk_state(main_state, last, 0, (int)(sizeof(last) / sizeof(last[0])));
+        last_frame = frame;
+        last_instruction = instruction;
+    }
+    foreign = 0;
+    if (bad || !frame || last_count <= 0)
+        return n;
+    if (!marker && grow() == 0)
+        marker = new_location("<this thread runs no Python: the main thread's stack follows>",
+                              "[main thread, at that moment]", 0);
+    if (marker)
+        frames[n++] = PYTHON_FRAME_TAG | marker;
+    for (int i = 0; i < last_count && n < max; i++)
+        frames[n++] = last[i];
+    return n;
+}
+
+static int walk(uintptr_t *frames, int n, int max)
+{
+    const char *thread_state = py.this_thread_state();
+    pthread_mutex_lock(&lock);
+    if (!layout) {                 /* another thread found it wrong meanwhile */
+        pthread_mutex_unlock(&lock);
+        return -1;
+    }
+    if (thread_state) {
+        if (gettid() == getpid())
+            main_state = thread_state;
+        n = walk_state(thread_state, frames, n, max);
+    } else {
+        n = walk_main_thread(frames, n, max);
     }
     pthread_mutex_unlock(&lock);
     return n;

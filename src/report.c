@@ -313,6 +313,12 @@ static void read_device_memory(struct report *r)
             r->state.pool_info(slot, d->pool) == 0)
             d->has_pool = 1;
     }
+    for (int i = 0; r->state.created_pool_info && i < REPORT_MAX_POOLS; i++) {
+        struct report_pool *p = &r->pools[i];
+        if (r->state.created_pool_info(i, &p->handle, &p->device, p->figures) < 0)
+            break;
+        r->pool_count = i + 1;
+    }
 }
 
 int report_collect(struct report *r, const char *reason)
@@ -324,6 +330,7 @@ int report_collect(struct report *r, const char *reason)
         return -1;
     r->start_unix = r->state.start_unix;
     read_device_memory(r);
+    torch_stats_get(&r->torch);
     return report_finish(r, symbolizer_open());
 }
 
@@ -343,6 +350,22 @@ const char *report_verdict(const struct report_event *event)
     return event->free < event->size ? "exhausted" : "fragmented";
 }
 
+static void torch_fragmentation(const struct report *r, struct report_fragmentation *f)
+{
+    for (int d = 0; r->torch.valid && d < r->torch.device_count; d++) {
+        const uint64_t *t = r->torch.figures[d];
+        if (t[TORCH_RESERVED] == TORCH_MISSING || t[TORCH_ALLOCATED] == TORCH_MISSING)
+            continue;
+        f->has_torch = 1;
+        f->torch_reserved += t[TORCH_RESERVED];
+        f->torch_allocated += t[TORCH_ALLOCATED];
+        if (t[TORCH_INACTIVE_SPLIT] != TORCH_MISSING)
+            f->torch_inactive_split += t[TORCH_INACTIVE_SPLIT];
+    }
+    f->torch_cached = f->torch_reserved > f->torch_allocated
+                          ? f->torch_reserved - f->torch_allocated : 0;
+}
+
 void report_fragmentation(const struct report *r, struct report_fragmentation *f)
 {
     memset(f, 0, sizeof(*f));
@@ -355,14 +378,34 @@ void report_fragmentation(const struct report *r, struct report_fragmentation *f
         f->vmm_reserved += report_counters(r, dev->slot, KIND_VMM_RESERVATION)->bytes_current;
         f->vmm_mapped += report_counters(r, dev->slot, KIND_VMM_MAPPING)->bytes_current;
     }
+    for (int i = 0; i < r->pool_count; i++) {
+        const uint64_t *figures = r->pools[i].figures;
+        if (figures[0] == UINT64_MAX)
+            continue;
+        f->pool_reserved += figures[0];
+        f->pool_used += figures[2];
+    }
+    torch_fragmentation(r, f);
     f->pool_idle = f->pool_reserved > f->pool_used ? f->pool_reserved - f->pool_used : 0;
     f->vmm_unmapped = f->vmm_reserved > f->vmm_mapped ? f->vmm_reserved - f->vmm_mapped : 0;
+    f->verdict = "fragmented";
     if (r->event.type == EVENT_OOM && strcmp(report_verdict(&r->event), "fragmented") == 0)
-        f->verdict = "fragmented";
-    else if (f->pool_idle >= (16u << 20) && f->pool_idle * 4 >= f->pool_reserved)
+        f->reason = "an allocation failed with more memory free than it asked for";
+    else if (f->torch_inactive_split >= (64u << 20) &&
+             f->torch_inactive_split * 4 >= f->torch_reserved)
+        f->reason = "PyTorch's segments are split around live tensors: their free parts "
+                    "serve only smaller requests";
+    else if (f->torch_cached >= (256u << 20) && f->torch_cached * 2 >= f->torch_reserved) {
+        f->verdict = "idle_cache";
+        f->reason = "PyTorch keeps freed memory cached (torch.cuda.empty_cache() returns it)";
+    } else if (f->pool_idle >= (16u << 20) && f->pool_idle * 4 >= f->pool_reserved) {
         f->verdict = "idle_pool_reserve";
-    else
+        f->reason = "stream-ordered pools keep memory they do not use (cudaMemPoolTrimTo "
+                    "returns it)";
+    } else {
         f->verdict = "none";
+        f->reason = "";
+    }
 }
 
 void report_release(struct report *r)
@@ -371,6 +414,36 @@ void report_release(struct report *r)
     for (int i = 0; i < r->page_count; i++)
         pages_free(r->pages[i], r->page_sizes[i]);
     r->page_count = 0;
+}
+
+/* Libraries whose allocations deserve a name of their own. The innermost
+ * frame of a stack that lies in one of them labels the stack: NCCL's
+ * communication buffers (cuMemCreate/cuMemMap with NCCL_CUMEM_ENABLE, or
+ * cudaMalloc), the math libraries' workspaces. */
+static const struct {
+    const char *module;      /* start of the file name */
+    const char *label;
+} library_labels[] = {
+    {"libnccl", "nccl"},     {"libcublas", "cublas"},   {"libcudnn", "cudnn"},
+    {"libcufft", "cufft"},   {"libcusparse", "cusparse"}, {"libcusolver", "cusolver"},
+};
+
+const char *report_stack_label(const struct report *r, uint32_t stack_id)
+{
+    if (stack_id == 0 || stack_id > r->stack_count)
+        return NULL;
+    const struct stack *s = &r->stacks[stack_id - 1];
+    for (uint32_t f = 0; f < s->depth; f++) {
+        long i = report_frame_index(r, r->frames[s->first_frame + f]);
+        const char *module = i >= 0 ? r->symbols[i].module : NULL;
+        if (!module)
+            continue;
+        const char *name = strrchr(module, '/') ? strrchr(module, '/') + 1 : module;
+        for (size_t k = 0; k < sizeof(library_labels) / sizeof(library_labels[0]); k++)
+            if (strncmp(name, library_labels[k].module, strlen(library_labels[k].module)) == 0)
+                return library_labels[k].label;
+    }
+    return NULL;
 }
 
 long report_frame_index(const struct report *r, uintptr_t address)

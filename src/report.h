@@ -16,6 +16,7 @@
 #include "python.h"
 #include "stacks.h"
 #include "symbolize.h"
+#include "torch_stats.h"
 #include "tracker.h"
 
 #define REPORT_FORMAT_VERSION 1
@@ -36,6 +37,14 @@ struct report_group {
     uint64_t bytes, blocks, largest;
     uint32_t oldest_ms;
 };
+
+/* A stream-ordered pool the program created, and what it holds. */
+struct report_pool {
+    uint64_t handle;
+    int device;              /* -1: not a device pool */
+    uint64_t figures[4];     /* reserved, reserved peak, used, used peak; all ones: unknown */
+};
+#define REPORT_MAX_POOLS 64
 
 /* What made the report, when it is not the end of the process. */
 enum event_type { EVENT_NONE, EVENT_OOM, EVENT_SIGNAL, EVENT_CRASH };
@@ -83,6 +92,9 @@ struct report {
     size_t group_count;
     struct report_device devices[MAX_DEVICES + 1];
     int device_count;
+    struct torch_stats torch;            /* PyTorch's own counters, if it was read */
+    struct report_pool pools[REPORT_MAX_POOLS];
+    int pool_count;
     size_t registry_bytes, stacks_bytes;
     uint32_t *shown;                     /* stack ids written out, by live bytes */
     uint32_t shown_count;
@@ -120,6 +132,8 @@ void report_release(struct report *r);
 /* Index of a frame address in r->addresses (the JSON frame id), -1 if absent. */
 long report_frame_index(const struct report *r, uintptr_t address);
 const char *report_api_name(const struct report *r, int api);
+/* "nccl", "cublas", ...: the library a stack allocated through; NULL if none. */
+const char *report_stack_label(const struct report *r, uint32_t stack_id);
 const struct counters *report_counters(const struct report *r, int slot, int set);
 
 void report_text(const struct report *r, struct out *out, int brief);
@@ -134,14 +148,20 @@ const char *report_verdict(const struct report_event *event);   /* OOM: exhauste
 /* Memory held but not in use, and fragmentation, in one place: the default
  * stream-ordered pools' reserve beyond what they hand out, address space
  * reserved for VMM but not mapped (holes; address space, not memory), and
- * the OOM verdict when the report is about one. `verdict` is "fragmented"
- * (an allocation failed with more free than it asked), "idle_pool_reserve"
+ * the OOM verdict when the report is about one, and PyTorch's own view of
+ * its cache. `verdict` is "fragmented" (an allocation failed with more free
+ * than it asked, or PyTorch's segments hold free split blocks worth a quarter
+ * of its reserve, at least 64 MiB), "idle_cache" (PyTorch keeps half or more
+ * of its reserve, at least 256 MiB, cached but unused), "idle_pool_reserve"
  * (pools keep a quarter or more of their reserve, at least 16 MiB, unused)
  * or "none". */
 struct report_fragmentation {
     uint64_t pool_reserved, pool_used, pool_idle;
     uint64_t vmm_reserved, vmm_mapped, vmm_unmapped;
+    int has_torch;                       /* PyTorch's counters were read */
+    uint64_t torch_reserved, torch_allocated, torch_cached, torch_inactive_split;
     const char *verdict;
+    const char *reason;                  /* why, in a few words; "" for none */
 };
 void report_fragmentation(const struct report *r, struct report_fragmentation *f);
 

@@ -153,10 +153,17 @@ static void write_stacks(const struct report *r, struct out *out)
                        report_frame_index(r, r->frames[s->first_frame + f]));
         out_printf(out, "],\"live_bytes\":%llu,\"live_blocks\":%llu,\"peak_live_bytes\":%llu,"
                         "\"allocations\":%llu,\"allocated_bytes\":%llu,"
-                        "\"freed_implicitly_bytes\":%llu,\"freed_implicitly_blocks\":%llu}",
+                        "\"freed_implicitly_bytes\":%llu,\"freed_implicitly_blocks\":%llu",
                    U(s->stats.live_bytes), U(s->stats.live_blocks), U(s->stats.peak_live_bytes),
                    U(s->stats.allocations), U(s->stats.allocated_bytes),
                    U(s->stats.implicit_bytes), U(s->stats.implicit_blocks));
+        const char *label = report_stack_label(r, r->shown[i]);
+        out_str(out, ",\"label\":");
+        if (label)
+            out_json_string(out, label);
+        else
+            out_str(out, "null");
+        out_str(out, "}");
     }
     out_str(out, "]");
 }
@@ -284,11 +291,63 @@ static void write_fragmentation(const struct report *r, struct out *out)
 {
     struct report_fragmentation f;
     report_fragmentation(r, &f);
-    out_printf(out, ",\"fragmentation\":{\"verdict\":\"%s\",\"pool_reserved_bytes\":%llu,"
+    out_printf(out, ",\"fragmentation\":{\"verdict\":\"%s\",\"reason\":", f.verdict);
+    out_json_string(out, f.reason);
+    out_printf(out, ",\"pool_reserved_bytes\":%llu,"
                     "\"pool_used_bytes\":%llu,\"pool_idle_bytes\":%llu,\"vmm_reserved_bytes\":%llu,"
-                    "\"vmm_mapped_bytes\":%llu,\"vmm_unmapped_bytes\":%llu}",
-               f.verdict, U(f.pool_reserved), U(f.pool_used), U(f.pool_idle), U(f.vmm_reserved),
+                    "\"vmm_mapped_bytes\":%llu,\"vmm_unmapped_bytes\":%llu",
+               U(f.pool_reserved), U(f.pool_used), U(f.pool_idle), U(f.vmm_reserved),
                U(f.vmm_mapped), U(f.vmm_unmapped));
+    if (f.has_torch)
+        out_printf(out, ",\"torch_reserved_bytes\":%llu,\"torch_cached_bytes\":%llu,"
+                        "\"torch_inactive_split_bytes\":%llu}",
+                   U(f.torch_reserved), U(f.torch_cached), U(f.torch_inactive_split));
+    else
+        out_str(out, ",\"torch_reserved_bytes\":null,\"torch_cached_bytes\":null,"
+                     "\"torch_inactive_split_bytes\":null}");
+}
+
+/* Stream-ordered pools the program created, with what they reserve and use. */
+static void write_pools(const struct report *r, struct out *out)
+{
+    static const char *names[4] = {"reserved_bytes", "reserved_peak", "used_bytes", "used_peak"};
+    out_str(out, ",\"pools\":[");
+    for (int i = 0; i < r->pool_count; i++) {
+        const struct report_pool *p = &r->pools[i];
+        out_printf(out, "%s{\"handle\":\"0x%llx\"", i ? "," : "", U(p->handle));
+        write_device_field(out, p->device);
+        for (int k = 0; k < 4; k++)
+            if (p->figures[k] == UINT64_MAX)
+                out_printf(out, ",\"%s\":null", names[k]);
+            else
+                out_printf(out, ",\"%s\":%llu", names[k], U(p->figures[k]));
+        out_str(out, "}");
+    }
+    out_str(out, "]");
+}
+
+/* torch.cuda.memory_stats() per device as PyTorch reported it, or null. */
+static void write_torch(const struct report *r, struct out *out)
+{
+    if (!r->torch.valid) {
+        out_str(out, ",\"torch\":null");
+        return;
+    }
+    out_printf(out, ",\"torch\":{\"read\":\"%s\",\"age_ms\":%u,\"devices\":[",
+               r->torch.at_exit ? "python_exit" : "sample",
+               r->now_ms >= r->torch.time_ms ? r->now_ms - r->torch.time_ms : 0);
+    for (int d = 0; d < r->torch.device_count; d++) {
+        out_printf(out, "%s{\"device\":%d", d ? "," : "", d);
+        for (int i = 0; i < TORCH_FIGURE_COUNT; i++) {
+            uint64_t v = r->torch.figures[d][i];
+            if (v == TORCH_MISSING)
+                out_printf(out, ",\"%s\":null", torch_figure_name(i));
+            else
+                out_printf(out, ",\"%s\":%llu", torch_figure_name(i), U(v));
+        }
+        out_str(out, "}");
+    }
+    out_str(out, "]}");
 }
 
 static void write_event(const struct report *r, struct out *out)
@@ -345,6 +404,8 @@ void report_json(const struct report *r, struct out *out)
     write_tracer(r, out);
     write_entry_points(r, out);
     write_devices(r, out);
+    write_torch(r, out);
+    write_pools(r, out);
     write_live(r, out);
     write_stacks(r, out);
     write_frames(r, out);

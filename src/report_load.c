@@ -8,7 +8,8 @@
  * loaded report owns until report_unload.
  *
  * What the text writer needs comes back exactly: counters per device and
- * kind, driver free/total, pools, live groups, stacks with their statistics
+ * kind, driver free/total, pools (default and created), PyTorch's own
+ * counters, live groups, stacks with their statistics
  * and growth summaries, frames with their symbols (addresses sorted, so
  * report_frame_index finds them), failures, marks, the event and the lost
  * counts. The report is never "finished" (report_finish): groups come from
@@ -282,6 +283,53 @@ static void load_devices(struct loader *l, const struct json_value *root)
     }
 }
 
+/* A figure that may be null: `missing` then. */
+static uint64_t get_figure(const struct json_value *object, const char *key, uint64_t missing)
+{
+    const struct json_value *v = json_get(object, key);
+    return v && v->type == JSON_NUMBER ? get_u64(object, key) : missing;
+}
+
+/* Stream-ordered pools the program created; PyTorch's own counters. */
+static void load_pools_and_torch(struct loader *l, const struct json_value *root)
+{
+    static const char *pool_figures[4] = {"reserved_bytes", "reserved_peak", "used_bytes",
+                                          "used_peak"};
+    struct report *r = l->r;
+    const struct json_value *pools = json_get(root, "pools");
+    for (const struct json_value *p = pools ? pools->first : NULL; p; p = p->next) {
+        if (r->pool_count == REPORT_MAX_POOLS) {
+            fail(l, "more pools than a report can hold");
+            return;
+        }
+        struct report_pool *pool = &r->pools[r->pool_count++];
+        pool->handle = get_hex(p, "handle");
+        pool->device = device_of(p);
+        for (int k = 0; k < 4; k++)
+            pool->figures[k] = get_figure(p, pool_figures[k], UINT64_MAX);
+    }
+    const struct json_value *torch = json_get(root, "torch");
+    if (!torch || torch->type != JSON_OBJECT)
+        return;
+    const char *read = json_string(json_get(torch, "read"));
+    r->torch.valid = 1;
+    r->torch.at_exit = read && strcmp(read, "python_exit") == 0;
+    uint64_t age = get_u64(torch, "age_ms");
+    r->torch.time_ms = age <= r->now_ms ? r->now_ms - (uint32_t)age : 0;
+    const struct json_value *devices = json_get(torch, "devices");
+    for (const struct json_value *d = devices ? devices->first : NULL; d; d = d->next) {
+        int device = device_of(d);
+        if (device < 0) {
+            fail(l, "a PyTorch device without a number");
+            return;
+        }
+        if (device >= r->torch.device_count)
+            r->torch.device_count = device + 1;
+        for (int i = 0; i < TORCH_FIGURE_COUNT; i++)
+            r->torch.figures[device][i] = get_figure(d, torch_figure_name(i), TORCH_MISSING);
+    }
+}
+
 /* Frames: the symbols as written, addresses in the order of their ids,
  * which the writer makes ascending (report_frame_index searches them). */
 static void load_frames(struct loader *l, const struct json_value *root)
@@ -551,6 +599,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     load_process(&l, root);
     load_tracer(&l, root);
     load_devices(&l, root);
+    load_pools_and_torch(&l, root);
     load_frames(&l, root);
     load_stacks(&l, root);
     if (l.failed)

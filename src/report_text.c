@@ -3,6 +3,7 @@
  * `brief` is the summary printed on stderr at exit: the top CUMEMTRACE_TOP
  * entries of each section with their first frames. The .txt file is the same
  * with every entry and every frame. */
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -78,7 +79,7 @@ static const struct symbol *site_of(const struct report *r, uint32_t stack_id)
     for (uint32_t i = 0; s && i < s->depth; i++) {
         long k = report_frame_index(r, r->frames[s->first_frame + i]);
         const struct symbol *symbol = k >= 0 ? &r->symbols[k] : NULL;
-        if (symbol && symbol->python)
+        if (symbol && symbol->python && symbol->line > 0)   /* line 0: a marker frame */
             return symbol;
         if (symbol && symbol->file && !with_line)
             with_line = symbol;
@@ -134,6 +135,44 @@ static void write_counter_row(struct out *out, const char *label, const struct c
                (unsigned long long)c->failures, (unsigned long long)c->ooms);
 }
 
+/* A stream-ordered pool: figures are reserved, its peak, used, its peak. */
+static void write_pool(struct out *out, const char *label, const uint64_t *figures)
+{
+    char reserved[24], used[24], idle[24];
+    format_bytes(figures[0], reserved, sizeof(reserved));
+    format_bytes(figures[2], used, sizeof(used));
+    format_bytes(figures[0] > figures[2] ? figures[0] - figures[2] : 0, idle, sizeof(idle));
+    out_printf(out, "    %s: reserved %s, used %s; %s reserved but unused (cudaMemPoolTrimTo "
+                    "releases it)\n", label, reserved, used, idle);
+}
+
+/* PyTorch's own counters for one device, next to the traced figures. */
+static void write_torch_device(const struct report *r, struct out *out, int device)
+{
+    if (!r->torch.valid || device < 0 || device >= r->torch.device_count)
+        return;
+    const uint64_t *t = r->torch.figures[device];
+    if (t[TORCH_RESERVED] == TORCH_MISSING || t[TORCH_RESERVED_PEAK] == 0)
+        return;
+    char when[48];
+    if (r->torch.at_exit)
+        snprintf(when, sizeof(when), "at Python's exit");
+    else
+        snprintf(when, sizeof(when), "%.1f s before this report",
+                 (r->now_ms - r->torch.time_ms) / 1000.0);
+    out_printf(out, "    PyTorch (torch.cuda.memory_stats, %s):", when);
+    for (int i = 0; i < TORCH_FIGURE_COUNT; i++) {
+        if (t[i] == TORCH_MISSING)
+            continue;
+        out_printf(out, "%s %s ", i ? ";" : "", torch_figure_name(i));
+        if (i == TORCH_ALLOC_RETRIES || i == TORCH_OOMS)
+            out_printf(out, "%llu", (unsigned long long)t[i]);
+        else
+            out_bytes(out, t[i]);
+    }
+    out_str(out, "\n");
+}
+
 static void write_counters(const struct report *r, struct out *out)
 {
     out_printf(out, "  %-20s %10s %10s %10s %8s %8s %8s %6s %5s\n", "Memory by device",
@@ -166,16 +205,16 @@ static void write_counters(const struct report *r, struct out *out)
         } else if (dev->slot != COUNTER_NO_DEVICE) {
             out_str(out, "    driver: free/total not available (no live context at this point)\n");
         }
-        if (dev->has_pool) {
-            char reserved[24], used[24], idle[24];
-            format_bytes(dev->pool[0], reserved, sizeof(reserved));
-            format_bytes(dev->pool[2], used, sizeof(used));
-            format_bytes(dev->pool[0] > dev->pool[2] ? dev->pool[0] - dev->pool[2] : 0, idle,
-                         sizeof(idle));
-            out_printf(out, "    default stream-ordered pool: reserved %s, used %s; %s reserved "
-                            "but unused (cudaMemPoolTrimTo releases it)\n",
-                       reserved, used, idle);
+        if (dev->has_pool)
+            write_pool(out, "default stream-ordered pool", dev->pool);
+        for (int i = 0; i < r->pool_count; i++) {
+            if (r->pools[i].device != dev->slot || r->pools[i].figures[0] == UINT64_MAX)
+                continue;
+            char label[48];
+            snprintf(label, sizeof(label), "pool 0x%llx", (unsigned long long)r->pools[i].handle);
+            write_pool(out, label, r->pools[i].figures);
         }
+        write_torch_device(r, out, dev->slot);
     }
 }
 
@@ -200,6 +239,10 @@ static void write_live(const struct report *r, struct out *out, int brief)
                    kind_name(g->kind), g->blocks == 1 ? "" : "s", report_api_name(r, g->api));
         if (g->device >= 0)
             out_printf(out, " on device %d", g->device);
+        const char *label = report_stack_label(r, g->stack_id);
+        if (label)
+            out_printf(out, " [%s%s]", label,
+                       strcmp(label, "nccl") == 0 ? ": communication buffers" : "");
         out_printf(out, ", largest ");
         out_bytes(out, g->largest);
         out_printf(out, ", oldest from %.1f s\n", g->oldest_ms / 1000.0);
@@ -239,16 +282,24 @@ static void write_fragmentation(const struct report *r, struct out *out)
 {
     struct report_fragmentation f;
     report_fragmentation(r, &f);
-    if (strcmp(f.verdict, "none") == 0 && !f.vmm_unmapped)
+    if (strcmp(f.verdict, "none") == 0 && !f.vmm_unmapped && !f.torch_cached)
         return;
     char a[24], b[24], c[24];
     out_str(out, "\n  Fragmentation and idle reserves: ");
-    if (strcmp(f.verdict, "fragmented") == 0)
-        out_str(out, "FRAGMENTED: the allocation failed with more free than it asked for\n");
-    else if (strcmp(f.verdict, "idle_pool_reserve") == 0)
-        out_str(out, "stream-ordered pools keep memory they do not use\n");
-    else
+    if (strcmp(f.verdict, "none") == 0)
         out_str(out, "nothing significant\n");
+    else
+        out_printf(out, "%s: %s\n", strcmp(f.verdict, "fragmented") == 0 ? "FRAGMENTED"
+                                    : strcmp(f.verdict, "idle_cache") == 0 ? "idle cache"
+                                                                           : "idle pool reserve",
+                   f.reason);
+    if (f.has_torch) {
+        format_bytes(f.torch_cached, a, sizeof(a));
+        format_bytes(f.torch_reserved, b, sizeof(b));
+        format_bytes(f.torch_inactive_split, c, sizeof(c));
+        out_printf(out, "    PyTorch: %s cached but unused of %s reserved; %s of it in split "
+                        "segments around live tensors\n", a, b, c);
+    }
     if (f.pool_reserved) {
         format_bytes(f.pool_idle, a, sizeof(a));
         format_bytes(f.pool_reserved, b, sizeof(b));

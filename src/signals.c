@@ -35,6 +35,7 @@
 #include "log.h"
 #include "report.h"
 #include "signals.h"
+#include "torch_stats.h"
 #include "tracker.h"
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT};
@@ -52,6 +53,7 @@ static void write_snapshot(void)
 {
     char template_[sizeof(config.output) + 32];
     snprintf(template_, sizeof(template_), "%s-signal-%d", config.output, ++snapshots);
+    torch_stats_refresh(250);   /* before entering: the reading is Python's, not ours */
     int entered = tracker_enter();
     struct report *r = report_new("signal");
     if (r) {
@@ -209,6 +211,7 @@ void signals_start(void)
             log_line("cannot start the snapshot thread; CUMEMTRACE_SIGNAL is off");
     }
     crashdump_prepare();    /* also for exit() during a CUDA call (tracker.c) */
+    torch_stats_request();  /* in a Python process: start reading PyTorch's counters */
     if (config.crash) {
         for (unsigned i = 0; i < FATAL_COUNT; i++) {
             int signal = fatal_signals[i];

@@ -22,6 +22,7 @@
 #include "report.h"
 #include "signals.h"
 #include "stacks.h"
+#include "torch_stats.h"
 #include "tracker.h"
 
 #define MAX_THREADS 65535
@@ -580,6 +581,12 @@ void tracker_set_pool_info(int (*fn)(int device, uint64_t figures[4]))
     tracker.pool_info = fn;
 }
 
+void tracker_set_created_pool_info(int (*fn)(int index, uint64_t *handle, int *device,
+                                             uint64_t figures[4]))
+{
+    tracker.created_pool_info = fn;
+}
+
 void tracker_set_call_in_progress(int (*fn)(void))
 {
     call_in_progress = fn;
@@ -640,4 +647,5 @@ void tracker_fork_child(void)
     if (initialized)
         reset_state();
     this_thread.number = 0;
+    torch_stats_reset();
 }

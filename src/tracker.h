@@ -90,6 +90,10 @@ void tracker_set_memory_info(int (*fn)(int device, uint64_t *free, uint64_t *tot
 /* fn(device, figures): the default stream-ordered pool's reserved bytes and
  * their peak, used bytes and their peak; -1 if unknown. */
 void tracker_set_pool_info(int (*fn)(int device, uint64_t figures[4]));
+/* fn(index, handle, device, figures): the same for the index-th pool the
+ * program created; -1 past the last. */
+void tracker_set_created_pool_info(int (*fn)(int index, uint64_t *handle, int *device,
+                                             uint64_t figures[4]));
 /* fn() says whether this thread is inside a real CUDA call. */
 void tracker_set_call_in_progress(int (*fn)(void));
 
@@ -128,6 +132,7 @@ struct tracker_state {
     double start_unix;                 /* wall clock at start */
     int (*memory_info)(int device, uint64_t *free, uint64_t *total);
     int (*pool_info)(int device, uint64_t figures[4]);
+    int (*created_pool_info)(int index, uint64_t *handle, int *device, uint64_t figures[4]);
     uint64_t runtime_blocks;           /* live BLOCK_FROM_RUNTIME records */
     int traced;                        /* any CUDA event in this process */
 };

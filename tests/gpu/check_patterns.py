@@ -4,8 +4,11 @@
 
 For a leak pattern the report must list a growing site whose Python frames
 include the pattern's SITE line; for a non-leak, no growing site at all, and
-the largest live group must name its SITE line where it has one. Prints a
-table (pattern, expected, verdict, line named, growth); exits 1 on any miss.
+the largest live group must name its SITE line where it has one; where
+FRAGMENTATION names a verdict, the report's fragmentation verdict must be it.
+Prints a table (pattern, expected, verdict, line named, growth, fragmentation,
+PyTorch's allocated/reserved at exit against the tracer's live device bytes);
+exits 1 on any miss.
 """
 import argparse
 import json
@@ -16,7 +19,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "examples", "torch_patterns.py")
 LEAKS = ["kept_in_list", "loss_with_graph", "retain_graph", "pinned_pileup"]
-NOT_LEAKS = ["dataset_on_gpu", "cache_holds_freed", "no_zero_grad", "grad_accumulation"]
+NOT_LEAKS = ["dataset_on_gpu", "cache_holds_freed", "no_zero_grad", "grad_accumulation",
+             "alternating_sizes"]
+# The fragmentation verdict some patterns must get (PyTorch's counters at exit).
+FRAGMENTATION = {"cache_holds_freed": "idle_cache", "alternating_sizes": "fragmented"}
 
 
 def site_lines():
@@ -64,7 +70,7 @@ def main():
         try:
             report = json.load(open(base + ".json"))
         except OSError:
-            rows.append((pattern, "-", f"no report (exit {done.returncode})", "", "", ""))
+            rows.append((pattern, "-", f"no report (exit {done.returncode})", "", "", "", "", ""))
             failures += 1
             continue
         growing = report["growth"]["growing"]
@@ -100,11 +106,23 @@ def main():
                          or "no line") + f" holds {top['bytes'] / 2**20:.0f} MiB"
                 if pattern in ("dataset_on_gpu", "cache_holds_freed"):
                     ok = ok and site in [line for line, _ in lines]
+        fragmentation = report["fragmentation"]
+        want = FRAGMENTATION.get(pattern)
+        if want:
+            ok = ok and fragmentation["verdict"] == want
+        torch_figures = "-"
+        if report.get("torch"):
+            d0 = report["torch"]["devices"][0]
+            traced = next((d["tracked_bytes"] for d in report["devices"] if d["device"] == 0), 0)
+            torch_figures = (f"{d0['allocated_bytes'] / 2**20:.0f} / {d0['reserved_bytes'] / 2**20:.0f}"
+                             f" MiB ({report['torch']['read']}); traced {traced / 2**20:.0f} MiB")
         failures += not ok
         rows.append((pattern, f"{expected} (SITE line {site})", verdict, named, growth,
+                     fragmentation["verdict"] + (f" (want {want})" if want else ""), torch_figures,
                      "ok" if ok else "WRONG"))
         print(f"{pattern}: {printed}", flush=True)
-    header = ("pattern", "expected", "verdict", "line named", "growth", "")
+    header = ("pattern", "expected", "verdict", "line named", "growth", "fragmentation",
+              "torch allocated / reserved", "")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:

@@ -184,6 +184,16 @@ def case_entry_points_keep():
           (4 << 20, 2 << 20, 2 << 20), f"VMM: 4 MiB reserved, 2 MiB mapped, 2 MiB hole: {holes}")
     pools = [b for b in items if "FromPool" in b["api"]]
     check(all(b["stream_or_pool"] for b in pools), "pool allocations name their pool")
+    created = report["pools"]
+    check(len(created) == 1 and created[0]["device"] == 0 and
+          {b["stream_or_pool"] for b in pools} == {created[0]["handle"]},
+          f"the pool the program created is listed: {created} {[b['stream_or_pool'] for b in pools]}")
+    if created:
+        in_blocks = sum(b["size"] for b in pools)
+        check(created[0]["reserved_bytes"] == 32 << 20 and
+              in_blocks <= created[0]["used_bytes"] < in_blocks + 4096 * len(pools),
+              f"its reserved (one 32 MiB chunk) and used bytes ({in_blocks} in blocks): {created[0]}")
+        check(created[0]["handle"][2:] in err, "the summary shows the pool")
     check(all(value == 0 for value in report["tracer"]["lost"].values()),
           f"nothing lost: {report['tracer']['lost']}")
 
@@ -598,8 +608,10 @@ def case_python_frames():
         line = next(i for i, text in enumerate(handle, 1) if "ALLOCATE-LINE" in text)
     # Other interpreters to try, e.g. every CPython 3.10-3.13 on a developer's machine.
     pythons = [sys.executable] + [p for p in os.environ.get("CUMEMTRACE_TEST_PYTHONS", "").split(":") if p]
+    with open(script) as handle:
+        native_line = next(i for i, text in enumerate(handle, 1) if "NATIVE-THREAD-LINE" in text)
     for python in pythons:
-        out, err, reports, _ = run(python, [script])
+        out, err, reports, _ = run(python, [script, os.path.join(ARGS.build, "tests", "x")])
         check("python frames: done" in out, f"{python} ran: {out!r} {err[-500:]!r}")
         check("not laid out as expected" not in err, f"{python}: layout accepted: {err[-300:]!r}")
         report = only(reports)
@@ -615,12 +627,80 @@ def case_python_frames():
             check(python_frames and python_frames[0]["file"] == script and
                   python_frames[0]["line"] == line,
                   f"{python}: file and line of the cudaMalloc call: {python_frames[:1]}")
+        # A thread that runs no Python: the main thread's frames, after a marker.
+        python_frames = python_stack(report, 17 << 20)
+        seen = [(f["function"].split(".")[-1], f["line"]) for f in python_frames]
+        check(seen[:3] == [("[main thread, at that moment]", 0),
+                           ("waits_for_native_thread", native_line), ("<module>", seen[2][1] if len(seen) > 2 else -1)],
+              f"{python}: a native thread's allocation names the line the main thread waits at: {seen}")
         check("leak_in_python at " in err, "the summary shows Python lines")
         check("native frames above these, in the full report" in err,
               "and leaves the native frames to the full report")
     out, err, reports, _ = run(sys.executable, [script], env={"CUMEMTRACE_PYTHON": "0"})
     report = only(reports)
     check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")
+
+
+def case_torch_counters():
+    script = os.path.join(ARGS.source, "tests", "integration", "torch_counters.py")
+    out, err, reports, texts = run(sys.executable, [script],
+                                   env={"CUMEMTRACE_SAMPLE_MS": "50", "CUMEMTRACE_FORMAT": "text,json"})
+    check(out.strip() == "torch counters: done the program's own exception True",
+          f"the program's own output and exceptions are untouched: {out!r} {err[-500:]!r}")
+    by_reason = {r["reason"]: r for r in reports}
+    check(set(by_reason) == {"exit", "signal"}, f"an exit report and a snapshot: {sorted(by_reason)}")
+    mib = 1 << 20
+    final = by_reason.get("exit", {}).get("torch") or {}
+    check(final.get("read") == "python_exit", f"the exit report has the atexit reading: {final}")
+    devices = final.get("devices", [])
+    check(len(devices) == 2, f"both devices: {devices}")
+    if len(devices) == 2:
+        d0, d1 = devices
+        check(d0["allocated_bytes"] == 256 * mib and d0["reserved_bytes"] == 1024 * mib and
+              d0["allocated_peak"] == 512 * mib and d0["inactive_split_bytes"] == 256 * mib and
+              d0["num_alloc_retries"] == 3 and d0["num_ooms"] == 1,
+              f"device 0 as memory_stats() said at exit: {d0}")
+        check(all(v is None for k, v in d1.items() if k != "device"),
+              f"device 1's memory_stats() raised: its figures are null: {d1}")
+    snapshot = by_reason.get("signal", {}).get("torch") or {}
+    check(snapshot.get("read") == "sample" and snapshot["devices"][0]["allocated_bytes"] == 64 * mib,
+          f"the snapshot asked for a fresh reading: {snapshot}")
+    fragmentation = by_reason.get("exit", {}).get("fragmentation", {})
+    check(fragmentation.get("verdict") == "fragmented" and
+          fragmentation.get("torch_inactive_split_bytes") == 256 * mib and
+          fragmentation.get("torch_cached_bytes") == 768 * mib,
+          f"inactive split bytes a quarter of the reserve: fragmented: {fragmentation}")
+    text = next((t for name, t in texts.items() if "signal" not in name), "")
+    check("PyTorch (torch.cuda.memory_stats, at Python's exit): allocated_bytes 256 MiB" in text,
+          f"the text report shows PyTorch's counters: {text[:1500]}")
+    # Without torch in sys.modules nothing is read, and the report says null.
+    out, err, reports, _ = run(sys.executable, ["-c", "import ctypes; p = ctypes.c_void_p(); "
+                                                "ctypes.CDLL('libcudart.so.13').cudaMalloc(ctypes.byref(p), 4096)"],
+                               env={"CUMEMTRACE_SAMPLE_MS": "20"})
+    check(only(reports)["torch"] is None, "no PyTorch: torch is null")
+
+
+def case_nccl_label():
+    """Buffers allocated through libnccl are labelled; a peer's memory mapped
+    here counts on the device that owns it."""
+    out, err, reports, _ = run("tests/nccl_label", env={"CUMEMTRACE_FORMAT": "text,json"})
+    check(out == "nccl label: done\n", f"ran: {out!r} {err[-400:]!r}")
+    report = only(reports)
+    stacks = {s["id"]: s for s in report["stacks"]}
+    labelled = collections.defaultdict(int)
+    for group in report["live"]:
+        labelled[(stacks[group["stack"]]["label"], group["kind"], group["device"])] += group["bytes"]
+    mib = 1 << 20
+    check(labelled == {("nccl", "vmm_physical", 0): 4 * mib, ("nccl", "vmm_mapping", 0): 4 * mib,
+                       ("nccl", "vmm_reservation", None): 6 * mib,
+                       ("nccl", "vmm_physical", 1): 2 * mib, ("nccl", "vmm_mapping", 1): 2 * mib,
+                       (None, "device", 0): 1 * mib, (None, "device", 1): 3 * mib},
+          f"labels, kinds and owning devices: {dict(labelled)}")
+    devices = {d["device"]: d["counters"]["device_memory"]["allocated_bytes"]["current"]
+               for d in report["devices"]}
+    check(devices.get(0) == 5 * mib and devices.get(1) == 5 * mib,
+          f"device memory per device (the peer mapping on its owner, counted once): {devices}")
+    check("[nccl: communication buffers]" in err, "the summary labels them")
 
 
 def growing_functions(report):
@@ -761,7 +841,11 @@ def case_report_roundtrip():
             ("tests/implicit_free", [], {}, 0), ("tests/growth", ["leak-marks"], {}, 0),
             ("tests/growth", ["leak-time"], {"CUMEMTRACE_SAMPLE_MS": "20"}, 0),
             ("examples/async_leak", [], {}, 0), ("tests/api", ["{dir}/snap-%p"], {}, 0),
-            ("tests/crash", ["usr2-chained"], {}, 0)]
+            ("tests/crash", ["usr2-chained"], {}, 0), ("tests/nccl_label", [], {}, 0),
+            (sys.executable, [os.path.join(ARGS.source, "tests", "integration", "torch_counters.py")],
+             {"CUMEMTRACE_SAMPLE_MS": "50"}, 0),
+            (sys.executable, [os.path.join(ARGS.source, "tests", "integration", "python_frames.py")],
+             {}, 0)]
     compared = 0
     for program, args, env, rc in runs:
         env = dict(env, CUMEMTRACE_FORMAT="text,json")

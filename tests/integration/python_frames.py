@@ -3,10 +3,14 @@
 ctypes.PyDLL keeps the GIL held during the call; ctypes.CDLL releases it, as
 PyTorch, CuPy and JAX do before they allocate. Python frames must be found
 either way, in the main thread, in other threads, in generators, and with
-names that are not ASCII. cases.py checks the report against the lines
-marked below.
+names that are not ASCII; and an allocation made by a thread that runs no
+Python while the main thread waits for it (given the directory of
+libnative_thread.so as argument), which gets the main thread's frames.
+cases.py checks the report against the lines marked below.
 """
 import ctypes
+import os
+import sys
 import threading
 
 with_gil = ctypes.PyDLL("libcudart.so.13")
@@ -44,6 +48,12 @@ def größe():
     return allocate(without_gil, 13 << 20)
 
 
+def waits_for_native_thread():
+    native = ctypes.CDLL(os.path.join(os.path.dirname(sys.argv[0]) or ".", "libnative_thread.so"))
+    native.allocate_in_native_thread.restype = ctypes.c_void_p
+    return native.allocate_in_native_thread(ctypes.c_size_t(17 << 20))  # NATIVE-THREAD-LINE
+
+
 kept = leak_in_python()
 kept.append(released())
 thread = threading.Thread(target=in_thread, args=(kept,))
@@ -51,4 +61,7 @@ thread.start()
 thread.join()
 kept.extend(produce())
 kept.append(größe())
+if len(sys.argv) > 1:
+    sys.argv[0] = sys.argv[1]   # where libnative_thread.so is
+    kept.append(waits_for_native_thread())
 print("python frames: done")

@@ -1,0 +1,348 @@
+/* torch_stats.c - read torch.cuda.memory_stats() from inside the traced process.
+ *
+ * PyTorch's counters can only be read by Python code, with the GIL, and
+ * never from inside its allocator (where our OOM report is written: the
+ * allocator's lock is held then). So they are read by a thread of our own,
+ * started in processes that host Python once the tracer is active: every
+ * CUMEMTRACE_SAMPLE_MS (1 s) and when a snapshot asks, it takes the GIL with
+ * PyGILState_Ensure, reads, and lets go. It holds none of our locks while it
+ * waits for the GIL, so a program that keeps the GIL for a long time delays
+ * only this reading, never a snapshot or an allocation. (Py_AddPendingCall,
+ * which runs a function on the main thread, would spare the thread, but
+ * before 3.12 a call queued from a thread that is not the main one is not
+ * noticed until something else interrupts the eval loop.)
+ *
+ * At the first reading it registers a Python atexit hook. The hook runs on
+ * the main thread before the interpreter is finalized, reads the counters a
+ * last time, and tells the thread to stop: the C exit report, written after
+ * finalization, shows those final figures.
+ *
+ * Nothing happens unless `torch` is already in sys.modules and
+ * torch.cuda.is_initialized(): we never import a module or initialize CUDA.
+ * Any Python error is cleared and the exception the program may have had is
+ * restored; the program never sees us. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "torch_stats.h"
+#include "tracker.h"
+
+typedef struct _object PyObject;
+struct method_def {                 /* PyMethodDef */
+    const char *name;
+    PyObject *(*function)(PyObject *, PyObject *);
+    int flags;
+    const char *doc;
+};
+#define METH_NOARGS 0x0004
+
+static struct {
+    int (*is_initialized)(void);
+    int (*is_finalizing)(void);
+    int (*gil_ensure)(void);
+    void (*gil_release)(int);
+    PyObject *(*module_dict)(void);
+    PyObject *(*dict_get)(PyObject *, const char *);
+    PyObject *(*get_attr)(PyObject *, const char *);
+    PyObject *(*call_method)(PyObject *, const char *, const char *, ...);
+    int (*is_true)(PyObject *);
+    long (*as_long)(PyObject *);
+    unsigned long long (*as_unsigned)(PyObject *);
+    void (*fetch)(PyObject **, PyObject **, PyObject **);
+    void (*restore)(PyObject *, PyObject *, PyObject *);
+    void (*clear)(void);
+    PyObject *(*import)(const char *);
+    PyObject *(*new_function)(struct method_def *, PyObject *, PyObject *);
+    PyObject *(*build_value)(const char *, ...);
+    void (*decref)(PyObject *);
+} py;
+
+static const char *const keys[TORCH_FIGURE_COUNT] = {
+    [TORCH_ALLOCATED] = "allocated_bytes.all.current",
+    [TORCH_ALLOCATED_PEAK] = "allocated_bytes.all.peak",
+    [TORCH_RESERVED] = "reserved_bytes.all.current",
+    [TORCH_RESERVED_PEAK] = "reserved_bytes.all.peak",
+    [TORCH_ACTIVE] = "active_bytes.all.current",
+    [TORCH_INACTIVE_SPLIT] = "inactive_split_bytes.all.current",
+    [TORCH_ALLOC_RETRIES] = "num_alloc_retries",
+    [TORCH_OOMS] = "num_ooms",
+};
+
+static const char *const names[TORCH_FIGURE_COUNT] = {
+    [TORCH_ALLOCATED] = "allocated_bytes",        [TORCH_ALLOCATED_PEAK] = "allocated_peak",
+    [TORCH_RESERVED] = "reserved_bytes",          [TORCH_RESERVED_PEAK] = "reserved_peak",
+    [TORCH_ACTIVE] = "active_bytes",              [TORCH_INACTIVE_SPLIT] = "inactive_split_bytes",
+    [TORCH_ALLOC_RETRIES] = "num_alloc_retries",  [TORCH_OOMS] = "num_ooms",
+};
+
+static int available;        /* -1 no Python, 1 yes, 0 not looked yet */
+static int exiting;          /* the exit hook ran: Python is being finalized */
+static int hook_registered;
+static int reader_started;
+static int wanted;           /* a reading was asked for */
+static uint64_t readings;    /* completed attempts, for torch_stats_refresh */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t read_done = PTHREAD_COND_INITIALIZER;
+static struct torch_stats latest;
+
+const char *torch_figure_name(int figure)
+{
+    return figure >= 0 && figure < TORCH_FIGURE_COUNT ? names[figure] : "unknown";
+}
+
+static int look_up(void)
+{
+    struct {
+        void **slot;
+        const char *name;
+    } wanted[] = {
+        {(void **)&py.is_initialized, "Py_IsInitialized"},
+        {(void **)&py.gil_ensure, "PyGILState_Ensure"},
+        {(void **)&py.gil_release, "PyGILState_Release"},
+        {(void **)&py.module_dict, "PyImport_GetModuleDict"},
+        {(void **)&py.dict_get, "PyDict_GetItemString"},
+        {(void **)&py.get_attr, "PyObject_GetAttrString"},
+        {(void **)&py.call_method, "PyObject_CallMethod"},
+        {(void **)&py.is_true, "PyObject_IsTrue"},
+        {(void **)&py.as_long, "PyLong_AsLong"},
+        {(void **)&py.as_unsigned, "PyLong_AsUnsignedLongLong"},
+        {(void **)&py.fetch, "PyErr_Fetch"},
+        {(void **)&py.restore, "PyErr_Restore"},
+        {(void **)&py.clear, "PyErr_Clear"},
+        {(void **)&py.import, "PyImport_ImportModule"},
+        {(void **)&py.new_function, "PyCFunction_NewEx"},
+        {(void **)&py.build_value, "Py_BuildValue"},
+        {(void **)&py.decref, "Py_DecRef"},
+    };
+    for (unsigned i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
+        if (!(*wanted[i].slot = dlsym(RTLD_DEFAULT, wanted[i].name)))
+            return -1;
+    /* Public from 3.13, private before; without either we rely on the hook. */
+    py.is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+    if (!py.is_finalizing)
+        py.is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+    return 0;
+}
+
+static void release(PyObject *object)
+{
+    if (object)
+        py.decref(object);
+}
+
+/* One device's figures from memory_stats(device), a flat dict. */
+static void read_device(PyObject *cuda, int device, uint64_t *figures)
+{
+    for (int i = 0; i < TORCH_FIGURE_COUNT; i++)
+        figures[i] = TORCH_MISSING;
+    PyObject *stats = py.call_method(cuda, "memory_stats", "i", device);
+    if (!stats)
+        return;
+    for (int i = 0; i < TORCH_FIGURE_COUNT; i++) {
+        PyObject *value = py.dict_get(stats, keys[i]);   /* borrowed */
+        if (!value)
+            continue;
+        unsigned long long n = py.as_unsigned(value);
+        if (n == (unsigned long long)-1)
+            py.clear();          /* not a non-negative int: leave it missing */
+        else
+            figures[i] = n;
+    }
+    release(stats);
+}
+
+/* With the GIL. Fills `out`; 0 when PyTorch is there with CUDA initialized. */
+static int read_counters(struct torch_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    PyObject *torch = py.dict_get(py.module_dict(), "torch");   /* borrowed */
+    if (!torch)
+        return -1;
+    PyObject *cuda = py.get_attr(torch, "cuda");
+    PyObject *initialized = cuda ? py.call_method(cuda, "is_initialized", NULL) : NULL;
+    PyObject *count = initialized && py.is_true(initialized) == 1
+                          ? py.call_method(cuda, "device_count", NULL)
+                          : NULL;
+    long devices = count ? py.as_long(count) : -1;
+    if (devices > MAX_DEVICES)
+        devices = MAX_DEVICES;
+    for (long d = 0; d < devices; d++)
+        read_device(cuda, (int)d, out->figures[d]);
+    if (devices > 0) {
+        out->valid = 1;
+        out->device_count = (int)devices;
+        out->time_ms = tracker_now_ms();
+    }
+    release(count);
+    release(initialized);
+    release(cuda);
+    return out->valid ? 0 : -1;
+}
+
+static void publish(const struct torch_stats *reading, int at_exit)
+{
+    pthread_mutex_lock(&lock);
+    if (reading->valid) {
+        latest = *reading;
+        latest.at_exit = at_exit;
+    }
+    readings++;
+    pthread_cond_broadcast(&read_done);
+    pthread_mutex_unlock(&lock);
+}
+
+static PyObject *exit_hook(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    struct torch_stats reading;
+    PyObject *type, *value, *traceback;
+    py.fetch(&type, &value, &traceback);
+    read_counters(&reading);
+    py.clear();
+    py.restore(type, value, traceback);
+    __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
+    publish(&reading, 1);
+    return py.build_value("");   /* None */
+}
+
+static struct method_def exit_hook_def = {"cumemtrace_torch_exit", exit_hook, METH_NOARGS,
+                                          "cumemtrace: read torch.cuda.memory_stats() at exit"};
+
+/* atexit.register(exit_hook); once, with the GIL. */
+static void register_exit_hook(void)
+{
+    hook_registered = 1;
+    PyObject *atexit = py.import("atexit");
+    PyObject *function = atexit ? py.new_function(&exit_hook_def, NULL, NULL) : NULL;
+    PyObject *done = function ? py.call_method(atexit, "register", "O", function) : NULL;
+    release(done);
+    release(function);
+    release(atexit);
+}
+
+/* One attempt, on the reader thread. */
+static void read_with_gil(void)
+{
+    struct torch_stats reading = {0};
+    if (py.is_initialized() && !(py.is_finalizing && py.is_finalizing()) &&
+        !__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
+        int gil = py.gil_ensure();
+        if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
+            PyObject *type, *value, *traceback;
+            py.fetch(&type, &value, &traceback);
+            if (read_counters(&reading) == 0 && !hook_registered)
+                register_exit_hook();
+            py.clear();
+            py.restore(type, value, traceback);
+        }
+        py.gil_release(gil);
+    }
+    publish(&reading, 0);
+}
+
+static int period_ms(void)
+{
+    return config.sample_ms > 0 ? config.sample_ms : 1000;
+}
+
+static void *reader_thread(void *unused)
+{
+    (void)unused;
+    for (;;) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        long long ns = deadline.tv_nsec + (long long)period_ms() * 1000000LL;
+        deadline.tv_sec += ns / 1000000000LL;
+        deadline.tv_nsec = ns % 1000000000LL;
+        pthread_mutex_lock(&lock);
+        while (!wanted && pthread_cond_timedwait(&wake, &lock, &deadline) != ETIMEDOUT)
+            ;
+        wanted = 0;
+        pthread_mutex_unlock(&lock);
+        if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+            return NULL;
+        read_with_gil();
+    }
+}
+
+/* With every signal blocked, like the snapshot thread: signals are the
+ * program's and the main thread's business. */
+static void start_reader(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &attr, reader_thread, NULL) == 0)
+        pthread_setname_np(thread, "cumemtrace-py");
+    else
+        available = -1;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void torch_stats_request(void)
+{
+    if (!available)
+        available = look_up() == 0 ? 1 : -1;
+    if (available < 0 || !py.is_initialized() || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&lock);
+    int start = !reader_started;
+    reader_started = 1;
+    wanted = 1;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&lock);
+    if (start)
+        start_reader();
+}
+
+int torch_stats_refresh(int timeout_ms)
+{
+    pthread_mutex_lock(&lock);
+    uint64_t before = readings;
+    pthread_mutex_unlock(&lock);
+    torch_stats_request();
+    if (available < 0 || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+        return -1;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    long long ns = deadline.tv_nsec + (long long)timeout_ms * 1000000LL;
+    deadline.tv_sec += ns / 1000000000LL;
+    deadline.tv_nsec = ns % 1000000000LL;
+    pthread_mutex_lock(&lock);
+    int error = 0;
+    while (readings == before && error != ETIMEDOUT)
+        error = pthread_cond_timedwait(&read_done, &lock, &deadline);
+    int came = readings != before;
+    pthread_mutex_unlock(&lock);
+    return came ? 0 : -1;
+}
+
+void torch_stats_get(struct torch_stats *out)
+{
+    pthread_mutex_lock(&lock);
+    *out = latest;
+    pthread_mutex_unlock(&lock);
+}
+
+void torch_stats_reset(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    pthread_cond_init(&wake, NULL);
+    pthread_cond_init(&read_done, NULL);
+    memset(&latest, 0, sizeof(latest));
+    reader_started = 0;   /* the thread did not survive the fork */
+    wanted = 0;
+    readings = 0;
+}

@@ -1,0 +1,48 @@
+/* torch_stats.h - PyTorch's own memory counters, next to ours (torch_stats.c).
+ *
+ * A block PyTorch's caching allocator frees but keeps is invisible to the
+ * driver; only PyTorch knows how much of what it reserved is in use. These
+ * are its torch.cuda.memory_stats() figures, read by the program's own main
+ * thread with the GIL, at the latest sample before a report and at Python's
+ * exit. */
+#ifndef CUMEMTRACE_TORCH_STATS_H
+#define CUMEMTRACE_TORCH_STATS_H
+
+#include <stdint.h>
+
+#include "counters.h"
+
+#define TORCH_MISSING UINT64_MAX   /* the key was not in memory_stats() */
+
+enum torch_figure {
+    TORCH_ALLOCATED,        /* allocated_bytes.all.current: held by tensors */
+    TORCH_ALLOCATED_PEAK,
+    TORCH_RESERVED,         /* reserved_bytes.all.current: segments from the driver */
+    TORCH_RESERVED_PEAK,
+    TORCH_ACTIVE,           /* active_bytes.all.current */
+    TORCH_INACTIVE_SPLIT,   /* inactive_split_bytes.all.current: free holes in used segments */
+    TORCH_ALLOC_RETRIES,    /* num_alloc_retries: cache flushed to satisfy a request */
+    TORCH_OOMS,             /* num_ooms */
+    TORCH_FIGURE_COUNT
+};
+
+struct torch_stats {
+    int valid;               /* 0: never read (no PyTorch, or CUDA not initialized) */
+    int at_exit;             /* read by the Python exit hook */
+    uint32_t time_ms;        /* when, in tracker time */
+    int device_count;
+    uint64_t figures[MAX_DEVICES][TORCH_FIGURE_COUNT];
+};
+
+const char *torch_figure_name(int figure);   /* "allocated_bytes", ... */
+
+/* Ask the program's main Python thread to read the counters at its next safe
+ * point. Any thread, any time, no lock needed; does nothing without Python. */
+void torch_stats_request(void);
+/* The same, then wait for the reading up to timeout_ms. 0 if it came. */
+int torch_stats_refresh(int timeout_ms);
+/* The latest reading. */
+void torch_stats_get(struct torch_stats *out);
+void torch_stats_reset(void);   /* after fork: nothing read in this process yet */
+
+#endif
