@@ -126,7 +126,9 @@ static void write_text(struct out *out, char **paths, struct loaded_report *cons
         format_bytes(s->bytes[0], x, sizeof(x));
         format_bytes(s->bytes[1], y, sizeof(y));
         cli_format_change(changes[i].change, z, sizeof(z));
-        out_printf(out, "   #%zu %s %s: %s -> %s\n", ++shown, z, status_of(s), x, y);
+        const char *label = report_stack_label(&inputs[s->report]->report, s->stack_id);
+        out_printf(out, "   #%zu %s %s%s%s%s: %s -> %s\n", ++shown, z, status_of(s),
+                   label ? " [" : "", label ? label : "", label ? "]" : "", x, y);
         cli_write_frames(out, &inputs[s->report]->report, s->stack_id, frames, "      ");
     }
     if (shown == 0)
@@ -182,6 +184,8 @@ static void write_json(struct out *out, char **paths, struct loaded_report *cons
                    shown++ ? "," : "", status_of(s), (unsigned long long)s->bytes[0],
                    (unsigned long long)s->bytes[1], changes[i].change);
         cli_write_frames_json(out, &inputs[s->report]->report, s->stack_id, frames);
+        out_str(out, ",\"label\":");
+        out_json_string(out, report_stack_label(&inputs[s->report]->report, s->stack_id));
         out_str(out, "}");
     }
     size_t unchanged = 0;

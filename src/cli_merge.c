@@ -96,9 +96,9 @@ static void device_list(const struct report *r, char *text, size_t size)
     text[0] = '\0';
     for (int d = 0; d < r->device_count && used + 8 < size; d++) {
         int slot = r->devices[d].slot;
-        int n = slot == COUNTER_NO_DEVICE ? snprintf(text + used, size - used, "%s?", used ? "," : "")
-                                          : snprintf(text + used, size - used, "%s%d",
-                                                     used ? "," : "", slot);
+        if (slot == COUNTER_NO_DEVICE)
+            continue;           /* address space reserved on no device in particular */
+        int n = snprintf(text + used, size - used, "%s%d", used ? "," : "", slot);
         if (n < 0 || (size_t)n >= size - used)
             break;
         used += (size_t)n;
@@ -172,7 +172,12 @@ static void write_text(struct out *out, struct loaded_report *const *inputs,
             break;
         char total[24], bytes[24];
         format_bytes(held[i].total, total, sizeof(total));
-        out_printf(out, "   #%zu %s in all:", ++shown, total);
+        const char *label = report_stack_label(&inputs[held[i].sum->report]->report,
+                                               held[i].sum->stack_id);
+        out_printf(out, "   #%zu %s in all", ++shown, total);
+        if (label)
+            out_printf(out, " [%s]", label);
+        out_str(out, ":");
         for (int k = 0; k < count; k++) {
             format_bytes(held[i].sum->bytes[ranks[k].input], bytes, sizeof(bytes));
             out_printf(out, "%s rank %d %s", k ? "," : "", ranks[k].number, bytes);
@@ -206,11 +211,11 @@ static void write_json(struct out *out, struct loaded_report *const *inputs,
         else
             out_str(out, ",\"world_size\":null");
         out_str(out, ",\"devices\":[");
-        for (int d = 0; d < r->device_count; d++) {
+        for (int d = 0, first = 1; d < r->device_count; d++) {
             if (r->devices[d].slot == COUNTER_NO_DEVICE)
-                out_str(out, d ? ",null" : "null");
-            else
-                out_printf(out, "%s%d", d ? "," : "", r->devices[d].slot);
+                continue;
+            out_printf(out, "%s%d", first ? "" : ",", r->devices[d].slot);
+            first = 0;
         }
         out_printf(out, "],\"live_bytes\":%llu,\"peak_bytes\":%llu,",
                    (unsigned long long)ranks[i].live, (unsigned long long)ranks[i].peak);
@@ -238,9 +243,11 @@ static void write_json(struct out *out, struct loaded_report *const *inputs,
         for (int k = 0; k < count; k++)
             out_printf(out, "%s%llu", k ? "," : "",
                        (unsigned long long)held[i].sum->bytes[ranks[k].input]);
-        out_str(out, "],\"frames\":");
-        cli_write_frames_json(out, &inputs[held[i].sum->report]->report, held[i].sum->stack_id,
-                              frames);
+        const struct report *from = &inputs[held[i].sum->report]->report;
+        out_str(out, "],\"label\":");
+        out_json_string(out, report_stack_label(from, held[i].sum->stack_id));
+        out_str(out, ",\"frames\":");
+        cli_write_frames_json(out, from, held[i].sum->stack_id, frames);
         out_str(out, "}");
     }
     out_str(out, "]}\n");

@@ -1006,6 +1006,19 @@ def case_merge_ranks():
     merged = json.loads(tool("merge", *sorted(glob.glob(os.path.join(directory, "*.json"))),
                              "--format", "json").stdout)
     check(merged["divergent"] is None, f"balanced: none diverges: {merged['divergent']}")
+    # Ranks using two devices each, with NCCL's buffers: labelled in the merge.
+    directory = tempfile.mkdtemp(prefix="cumemtrace-ranks-")
+    for rank in (0, 1):
+        run("tests/nccl_label", env={"RANK": str(rank), "CUMEMTRACE_QUIET": "1",
+                                     "CUMEMTRACE_OUTPUT": os.path.join(directory, "rank-%r")})
+    files = sorted(glob.glob(os.path.join(directory, "rank-*.json")))
+    merged = json.loads(tool("merge", *files, "--format", "json").stdout)
+    check([r["devices"] for r in merged["ranks"]] == [[0, 1], [0, 1]],
+          f"each rank's devices: {merged['ranks']}")
+    check(merged["stacks"] and merged["stacks"][0]["label"] == "nccl" and
+          merged["divergent"] is None, f"NCCL's buffers labelled: {merged['stacks'][:1]}")
+    text = tool("merge", *files).stdout
+    check("[nccl]" in text and "0,1" in text, f"labels and devices in the text: {text[:900]}")
     # No rank in the reports: numbered by file order, and said so.
     directory = rank_reports([(None, 2), (None, 9)])
     files = [os.path.join(directory, "steps-9.json"), os.path.join(directory, "steps-2.json")]
