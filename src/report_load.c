@@ -50,8 +50,8 @@ static uint64_t get_u64(const struct json_value *object, const char *key)
     if (json_uint(v, &value) == 0)
         return value;
     double d;
-    if (json_number(v, &d) == 0 && d > 0)
-        return (uint64_t)d;
+    if (json_number(v, &d) == 0 && d > 0)        /* 1e3, or beyond 2^64 */
+        return d < 18446744073709551616.0 ? (uint64_t)d : UINT64_MAX;
     return 0;
 }
 
@@ -60,6 +60,8 @@ static long get_long(const struct json_value *object, const char *key, long miss
 {
     double d;
     if (json_number(json_get(object, key), &d) < 0)
+        return missing;
+    if (d < -2147483648.0 || d > 2147483647.0)    /* pids, ranks, lines, codes: all int */
         return missing;
     return (long)d;
 }
@@ -117,6 +119,10 @@ static int device_of(const struct json_value *object)
 
 static void *alloc_array(struct loader *l, size_t count, size_t size)
 {
+    if (count >= SIZE_MAX / size - 1) {
+        fail(l, "a count too large");
+        return NULL;
+    }
     void *p = report_alloc(l->r, (count + 1) * size);
     if (!p && !l->failed) {
         snprintf(l->error, l->error_size, "out of memory");
@@ -145,7 +151,7 @@ static void load_process(struct loader *l, const struct json_value *root)
         r->start_unix = d;
     if (json_number(json_get(process, "time"), &d) == 0)
         r->now_unix = d;
-    if (json_number(json_get(process, "duration_s"), &d) == 0 && d > 0)
+    if (json_number(json_get(process, "duration_s"), &d) == 0 && d > 0 && d < 4294967.0)
         r->now_ms = (uint32_t)(d * 1000.0 + 0.5);
     const struct json_value *argv = json_get(process, "argv");
     for (const struct json_value *a = argv ? argv->first : NULL; a; a = a->next) {
@@ -386,6 +392,10 @@ static void load_stacks(struct loader *l, const struct json_value *root)
     if (!stacks || l->failed)
         return;
     uint64_t count = get_u64(json_get(root, "tracer"), "stacks");
+    if (count > UINT32_MAX / 2) {
+        fail(l, "more stacks than a report can hold");
+        return;
+    }
     size_t frame_count = 0;
     for (const struct json_value *s = stacks->first; s; s = s->next) {
         uint64_t id = get_u64(s, "id");

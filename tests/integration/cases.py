@@ -1122,6 +1122,8 @@ def case_report_malformed():
     mutated(lambda r: r.pop("process"), "no \"process\" object")
     mutated(lambda r: r["event"].update(type="earthquake"), "an unknown event type")
     mutated(lambda r: r["stacks"][0].update(id=0), "a stack without an id or frames")
+    mutated(lambda r: r["tracer"].update(stacks=10**30), "more stacks than a report can hold")
+    mutated(lambda r: r["tracer"].update(stacks=2**62), "more stacks than a report can hold")
     for first, second in ((0, 1),):
         def swap(r):
             frames = r["frames"]
