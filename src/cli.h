@@ -64,6 +64,20 @@ uint64_t cli_peak_bytes(const struct report *r);
 /* "+1.50 MiB", "-512 B", "0 B" */
 void cli_format_change(long long change, char *text, size_t size);
 
+/* The options diff and merge share. Files are the arguments that are not
+ * options, in order, in `files` (room for argc of them). */
+struct compare_options {
+    const char *format;         /* "text" (the default) or "json" */
+    const char *output;         /* -o PATH; NULL: stdout */
+    long top, frames;           /* --top N, --frames N; set defaults before */
+    int help;                   /* --help was given: usage printed, nothing to do */
+    char **files;
+    int file_count;
+};
+/* CLI_OK, or CLI_USAGE with the error printed. `usage` is printed for --help. */
+int cli_parse_compare(const char *command, const char *usage, int argc, char **argv,
+                      struct compare_options *o);
+
 int command_diff(int argc, char **argv);
 int command_merge(int argc, char **argv);
 

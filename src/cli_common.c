@@ -297,3 +297,51 @@ void cli_free_sums(struct stack_sums *sums)
     sums->items = NULL;
     sums->count = 0;
 }
+
+/* A count for --top or --frames: 0 to a million. */
+static int parse_count(const char *text, long *out)
+{
+    char *end;
+    long n = strtol(text, &end, 10);
+    if (!*text || *end || n < 0 || n > 1000000)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+int cli_parse_compare(const char *command, const char *usage, int argc, char **argv,
+                      struct compare_options *o)
+{
+    o->format = "text";
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            o->help = 1;
+            return CLI_OK;
+        }
+        int takes_value = strcmp(a, "--format") == 0 || strcmp(a, "-o") == 0 ||
+                          strcmp(a, "--output") == 0 || strcmp(a, "--top") == 0 ||
+                          strcmp(a, "--frames") == 0;
+        if (!takes_value && a[0] == '-' && a[1] != '\0')
+            return cli_usage_error(command, "unknown option", a);
+        if (!takes_value) {
+            o->files[o->file_count++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= argc)
+            return cli_usage_error(command, "missing value for", a);
+        const char *value = argv[++i];
+        if (strcmp(a, "--format") == 0)
+            o->format = value;
+        else if (strcmp(a, "--top") == 0 && parse_count(value, &o->top) < 0)
+            return cli_usage_error(command, "not a count", value);
+        else if (strcmp(a, "--frames") == 0 && parse_count(value, &o->frames) < 0)
+            return cli_usage_error(command, "not a count", value);
+        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
+            o->output = value;
+    }
+    if (strcmp(o->format, "text") != 0 && strcmp(o->format, "json") != 0)
+        return cli_usage_error(command, "--format takes text or json", o->format);
+    return CLI_OK;
+}

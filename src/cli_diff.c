@@ -194,53 +194,22 @@ static void write_json(struct out *out, char **paths, struct loaded_report *cons
     out_printf(out, "],\"stacks_compared\":%zu,\"stacks_unchanged\":%zu}\n", count, unchanged);
 }
 
-static int parse_count(const char *text, long *out)
-{
-    char *end;
-    long n = strtol(text, &end, 10);
-    if (!*text || *end || n < 0 || n > 1000000)
-        return -1;
-    *out = n;
-    return 0;
-}
-
 int command_diff(int argc, char **argv)
 {
-    char *paths[2] = {NULL, NULL};
-    const char *format = "text", *output_path = NULL;
-    long top = 20, frames = 6;
-    int files = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(diff_usage, stdout);
-            return CLI_OK;
-        }
-        if (strcmp(a, "--format") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
-            strcmp(a, "--top") == 0 || strcmp(a, "--frames") == 0) {
-            if (i + 1 >= argc)
-                return cli_usage_error("diff", "missing value for", a);
-            const char *value = argv[++i];
-            if (strcmp(a, "--format") == 0)
-                format = value;
-            else if (strcmp(a, "--top") == 0 ? parse_count(value, &top) < 0
-                     : strcmp(a, "--frames") == 0 ? parse_count(value, &frames) < 0 : 0)
-                return cli_usage_error("diff", "not a count", value);
-            else if (a[1] == 'o' || strcmp(a, "--output") == 0)
-                output_path = value;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return cli_usage_error("diff", "unknown option", a);
-        } else if (files < 2) {
-            paths[files++] = argv[i];
-        } else {
-            return cli_usage_error("diff", "two files, A and B", a);
-        }
+    char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths) {
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        return CLI_UNREADABLE;
     }
-    if (files < 2)
-        return cli_usage_error("diff", "two files are needed, A and B", NULL);
-    int json = strcmp(format, "json") == 0;
-    if (!json && strcmp(format, "text") != 0)
-        return cli_usage_error("diff", "--format takes text or json", format);
+    struct compare_options o = {.top = 20, .frames = 6, .files = paths};
+    int status = cli_parse_compare("diff", diff_usage, argc, argv, &o);
+    if (status == CLI_OK && !o.help && o.file_count != 2)
+        status = cli_usage_error("diff", "two files are needed, A and B", NULL);
+    if (status != CLI_OK || o.help) {
+        free(paths);
+        return status;
+    }
+    int json = strcmp(o.format, "json") == 0;
 
     struct loaded_report *inputs[2] = {calloc(1, sizeof(struct loaded_report)),
                                        calloc(1, sizeof(struct loaded_report))};
@@ -248,7 +217,8 @@ int command_diff(int argc, char **argv)
     struct cli_output *output = malloc(sizeof(*output));
     struct stack_sums sums = {NULL, 0};
     struct change *changes = NULL;
-    int status = CLI_UNREADABLE, loaded = 0;
+    int loaded = 0;
+    status = CLI_UNREADABLE;
     if (!inputs[0] || !inputs[1] || !devices || !output) {
         fprintf(stderr, "cumemtrace: out of memory\n");
         goto done;
@@ -271,15 +241,15 @@ int command_diff(int argc, char **argv)
     }
     qsort(changes, sums.count, sizeof(*changes), by_growth);
     int device_count = collect_devices(&inputs[0]->report, &inputs[1]->report, devices);
-    status = cli_output_open(output, output_path);
+    status = cli_output_open(output, o.output);
     if (status != CLI_OK)
         goto done;
     if (json)
         write_json(&output->out, paths, inputs, devices, device_count, changes, sums.count,
-                   (size_t)top, (int)frames);
+                   (size_t)o.top, (int)o.frames);
     else
         write_text(&output->out, paths, inputs, devices, device_count, changes, sums.count,
-                   (size_t)top, (int)frames);
+                   (size_t)o.top, (int)o.frames);
     status = cli_output_close(output);
 done:
     for (int i = 0; i < loaded; i++)
@@ -290,5 +260,6 @@ done:
     free(output);
     free(changes);
     cli_free_sums(&sums);
+    free(paths);
     return status;
 }

@@ -69,13 +69,16 @@ static uint64_t median_of_others(const struct rank *ranks, int count, int skip, 
                                         (scratch[n / 2 - 1] % 2 + scratch[n / 2] % 2) / 2;
 }
 
-/* The divergent rank's index in `ranks`, or -1; its median in *median. */
+/* The divergent rank's index in `ranks`, or -1; its median in *median.
+ * -2 when out of memory. */
 static int find_divergent(const struct rank *ranks, int count, uint64_t *median)
 {
     uint64_t *scratch = calloc((size_t)count + 1, sizeof(uint64_t));
+    if (!scratch)
+        return -2;
     int found = -1;
     uint64_t best = 0;
-    for (int i = 0; scratch && count > 1 && i < count; i++) {
+    for (int i = 0; count > 1 && i < count; i++) {
         uint64_t m = median_of_others(ranks, count, i, scratch);
         if (ranks[i].live <= m)
             continue;
@@ -253,71 +256,31 @@ static void write_json(struct out *out, struct loaded_report *const *inputs,
     out_str(out, "]}\n");
 }
 
-static int parse_count(const char *text, long *out)
-{
-    char *end;
-    long n = strtol(text, &end, 10);
-    if (!*text || *end || n < 0 || n > 1000000)
-        return -1;
-    *out = n;
-    return 0;
-}
-
 int command_merge(int argc, char **argv)
 {
-    const char *format = "text", *output_path = NULL;
-    long top = 10, frames = 6;
-    int count = 0;
     char **paths = calloc((size_t)argc + 1, sizeof(char *));
     if (!paths) {
         fprintf(stderr, "cumemtrace: out of memory\n");
         return CLI_UNREADABLE;
     }
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        int status = CLI_OK;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(merge_usage, stdout);
-            free(paths);
-            return CLI_OK;
-        }
-        if (strcmp(a, "--format") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
-            strcmp(a, "--top") == 0 || strcmp(a, "--frames") == 0) {
-            if (i + 1 >= argc) {
-                status = cli_usage_error("merge", "missing value for", a);
-            } else {
-                const char *value = argv[++i];
-                if (strcmp(a, "--format") == 0)
-                    format = value;
-                else if (strcmp(a, "--top") == 0 ? parse_count(value, &top) < 0
-                         : strcmp(a, "--frames") == 0 ? parse_count(value, &frames) < 0 : 0)
-                    status = cli_usage_error("merge", "not a count", value);
-                else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
-                    output_path = value;
-            }
-        } else if (a[0] == '-' && a[1] != '\0') {
-            status = cli_usage_error("merge", "unknown option", a);
-        } else {
-            paths[count++] = argv[i];
-        }
-        if (status != CLI_OK) {
-            free(paths);
-            return status;
-        }
-    }
-    int json = strcmp(format, "json") == 0;
-    if (count == 0 || (!json && strcmp(format, "text") != 0)) {
+    struct compare_options o = {.top = 10, .frames = 6, .files = paths};
+    int status = cli_parse_compare("merge", merge_usage, argc, argv, &o);
+    if (status == CLI_OK && !o.help && o.file_count == 0)
+        status = cli_usage_error("merge", "no report files given", NULL);
+    if (status != CLI_OK || o.help) {
         free(paths);
-        return count == 0 ? cli_usage_error("merge", "no report files given", NULL)
-                          : cli_usage_error("merge", "--format takes text or json", format);
+        return status;
     }
+    int json = strcmp(o.format, "json") == 0;
+    int count = o.file_count;
 
     struct loaded_report **inputs = calloc((size_t)count, sizeof(*inputs));
     struct rank *ranks = calloc((size_t)count, sizeof(*ranks));
     struct cli_output *output = malloc(sizeof(*output));
     struct stack_sums sums = {NULL, 0};
     struct held *held = NULL;
-    int status = CLI_UNREADABLE, loaded = 0;
+    int loaded = 0;
+    status = CLI_UNREADABLE;
     if (!inputs || !ranks || !output)
         goto out_of_memory;
     for (; loaded < count; loaded++) {
@@ -352,6 +315,8 @@ int command_merge(int argc, char **argv)
     qsort(ranks, (size_t)count, sizeof(*ranks), by_number);
     uint64_t median = 0;
     int divergent = find_divergent(ranks, count, &median);
+    if (divergent == -2)
+        goto out_of_memory;
 
     if (cli_sum_stacks(&sums, inputs, count) < 0)
         goto done;
@@ -364,15 +329,15 @@ int command_merge(int argc, char **argv)
             held[i].total += sums.items[i].bytes[k];
     }
     qsort(held, sums.count, sizeof(*held), by_total);
-    status = cli_output_open(output, output_path);
+    status = cli_output_open(output, o.output);
     if (status != CLI_OK)
         goto done;
     if (json)
         write_json(&output->out, inputs, ranks, count, from_order, divergent, median, held,
-                   sums.count, (size_t)top, (int)frames);
+                   sums.count, (size_t)o.top, (int)o.frames);
     else
         write_text(&output->out, inputs, ranks, count, from_order, divergent, median, held,
-                   sums.count, (size_t)top, (int)frames);
+                   sums.count, (size_t)o.top, (int)o.frames);
     status = cli_output_close(output);
     goto done;
 out_of_memory:
