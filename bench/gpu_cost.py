@@ -6,7 +6,9 @@
 For each allocator mode (caching, expandable segments, every tensor a
 cudaMalloc), runs tests/gpu/torch_step_time.py untraced and traced, rounds
 alternating so drift hits both alike, and prints the median step time of each
-and their ratio. As the field's references, the same step under PyTorch's
+and their ratio; then the same for a CuPy loop (bench/cupy_step.py) and for a
+cudaMalloc-heavy C program (bench/alloc.c built against the real runtime as
+build/gpu/gpu_bench_alloc). As the field's references, the same step under PyTorch's
 memory history recorder and, with --sanitizer-steps N, under
 compute-sanitizer --leak-check full (slow; it may not exit, hence a timeout). Targets: <= 1.01x caching, <= 1.05x per-tensor.
 """
@@ -20,13 +22,14 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "gpu", "torch_step_time.py")
+CUPY_SCRIPT = os.path.join(ROOT, "bench", "cupy_step.py")
 
 
-def step_ms(env, steps, prefix=(), extra=(), timeout=300):
+def step_ms(env, steps, prefix=(), extra=(), timeout=300, script=SCRIPT):
     environment = dict(os.environ)
     environment.update(env)
     try:
-        done = subprocess.run([*prefix, sys.executable, SCRIPT, str(steps), *extra],
+        done = subprocess.run([*prefix, sys.executable, script, str(steps), *extra],
                               env=environment, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, f"no exit within {timeout} s"
@@ -36,6 +39,48 @@ def step_ms(env, steps, prefix=(), extra=(), timeout=300):
     return None, f"exit {done.returncode}: {done.stderr[-300:]!r}"
 
 
+def pair_ns(build, env, pairs):
+    """bench/alloc.c against the real driver: ns per cudaMalloc+cudaFree pair."""
+    environment = dict(os.environ)
+    environment.update(env)
+    done = subprocess.run([os.path.join(build, "gpu", "gpu_bench_alloc"), "1", "32", "1000",
+                           str(pairs)], env=environment, capture_output=True, text=True,
+                          timeout=300)
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            figures = json.loads(line)
+            return figures.get("ns_per_pair")
+    return None
+
+
+def others(args, traced, emit):
+    """A CuPy loop and a cudaMalloc-heavy C program, untraced and traced."""
+    if shutil.which(sys.executable) and subprocess.run(
+            [sys.executable, "-c", "import cupy"], capture_output=True).returncode == 0:
+        plain, mine = [], []
+        for _ in range(args.rounds):
+            plain.append(step_ms({}, args.steps, script=CUPY_SCRIPT)[0])
+            mine.append(step_ms(traced, args.steps, script=CUPY_SCRIPT)[0])
+        plain, mine = [x for x in plain if x], [x for x in mine if x]
+        if plain and mine:
+            a, b = statistics.median(plain), statistics.median(mine)
+            emit(("CuPy loop (memory pool)", f"{a:.3f}", f"{b:.3f}", f"{b / a:.3f}x", "", "",
+                  " ".join(f"{x:.3f}" for x in plain), " ".join(f"{x:.3f}" for x in mine)))
+    program = os.path.join(args.build, "gpu", "gpu_bench_alloc")
+    if os.path.exists(program):
+        plain, mine = [], []
+        for _ in range(args.rounds):
+            plain.append(pair_ns(args.build, {}, 20000))
+            mine.append(pair_ns(args.build, traced, 20000))
+        plain, mine = [x for x in plain if x], [x for x in mine if x]
+        if plain and mine:
+            a, b = statistics.median(plain), statistics.median(mine)
+            emit(("C program: cudaMalloc(512)+cudaFree pairs, 32-frame stack, 1000 live "
+                  "(us per pair)", f"{a / 1000:.2f}", f"{b / 1000:.2f}", f"{b / a:.3f}x", "", "",
+                  " ".join(f"{x / 1000:.2f}" for x in plain),
+                  " ".join(f"{x / 1000:.2f}" for x in mine)))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -43,6 +88,8 @@ def main():
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--sanitizer-steps", type=int, default=0,
                         help="also time compute-sanitizer --leak-check full (0: not)")
+    parser.add_argument("--skip-others", action="store_true",
+                        help="only the PyTorch modes (no CuPy loop, no C program)")
     args = parser.parse_args()
     traced = {"LD_PRELOAD": os.path.join(os.path.abspath(args.build), "libcumemtrace.so"),
               "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "none"}
@@ -77,6 +124,8 @@ def main():
             h = statistics.median(history)
             emit(("caching, torch memory history (reference)", f"{a:.3f}", f"{h:.3f}",
                          f"{h / a:.3f}x", "", "", "", " ".join(f"{x:.3f}" for x in history)))
+    if not args.skip_others:
+        others(args, traced, emit)
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if args.sanitizer_steps and os.path.exists(sanitizer):
         plain, _ = step_ms({}, args.sanitizer_steps)

@@ -113,11 +113,13 @@ def grad_accumulation():
 
 
 def alternating_sizes():
-    kept = []
+    pairs = []
     for _ in range(48):
         scratch = torch.empty(6 << 20, dtype=torch.uint8, device="cuda")  # SITE-alternating_sizes
-        kept.append(torch.empty(2 << 20, dtype=torch.uint8, device="cuda"))  # lands after it
-        del scratch   # a 6 MiB hole between two kept tensors
+        kept = torch.empty(2 << 20, dtype=torch.uint8, device="cuda")     # lands after it
+        pairs.append((scratch, kept))
+    kept = [k for _, k in pairs]
+    del pairs, scratch   # 6 MiB holes between the kept tensors
     for _ in range(ITERATIONS):
         activation = torch.empty(8 << 20, dtype=torch.uint8, device="cuda")  # fits no hole
         del activation

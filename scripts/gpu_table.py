@@ -79,7 +79,9 @@ def python_attribution(report):
     top = None
     for group in sorted(report.get("live", []), key=lambda g: -g["bytes"]):
         total += group["bytes"]
-        python = [frames[i] for i in stacks[group["stack"]]["frames"] if frames[i].get("python")]
+        # line 0: the marker before the main thread's frames (a thread running no Python)
+        python = [frames[i] for i in stacks[group["stack"]]["frames"]
+                  if frames[i].get("python") and frames[i].get("line")]
         if python:
             with_python += group["bytes"]
             top = top or f"{os.path.basename(python[0]['file'])}:{python[0]['line']}"

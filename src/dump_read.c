@@ -283,6 +283,7 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
 int dump_read(const char *path, struct report *r)
 {
     memset(r, 0, sizeof(*r));
+    r->rank = r->local_rank = r->world_size = -1;   /* not in a dump */
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;

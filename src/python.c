@@ -455,13 +455,16 @@ static int walk(uintptr_t *frames, int n, int max)
         pthread_mutex_unlock(&lock);
         return -1;
     }
+    int is_main = gettid() == getpid(), start = n;
     if (thread_state) {
-        if (gettid() == getpid())
+        if (is_main)
             main_state = thread_state;
         n = walk_state(thread_state, frames, n, max);
-    } else {
-        n = walk_main_thread(frames, n, max);
     }
+    /* No Python running here; PyTorch's engine threads keep a thread state
+     * they never run Python in. */
+    if (n == start && !is_main)
+        n = walk_main_thread(frames, n, max);
     pthread_mutex_unlock(&lock);
     return n;
 }

@@ -283,8 +283,21 @@ static int symbolize_frames(struct report *r)
     return 0;
 }
 
+/* A rank variable set by torchrun, mpirun, ...; -1 if not set or not a number. */
+static int rank_variable(const char *name)
+{
+    const char *value = getenv(name);
+    char *end;
+    long n = value && *value ? strtol(value, &end, 10) : -1;
+    return value && *value && *end == '\0' && n >= 0 && n < (1l << 30) ? (int)n : -1;
+}
+
 static void read_process_info(struct report *r)
 {
+    gethostname(r->host, sizeof(r->host) - 1);
+    r->rank = rank_variable("RANK");
+    r->local_rank = rank_variable("LOCAL_RANK");
+    r->world_size = rank_variable("WORLD_SIZE");
     r->pid = (int)getpid();
     r->ppid = (int)getppid();
     struct timespec ts;
@@ -361,6 +374,8 @@ static void torch_fragmentation(const struct report *r, struct report_fragmentat
         f->torch_allocated += t[TORCH_ALLOCATED];
         if (t[TORCH_INACTIVE_SPLIT] != TORCH_MISSING)
             f->torch_inactive_split += t[TORCH_INACTIVE_SPLIT];
+        if (t[TORCH_INACTIVE_SPLIT_BLOCKS] != TORCH_MISSING)
+            f->torch_holes += t[TORCH_INACTIVE_SPLIT_BLOCKS];
     }
     f->torch_cached = f->torch_reserved > f->torch_allocated
                           ? f->torch_reserved - f->torch_allocated : 0;
@@ -392,9 +407,10 @@ void report_fragmentation(const struct report *r, struct report_fragmentation *f
     if (r->event.type == EVENT_OOM && strcmp(report_verdict(&r->event), "fragmented") == 0)
         f->reason = "an allocation failed with more memory free than it asked for";
     else if (f->torch_inactive_split >= (64u << 20) &&
-             f->torch_inactive_split * 4 >= f->torch_reserved)
-        f->reason = "PyTorch's segments are split around live tensors: their free parts "
-                    "serve only smaller requests";
+             f->torch_inactive_split * 4 >= f->torch_reserved && f->torch_holes >= 8 &&
+             f->torch_inactive_split / f->torch_holes <= (32u << 20))
+        f->reason = "PyTorch's free memory lies in small holes between live tensors: it "
+                    "serves only requests that fit, and empty_cache() cannot return it";
     else if (f->torch_cached >= (256u << 20) && f->torch_cached * 2 >= f->torch_reserved) {
         f->verdict = "idle_cache";
         f->reason = "PyTorch keeps freed memory cached (torch.cuda.empty_cache() returns it)";

@@ -103,13 +103,11 @@ struct report {
     struct symbol *symbols;              /* symbols[i] is addresses[i] */
     size_t address_count;
     struct symbolizer *symbolizer;
+    char host[256];                      /* gethostname */
+    int rank, local_rank, world_size;    /* RANK, LOCAL_RANK, WORLD_SIZE; -1: not set */
     char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;
     int dump_complete;                   /* read from a dump that ends properly */
-    /* Read back from a JSON report (report_load.c): the process's host and
-     * ranks as written there (-1: null). NULL host: this machine, RANK etc. */
-    const char *host;
-    int rank, local_rank, world_size;
     struct python_location *python;      /* from a dump; NULL: this process's table */
     uint32_t python_count;
     /* every mapping made for this report, released by report_release */
@@ -151,7 +149,9 @@ const char *report_verdict(const struct report_event *event);   /* OOM: exhauste
  * the OOM verdict when the report is about one, and PyTorch's own view of
  * its cache. `verdict` is "fragmented" (an allocation failed with more free
  * than it asked, or PyTorch's segments hold free split blocks worth a quarter
- * of its reserve, at least 64 MiB), "idle_cache" (PyTorch keeps half or more
+ * of its reserve, at least 64 MiB, in 8 or more holes of 32 MiB or less on
+ * average: free memory in pieces too small to reuse and, while a segment
+ * holds a live tensor, beyond empty_cache()), "idle_cache" (PyTorch keeps half or more
  * of its reserve, at least 256 MiB, cached but unused), "idle_pool_reserve"
  * (pools keep a quarter or more of their reserve, at least 16 MiB, unused)
  * or "none". */
@@ -160,6 +160,7 @@ struct report_fragmentation {
     uint64_t vmm_reserved, vmm_mapped, vmm_unmapped;
     int has_torch;                       /* PyTorch's counters were read */
     uint64_t torch_reserved, torch_allocated, torch_cached, torch_inactive_split;
+    uint64_t torch_holes;                /* inactive split blocks */
     const char *verdict;
     const char *reason;                  /* why, in a few words; "" for none */
 };

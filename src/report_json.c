@@ -26,18 +26,7 @@ static void write_counters(struct out *out, const struct counters *c)
                U(c->ooms));
 }
 
-static void write_env_int(struct out *out, const char *key, const char *name)
-{
-    const char *value = getenv(name);
-    char *end;
-    long n = value && *value ? strtol(value, &end, 10) : 0;
-    if (value && *value && *end == '\0')
-        out_printf(out, ",\"%s\":%ld", key, n);
-    else
-        out_printf(out, ",\"%s\":null", key);
-}
-
-static void write_loaded_int(struct out *out, const char *key, int value)
+static void write_optional_int(struct out *out, const char *key, int value)
 {
     if (value >= 0)
         out_printf(out, ",\"%s\":%d", key, value);
@@ -47,10 +36,8 @@ static void write_loaded_int(struct out *out, const char *key, int value)
 
 static void write_process(const struct report *r, struct out *out)
 {
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
     out_printf(out, "\"process\":{\"pid\":%d,\"ppid\":%d,\"host\":", r->pid, r->ppid);
-    out_json_string(out, r->host ? r->host : host);
+    out_json_string(out, r->host);
     out_str(out, ",\"argv\":[");
     for (size_t i = 0; i < r->argv_bytes; i += strlen(r->argv + i) + 1) {
         if (i)
@@ -58,15 +45,9 @@ static void write_process(const struct report *r, struct out *out)
         out_json_string(out, r->argv + i);
     }
     out_str(out, "]");
-    if (r->host) {              /* read back from a file: as written there */
-        write_loaded_int(out, "rank", r->rank);
-        write_loaded_int(out, "local_rank", r->local_rank);
-        write_loaded_int(out, "world_size", r->world_size);
-    } else {
-        write_env_int(out, "rank", "RANK");
-        write_env_int(out, "local_rank", "LOCAL_RANK");
-        write_env_int(out, "world_size", "WORLD_SIZE");
-    }
+    write_optional_int(out, "rank", r->rank);
+    write_optional_int(out, "local_rank", r->local_rank);
+    write_optional_int(out, "world_size", r->world_size);
     out_printf(out, ",\"start_time\":%.3f,\"time\":%.3f,\"duration_s\":%.3f}", r->start_unix,
                r->now_unix, r->now_ms / 1000.0);
 }
@@ -300,11 +281,12 @@ static void write_fragmentation(const struct report *r, struct out *out)
                U(f.vmm_mapped), U(f.vmm_unmapped));
     if (f.has_torch)
         out_printf(out, ",\"torch_reserved_bytes\":%llu,\"torch_cached_bytes\":%llu,"
-                        "\"torch_inactive_split_bytes\":%llu}",
-                   U(f.torch_reserved), U(f.torch_cached), U(f.torch_inactive_split));
+                        "\"torch_inactive_split_bytes\":%llu,\"torch_inactive_split_blocks\":%llu}",
+                   U(f.torch_reserved), U(f.torch_cached), U(f.torch_inactive_split),
+                   U(f.torch_holes));
     else
         out_str(out, ",\"torch_reserved_bytes\":null,\"torch_cached_bytes\":null,"
-                     "\"torch_inactive_split_bytes\":null}");
+                     "\"torch_inactive_split_bytes\":null,\"torch_inactive_split_blocks\":null}");
 }
 
 /* Stream-ordered pools the program created, with what they reserve and use. */

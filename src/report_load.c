@@ -4,7 +4,7 @@
  * its maps name. A JSON report is parsed whole (json.c) and its sections are
  * copied into the arrays a collected report has, through report_alloc, so
  * report_release frees them as it does for a live report. Strings (reason,
- * entry points, symbols, host) point into the parsed document, which the
+ * entry points, symbols) point into the parsed document, which the
  * loaded report owns until report_unload.
  *
  * What the text writer needs comes back exactly: counters per device and
@@ -142,7 +142,7 @@ static void load_process(struct loader *l, const struct json_value *root)
     r->pid = (int)get_long(process, "pid", 0);
     r->ppid = (int)get_long(process, "ppid", 0);
     const char *host = json_string(json_get(process, "host"));
-    r->host = host ? host : "";
+    snprintf(r->host, sizeof(r->host), "%s", host ? host : "");
     r->rank = (int)get_long(process, "rank", -1);
     r->local_rank = (int)get_long(process, "local_rank", -1);
     r->world_size = (int)get_long(process, "world_size", -1);

@@ -297,8 +297,8 @@ static void write_fragmentation(const struct report *r, struct out *out)
         format_bytes(f.torch_cached, a, sizeof(a));
         format_bytes(f.torch_reserved, b, sizeof(b));
         format_bytes(f.torch_inactive_split, c, sizeof(c));
-        out_printf(out, "    PyTorch: %s cached but unused of %s reserved; %s of it in split "
-                        "segments around live tensors\n", a, b, c);
+        out_printf(out, "    PyTorch: %s cached but unused of %s reserved; %s of it in %llu "
+                        "holes between live tensors\n", a, b, c, (unsigned long long)f.torch_holes);
     }
     if (f.pool_reserved) {
         format_bytes(f.pool_idle, a, sizeof(a));
@@ -444,6 +444,19 @@ void report_text(const struct report *r, struct out *out, int brief)
         out_str(out, "  command:");
         for (size_t i = 0; i < r->argv_bytes; i += strlen(r->argv + i) + 1)
             out_printf(out, " %s", r->argv + i);
+        out_str(out, "\n");
+    }
+    if (r->host[0] || r->rank >= 0) {
+        out_printf(out, "  host: %s", r->host[0] ? r->host : "unknown");
+        if (r->rank >= 0)
+            out_printf(out, "; rank %d", r->rank);
+        if (r->world_size >= 0)
+            out_printf(out, " of %d", r->world_size);
+        if (r->local_rank >= 0)
+            out_printf(out, " (local rank %d)", r->local_rank);
+        for (int d = 0, shown = 0; d < r->device_count; d++)
+            if (r->devices[d].slot != COUNTER_NO_DEVICE)
+                out_printf(out, "%s%d", shown++ ? "," : "; device ", r->devices[d].slot);
         out_str(out, "\n");
     }
     write_event(r, out, brief);

@@ -69,6 +69,7 @@ static const char *const keys[TORCH_FIGURE_COUNT] = {
     [TORCH_RESERVED_PEAK] = "reserved_bytes.all.peak",
     [TORCH_ACTIVE] = "active_bytes.all.current",
     [TORCH_INACTIVE_SPLIT] = "inactive_split_bytes.all.current",
+    [TORCH_INACTIVE_SPLIT_BLOCKS] = "inactive_split.all.current",
     [TORCH_ALLOC_RETRIES] = "num_alloc_retries",
     [TORCH_OOMS] = "num_ooms",
 };
@@ -77,6 +78,7 @@ static const char *const names[TORCH_FIGURE_COUNT] = {
     [TORCH_ALLOCATED] = "allocated_bytes",        [TORCH_ALLOCATED_PEAK] = "allocated_peak",
     [TORCH_RESERVED] = "reserved_bytes",          [TORCH_RESERVED_PEAK] = "reserved_peak",
     [TORCH_ACTIVE] = "active_bytes",              [TORCH_INACTIVE_SPLIT] = "inactive_split_bytes",
+    [TORCH_INACTIVE_SPLIT_BLOCKS] = "inactive_split_blocks",
     [TORCH_ALLOC_RETRIES] = "num_alloc_retries",  [TORCH_OOMS] = "num_ooms",
 };
 

@@ -21,6 +21,7 @@ enum torch_figure {
     TORCH_RESERVED_PEAK,
     TORCH_ACTIVE,           /* active_bytes.all.current */
     TORCH_INACTIVE_SPLIT,   /* inactive_split_bytes.all.current: free holes in used segments */
+    TORCH_INACTIVE_SPLIT_BLOCKS,   /* inactive_split.all.current: how many holes */
     TORCH_ALLOC_RETRIES,    /* num_alloc_retries: cache flushed to satisfy a request */
     TORCH_OOMS,             /* num_ooms */
     TORCH_FIGURE_COUNT

@@ -13,6 +13,7 @@ import collections
 import glob
 import json
 import os
+import socket
 import shutil
 import subprocess
 import sys
@@ -628,11 +629,16 @@ def case_python_frames():
                   python_frames[0]["line"] == line,
                   f"{python}: file and line of the cudaMalloc call: {python_frames[:1]}")
         # A thread that runs no Python: the main thread's frames, after a marker.
-        python_frames = python_stack(report, 17 << 20)
-        seen = [(f["function"].split(".")[-1], f["line"]) for f in python_frames]
-        check(seen[:3] == [("[main thread, at that moment]", 0),
-                           ("waits_for_native_thread", native_line), ("<module>", seen[2][1] if len(seen) > 2 else -1)],
-              f"{python}: a native thread's allocation names the line the main thread waits at: {seen}")
+        # (19 MiB: a thread holding a thread state it runs no Python in, as
+        # PyTorch's autograd engine threads do.)
+        for size, at in ((17 << 20, native_line), (19 << 20, native_line + 1)):
+            python_frames = python_stack(report, size)
+            seen = [(f["function"].split(".")[-1], f["line"]) for f in python_frames]
+            check(seen[:2] == [("[main thread, at that moment]", 0),
+                               ("waits_for_native_thread", at)] and
+                  len(seen) > 2 and seen[2][0] == "<module>",
+                  f"{python}: {size >> 20} MiB from a thread running no Python names the line "
+                  f"the main thread waits at: {seen}")
         check("leak_in_python at " in err, "the summary shows Python lines")
         check("native frames above these, in the full report" in err,
               "and leaves the native frames to the full report")
@@ -658,7 +664,8 @@ def case_torch_counters():
         d0, d1 = devices
         check(d0["allocated_bytes"] == 256 * mib and d0["reserved_bytes"] == 1024 * mib and
               d0["allocated_peak"] == 512 * mib and d0["inactive_split_bytes"] == 256 * mib and
-              d0["num_alloc_retries"] == 3 and d0["num_ooms"] == 1,
+              d0["num_alloc_retries"] == 3 and d0["num_ooms"] == 1 and
+              d0["inactive_split_blocks"] == 20,
               f"device 0 as memory_stats() said at exit: {d0}")
         check(all(v is None for k, v in d1.items() if k != "device"),
               f"device 1's memory_stats() raised: its figures are null: {d1}")
@@ -669,7 +676,7 @@ def case_torch_counters():
     check(fragmentation.get("verdict") == "fragmented" and
           fragmentation.get("torch_inactive_split_bytes") == 256 * mib and
           fragmentation.get("torch_cached_bytes") == 768 * mib,
-          f"inactive split bytes a quarter of the reserve: fragmented: {fragmentation}")
+          f"inactive split bytes a quarter of the reserve in 20 small holes: fragmented: {fragmentation}")
     text = next((t for name, t in texts.items() if "signal" not in name), "")
     check("PyTorch (torch.cuda.memory_stats, at Python's exit): allocated_bytes 256 MiB" in text,
           f"the text report shows PyTorch's counters: {text[:1500]}")
@@ -683,9 +690,17 @@ def case_torch_counters():
 def case_nccl_label():
     """Buffers allocated through libnccl are labelled; a peer's memory mapped
     here counts on the device that owns it."""
-    out, err, reports, _ = run("tests/nccl_label", env={"CUMEMTRACE_FORMAT": "text,json"})
+    out, err, reports, _ = run("tests/nccl_label", env={
+        "CUMEMTRACE_FORMAT": "text,json", "CUMEMTRACE_OUTPUT": "{dir}/rank%r",
+        "RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"})
     check(out == "nccl label: done\n", f"ran: {out!r} {err[-400:]!r}")
+    check(os.path.exists(os.path.join(LAST_DIR, "rank1.json")), "%r in the file name is the rank")
     report = only(reports)
+    process = report["process"]
+    check((process["rank"], process["world_size"], process["local_rank"]) == (1, 2, 1) and
+          process["host"] == socket.gethostname(), f"rank, world size, host: {process}")
+    check(f"host: {socket.gethostname()}; rank 1 of 2 (local rank 1); device 0,1" in err,
+          "the summary names host, rank, world size and devices")
     stacks = {s["id"]: s for s in report["stacks"]}
     labelled = collections.defaultdict(int)
     for group in report["live"]:
@@ -835,7 +850,9 @@ def case_report_roundtrip():
     holes, OOM events with retries, failures, growth by marks and by time,
     implicit frees, signal snapshots, marks). The JSON read back and written
     again is the same but for REWRITTEN."""
-    runs = [("examples/leak_loop", ["20"], {}, 0), ("tests/all_entry_points", ["keep"], {}, 0),
+    runs = [("examples/leak_loop", ["20"], {}, 0),
+            ("examples/leak_loop", ["3"], {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}, 0),
+            ("tests/all_entry_points", ["keep"], {}, 0),
             ("tests/oom", ["retry"], {"SIMCUDA_MEMORY": "64M"}, 0),
             ("tests/oom", ["fragmented"], {"SIMCUDA_MEMORY": "64M"}, 0),
             ("tests/implicit_free", [], {}, 0), ("tests/growth", ["leak-marks"], {}, 0),

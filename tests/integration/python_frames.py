@@ -51,7 +51,9 @@ def größe():
 def waits_for_native_thread():
     native = ctypes.CDLL(os.path.join(os.path.dirname(sys.argv[0]) or ".", "libnative_thread.so"))
     native.allocate_in_native_thread.restype = ctypes.c_void_p
-    return native.allocate_in_native_thread(ctypes.c_size_t(17 << 20))  # NATIVE-THREAD-LINE
+    native.allocate_in_engine_thread.restype = ctypes.c_void_p
+    return [native.allocate_in_native_thread(ctypes.c_size_t(17 << 20)),  # NATIVE-THREAD-LINE
+            native.allocate_in_engine_thread(ctypes.c_size_t(19 << 20))]
 
 
 kept = leak_in_python()
@@ -63,5 +65,5 @@ kept.extend(produce())
 kept.append(größe())
 if len(sys.argv) > 1:
     sys.argv[0] = sys.argv[1]   # where libnative_thread.so is
-    kept.append(waits_for_native_thread())
+    kept.extend(waits_for_native_thread())
 print("python frames: done")

@@ -36,7 +36,7 @@ class FakeCuda:
         a = state["allocated"]
         return {"allocated_bytes.all.current": a, "allocated_bytes.all.peak": 2 * a,
                 "reserved_bytes.all.current": 4 * a, "reserved_bytes.all.peak": 4 * a,
-                "active_bytes.all.current": a, "inactive_split_bytes.all.current": a,
+                "active_bytes.all.current": a, "inactive_split_bytes.all.current": a, "inactive_split.all.current": 20,
                 "num_alloc_retries": 3, "num_ooms": 1}
 
 
