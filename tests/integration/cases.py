@@ -805,6 +805,390 @@ def case_valgrind():
     check("failures 0" in out and len(reports) == 1, f"ran cleanly under memcheck: {err[-2000:]}")
 
 
+def tool(*args, output=None):
+    """Run the cumemtrace command; return the CompletedProcess (text)."""
+    environment = dict(os.environ)
+    environment.pop("LD_PRELOAD", None)
+    if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
+        environment["LD_PRELOAD"] = os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]
+    return subprocess.run([os.path.join(ARGS.build, "cumemtrace"), *args], capture_output=True,
+                          text=True, timeout=120, env=environment)
+
+
+def text_and_json_pairs(directory):
+    """Every report written as both .txt and .json in `directory`."""
+    pairs = []
+    for name in sorted(glob.glob(os.path.join(directory, "*.json"))):
+        text = name[:-len(".json")] + ".txt"
+        if os.path.exists(text):
+            pairs.append((text, name))
+    return pairs
+
+
+# Keys of a JSON report that `cumemtrace report --format json` cannot give
+# back as written: they describe the process that writes the report (its
+# settings, its symbolizer), not what the report is about. On reading back
+# they are the reading command's own: tracer.depth, tracer.min_size,
+# tracer.symbolizer and growth.interval_ms; and blocks.total becomes the
+# number of blocks listed, the only ones the file holds.
+REWRITTEN = {("tracer", "depth"), ("tracer", "min_size"), ("tracer", "symbolizer"),
+             ("growth", "interval_ms"), ("blocks", "total"), ("tracer", "live_blocks")}
+
+
+def without_rewritten(report):
+    report = json.loads(json.dumps(report))
+    for section, key in REWRITTEN:
+        if isinstance(report.get(section), dict):
+            report[section].pop(key, None)
+    return report
+
+
+def case_report_roundtrip():
+    """`cumemtrace report FILE.json` prints the very text the library wrote.
+
+    The text report is made only of what the JSON report holds, so no line may
+    differ: the comparison is byte for byte, for reports covering every
+    section (leaks with file:line, counters of every kind, pools and VMM
+    holes, OOM events with retries, failures, growth by marks and by time,
+    implicit frees, signal snapshots, marks). The JSON read back and written
+    again is the same but for REWRITTEN."""
+    runs = [("examples/leak_loop", ["20"], {}, 0),
+            ("examples/leak_loop", ["3"], {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}, 0),
+            ("tests/all_entry_points", ["keep"], {}, 0),
+            ("tests/oom", ["retry"], {"SIMCUDA_MEMORY": "64M"}, 0),
+            ("tests/oom", ["fragmented"], {"SIMCUDA_MEMORY": "64M"}, 0),
+            ("tests/implicit_free", [], {}, 0), ("tests/growth", ["leak-marks"], {}, 0),
+            ("tests/growth", ["leak-time"], {"CUMEMTRACE_SAMPLE_MS": "20"}, 0),
+            ("examples/async_leak", [], {}, 0), ("tests/api", ["{dir}/snap-%p"], {}, 0),
+            ("tests/crash", ["usr2-chained"], {}, 0), ("tests/nccl_label", [], {}, 0),
+            (sys.executable, [os.path.join(ARGS.source, "tests", "integration", "torch_counters.py")],
+             {"CUMEMTRACE_SAMPLE_MS": "50"}, 0),
+            (sys.executable, [os.path.join(ARGS.source, "tests", "integration", "python_frames.py")],
+             {}, 0)]
+    compared = 0
+    for program, args, env, rc in runs:
+        env = dict(env, CUMEMTRACE_FORMAT="text,json")
+        run(program, args, env=env, expect_rc=rc)
+        pairs = text_and_json_pairs(LAST_DIR)
+        check(pairs, f"{program}: text and JSON reports written")
+        for text_path, json_path in pairs[:3]:
+            with open(text_path) as handle:
+                written = handle.read()
+            completed = tool("report", json_path)
+            check(completed.returncode == 0 and completed.stderr == "",
+                  f"report {json_path}: {completed.returncode} {completed.stderr!r}")
+            if not check(completed.stdout == written,
+                         f"{program}: the text read back from {os.path.basename(json_path)} "
+                         f"differs from the library's:\n" +
+                         "".join(l for l in __import__("difflib").unified_diff(
+                             written.splitlines(True), completed.stdout.splitlines(True),
+                             "library", "cumemtrace report", n=1))[:3000]):
+                continue
+            compared += 1
+            completed = tool("report", json_path, "--format", "json")
+            check(completed.returncode == 0, f"report --format json: {completed.stderr!r}")
+            again = json.loads(completed.stdout) if completed.returncode == 0 else {}
+            validate(again, json_path + " (read back)")
+            with open(json_path) as handle:
+                original = json.load(handle)
+            check(without_rewritten(again) == without_rewritten(original),
+                  f"{json_path}: JSON read back and written again differs beyond {REWRITTEN}")
+    print(f"report_roundtrip: {compared} reports compared")
+    check(compared >= 12, f"enough reports compared: {compared}")
+    # Written again to a file with -o: the same text.
+    text_path, json_path = text_and_json_pairs(LAST_DIR)[0]
+    out = os.path.join(LAST_DIR, "again.txt")
+    completed = tool("report", json_path, "-o", out)
+    with open(text_path) as a, open(out) as b:
+        check(completed.returncode == 0 and completed.stdout == "" and a.read() == b.read(),
+              f"report -o writes the same text: {completed.stderr!r}")
+
+
+def case_report_dump():
+    """`cumemtrace report` on a crash dump: what `symbolize` prints."""
+    run("tests/crash", ["segv-threads"], expect_rc=-11)
+    dump = one_dump()
+    if not dump:
+        return
+    report = tool("report", dump)
+    symbolized = tool("symbolize", dump)
+    check(report.returncode == 0 and report.stdout == symbolized.stdout,
+          f"report and symbolize agree on a dump: {report.returncode} {report.stderr!r}")
+    check("crash.c:" in report.stdout and "signal 11" in report.stdout,
+          f"symbolized, with the signal: {report.stdout[:500]!r}")
+
+
+def diff_stacks(report):
+    """(status, change, innermost function of ours) per stack of a JSON diff."""
+    found = []
+    for stack in report["stacks"]:
+        names = [f["function"] or "" for f in stack["frames"]]
+        ours = [n for n in names if n.endswith(("_cache", "_buffer"))]
+        found.append((stack["status"], stack["change"], ours[0] if ours else names))
+    return found
+
+
+def case_diff_snapshots():
+    run("tests/snapshots", ["{dir}"], env={"CUMEMTRACE_QUIET": "1"})
+    first, second = (os.path.join(LAST_DIR, n) for n in ("first.json", "second.json"))
+    MiB = 1 << 20
+    completed = tool("diff", first, second, "--format", "json")
+    check(completed.returncode == 0, f"diff: {completed.returncode} {completed.stderr!r}")
+    if completed.returncode != 0:
+        return
+    report = json.loads(completed.stdout)
+    check(diff_stacks(report) == [("grew", 7 * MiB, "grow_cache"), ("new", 4 * MiB, "late_buffer"),
+                                  ("vanished", -2 * MiB, "scratch_buffer")],
+          f"grow_cache first with +7 MiB, then late_buffer new, scratch_buffer gone: "
+          f"{diff_stacks(report)}")
+    check(report["stacks_unchanged"] == 1, "steady_buffer unchanged, not listed")
+    check(report["devices"] == [{"device": 0, "a_bytes": 13 * MiB, "b_bytes": 22 * MiB,
+                                 "change": 9 * MiB}] and report["total"]["change"] == 9 * MiB,
+          f"device totals: {report['devices']} {report['total']}")
+    text = tool("diff", first, second).stdout
+    lines = text.splitlines()
+    first_stack = next((i for i, l in enumerate(lines) if l.startswith("   #1 ")), None)
+    check(first_stack is not None and lines[first_stack] == "   #1 +7.00 MiB grew: 3.00 MiB -> 10.0 MiB"
+          and lines[first_stack + 1].startswith("      grow_cache at ")
+          and "snapshots.c:" in lines[first_stack + 1],
+          f"the text names grow_cache first, with file:line: {lines[first_stack:first_stack + 2]}")
+    check("1 grew, 1 new, 0 shrank, 1 vanished, 1 unchanged" in text, f"counts: {text[:600]}")
+    check("    device 0             13.0 MiB   22.0 MiB   +9.00 MiB" in lines, "device line")
+    # Two runs: the same stacks match although their addresses differ
+    # (ASLR): nothing changed between the two runs' first snapshots.
+    other_dir = LAST_DIR
+    run("tests/snapshots", ["{dir}"], env={"CUMEMTRACE_QUIET": "1"})
+    completed = tool("diff", os.path.join(other_dir, "first.json"),
+                     os.path.join(LAST_DIR, "first.json"), "--format", "json")
+    again = json.loads(completed.stdout) if completed.returncode == 0 else {}
+    with open(os.path.join(other_dir, "first.json")) as handle:
+        stacks = len(json.load(handle)["stacks"])
+    check(again.get("stacks") == [] and again.get("stacks_unchanged") == stacks >= 3,
+          f"two runs' snapshots match stack for stack: {again.get('stacks')}, "
+          f"{again.get('stacks_unchanged')} of {stacks} unchanged")
+    # Reversed: what grew now shrank.
+    reverse = json.loads(tool("diff", second, first, "--format", "json").stdout)
+    check(diff_stacks(reverse) == [("new", 2 * MiB, "scratch_buffer"),
+                                   ("vanished", -4 * MiB, "late_buffer"),
+                                   ("shrank", -7 * MiB, "grow_cache")],
+          f"reversed: {diff_stacks(reverse)}")
+
+
+def rank_reports(ranks, world_size=True):
+    """One exit report per (rank, leak_loop steps), in one directory."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-ranks-")
+    for rank, steps in ranks:
+        env = {"CUMEMTRACE_OUTPUT": os.path.join(directory, "rank-%r"), "CUMEMTRACE_QUIET": "1"}
+        if rank is not None:
+            env["RANK"] = str(rank)
+            if world_size:
+                env["WORLD_SIZE"] = str(len(ranks))
+        else:
+            env["CUMEMTRACE_OUTPUT"] = os.path.join(directory, f"steps-{steps}")
+        run("examples/leak_loop", [str(steps)], env=env)
+    return directory
+
+
+def case_merge_ranks():
+    MiB = 1 << 20
+    directory = rank_reports([(0, 5), (1, 20), (2, 5)])
+    files = [os.path.join(directory, f"rank-{r}.json") for r in (2, 0, 1)]  # any order
+    completed = tool("merge", *files, "--format", "json")
+    check(completed.returncode == 0, f"merge: {completed.returncode} {completed.stderr!r}")
+    if completed.returncode != 0:
+        return
+    merged = json.loads(completed.stdout)
+    check([r["rank"] for r in merged["ranks"]] == [0, 1, 2] and merged["ranks_from"] == "reports",
+          f"ranks from the reports, in order: {merged['ranks']}")
+    check([r["live_bytes"] for r in merged["ranks"]] == [20 * MiB, 80 * MiB, 20 * MiB] and
+          [r["leaked_bytes"] for r in merged["ranks"]] == [20 * MiB, 80 * MiB, 20 * MiB] and
+          all(r["world_size"] == 3 and r["devices"] == [0] for r in merged["ranks"]),
+          f"per-rank totals: {merged['ranks']}")
+    check(merged["divergent"] == {"rank": 1, "live_bytes": 80 * MiB, "median_of_others": 20 * MiB},
+          f"rank 1 diverges: {merged['divergent']}")
+    top = merged["stacks"][0] if merged["stacks"] else {}
+    check(top.get("bytes_by_rank") == [20 * MiB, 80 * MiB, 20 * MiB] and
+          top["frames"][0]["function"] == "leak_scratch_buffer",
+          f"the stack holding most, matched across ranks: {top}")
+    text = tool("merge", *files).stdout
+    check("Divergent rank: 1 holds 80.0 MiB live" in text and "rule: a rank diverges when" in text,
+          f"the text names rank 1 and the rule: {text[:1500]}")
+    check("   #1 120 MiB in all: rank 0 20.0 MiB, rank 1 80.0 MiB, rank 2 20.0 MiB" in text,
+          "bytes per rank in the text")
+    # Two ranks, the brief's case: RANK=0 and RANK=1, rank 0 the larger.
+    directory = rank_reports([(0, 12), (1, 3)])
+    merged = json.loads(tool("merge", os.path.join(directory, "rank-1.json"),
+                             os.path.join(directory, "rank-0.json"), "--format", "json").stdout)
+    check((merged["divergent"] or {}).get("rank") == 0, f"rank 0 diverges: {merged['divergent']}")
+    # Balanced ranks: none diverges.
+    directory = rank_reports([(0, 4), (1, 4)])
+    merged = json.loads(tool("merge", *sorted(glob.glob(os.path.join(directory, "*.json"))),
+                             "--format", "json").stdout)
+    check(merged["divergent"] is None, f"balanced: none diverges: {merged['divergent']}")
+    # Ranks using two devices each, with NCCL's buffers: labelled in the merge.
+    directory = tempfile.mkdtemp(prefix="cumemtrace-ranks-")
+    for rank in (0, 1):
+        run("tests/nccl_label", env={"RANK": str(rank), "CUMEMTRACE_QUIET": "1",
+                                     "CUMEMTRACE_OUTPUT": os.path.join(directory, "rank-%r")})
+    files = sorted(glob.glob(os.path.join(directory, "rank-*.json")))
+    merged = json.loads(tool("merge", *files, "--format", "json").stdout)
+    check([r["devices"] for r in merged["ranks"]] == [[0, 1], [0, 1]],
+          f"each rank's devices: {merged['ranks']}")
+    check(merged["stacks"] and merged["stacks"][0]["label"] == "nccl" and
+          merged["divergent"] is None, f"NCCL's buffers labelled: {merged['stacks'][:1]}")
+    text = tool("merge", *files).stdout
+    check("[nccl]" in text and "0,1" in text, f"labels and devices in the text: {text[:900]}")
+    # No rank in the reports: numbered by file order, and said so.
+    directory = rank_reports([(None, 2), (None, 9)])
+    files = [os.path.join(directory, "steps-9.json"), os.path.join(directory, "steps-2.json")]
+    completed = tool("merge", *files)
+    check("numbered by the order of the files" in completed.stdout and
+          "Divergent rank: 0 holds 36.0 MiB live" in completed.stdout,
+          f"file order: {completed.stdout[:800]}")
+
+
+def case_command_inputs():
+    """Bad inputs and outputs: one line on stderr and exit status 2; bad
+    arguments: status 1; --help on every command: status 0."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-inputs-")
+    not_json = os.path.join(directory, "notes.txt")
+    with open(not_json, "w") as handle:
+        handle.write("hello\n")
+    wrong_json = os.path.join(directory, "wrong.json")
+    with open(wrong_json, "w") as handle:
+        handle.write('{"format": "something-else", "version": 1}\n')
+    broken = os.path.join(directory, "broken.json")
+    with open(broken, "w") as handle:
+        handle.write('{"format": "cumemtrace-report",\n "version": 1,\n "reason" "exit"}\n')
+    newer = os.path.join(directory, "newer.json")
+    with open(newer, "w") as handle:
+        handle.write('{"format": "cumemtrace-report", "version": 99}')
+    run("examples/leak_loop", ["2"], env={"CUMEMTRACE_QUIET": "1"})
+    good = glob.glob(os.path.join(LAST_DIR, "*.json"))[0]
+    missing = os.path.join(directory, "missing.json")
+    unwritable = "/nonexistent-cumemtrace-dir/out.txt"
+    cases = [
+        (["report", not_json], 2, f"cannot read '{not_json}': line 1, column 1: unexpected character 'h'"),
+        (["report", wrong_json], 2, "not a cumemtrace report: no \"format\": \"cumemtrace-report\""),
+        (["report", broken], 2, "line 3, column 11: expected ':' after an object key"),
+        (["report", newer], 2, "report format version 99, this cumemtrace reads 1"),
+        (["report", missing], 2, f"cannot read '{missing}': No such file or directory"),
+        (["report", directory], 2, "Is a directory"),
+        (["report", good, "-o", unwritable], 2, f"cannot write '{unwritable}': No such file"),
+        (["report", good, "--format", "yaml"], 1, "--format takes text or json"),
+        (["report"], 1, "no report file given"),
+        (["report", good, "--colour"], 1, "unknown option: --colour"),
+        (["diff", good, missing], 2, f"cannot read '{missing}'"),
+        (["diff", not_json, good], 2, "unexpected character 'h'"),
+        (["diff", good], 1, "two files are needed"),
+        (["diff", good, good, "-o", unwritable], 2, f"cannot write '{unwritable}'"),
+        (["diff", good, good, "--top", "many"], 1, "not a count: many"),
+        (["merge", good, wrong_json], 2, "not a cumemtrace report"),
+        (["merge"], 1, "no report files given"),
+        (["merge", good, "-o", unwritable], 2, f"cannot write '{unwritable}'"),
+        (["html", good, "-o", os.path.join(directory, "r.html")], 2,
+         "html output is not built into this cumemtrace"),
+        (["export", "--format", "perfetto", good, "-o", os.path.join(directory, "r.json")], 2,
+         "perfetto output is not built into this cumemtrace"),
+        (["export", "--format", "svg", good, "-o", "x"], 1, "unknown format: svg"),
+        (["html", good], 1, "-o PATH is needed"),
+    ]
+    for args, status, words in cases:
+        completed = tool(*args)
+        check(completed.returncode == status and words in completed.stderr and
+              completed.stderr.count("\n") == 1 and completed.stdout == "",
+              f"{args}: status {completed.returncode} (expected {status}), {completed.stderr!r}")
+    for command in ("run", "symbolize", "report", "html", "export", "diff", "merge"):
+        completed = tool(command, "--help")
+        check(completed.returncode == 0 and completed.stdout.startswith("usage: cumemtrace") and
+              "exit status" in completed.stdout and f"cumemtrace {command}" in completed.stdout,
+              f"{command} --help: {completed.returncode} {completed.stdout[:200]!r}")
+    check(not os.path.exists(os.path.join(directory, "r.html")), "nothing written when not built in")
+
+
+def case_report_malformed():
+    """Reports cut short or with sections that do not fit together: status 2
+    and one line each, never a crash (the ASan build runs this too)."""
+    run("tests/oom", ["retry"], env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_QUIET": "1"})
+    path = glob.glob(os.path.join(LAST_DIR, "*-oom.json"))[0]
+    with open(path) as handle:
+        text = handle.read()
+    directory = tempfile.mkdtemp(prefix="cumemtrace-malformed-")
+    bad = os.path.join(directory, "bad.json")
+    for cut in range(1, len(text) - 2, max(1, len(text) // 40)):
+        with open(bad, "w") as handle:
+            handle.write(text[:cut])
+        completed = tool("report", bad)
+        check(completed.returncode == 2 and completed.stderr.count("\n") == 1 and
+              "line 1, column" in completed.stderr,
+              f"cut at {cut}: {completed.returncode} {completed.stderr!r}")
+    report = json.loads(text)
+
+    def mutated(change, words):
+        copy = json.loads(json.dumps(report))
+        change(copy)
+        with open(bad, "w") as handle:
+            json.dump(copy, handle)
+        completed = tool("report", bad)
+        check(completed.returncode == 2 and words in completed.stderr and
+              completed.stderr.count("\n") == 1, f"{words}: {completed.returncode} {completed.stderr!r}")
+
+    mutated(lambda r: r["stacks"][0]["frames"].append(99999), "a stack names a frame that is not in")
+    mutated(lambda r: r["frames"].reverse(), "frame ids out of order")
+    mutated(lambda r: r["live"][0].update(stack=99999), "a stack id that is not in")
+    mutated(lambda r: r["live"][0].update(kind="plasma"), "an unknown \"kind\"")
+    mutated(lambda r: r.update(stacks=5), "no \"stacks\" list")
+    mutated(lambda r: r.pop("process"), "no \"process\" object")
+    mutated(lambda r: r["event"].update(type="earthquake"), "an unknown event type")
+    mutated(lambda r: r["stacks"][0].update(id=0), "a stack without an id or frames")
+    mutated(lambda r: r["tracer"].update(stacks=10**30), "more stacks than a report can hold")
+    mutated(lambda r: r["tracer"].update(stacks=2**62), "more stacks than a report can hold")
+    for first, second in ((0, 1),):
+        def swap(r):
+            frames = r["frames"]
+            frames[first]["address"], frames[second]["address"] = \
+                frames[second]["address"], frames[first]["address"]
+        mutated(swap, "frame addresses not in ascending order")
+
+
+def case_install():
+    """cmake --install into a prefix: the command finds the library there,
+    and pkg-config gives flags that build a program against the header."""
+    prefix = tempfile.mkdtemp(prefix="cumemtrace-prefix-")
+    completed = subprocess.run(["cmake", "--install", ARGS.build, "--prefix", prefix],
+                               capture_output=True, text=True, timeout=300)
+    check(completed.returncode == 0, f"cmake --install: {completed.stderr[-1000:]}")
+    for path in ("lib/libcumemtrace.so", "bin/cumemtrace", "include/cumemtrace.h",
+                 "lib/pkgconfig/cumemtrace.pc"):
+        check(os.path.isfile(os.path.join(prefix, path)), f"installed: {path}")
+    installed = os.path.join(prefix, "bin", "cumemtrace")
+    out, err, reports, _ = run(installed, ["run", "--format", "json", "--",
+                                           os.path.join(ARGS.build, "examples", "leak_loop"), "2"],
+                               preload=False)
+    check(len(reports) == 1 and reports[0]["live"] and
+          reports[0]["live"][0]["bytes"] == 2 * (4 << 20),
+          f"the installed command traces with the installed library: {err[-500:]!r}")
+    environment = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "cumemtrace"], capture_output=True,
+                           text=True, env=environment)
+    check(flags.returncode == 0 and f"-I{prefix}/include" in flags.stdout and
+          f"-L{prefix}/lib" in flags.stdout and "-lcumemtrace" in flags.stdout,
+          f"pkg-config: {flags.returncode} {flags.stdout!r} {flags.stderr!r}")
+    source = os.path.join(prefix, "uses_api.c")
+    with open(source, "w") as handle:
+        handle.write('#include <stdio.h>\n#include <cumemtrace.h>\n'
+                     'int main(void) { cumemtrace_mark("start");\n'
+                     '  printf("version %s\\n", cumemtrace_version()); return 0; }\n')
+    program = os.path.join(prefix, "uses_api")
+    built = subprocess.run(["cc", "-Wall", "-Werror", source, "-o", program,
+                            *flags.stdout.split()], capture_output=True, text=True)
+    check(built.returncode == 0, f"compiled against the installed header: {built.stderr}")
+    if built.returncode == 0:
+        out, err, reports, _ = run(program, preload=False,
+                                   env={"LD_LIBRARY_PATH": os.path.join(prefix, "lib")})
+        check(out == "version 0.1.0\n", f"linked against the installed library: {out!r} {err!r}")
+
+
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
 
 

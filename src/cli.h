@@ -1,0 +1,84 @@
+/* cli.h - what the parts of the cumemtrace command share (cli*.c).
+ *
+ * Every error is one line on stderr, "cumemtrace: ...", and each command
+ * returns the process's exit status: CLI_OK, CLI_USAGE (bad arguments) or
+ * CLI_UNREADABLE (an input that cannot be read, an output that cannot be
+ * written). */
+#ifndef CUMEMTRACE_CLI_H
+#define CUMEMTRACE_CLI_H
+
+#include <stdint.h>
+
+#include "output.h"
+#include "report_load.h"
+
+enum { CLI_OK = 0, CLI_USAGE = 1, CLI_UNREADABLE = 2 };
+
+/* "cumemtrace: MESSAGE: DETAIL (see cumemtrace COMMAND --help)"; CLI_USAGE. */
+int cli_usage_error(const char *command, const char *message, const char *detail);
+
+/* Load a report or dump; on failure one line names the file and the reason. */
+int cli_load(const char *path, struct loaded_report *loaded);
+
+/* Where a command writes: stdout, or PATH (written to a temporary file and
+ * renamed into place, so PATH is never left half written). */
+struct cli_output {
+    struct out out;
+    const char *path;           /* NULL: stdout */
+};
+int cli_output_open(struct cli_output *output, const char *path);   /* CLI_OK or CLI_UNREADABLE */
+int cli_output_close(struct cli_output *output);                    /* CLI_OK or CLI_UNREADABLE */
+
+/* A stack as it reads the same in every run of the program: its frames as
+ * "function at file:line", "function [module]" or "module+0xoffset", one
+ * per line, never a raw address (those change from run to run). Returns a
+ * malloc'ed string, NULL when out of memory. */
+char *cli_stack_key(const struct report *r, uint32_t stack_id);
+/* Up to `limit` frames of a stack, the CUDA libraries' own frames at the
+ * top left out, each on its own line after `indent`. */
+void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id, int limit,
+                      const char *indent);
+/* The same frames as a JSON list of {function, file, line, module, python}. */
+void cli_write_frames_json(struct out *out, const struct report *r, uint32_t stack_id, int limit);
+
+/* Live bytes per stack across several reports, stacks matched by their
+ * keys (cli_stack_key): one entry per distinct key, with its bytes in each
+ * report (0 where it is absent), and where to read its frames from (the
+ * report holding most of it). Sorted by key. */
+struct stack_sum {
+    char *key;
+    uint64_t *bytes;            /* [report] */
+    int report;                 /* frames: this report's stack `stack_id` */
+    uint32_t stack_id;
+};
+struct stack_sums {
+    struct stack_sum *items;
+    size_t count;
+};
+int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports, int count);
+void cli_free_sums(struct stack_sums *sums);
+
+/* Device memory live and at its peak, summed over the report's devices. */
+uint64_t cli_live_bytes(const struct report *r);
+uint64_t cli_peak_bytes(const struct report *r);
+/* "+1.50 MiB", "-512 B", "0 B" */
+void cli_format_change(long long change, char *text, size_t size);
+
+/* The options diff and merge share. Files are the arguments that are not
+ * options, in order, in `files` (room for argc of them). */
+struct compare_options {
+    const char *format;         /* "text" (the default) or "json" */
+    const char *output;         /* -o PATH; NULL: stdout */
+    long top, frames;           /* --top N, --frames N; set defaults before */
+    int help;                   /* --help was given: usage printed, nothing to do */
+    char **files;
+    int file_count;
+};
+/* CLI_OK, or CLI_USAGE with the error printed. `usage` is printed for --help. */
+int cli_parse_compare(const char *command, const char *usage, int argc, char **argv,
+                      struct compare_options *o);
+
+int command_diff(int argc, char **argv);
+int command_merge(int argc, char **argv);
+
+#endif

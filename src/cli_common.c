@@ -1,0 +1,347 @@
+/* cli_common.c - loading, output and stack names shared by the commands. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cli_usage_error(const char *command, const char *message, const char *detail)
+{
+    fprintf(stderr, "cumemtrace: %s%s%s (see cumemtrace %s%s--help)\n", message,
+            detail ? ": " : "", detail ? detail : "", command ? command : "",
+            command ? " " : "");
+    return CLI_USAGE;
+}
+
+int cli_load(const char *path, struct loaded_report *loaded)
+{
+    char error[512];
+    if (report_load(path, loaded, error, sizeof(error)) == 0)
+        return 0;
+    fprintf(stderr, "cumemtrace: cannot read '%s': %s\n", path, error);
+    return -1;
+}
+
+int cli_output_open(struct cli_output *output, const char *path)
+{
+    output->path = path;
+    if (!path) {
+        out_fd(&output->out, STDOUT_FILENO);
+        return CLI_OK;
+    }
+    if (out_open(&output->out, path) < 0) {
+        fprintf(stderr, "cumemtrace: cannot write '%s': %s\n", path, strerror(errno));
+        return CLI_UNREADABLE;
+    }
+    return CLI_OK;
+}
+
+int cli_output_close(struct cli_output *output)
+{
+    if (!output->path) {
+        out_flush(&output->out);
+        if (output->out.failed) {
+            fprintf(stderr, "cumemtrace: cannot write to stdout: %s\n", strerror(errno));
+            return CLI_UNREADABLE;
+        }
+        return CLI_OK;
+    }
+    if (out_close(&output->out, output->path) < 0) {
+        fprintf(stderr, "cumemtrace: cannot write '%s': %s\n", output->path, strerror(errno));
+        return CLI_UNREADABLE;
+    }
+    return CLI_OK;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+static const struct symbol *symbol_at(const struct report *r, uintptr_t address)
+{
+    long index = report_frame_index(r, address);
+    return index >= 0 ? &r->symbols[index] : NULL;
+}
+
+static const struct stack *stack_at(const struct report *r, uint32_t stack_id)
+{
+    return stack_id >= 1 && stack_id <= r->stack_count ? &r->stacks[stack_id - 1] : NULL;
+}
+
+/* One frame as the same text in every run; `length` bytes written. */
+static size_t frame_text(const struct symbol *s, char *text, size_t size)
+{
+    int n;
+    if (!s)
+        n = snprintf(text, size, "?");
+    else if (s->python)
+        n = snprintf(text, size, "%s at %s:%d [python]", s->function ? s->function : "?",
+                     s->file ? s->file : "?", s->line);
+    else if (s->file)
+        n = snprintf(text, size, "%s at %s:%d", s->function ? s->function : "?", s->file,
+                     s->line);
+    else if (s->function)
+        n = snprintf(text, size, "%s [%s]", s->function, s->module ? base_name(s->module) : "?");
+    else if (s->module)
+        n = snprintf(text, size, "%s+0x%lx", base_name(s->module),
+                     (unsigned long)s->module_offset);
+    else
+        n = snprintf(text, size, "?");
+    if (n < 0)
+        return 0;
+    return (size_t)n < size ? (size_t)n : size - 1;
+}
+
+char *cli_stack_key(const struct report *r, uint32_t stack_id)
+{
+    const struct stack *s = stack_at(r, stack_id);
+    size_t size = 64, used = 0;
+    char *key = malloc(size);
+    if (!key)
+        return NULL;
+    key[0] = '\0';
+    for (uint32_t i = 0; s && i < s->depth; i++) {
+        char frame[2048];
+        size_t n = frame_text(symbol_at(r, r->frames[s->first_frame + i]), frame, sizeof(frame));
+        if (used + n + 2 > size) {
+            while (used + n + 2 > size)
+                size *= 2;
+            char *bigger = realloc(key, size);
+            if (!bigger) {
+                free(key);
+                return NULL;
+            }
+            key = bigger;
+        }
+        memcpy(key + used, frame, n);
+        used += n;
+        key[used++] = '\n';
+        key[used] = '\0';
+    }
+    return key;
+}
+
+/* The CUDA libraries' own frames (cudaMalloc inside libcudart): the same
+ * in every stack, left out where frames are shown to a person. */
+static int is_cuda_library(const struct symbol *s)
+{
+    const char *name = s && !s->python && s->module ? base_name(s->module) : "";
+    return strncmp(name, "libcuda", 7) == 0;
+}
+
+/* The index of the first frame worth showing. */
+static uint32_t first_shown(const struct report *r, const struct stack *s)
+{
+    uint32_t first = 0;
+    while (first < s->depth && is_cuda_library(symbol_at(r, r->frames[s->first_frame + first])))
+        first++;
+    return first < s->depth ? first : 0;
+}
+
+void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id, int limit,
+                      const char *indent)
+{
+    const struct stack *s = stack_at(r, stack_id);
+    if (!s || s->depth == 0) {
+        out_printf(out, "%s(no stack recorded)\n", indent);
+        return;
+    }
+    uint32_t first = first_shown(r, s), i = first;
+    for (; i < s->depth && (int)(i - first) < limit; i++) {
+        char frame[2048];
+        frame_text(symbol_at(r, r->frames[s->first_frame + i]), frame, sizeof(frame));
+        out_printf(out, "%s%s\n", indent, frame);
+    }
+    if (i < s->depth)
+        out_printf(out, "%s... %u more frames\n", indent, s->depth - i);
+}
+
+void cli_write_frames_json(struct out *out, const struct report *r, uint32_t stack_id, int limit)
+{
+    const struct stack *s = stack_at(r, stack_id);
+    out_str(out, "[");
+    uint32_t first = s ? first_shown(r, s) : 0;
+    for (uint32_t i = first; s && i < s->depth && (int)(i - first) < limit; i++) {
+        const struct symbol *symbol = symbol_at(r, r->frames[s->first_frame + i]);
+        out_str(out, i > first ? ",{\"function\":" : "{\"function\":");
+        out_json_string(out, symbol ? symbol->function : NULL);
+        out_str(out, ",\"file\":");
+        out_json_string(out, symbol ? symbol->file : NULL);
+        if (symbol && symbol->file)
+            out_printf(out, ",\"line\":%d", symbol->line);
+        else
+            out_str(out, ",\"line\":null");
+        out_str(out, ",\"module\":");
+        out_json_string(out, symbol && symbol->module ? base_name(symbol->module) : NULL);
+        out_printf(out, ",\"python\":%s}", symbol && symbol->python ? "true" : "false");
+    }
+    out_str(out, "]");
+}
+
+uint64_t cli_live_bytes(const struct report *r)
+{
+    uint64_t total = 0;
+    for (int d = 0; d < r->device_count; d++)
+        total += report_counters(r, r->devices[d].slot, COUNTER_DEVICE_MEMORY)->bytes_current;
+    return total;
+}
+
+uint64_t cli_peak_bytes(const struct report *r)
+{
+    uint64_t total = 0;
+    for (int d = 0; d < r->device_count; d++)
+        total += report_counters(r, r->devices[d].slot, COUNTER_DEVICE_MEMORY)->bytes_peak;
+    return total;
+}
+
+void cli_format_change(long long change, char *text, size_t size)
+{
+    char bytes[24];
+    unsigned long long magnitude = change < 0 ? 0ULL - (unsigned long long)change
+                                              : (unsigned long long)change;
+    format_bytes(magnitude, bytes, sizeof(bytes));
+    snprintf(text, size, "%s%s", change > 0 ? "+" : change < 0 ? "-" : "", bytes);
+}
+
+struct stack_entry {
+    char *key;
+    int report;
+    uint32_t stack_id;
+    uint64_t bytes;
+};
+
+static int by_key(const void *a, const void *b)
+{
+    const struct stack_entry *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    if (c)
+        return c;
+    return x->report != y->report ? (x->report < y->report ? -1 : 1)
+                                  : (x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id);
+}
+
+int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports, int count)
+{
+    sums->items = NULL;
+    sums->count = 0;
+    size_t total = 0, used = 0;
+    for (int i = 0; i < count; i++)
+        total += reports[i]->report.shown_count;
+    struct stack_entry *entries = calloc(total + 1, sizeof(*entries));
+    sums->items = calloc(total + 1, sizeof(*sums->items));
+    int failed = !entries || !sums->items;
+    for (int i = 0; i < count && !failed; i++) {
+        const struct report *r = &reports[i]->report;
+        for (uint32_t k = 0; k < r->shown_count; k++) {
+            struct stack_entry *e = &entries[used];
+            e->key = cli_stack_key(r, r->shown[k]);
+            if (!e->key) {
+                failed = 1;
+                break;
+            }
+            e->report = i;
+            e->stack_id = r->shown[k];
+            e->bytes = r->stacks[r->shown[k] - 1].stats.live_bytes;
+            used++;
+        }
+    }
+    if (!failed)
+        qsort(entries, used, sizeof(*entries), by_key);
+    /* One sum per key; the key's string moves to the sum. */
+    uint64_t most = 0;
+    for (size_t i = 0; i < used && !failed; i++) {
+        struct stack_sum *s = sums->count ? &sums->items[sums->count - 1] : NULL;
+        if (!s || strcmp(s->key, entries[i].key) != 0) {
+            s = &sums->items[sums->count];
+            s->bytes = calloc((size_t)count, sizeof(uint64_t));
+            if (!s->bytes) {
+                failed = 1;
+                break;
+            }
+            sums->count++;
+            s->key = entries[i].key;
+            entries[i].key = NULL;
+            s->report = entries[i].report;
+            s->stack_id = entries[i].stack_id;
+            most = 0;
+        }
+        s->bytes[entries[i].report] += entries[i].bytes;
+        if (entries[i].bytes > most) {
+            most = entries[i].bytes;
+            s->report = entries[i].report;
+            s->stack_id = entries[i].stack_id;
+        }
+    }
+    for (size_t i = 0; i < used; i++)
+        free(entries[i].key);
+    free(entries);
+    if (failed) {
+        cli_free_sums(sums);
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
+void cli_free_sums(struct stack_sums *sums)
+{
+    for (size_t i = 0; i < sums->count; i++) {
+        free(sums->items[i].key);
+        free(sums->items[i].bytes);
+    }
+    free(sums->items);
+    sums->items = NULL;
+    sums->count = 0;
+}
+
+/* A count for --top or --frames: 0 to a million. */
+static int parse_count(const char *text, long *out)
+{
+    char *end;
+    long n = strtol(text, &end, 10);
+    if (!*text || *end || n < 0 || n > 1000000)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+int cli_parse_compare(const char *command, const char *usage, int argc, char **argv,
+                      struct compare_options *o)
+{
+    o->format = "text";
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            o->help = 1;
+            return CLI_OK;
+        }
+        int takes_value = strcmp(a, "--format") == 0 || strcmp(a, "-o") == 0 ||
+                          strcmp(a, "--output") == 0 || strcmp(a, "--top") == 0 ||
+                          strcmp(a, "--frames") == 0;
+        if (!takes_value && a[0] == '-' && a[1] != '\0')
+            return cli_usage_error(command, "unknown option", a);
+        if (!takes_value) {
+            o->files[o->file_count++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= argc)
+            return cli_usage_error(command, "missing value for", a);
+        const char *value = argv[++i];
+        if (strcmp(a, "--format") == 0)
+            o->format = value;
+        else if (strcmp(a, "--top") == 0 && parse_count(value, &o->top) < 0)
+            return cli_usage_error(command, "not a count", value);
+        else if (strcmp(a, "--frames") == 0 && parse_count(value, &o->frames) < 0)
+            return cli_usage_error(command, "not a count", value);
+        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
+            o->output = value;
+    }
+    if (strcmp(o->format, "text") != 0 && strcmp(o->format, "json") != 0)
+        return cli_usage_error(command, "--format takes text or json", o->format);
+    return CLI_OK;
+}

@@ -1,0 +1,473 @@
+/* json.c - a small JSON reader (see json.h).
+ *
+ * A recursive-descent parser over the whole text. The arena is a list of
+ * malloc'ed chunks, each at least 64 KiB: nodes and decoded strings are
+ * carved from the newest one, and json_free walks the list once. This file
+ * is used by the command only, never inside a traced process, so malloc is
+ * fine here. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+#define CHUNK_BYTES (64 * 1024)
+
+struct json_chunk {
+    struct json_chunk *next;
+    size_t used, size;
+    /* the chunk's memory follows, aligned as max_align_t */
+};
+
+struct parser {
+    const char *text, *at, *end;
+    struct json_document *doc;
+    char *error;
+    size_t error_size;
+    int failed;
+};
+
+static size_t chunk_header(void)
+{
+    size_t align = _Alignof(max_align_t);
+    return (sizeof(struct json_chunk) + align - 1) / align * align;
+}
+
+static void *arena_alloc(struct json_document *doc, size_t bytes)
+{
+    size_t align = _Alignof(max_align_t);
+    bytes = (bytes + align - 1) / align * align;
+    struct json_chunk *c = doc->chunks;
+    if (!c || c->size - c->used < bytes) {
+        size_t size = bytes > CHUNK_BYTES ? bytes : CHUNK_BYTES;
+        c = malloc(chunk_header() + size);
+        if (!c)
+            return NULL;
+        c->used = 0;
+        c->size = size;
+        c->next = doc->chunks;
+        doc->chunks = c;
+    }
+    void *p = (char *)c + chunk_header() + c->used;
+    c->used += bytes;
+    memset(p, 0, bytes);
+    return p;
+}
+
+void json_free(struct json_document *doc)
+{
+    struct json_chunk *c = doc->chunks;
+    while (c) {
+        struct json_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    doc->chunks = NULL;
+    doc->root = NULL;
+}
+
+/* Record the first error only, with the line and column where it was seen. */
+static void fail(struct parser *p, const char *format, ...)
+{
+    if (p->failed)
+        return;
+    p->failed = 1;
+    int line = 1, column = 1;
+    for (const char *c = p->text; c < p->at && c < p->end; c++) {
+        if (*c == '\n') {
+            line++;
+            column = 1;
+        } else {
+            column++;
+        }
+    }
+    int n = snprintf(p->error, p->error_size, "line %d, column %d: ", line, column);
+    if (n < 0 || (size_t)n >= p->error_size)
+        return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(p->error + n, p->error_size - (size_t)n, format, args);
+    va_end(args);
+}
+
+static void skip_space(struct parser *p)
+{
+    while (p->at < p->end && (*p->at == ' ' || *p->at == '\t' || *p->at == '\n' ||
+                              *p->at == '\r'))
+        p->at++;
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Four hex digits after "\u"; -1 if they are not. */
+static long read_hex4(struct parser *p)
+{
+    if (p->end - p->at < 4) {
+        fail(p, "\\u needs four hex digits");
+        return -1;
+    }
+    long value = 0;
+    for (int i = 0; i < 4; i++) {
+        int digit = hex_value(p->at[i]);
+        if (digit < 0) {
+            fail(p, "\\u needs four hex digits");
+            return -1;
+        }
+        value = value * 16 + digit;
+    }
+    p->at += 4;
+    return value;
+}
+
+static size_t put_utf8(char *out, unsigned long code)
+{
+    if (code < 0x80) {
+        out[0] = (char)code;
+        return 1;
+    }
+    if (code < 0x800) {
+        out[0] = (char)(0xc0 | (code >> 6));
+        out[1] = (char)(0x80 | (code & 0x3f));
+        return 2;
+    }
+    if (code < 0x10000) {
+        out[0] = (char)(0xe0 | (code >> 12));
+        out[1] = (char)(0x80 | ((code >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (code & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (code >> 18));
+    out[1] = (char)(0x80 | ((code >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((code >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (code & 0x3f));
+    return 4;
+}
+
+/* A string at p->at (on its opening quote), decoded into the arena. The
+ * decoded text is never longer than the escaped one, so one allocation of
+ * the raw length is enough. */
+static const char *parse_string(struct parser *p, size_t *length)
+{
+    p->at++;
+    const char *close = p->at;
+    while (close < p->end && *close != '"') {
+        if (*close == '\\' && close + 1 < p->end)
+            close++;
+        close++;
+    }
+    if (close >= p->end) {
+        fail(p, "unterminated string");
+        return NULL;
+    }
+    char *out = arena_alloc(p->doc, (size_t)(close - p->at) + 1);
+    if (!out) {
+        fail(p, "out of memory");
+        return NULL;
+    }
+    size_t n = 0;
+    while (p->at < close) {
+        unsigned char c = (unsigned char)*p->at;
+        if (c < 0x20) {
+            fail(p, "control character in a string (must be escaped)");
+            return NULL;
+        }
+        if (c != '\\') {
+            out[n++] = (char)c;
+            p->at++;
+            continue;
+        }
+        p->at++;
+        char e = *p->at++;
+        switch (e) {
+        case '"': out[n++] = '"'; break;
+        case '\\': out[n++] = '\\'; break;
+        case '/': out[n++] = '/'; break;
+        case 'b': out[n++] = '\b'; break;
+        case 'f': out[n++] = '\f'; break;
+        case 'n': out[n++] = '\n'; break;
+        case 'r': out[n++] = '\r'; break;
+        case 't': out[n++] = '\t'; break;
+        case 'u': {
+            long code = read_hex4(p);
+            if (code < 0)
+                return NULL;
+            if (code >= 0xdc00 && code <= 0xdfff) {
+                fail(p, "a low surrogate \\u%04lx without a high one before it", code);
+                return NULL;
+            }
+            if (code >= 0xd800 && code <= 0xdbff) {
+                if (close - p->at < 6 || p->at[0] != '\\' || p->at[1] != 'u') {
+                    fail(p, "a high surrogate \\u%04lx without a low one after it", code);
+                    return NULL;
+                }
+                p->at += 2;
+                long low = read_hex4(p);
+                if (low < 0)
+                    return NULL;
+                if (low < 0xdc00 || low > 0xdfff) {
+                    fail(p, "a high surrogate \\u%04lx without a low one after it", code);
+                    return NULL;
+                }
+                code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+            }
+            n += put_utf8(out + n, (unsigned long)code);
+            break;
+        }
+        default:
+            p->at--;
+            fail(p, "unknown escape '\\%c' in a string", e);
+            return NULL;
+        }
+    }
+    p->at = close + 1;
+    out[n] = '\0';
+    *length = n;
+    return out;
+}
+
+static int parse_number(struct parser *p, struct json_value *v)
+{
+    const char *start = p->at;
+    int plain = 1;              /* no sign, fraction or exponent */
+    if (p->at < p->end && *p->at == '-') {
+        plain = 0;
+        p->at++;
+    }
+    if (p->at >= p->end || !is_digit(*p->at)) {
+        fail(p, "a number needs a digit here");
+        return -1;
+    }
+    if (*p->at == '0' && p->at + 1 < p->end && is_digit(p->at[1])) {
+        fail(p, "a number cannot start with 0");
+        return -1;
+    }
+    while (p->at < p->end && is_digit(*p->at))
+        p->at++;
+    if (p->at < p->end && *p->at == '.') {
+        plain = 0;
+        p->at++;
+        if (p->at >= p->end || !is_digit(*p->at)) {
+            fail(p, "a digit must follow the decimal point");
+            return -1;
+        }
+        while (p->at < p->end && is_digit(*p->at))
+            p->at++;
+    }
+    if (p->at < p->end && (*p->at == 'e' || *p->at == 'E')) {
+        plain = 0;
+        p->at++;
+        if (p->at < p->end && (*p->at == '+' || *p->at == '-'))
+            p->at++;
+        if (p->at >= p->end || !is_digit(*p->at)) {
+            fail(p, "a digit must follow the exponent");
+            return -1;
+        }
+        while (p->at < p->end && is_digit(*p->at))
+            p->at++;
+    }
+    char buffer[128];
+    size_t n = (size_t)(p->at - start);
+    if (n >= sizeof(buffer)) {
+        p->at = start;
+        fail(p, "number too long");
+        return -1;
+    }
+    memcpy(buffer, start, n);
+    buffer[n] = '\0';
+    v->type = JSON_NUMBER;
+    v->number = strtod(buffer, NULL);
+    if (plain) {
+        uint64_t value = 0;
+        int fits = 1;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t digit = (uint64_t)(buffer[i] - '0');
+            if (value > (UINT64_MAX - digit) / 10) {
+                fits = 0;
+                break;
+            }
+            value = value * 10 + digit;
+        }
+        v->is_integer = fits;
+        v->integer = fits ? value : 0;
+    }
+    return 0;
+}
+
+static int match_word(struct parser *p, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(p->end - p->at) < n || memcmp(p->at, word, n) != 0)
+        return 0;
+    p->at += n;
+    return 1;
+}
+
+static struct json_value *parse_value(struct parser *p, int depth);
+
+/* An array or an object, its opening bracket at p->at. */
+static int parse_members(struct parser *p, struct json_value *v, int depth, int object)
+{
+    char close = object ? '}' : ']';
+    struct json_value **tail = &v->first;
+    p->at++;
+    skip_space(p);
+    if (p->at < p->end && *p->at == close) {
+        p->at++;
+        return 0;
+    }
+    for (;;) {
+        const char *key = NULL;
+        if (object) {
+            skip_space(p);
+            if (p->at >= p->end || *p->at != '"') {
+                fail(p, p->at >= p->end ? "unexpected end of input in an object"
+                                        : "expected a string as the object key");
+                return -1;
+            }
+            size_t key_length;
+            key = parse_string(p, &key_length);
+            if (!key)
+                return -1;
+            skip_space(p);
+            if (p->at >= p->end || *p->at != ':') {
+                fail(p, "expected ':' after an object key");
+                return -1;
+            }
+            p->at++;
+        }
+        struct json_value *member = parse_value(p, depth + 1);
+        if (!member)
+            return -1;
+        member->key = key;
+        *tail = member;
+        tail = &member->next;
+        v->length++;
+        skip_space(p);
+        if (p->at >= p->end) {
+            fail(p, object ? "unexpected end of input in an object"
+                           : "unexpected end of input in an array");
+            return -1;
+        }
+        if (*p->at == close) {
+            p->at++;
+            return 0;
+        }
+        if (*p->at != ',') {
+            fail(p, object ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array");
+            return -1;
+        }
+        p->at++;
+    }
+}
+
+static struct json_value *parse_value(struct parser *p, int depth)
+{
+    if (depth > JSON_MAX_DEPTH) {
+        fail(p, "nested deeper than %d levels", JSON_MAX_DEPTH);
+        return NULL;
+    }
+    skip_space(p);
+    if (p->at >= p->end) {
+        fail(p, "unexpected end of input, expected a value");
+        return NULL;
+    }
+    struct json_value *v = arena_alloc(p->doc, sizeof(*v));
+    if (!v) {
+        fail(p, "out of memory");
+        return NULL;
+    }
+    char c = *p->at;
+    int status = 0;
+    if (c == '{') {
+        v->type = JSON_OBJECT;
+        status = parse_members(p, v, depth, 1);
+    } else if (c == '[') {
+        v->type = JSON_ARRAY;
+        status = parse_members(p, v, depth, 0);
+    } else if (c == '"') {
+        v->type = JSON_STRING;
+        v->string = parse_string(p, &v->length);
+        status = v->string ? 0 : -1;
+    } else if (c == '-' || is_digit(c)) {
+        status = parse_number(p, v);
+    } else if (match_word(p, "true")) {
+        v->type = JSON_TRUE;
+    } else if (match_word(p, "false")) {
+        v->type = JSON_FALSE;
+    } else if (match_word(p, "null")) {
+        v->type = JSON_NULL;
+    } else {
+        if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f)
+            fail(p, "unexpected character '%c', expected a value", c);
+        else
+            fail(p, "unexpected byte 0x%02x, expected a value", (unsigned char)c);
+        status = -1;
+    }
+    return status < 0 ? NULL : v;
+}
+
+int json_parse(const char *text, size_t length, struct json_document *doc, char *error,
+               size_t error_size)
+{
+    struct parser p = {text, text, text + length, doc, error, error_size, 0};
+    doc->root = NULL;
+    doc->chunks = NULL;
+    if (error_size)
+        error[0] = '\0';
+    struct json_value *root = parse_value(&p, 1);
+    if (root) {
+        skip_space(&p);
+        if (p.at < p.end)
+            fail(&p, "unexpected text after the end of the document");
+        else
+            doc->root = root;
+    }
+    return p.failed ? -1 : 0;
+}
+
+const struct json_value *json_get(const struct json_value *object, const char *key)
+{
+    if (!object || object->type != JSON_OBJECT)
+        return NULL;
+    for (const struct json_value *m = object->first; m; m = m->next)
+        if (strcmp(m->key, key) == 0)
+            return m;
+    return NULL;
+}
+
+const char *json_string(const struct json_value *value)
+{
+    return value && value->type == JSON_STRING ? value->string : NULL;
+}
+
+int json_uint(const struct json_value *value, uint64_t *out)
+{
+    if (!value || value->type != JSON_NUMBER || !value->is_integer)
+        return -1;
+    *out = value->integer;
+    return 0;
+}
+
+int json_number(const struct json_value *value, double *out)
+{
+    if (!value || value->type != JSON_NUMBER)
+        return -1;
+    *out = value->number;
+    return 0;
+}

@@ -1,0 +1,702 @@
+/* report_load.c - a JSON report or a crash dump read back into a report.
+ *
+ * A crash dump goes to dump_read(), which symbolizes it against the files
+ * its maps name. A JSON report is parsed whole (json.c) and its sections are
+ * copied into the arrays a collected report has, through report_alloc, so
+ * report_release frees them as it does for a live report. Strings (reason,
+ * entry points, symbols) point into the parsed document, which the
+ * loaded report owns until report_unload.
+ *
+ * What the text writer needs comes back exactly: counters per device and
+ * kind, driver free/total, pools (default and created), PyTorch's own
+ * counters, live groups, stacks with their statistics
+ * and growth summaries, frames with their symbols (addresses sorted, so
+ * report_frame_index finds them), failures, marks, the event and the lost
+ * counts. The report is never "finished" (report_finish): groups come from
+ * the file's "live" section, not from the listed blocks, which may be fewer
+ * than all (CUMEMTRACE_MAX_BLOCKS), and no symbolizer is opened. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dump_read.h"
+#include "names.h"
+#include "report_load.h"
+
+/* The loader's cursor: the report, and the first error. */
+struct loader {
+    struct report *r;
+    const char **api_names;      /* r->state.api_names, writable */
+    char *error;
+    size_t error_size;
+    int failed;
+};
+
+static void fail(struct loader *l, const char *what)
+{
+    if (!l->failed)
+        snprintf(l->error, l->error_size, "not a cumemtrace report: %s", what);
+    l->failed = 1;
+}
+
+static uint64_t get_u64(const struct json_value *object, const char *key)
+{
+    uint64_t value = 0;
+    const struct json_value *v = json_get(object, key);
+    if (json_uint(v, &value) == 0)
+        return value;
+    double d;
+    if (json_number(v, &d) == 0 && d > 0)        /* 1e3, or beyond 2^64 */
+        return d < 18446744073709551616.0 ? (uint64_t)d : UINT64_MAX;
+    return 0;
+}
+
+/* A small signed integer; `missing` for null or absent. */
+static long get_long(const struct json_value *object, const char *key, long missing)
+{
+    double d;
+    if (json_number(json_get(object, key), &d) < 0)
+        return missing;
+    if (d < -2147483648.0 || d > 2147483647.0)    /* pids, ranks, lines, codes: all int */
+        return missing;
+    return (long)d;
+}
+
+static uint64_t get_hex(const struct json_value *object, const char *key)
+{
+    const char *text = json_string(json_get(object, key));
+    return text ? strtoull(text, NULL, 16) : 0;
+}
+
+static const struct json_value *get_array(struct loader *l, const struct json_value *object,
+                                          const char *key)
+{
+    const struct json_value *v = json_get(object, key);
+    if (!v || v->type != JSON_ARRAY) {
+        char what[96];
+        snprintf(what, sizeof(what), "no \"%s\" list", key);
+        fail(l, what);
+        return NULL;
+    }
+    return v;
+}
+
+/* The index of an entry point's name, added if new; -1 if the table is full. */
+static int api_index(struct loader *l, const char *name)
+{
+    struct report *r = l->r;
+    if (!name)
+        return -1;
+    for (int i = 0; i < r->state.api_count; i++)
+        if (strcmp(l->api_names[i], name) == 0)
+            return i;
+    if (r->state.api_count == MAX_APIS)
+        return -1;
+    l->api_names[r->state.api_count] = name;
+    return r->state.api_count++;
+}
+
+static int kind_index(struct loader *l, const struct json_value *object)
+{
+    const char *name = json_string(json_get(object, "kind"));
+    for (int kind = 0; name && kind < KIND_COUNT; kind++)
+        if (strcmp(kind_name(kind), name) == 0)
+            return kind;
+    fail(l, "an unknown \"kind\"");
+    return 0;
+}
+
+/* A device number; -1 for null (not known). */
+static int device_of(const struct json_value *object)
+{
+    long device = get_long(object, "device", -1);
+    return device >= 0 && device < MAX_DEVICES ? (int)device : -1;
+}
+
+static void *alloc_array(struct loader *l, size_t count, size_t size)
+{
+    if (count >= SIZE_MAX / size - 1) {
+        fail(l, "a count too large");
+        return NULL;
+    }
+    void *p = report_alloc(l->r, (count + 1) * size);
+    if (!p && !l->failed) {
+        snprintf(l->error, l->error_size, "out of memory");
+        l->failed = 1;
+    }
+    return p;
+}
+
+static void load_process(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    const struct json_value *process = json_get(root, "process");
+    if (!process || process->type != JSON_OBJECT) {
+        fail(l, "no \"process\" object");
+        return;
+    }
+    r->pid = (int)get_long(process, "pid", 0);
+    r->ppid = (int)get_long(process, "ppid", 0);
+    const char *host = json_string(json_get(process, "host"));
+    snprintf(r->host, sizeof(r->host), "%s", host ? host : "");
+    r->rank = (int)get_long(process, "rank", -1);
+    r->local_rank = (int)get_long(process, "local_rank", -1);
+    r->world_size = (int)get_long(process, "world_size", -1);
+    double d = 0;
+    if (json_number(json_get(process, "start_time"), &d) == 0)
+        r->start_unix = d;
+    if (json_number(json_get(process, "time"), &d) == 0)
+        r->now_unix = d;
+    if (json_number(json_get(process, "duration_s"), &d) == 0 && d > 0 && d < 4294967.0)
+        r->now_ms = (uint32_t)(d * 1000.0 + 0.5);
+    const struct json_value *argv = json_get(process, "argv");
+    for (const struct json_value *a = argv ? argv->first : NULL; a; a = a->next) {
+        const char *text = json_string(a);
+        size_t n = text ? strlen(text) + 1 : 0;
+        if (!n || r->argv_bytes + n > sizeof(r->argv))
+            break;
+        memcpy(r->argv + r->argv_bytes, text, n);
+        r->argv_bytes += n;
+    }
+}
+
+static void load_event(struct loader *l, const struct json_value *root)
+{
+    static const char *locks[] = {"taken", "busy", "inside", "unknown"};
+    static const char *retries[] = {"none", "pending", "succeeded", "failed"};
+    struct report_event *e = &l->r->event;
+    const struct json_value *event = json_get(root, "event");
+    const char *type = json_string(json_get(event, "type"));
+    if (!type)
+        return;                 /* null: the end of the process, or a snapshot */
+    e->signal = (int)get_long(event, "signal", 0);
+    if (strcmp(type, "signal") == 0) {
+        e->type = EVENT_SIGNAL;
+    } else if (strcmp(type, "crash") == 0) {
+        e->type = EVENT_CRASH;
+        const char *lock = json_string(json_get(event, "lock"));
+        e->lock = locks[3];
+        for (int i = 0; lock && i < 3; i++)
+            if (strcmp(lock, locks[i]) == 0)
+                e->lock = locks[i];
+    } else if (strcmp(type, "oom") == 0) {
+        e->type = EVENT_OOM;
+        e->size = get_u64(event, "size");
+        e->kind = kind_index(l, event);
+        e->api = api_index(l, json_string(json_get(event, "api")));
+        e->device = device_of(event);
+        e->code = (int)get_long(event, "code", 0);
+        e->stack_id = (uint32_t)get_u64(event, "stack");
+        const struct json_value *free_bytes = json_get(event, "driver_free");
+        if (free_bytes && free_bytes->type == JSON_NUMBER) {
+            e->has_memory_info = 1;
+            e->free = get_u64(event, "driver_free");
+            e->total = get_u64(event, "driver_total");
+        }
+        const char *retry = json_string(json_get(event, "retry"));
+        for (int i = 0; retry && i < 4; i++)
+            if (strcmp(retry, retries[i]) == 0)
+                e->retry = i;
+    } else {
+        fail(l, "an unknown event type");
+    }
+}
+
+static void load_tracer(struct loader *l, const struct json_value *root)
+{
+    static const char *lost_names[LOST_COUNT] = {
+        [LOST_REENTRY] = "reentry",           [LOST_NO_MEMORY] = "no_memory",
+        [LOST_UNRESOLVED] = "unresolved",     [LOST_UNKNOWN_FREE] = "unknown_free",
+        [LOST_MISSED_FREE] = "missed_free",   [LOST_UNWRAPPED] = "unwrapped_lookup",
+    };
+    struct report *r = l->r;
+    const struct json_value *tracer = json_get(root, "tracer");
+    r->registry_bytes = (size_t)get_u64(tracer, "registry_bytes");
+    r->stacks_bytes = (size_t)get_u64(tracer, "stack_table_bytes");
+    const struct json_value *lost = json_get(tracer, "lost");
+    for (int i = 0; i < LOST_COUNT; i++)
+        r->state.lost[i] = get_u64(lost, lost_names[i]);
+    const struct json_value *entries = json_get(root, "entry_points");
+    for (const struct json_value *e = entries ? entries->first : NULL; e; e = e->next) {
+        int api = api_index(l, json_string(json_get(e, "name")));
+        if (api < 0)
+            continue;
+        r->state.api_calls[api] = get_u64(e, "calls");
+        r->state.api_allocations[api] = get_u64(e, "allocations");
+        r->state.api_failures[api] = get_u64(e, "failures");
+    }
+}
+
+static void load_counters(const struct json_value *from, struct counters *c)
+{
+    const struct json_value *bytes = json_get(from, "allocated_bytes");
+    const struct json_value *blocks = json_get(from, "allocation");
+    const struct json_value *implicit = json_get(from, "freed_implicitly");
+    c->bytes_current = get_u64(bytes, "current");
+    c->bytes_peak = get_u64(bytes, "peak");
+    c->bytes_allocated = get_u64(bytes, "allocated");
+    c->bytes_freed = get_u64(bytes, "freed");
+    c->blocks_current = get_u64(blocks, "current");
+    c->blocks_peak = get_u64(blocks, "peak");
+    c->blocks_allocated = get_u64(blocks, "allocated");
+    c->blocks_freed = get_u64(blocks, "freed");
+    c->implicit_bytes = get_u64(implicit, "bytes");
+    c->implicit_blocks = get_u64(implicit, "blocks");
+    c->failures = get_u64(from, "num_alloc_failures");
+    c->ooms = get_u64(from, "num_ooms");
+}
+
+static void load_devices(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    const struct json_value *devices = get_array(l, root, "devices");
+    r->counters = alloc_array(l, 1, sizeof(*r->counters));
+    if (!devices || !r->counters)
+        return;
+    for (const struct json_value *d = devices->first; d; d = d->next) {
+        if (r->device_count == MAX_DEVICES + 1) {
+            fail(l, "more devices than a report can hold");
+            return;
+        }
+        int device = device_of(d);
+        int slot = device >= 0 ? device : COUNTER_NO_DEVICE;
+        struct report_device *dev = &r->devices[r->device_count++];
+        dev->slot = slot;
+        const struct json_value *free_bytes = json_get(d, "driver_free");
+        if (free_bytes && free_bytes->type == JSON_NUMBER) {
+            dev->has_memory_info = 1;
+            dev->free = get_u64(d, "driver_free");
+            dev->total = get_u64(d, "driver_total");
+        }
+        const struct json_value *pool = json_get(d, "default_pool");
+        if (pool && pool->type == JSON_OBJECT) {
+            dev->has_pool = 1;
+            dev->pool[0] = get_u64(pool, "reserved_bytes");
+            dev->pool[1] = get_u64(pool, "reserved_peak");
+            dev->pool[2] = get_u64(pool, "used_bytes");
+            dev->pool[3] = get_u64(pool, "used_peak");
+        }
+        const struct json_value *counters = json_get(d, "counters");
+        r->counters->device_seen[slot] = 1;
+        load_counters(json_get(counters, "device_memory"),
+                      &r->counters->sets[slot][COUNTER_DEVICE_MEMORY]);
+        for (int kind = 0; kind < KIND_COUNT; kind++)
+            load_counters(json_get(counters, kind_name(kind)), &r->counters->sets[slot][kind]);
+    }
+}
+
+/* A figure that may be null: `missing` then. */
+static uint64_t get_figure(const struct json_value *object, const char *key, uint64_t missing)
+{
+    const struct json_value *v = json_get(object, key);
+    return v && v->type == JSON_NUMBER ? get_u64(object, key) : missing;
+}
+
+/* Stream-ordered pools the program created; PyTorch's own counters. */
+static void load_pools_and_torch(struct loader *l, const struct json_value *root)
+{
+    static const char *pool_figures[4] = {"reserved_bytes", "reserved_peak", "used_bytes",
+                                          "used_peak"};
+    struct report *r = l->r;
+    const struct json_value *pools = json_get(root, "pools");
+    for (const struct json_value *p = pools ? pools->first : NULL; p; p = p->next) {
+        if (r->pool_count == REPORT_MAX_POOLS) {
+            fail(l, "more pools than a report can hold");
+            return;
+        }
+        struct report_pool *pool = &r->pools[r->pool_count++];
+        pool->handle = get_hex(p, "handle");
+        pool->device = device_of(p);
+        for (int k = 0; k < 4; k++)
+            pool->figures[k] = get_figure(p, pool_figures[k], UINT64_MAX);
+    }
+    const struct json_value *torch = json_get(root, "torch");
+    if (!torch || torch->type != JSON_OBJECT)
+        return;
+    const char *read = json_string(json_get(torch, "read"));
+    r->torch.valid = 1;
+    r->torch.at_exit = read && strcmp(read, "python_exit") == 0;
+    uint64_t age = get_u64(torch, "age_ms");
+    r->torch.time_ms = age <= r->now_ms ? r->now_ms - (uint32_t)age : 0;
+    const struct json_value *devices = json_get(torch, "devices");
+    for (const struct json_value *d = devices ? devices->first : NULL; d; d = d->next) {
+        int device = device_of(d);
+        if (device < 0) {
+            fail(l, "a PyTorch device without a number");
+            return;
+        }
+        if (device >= r->torch.device_count)
+            r->torch.device_count = device + 1;
+        for (int i = 0; i < TORCH_FIGURE_COUNT; i++)
+            r->torch.figures[device][i] = get_figure(d, torch_figure_name(i), TORCH_MISSING);
+    }
+}
+
+/* Frames: the symbols as written, addresses in the order of their ids,
+ * which the writer makes ascending (report_frame_index searches them). */
+static void load_frames(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    const struct json_value *frames = get_array(l, root, "frames");
+    if (!frames)
+        return;
+    r->addresses = alloc_array(l, frames->length, sizeof(uintptr_t));
+    r->symbols = alloc_array(l, frames->length, sizeof(struct symbol));
+    if (!r->addresses || !r->symbols)
+        return;
+    for (const struct json_value *f = frames->first; f; f = f->next) {
+        size_t id = r->address_count++;
+        if (get_u64(f, "id") != id) {
+            fail(l, "frame ids out of order");
+            return;
+        }
+        struct symbol *s = &r->symbols[id];
+        s->address = (uintptr_t)get_hex(f, "address");
+        s->module = json_string(json_get(f, "module"));
+        s->module_offset = (uintptr_t)get_u64(f, "module_offset");
+        s->function = json_string(json_get(f, "function"));
+        s->function_offset = (uintptr_t)get_u64(f, "function_offset");
+        s->file = json_string(json_get(f, "file"));
+        s->line = (int)get_long(f, "line", 0);
+        const struct json_value *python = json_get(f, "python");
+        s->python = python && python->type == JSON_TRUE;
+        r->addresses[id] = s->address;
+        if (id > 0 && r->addresses[id] <= r->addresses[id - 1]) {
+            fail(l, "frame addresses not in ascending order");
+            return;
+        }
+    }
+}
+
+static const struct report *sorting;   /* for by_peak: qsort has no context */
+static int by_peak(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint64_t px = sorting->stacks[x - 1].stats.peak_live_bytes;
+    uint64_t py = sorting->stacks[y - 1].stats.peak_live_bytes;
+    if (px != py)
+        return px > py ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Stacks: the ones the writer showed, in its order (by live bytes). Ids
+ * keep their numbers; the stacks not shown stay empty. */
+static void load_stacks(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    const struct json_value *stacks = get_array(l, root, "stacks");
+    if (!stacks || l->failed)
+        return;
+    uint64_t count = get_u64(json_get(root, "tracer"), "stacks");
+    if (count > UINT32_MAX / 2) {
+        fail(l, "more stacks than a report can hold");
+        return;
+    }
+    size_t frame_count = 0;
+    for (const struct json_value *s = stacks->first; s; s = s->next) {
+        uint64_t id = get_u64(s, "id");
+        const struct json_value *frames = json_get(s, "frames");
+        if (id == 0 || id > UINT32_MAX / 2 || !frames || frames->type != JSON_ARRAY) {
+            fail(l, "a stack without an id or frames");
+            return;
+        }
+        if (id > count)
+            count = id;
+        frame_count += frames->length;
+    }
+    r->stack_count = (uint32_t)count;
+    r->stacks = alloc_array(l, count, sizeof(struct stack));
+    r->frames = alloc_array(l, frame_count, sizeof(uintptr_t));
+    r->shown = alloc_array(l, stacks->length, sizeof(uint32_t));
+    r->by_peak = alloc_array(l, stacks->length, sizeof(uint32_t));
+    if (!r->stacks || !r->frames || !r->shown || !r->by_peak)
+        return;
+    uint64_t at = 0;
+    for (const struct json_value *s = stacks->first; s; s = s->next) {
+        uint32_t id = (uint32_t)get_u64(s, "id");
+        struct stack *stack = &r->stacks[id - 1];
+        stack->first_frame = at;
+        for (const struct json_value *f = json_get(s, "frames")->first; f; f = f->next) {
+            uint64_t index = 0;
+            if (json_uint(f, &index) < 0 || index >= r->address_count) {
+                fail(l, "a stack names a frame that is not in \"frames\"");
+                return;
+            }
+            r->frames[at++] = r->addresses[index];
+            stack->depth++;
+        }
+        stack->stats.live_bytes = get_u64(s, "live_bytes");
+        stack->stats.live_blocks = get_u64(s, "live_blocks");
+        stack->stats.peak_live_bytes = get_u64(s, "peak_live_bytes");
+        stack->stats.allocations = get_u64(s, "allocations");
+        stack->stats.allocated_bytes = get_u64(s, "allocated_bytes");
+        stack->stats.implicit_bytes = get_u64(s, "freed_implicitly_bytes");
+        stack->stats.implicit_blocks = get_u64(s, "freed_implicitly_blocks");
+        r->shown[r->shown_count++] = id;
+    }
+    memcpy(r->by_peak, r->shown, r->shown_count * sizeof(uint32_t));
+    sorting = r;
+    qsort(r->by_peak, r->shown_count, sizeof(uint32_t), by_peak);
+}
+
+/* A stack id from the file, checked against the table (0: none). */
+static uint32_t stack_id(struct loader *l, const struct json_value *object)
+{
+    uint64_t id = get_u64(object, "stack");
+    if (id > l->r->stack_count) {
+        fail(l, "a stack id that is not in \"stacks\"");
+        return 0;
+    }
+    return (uint32_t)id;
+}
+
+static void load_live(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    const struct json_value *live = get_array(l, root, "live");
+    if (!live || l->failed)
+        return;
+    r->groups = alloc_array(l, live->length, sizeof(*r->groups));
+    if (!r->groups)
+        return;
+    for (const struct json_value *g = live->first; g; g = g->next) {
+        struct report_group *group = &r->groups[r->group_count++];
+        group->stack_id = stack_id(l, g);
+        group->kind = (uint8_t)kind_index(l, g);
+        group->api = (uint8_t)api_index(l, json_string(json_get(g, "api")));
+        group->device = (int8_t)device_of(g);
+        group->blocks = get_u64(g, "blocks");
+        group->bytes = get_u64(g, "bytes");
+        group->largest = get_u64(g, "largest");
+        group->oldest_ms = (uint32_t)get_u64(g, "oldest_ms");
+    }
+    /* The blocks listed one by one (all of them, or the largest). */
+    const struct json_value *items = json_get(json_get(root, "blocks"), "items");
+    size_t count = items && items->type == JSON_ARRAY ? items->length : 0;
+    r->blocks = alloc_array(l, count, sizeof(*r->blocks));
+    r->state.handles = alloc_array(l, count, sizeof(uint64_t));
+    if (!r->blocks || !r->state.handles)
+        return;
+    for (const struct json_value *b = count ? items->first : NULL; b; b = b->next) {
+        struct report_block *block = &r->blocks[r->block_count++];
+        block->value = get_hex(b, "address");
+        block->size = get_u64(b, "size");
+        block->sequence = get_u64(b, "sequence");
+        block->stack_id = stack_id(l, b);
+        block->time_ms = (uint32_t)get_u64(b, "time_ms");
+        block->thread = (uint16_t)get_u64(b, "thread");
+        block->device = (int8_t)device_of(b);
+        block->kind = (uint8_t)kind_index(l, b);
+        block->api = (uint8_t)api_index(l, json_string(json_get(b, "api")));
+        if (json_string(json_get(b, "stream_or_pool")) && r->state.handles_used < UINT16_MAX) {
+            r->state.handles[r->state.handles_used++] = get_hex(b, "stream_or_pool");
+            block->handle = (uint16_t)r->state.handles_used;
+        }
+    }
+}
+
+static void load_failures_and_marks(struct loader *l, const struct json_value *root)
+{
+    struct tracker_state *state = &l->r->state;
+    const struct json_value *failures = json_get(root, "failures");
+    state->failures_total = get_u64(failures, "total");
+    state->oom_retries_succeeded = get_u64(failures, "oom_retries_succeeded");
+    state->oom_retries_failed = get_u64(failures, "oom_retries_failed");
+    const struct json_value *recent = json_get(failures, "recent");
+    uint64_t kept = state->failures_total < FAILURE_RING ? state->failures_total : FAILURE_RING;
+    uint64_t i = 0;
+    for (const struct json_value *f = recent ? recent->first : NULL; f && i < kept; f = f->next) {
+        struct failure *x = &state->failures[(state->failures_total - kept + i++) % FAILURE_RING];
+        x->size = get_u64(f, "size");
+        x->kind = kind_index(l, f);
+        x->api = api_index(l, json_string(json_get(f, "api")));
+        x->device = device_of(f);
+        x->code = (int32_t)get_long(f, "code", 0);
+        const struct json_value *oom = json_get(f, "oom");
+        x->oom = oom && oom->type == JSON_TRUE;
+        x->stack_id = stack_id(l, f);
+        x->thread = (uint16_t)get_u64(f, "thread");
+        x->time_ms = (uint32_t)get_u64(f, "time_ms");
+    }
+    const struct json_value *marks = json_get(root, "marks");
+    state->marks_total = get_u64(marks, "total");
+    recent = json_get(marks, "recent");
+    kept = state->marks_total < MARK_RING ? state->marks_total : MARK_RING;
+    i = 0;
+    for (const struct json_value *m = recent ? recent->first : NULL; m && i < kept; m = m->next) {
+        struct mark *x = &state->marks[(state->marks_total - kept + i++) % MARK_RING];
+        const char *label = json_string(json_get(m, "label"));
+        snprintf(x->label, sizeof(x->label), "%s", label ? label : "");
+        x->time_ms = (uint32_t)get_u64(m, "time_ms");
+        x->sequence = get_u64(m, "sequence");
+        x->device_bytes = get_u64(m, "device_bytes");
+    }
+}
+
+static void load_growth(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    const struct json_value *growth = json_get(root, "growth");
+    r->growing = alloc_array(l, r->stack_count, sizeof(uint32_t));
+    if (!growth || growth->type != JSON_OBJECT || !r->growing)
+        return;
+    r->has_growth = 1;
+    const char *mode = json_string(json_get(growth, "mode"));
+    r->growth.mode = mode && strcmp(mode, "marks") == 0 ? GROWTH_MARKS : GROWTH_TIME;
+    r->growth.samples = (uint32_t)get_u64(growth, "samples");
+    const struct json_value *growing = json_get(growth, "growing");
+    for (const struct json_value *g = growing ? growing->first : NULL; g; g = g->next) {
+        uint32_t id = stack_id(l, g);
+        if (id == 0 || r->growing_count == r->stack_count)
+            continue;
+        struct stack_growth *s = &r->stacks[id - 1].growth;
+        s->first_bytes = get_u64(g, "first_bytes");
+        s->first_ms = (uint32_t)get_u64(g, "first_ms");
+        s->last_bytes = get_u64(g, "last_bytes");
+        s->last_ms = (uint32_t)get_u64(g, "last_ms");
+        s->rises = (uint32_t)get_u64(g, "rises");
+        s->falls = (uint32_t)get_u64(g, "falls");
+        s->first_sample = r->growth.samples - (uint32_t)get_u64(g, "samples_since_first");
+        r->growing[r->growing_count++] = id;
+    }
+}
+
+static void load_threads(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    const struct json_value *threads = json_get(root, "threads");
+    size_t count = threads && threads->type == JSON_ARRAY ? threads->length : 0;
+    r->state.threads = alloc_array(l, count, sizeof(struct thread_info));
+    if (!r->state.threads)
+        return;
+    for (const struct json_value *t = count ? threads->first : NULL; t; t = t->next) {
+        struct thread_info *info = &r->state.threads[r->state.threads_used++];
+        info->tid = (int)get_long(t, "tid", 0);
+        const char *name = json_string(json_get(t, "name"));
+        snprintf(info->name, sizeof(info->name), "%s", name ? name : "");
+    }
+}
+
+static int load_json(struct loaded_report *loaded, const char *text, size_t length,
+                     char *error, size_t error_size)
+{
+    struct report *r = &loaded->report;
+    if (json_parse(text, length, &loaded->json, error, error_size) < 0)
+        return -1;
+    const struct json_value *root = loaded->json.root;
+    struct loader l = {r, NULL, error, error_size, 0};
+    const char *format = json_string(json_get(root, "format"));
+    if (!format || strcmp(format, "cumemtrace-report") != 0) {
+        fail(&l, "no \"format\": \"cumemtrace-report\"");
+        return -1;
+    }
+    if (get_u64(root, "version") != REPORT_FORMAT_VERSION) {
+        snprintf(error, error_size, "report format version %llu, this cumemtrace reads %d",
+                 (unsigned long long)get_u64(root, "version"), REPORT_FORMAT_VERSION);
+        return -1;
+    }
+    r->reason = json_string(json_get(root, "reason"));
+    if (!r->reason)
+        fail(&l, "no \"reason\"");
+    l.api_names = alloc_array(&l, MAX_APIS, sizeof(char *));
+    if (l.failed)
+        return -1;
+    r->state.api_names = l.api_names;
+    load_process(&l, root);
+    load_tracer(&l, root);
+    load_devices(&l, root);
+    load_pools_and_torch(&l, root);
+    load_frames(&l, root);
+    load_stacks(&l, root);
+    if (l.failed)
+        return -1;
+    load_event(&l, root);
+    load_live(&l, root);
+    load_failures_and_marks(&l, root);
+    load_growth(&l, root);
+    load_threads(&l, root);
+    return l.failed ? -1 : 0;
+}
+
+/* The whole file, NUL-terminated, in `*text` (the caller frees it). */
+static int read_file(const char *path, char **text, size_t *length)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        return -1;
+    }
+    size_t size = (size_t)st.st_size, done = 0;
+    char *buffer = malloc(size + 1);
+    if (!buffer) {
+        close(fd);
+        errno = ENOMEM;
+        return -1;
+    }
+    while (done < size) {
+        ssize_t n = read(fd, buffer + done, size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int saved = errno;
+            free(buffer);
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    close(fd);
+    buffer[done] = '\0';
+    *text = buffer;
+    *length = done;
+    return 0;
+}
+
+int report_load(const char *path, struct loaded_report *loaded, char *error, size_t error_size)
+{
+    memset(loaded, 0, sizeof(*loaded));
+    loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
+    char *text = NULL;
+    size_t length = 0;
+    if (read_file(path, &text, &length) < 0) {
+        snprintf(error, error_size, "%s", strerror(errno));
+        return -1;
+    }
+    int status;
+    if (length >= 16 && strncmp(text, "cumemtrace-dump ", 16) == 0) {
+        free(text);             /* dump_read reads it again, its own way */
+        loaded->from_dump = 1;
+        status = dump_read(path, &loaded->report);
+        if (status < 0)
+            snprintf(error, error_size, "%s",
+                     errno == EPROTO ? "a cumemtrace dump of another version" : strerror(errno));
+        loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
+        return status;
+    }
+    status = load_json(loaded, text, length, error, error_size);
+    free(text);
+    return status;
+}
+
+void report_unload(struct loaded_report *loaded)
+{
+    report_release(&loaded->report);
+    json_free(&loaded->json);
+}

@@ -1,0 +1,26 @@
+/* report_load.h - a report file read back into a struct report (report_load.c).
+ *
+ * The file may be a JSON report (docs/report.schema.json) or a crash dump
+ * (docs/DUMP.md); the first bytes decide. A loaded report is what the
+ * writers expect: report_text() and report_json() print it as they would the
+ * live one. Frames of a JSON report come already symbolized, from the file;
+ * nothing is looked up again (the process is gone). */
+#ifndef CUMEMTRACE_REPORT_LOAD_H
+#define CUMEMTRACE_REPORT_LOAD_H
+
+#include "json.h"
+#include "report.h"
+
+struct loaded_report {
+    struct report report;        /* its strings point into `json` */
+    struct json_document json;   /* empty for a dump */
+    int from_dump;
+};
+
+/* Fill `loaded` from the file at `path`. 0, or -1 with a one-line reason in
+ * `error` ("No such file or directory", "line 3, column 7: ...", "not a
+ * cumemtrace report: ..."). Release with report_unload in either case. */
+int report_load(const char *path, struct loaded_report *loaded, char *error, size_t error_size);
+void report_unload(struct loaded_report *loaded);
+
+#endif

@@ -1,0 +1,131 @@
+/* test_json.c - the JSON reader: values, escapes, exact integers, and the
+ * errors (with line and column) for malformed input. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "json.h"
+
+static int parses(const char *text)
+{
+    struct json_document doc;
+    char error[256];
+    int status = json_parse(text, strlen(text), &doc, error, sizeof(error));
+    json_free(&doc);
+    return status == 0;
+}
+
+/* The error message for `text`, which must not parse. */
+static const char *error_of(const char *text)
+{
+    static char error[256];
+    struct json_document doc;
+    if (json_parse(text, strlen(text), &doc, error, sizeof(error)) == 0)
+        strcpy(error, "(parsed)");
+    json_free(&doc);
+    return error;
+}
+
+static void test_values(void)
+{
+    const char *text = "{\"a\": [1, -2.5, 1e3, true, false, null],\n"
+                       " \"big\": 18446744073709551615, \"over\": 18446744073709551616,\n"
+                       " \"s\": \"q\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\", \"e\": {}}";
+    struct json_document doc;
+    char error[256];
+    CHECK(json_parse(text, strlen(text), &doc, error, sizeof(error)) == 0);
+    const struct json_value *a = json_get(doc.root, "a");
+    CHECK(a && a->type == JSON_ARRAY && a->length == 6);
+    const struct json_value *item = a ? a->first : NULL;
+    uint64_t u = 0;
+    double d = 0;
+    CHECK(item && json_uint(item, &u) == 0 && u == 1);
+    item = item ? item->next : NULL;
+    CHECK(item && json_uint(item, &u) < 0 && json_number(item, &d) == 0 && d == -2.5);
+    item = item ? item->next : NULL;
+    CHECK(item && !item->is_integer && item->number == 1000.0);
+    item = item ? item->next : NULL;
+    CHECK(item && item->type == JSON_TRUE);
+    item = item ? item->next : NULL;
+    CHECK(item && item->type == JSON_FALSE);
+    item = item ? item->next : NULL;
+    CHECK(item && item->type == JSON_NULL && item->next == NULL);
+    CHECK(json_uint(json_get(doc.root, "big"), &u) == 0 && u == UINT64_MAX);
+    const struct json_value *over = json_get(doc.root, "over");
+    CHECK(over && over->type == JSON_NUMBER && !over->is_integer && over->number > 1.8e19);
+    const char *s = json_string(json_get(doc.root, "s"));
+    CHECK(s && strcmp(s, "q\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80") == 0);
+    const struct json_value *e = json_get(doc.root, "e");
+    CHECK(e && e->type == JSON_OBJECT && e->length == 0 && e->first == NULL);
+    CHECK(json_get(doc.root, "missing") == NULL);
+    CHECK(json_get(a, "a") == NULL);            /* not an object */
+    CHECK(json_string(a) == NULL);
+    json_free(&doc);
+    CHECK(doc.chunks == NULL && doc.root == NULL);
+
+    /* \u0000 inside a string: kept, and counted in the length. */
+    CHECK(json_parse("\"a\\u0000b\"", 10, &doc, error, sizeof(error)) == 0);
+    CHECK(doc.root && doc.root->length == 3 && doc.root->string[2] == 'b');
+    json_free(&doc);
+
+    /* Many members: more than one arena chunk. */
+    size_t size = 200000 * 4 + 16, used = 0;
+    char *many = malloc(size);
+    many[used++] = '[';
+    for (int i = 0; i < 200000; i++)
+        used += (size_t)snprintf(many + used, size - used, i ? ",%d" : "%d", i % 10);
+    many[used++] = ']';
+    CHECK(json_parse(many, used, &doc, error, sizeof(error)) == 0);
+    CHECK(doc.root && doc.root->length == 200000);
+    json_free(&doc);
+    free(many);
+}
+
+static void test_errors(void)
+{
+    CHECK(strcmp(error_of(""), "line 1, column 1: unexpected end of input, expected a value") == 0);
+    CHECK(strcmp(error_of("{\"a\" 1}"), "line 1, column 6: expected ':' after an object key") == 0);
+    CHECK(strcmp(error_of("{\n  \"a\": 1,\n  \"b\" }"),
+                 "line 3, column 7: expected ':' after an object key") == 0);
+    CHECK(strcmp(error_of("[1, 2"), "line 1, column 6: unexpected end of input in an array") == 0);
+    CHECK(strcmp(error_of("[1 2]"), "line 1, column 4: expected ',' or ']' in an array") == 0);
+    CHECK(strcmp(error_of("{\"a\":1,}"), "line 1, column 8: expected a string as the object key") == 0);
+    CHECK(strcmp(error_of("[1,]"), "line 1, column 4: unexpected character ']', expected a value") == 0);
+    CHECK(strcmp(error_of("\"abc"), "line 1, column 2: unterminated string") == 0);
+    CHECK(strstr(error_of("\"a\tb\""), "control character") != NULL);
+    CHECK(strstr(error_of("\"\\x\""), "unknown escape '\\x'") != NULL);
+    CHECK(strstr(error_of("\"\\u12g4\""), "four hex digits") != NULL);
+    CHECK(strstr(error_of("\"\\ud800\""), "high surrogate") != NULL);
+    CHECK(strstr(error_of("\"\\ud800\\u0041\""), "high surrogate") != NULL);
+    CHECK(strstr(error_of("\"\\udc00\""), "low surrogate") != NULL);
+    CHECK(strstr(error_of("01"), "cannot start with 0") != NULL);
+    CHECK(strstr(error_of("-"), "needs a digit") != NULL);
+    CHECK(strstr(error_of("1."), "decimal point") != NULL);
+    CHECK(strstr(error_of("1e"), "exponent") != NULL);
+    CHECK(strstr(error_of("tru"), "unexpected character 't'") != NULL);
+    CHECK(strstr(error_of("{} x"), "after the end of the document") != NULL);
+    CHECK(strstr(error_of("\xff"), "unexpected byte 0xff") != NULL);
+    CHECK(strstr(error_of("{\"a\":"), "unexpected end of input") != NULL);
+
+    /* Depth: JSON_MAX_DEPTH levels parse, one more does not. */
+    char deep[2 * JSON_MAX_DEPTH + 8];
+    size_t n = 0;
+    for (int i = 0; i < JSON_MAX_DEPTH; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < JSON_MAX_DEPTH; i++)
+        deep[n++] = ']';
+    deep[n] = '\0';
+    CHECK(parses(deep));
+    memmove(deep + 1, deep, n + 1);
+    deep[0] = '[';
+    strcat(deep, "]");
+    CHECK(strstr(error_of(deep), "nested deeper than") != NULL);
+    CHECK(parses(" \n\t[ ] \r\n"));
+}
+
+int main(void)
+{
+    test_values();
+    test_errors();
+    return check_done("test_json");
+}
