@@ -287,10 +287,10 @@ static const struct emitted_format {
     int format;                 /* FORMAT_* bit; 0: not built in */
     const char *extension;      /* what report_emit adds to the path */
 } emitted_formats[] = {
-    {"html", "html", 0, ".html"},
-    {"export", "folded", 0, ".folded"},
-    {"export", "perfetto", 0, ".perfetto.json"},
-    {"export", "memviz", 0, ".memviz.json"},
+    {"html", "html", FORMAT_HTML, ".html"},
+    {"export", "folded", FORMAT_FOLDED, ".folded"},
+    {"export", "perfetto", FORMAT_PERFETTO, ".trace.json"},
+    {"export", "memviz", FORMAT_MEMVIZ, ".pickle"},
 };
 
 /* html and export: load, then report_emit with one format bit. */

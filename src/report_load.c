@@ -12,9 +12,11 @@
  * counters, live groups, stacks with their statistics
  * and growth summaries, frames with their symbols (addresses sorted, so
  * report_frame_index finds them), failures, marks, the event and the lost
- * counts. The report is never "finished" (report_finish): groups come from
- * the file's "live" section, not from the listed blocks, which may be fewer
- * than all (CUMEMTRACE_MAX_BLOCKS), and no symbolizer is opened. */
+ * counts, and the event timeline and coarse series when the file has them
+ * (the HTML report and the exports draw them). The report is never
+ * "finished" (report_finish): groups come from the file's "live" section,
+ * not from the listed blocks, which may be fewer than all
+ * (CUMEMTRACE_MAX_BLOCKS), and no symbolizer is opened. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -565,6 +567,104 @@ static void load_growth(struct loader *l, const struct json_value *root)
     }
 }
 
+/* The event timeline and the coarse series, when the file has them: what the
+ * HTML report and the exports draw memory over time from. */
+static const struct {
+    const char *name;
+    int type;
+} timeline_types[] = {{"alloc", TIMELINE_ALLOC},     {"free", TIMELINE_FREE},
+                      {"free_implicit", TIMELINE_FREE_IMPLICIT},
+                      {"failure", TIMELINE_FAILURE}, {"oom", TIMELINE_OOM},
+                      {"mark", TIMELINE_MARK}};
+
+static uint64_t item_u64(const struct json_value *item)
+{
+    uint64_t value = 0;
+    return item && json_uint(item, &value) == 0 ? value : 0;
+}
+
+static void load_timeline_event(struct loader *l, const struct json_value *e,
+                                struct timeline_event *out)
+{
+    const struct json_value *item[8] = {NULL};
+    int n = 0;
+    for (const struct json_value *v = e->type == JSON_ARRAY ? e->first : NULL; v && n < 8;
+         v = v->next)
+        item[n++] = v;
+    const char *type = n >= 7 ? json_string(item[1]) : NULL;
+    for (size_t t = 0; type && t < sizeof(timeline_types) / sizeof(timeline_types[0]); t++)
+        if (strcmp(type, timeline_types[t].name) == 0)
+            out->type = (uint8_t)timeline_types[t].type;
+    if (out->type == 0) {
+        fail(l, "a timeline event that is not [time_us, event, address, size, ...]");
+        return;
+    }
+    out->time_us = item_u64(item[0]);
+    const char *address = json_string(item[2]);
+    out->value = address ? strtoull(address, NULL, 16) : 0;
+    out->size = item_u64(item[3]);
+    uint64_t device = item_u64(item[4]);
+    int known = item[4] && item[4]->type == JSON_NUMBER && device < 127;
+    out->device = (int8_t)(known ? (int)device : -1);
+    const char *kind = json_string(item[5]);
+    int found = out->type == TIMELINE_MARK;
+    for (int k = 0; kind && k < KIND_COUNT; k++)
+        if (strcmp(kind_name(k), kind) == 0) {
+            out->kind = (uint8_t)k;
+            found = 1;
+        }
+    if (!found)
+        fail(l, "a timeline event of an unknown kind");
+    out->stack_id = (uint32_t)item_u64(item[6]);
+    if (out->stack_id > l->r->stack_count)
+        fail(l, "a timeline event names a stack that is not in \"stacks\"");
+}
+
+static void load_timeline_and_series(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    const struct json_value *timeline = json_get(root, "timeline");
+    const struct json_value *events = json_get(timeline, "events");
+    if (events && events->type == JSON_ARRAY) {
+        r->timeline = alloc_array(l, events->length, sizeof(struct timeline_event));
+        if (!r->timeline)
+            return;
+        r->has_timeline = 1;
+        r->timeline_capacity = get_u64(timeline, "capacity");
+        r->timeline_total = get_u64(timeline, "recorded");
+        for (const struct json_value *e = events->first; e && !l->failed; e = e->next)
+            load_timeline_event(l, e, &r->timeline[r->timeline_count++]);
+        if (r->timeline_total < r->timeline_count)
+            r->timeline_total = r->timeline_count;
+    }
+    const struct json_value *series = json_get(root, "series");
+    const struct json_value *tracks = json_get(series, "tracks");
+    if (!tracks || tracks->type != JSON_ARRAY)
+        return;
+    r->series = alloc_array(l, 1, sizeof(struct series_state));
+    if (!r->series)
+        return;
+    r->series->every = (uint32_t)get_u64(series, "kept_every");
+    for (const struct json_value *t = tracks->first; t; t = t->next) {
+        long device = get_long(t, "device", -1);
+        int kind = kind_index(l, t);
+        const struct json_value *points = json_get(t, "points");
+        if (device < 0 || device >= SERIES_DEVICES || !points || points->type != JSON_ARRAY ||
+            points->length > SERIES_SAMPLES) {
+            fail(l, "a series track that is not {device 0-7, kind, points}");
+            return;
+        }
+        uint32_t i = 0;
+        for (const struct json_value *p = points->first; p; p = p->next, i++) {
+            const struct json_value *time = p->type == JSON_ARRAY ? p->first : NULL;
+            r->series->samples[i].time_ms = (uint32_t)item_u64(time);
+            r->series->samples[i].bytes[device][kind] = item_u64(time ? time->next : NULL);
+        }
+        if (i > r->series->count)
+            r->series->count = i;
+    }
+}
+
 static void load_threads(struct loader *l, const struct json_value *root)
 {
     struct report *r = l->r;
@@ -619,6 +719,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     load_failures_and_marks(&l, root);
     load_growth(&l, root);
     load_threads(&l, root);
+    load_timeline_and_series(&l, root);
     return l.failed ? -1 : 0;
 }
 

@@ -47,7 +47,8 @@ def one(reports, reason="exit"):
 def output_file(suffix):
     """The exit report's file of that format in the last run's directory."""
     names = [n for n in glob.glob(os.path.join(cases.LAST_DIR, "report-*" + suffix))
-             if "-oom" not in os.path.basename(n)]
+             if "-oom" not in os.path.basename(n) and
+             not (suffix == ".json" and n.endswith(".trace.json"))]
     check(len(names) == 1, f"one {suffix} file: {names}")
     return names[0] if names else None
 
@@ -526,6 +527,58 @@ def case_exports_from_dump():
     check_memviz(base + ".pickle", report)
     if find_browser():
         check_page(base + ".html", report)
+    elif os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") != "1":
+        check(False, "no chromium to load the HTML report in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
+
+
+def case_command_html_export():
+    """`cumemtrace html` and `cumemtrace export` on a JSON report: the timeline
+    and series come back from the file, so the page and the exports match the
+    library's own."""
+    _, _, reports, _ = run("examples/leak_loop", ["20"],
+                           env={"CUMEMTRACE_FORMAT": "json,folded,perfetto,memviz",
+                                "CUMEMTRACE_EVENTS": "1000", "CUMEMTRACE_SAMPLE_MS": "5",
+                                "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    source = output_file(".json")
+    if not source:
+        return
+    tool = os.path.join(cases.ARGS.build, "cumemtrace")
+    directory = cases.LAST_DIR
+    for name, suffix in (("folded", ".folded"), ("perfetto", ".trace.json"), ("memviz", ".pickle")):
+        target = os.path.join(directory, "from-json" + suffix)
+        done = subprocess.run([tool, "export", "--format", name, source, "-o", target],
+                              capture_output=True, text=True, timeout=120)
+        check(done.returncode == 0 and os.path.exists(target),
+              f"export --format {name}: {done.returncode} {done.stderr!r}")
+        if not os.path.exists(target):
+            continue
+        library = output_file(suffix)
+        if name != "memviz":
+            check(open(target, "rb").read() == open(library, "rb").read(),
+                  f"{name} from the JSON file is the library's own {suffix}, byte for byte")
+            continue
+        # The JSON keeps the start time to the millisecond: time_us may differ by < 1 ms.
+        ours, theirs = (pickle.load(open(path, "rb")) for path in (target, library))
+        times = [(a["time_us"], b["time_us"]) for a, b in zip(ours["device_traces"][0],
+                                                              theirs["device_traces"][0])]
+        check(times and all(abs(a - b) < 1000 for a, b in times), "trace times within 1 ms")
+        for snapshot in (ours, theirs):
+            for entry in snapshot["device_traces"][0]:
+                del entry["time_us"]
+        check(ours == theirs, "memviz from the JSON file is the library's own, but for time_us")
+    page = os.path.join(directory, "from-json.html")
+    done = subprocess.run([tool, "html", source, "-o", page], capture_output=True, text=True,
+                          timeout=120)
+    check(done.returncode == 0 and os.path.exists(page), f"html: {done.returncode} {done.stderr!r}")
+    if not os.path.exists(page):
+        return
+    if find_browser():
+        dom = check_page(page, report)
+        check(attribute(dom, "timeline-info", "data-events") == "62", "the timeline came back")
+        check(attribute(dom, "icicle-peak", "data-total") ==
+              str(report["devices"][0]["counters"]["device_memory"]["allocated_bytes"]["peak"]),
+              "the icicle at the peak, from the file's timeline")
     elif os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") != "1":
         check(False, "no chromium to load the HTML report in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
 
