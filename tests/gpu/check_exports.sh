@@ -17,7 +17,7 @@ CUMEMTRACE_OUTPUT="$out/train" CUMEMTRACE_FORMAT=json,html,folded,perfetto,memvi
 CUMEMTRACE_QUIET=1 LD_PRELOAD="$build/libcumemtrace.so" \
     python3 tests/gpu/torch_train.py > "$out/train.out" 2>&1 || status=1
 ls -l "$out"
-for command in stats segments trace; do
+for command in stats trace; do   # (segments and memory download flamegraph.pl)
     if python3 -m torch.cuda._memory_viz "$command" "$out/train.pickle" > "$out/viz-$command.txt" 2>&1; then
         echo "ok   torch.cuda._memory_viz $command: $(wc -l < "$out/viz-$command.txt") lines"
         head -5 "$out/viz-$command.txt"
