@@ -4,8 +4,6 @@
 
 #include "arena.h"
 
-#define SLAB_CHUNK (1u << 20)
-
 void *pages_alloc(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -26,10 +24,11 @@ void *pages_grow(void *p, size_t old_bytes, size_t new_bytes)
     return q == MAP_FAILED ? NULL : q;
 }
 
-void slab_init(struct slab *slab, size_t item_size)
+void slab_init(struct slab *slab, size_t item_size, size_t chunk_size)
 {
     memset(slab, 0, sizeof(*slab));
     slab->item_size = (item_size + 7) & ~(size_t)7;
+    slab->chunk_size = chunk_size;
 }
 
 void *slab_alloc(struct slab *slab)
@@ -40,12 +39,12 @@ void *slab_alloc(struct slab *slab)
         memset(item, 0, slab->item_size);
     } else {
         if (slab->cursor == NULL || slab->cursor + slab->item_size > slab->end) {
-            char *chunk = pages_alloc(SLAB_CHUNK);
+            char *chunk = pages_alloc(slab->chunk_size);
             if (!chunk)
                 return NULL;
             slab->cursor = chunk;
-            slab->end = chunk + SLAB_CHUNK;
-            slab->chunk_bytes += SLAB_CHUNK;
+            slab->end = chunk + slab->chunk_size;
+            slab->chunk_bytes += slab->chunk_size;
         }
         item = slab->cursor;            /* fresh pages are already zero */
         slab->cursor += slab->item_size;

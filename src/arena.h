@@ -5,7 +5,8 @@
  * a crash dump must be able to walk these tables without any allocator.
  *
  * pages_*: whole pages, for tables that grow by doubling.
- * slab_*:  fixed-size records carved from 1 MiB chunks, with a free list.
+ * slab_*:  fixed-size records carved from chunks (of a size the owner picks),
+ *          with a free list.
  *          Not thread-safe: the owner of the slab holds its lock. */
 #ifndef CUMEMTRACE_ARENA_H
 #define CUMEMTRACE_ARENA_H
@@ -18,13 +19,14 @@ void *pages_grow(void *p, size_t old_bytes, size_t new_bytes); /* may move */
 
 struct slab {
     size_t item_size;
+    size_t chunk_size;      /* bytes mapped at a time */
     void *free_list;
     char *cursor, *end;     /* unused part of the newest chunk */
     size_t chunk_bytes;     /* total mapped, for the memory figure */
     size_t in_use;
 };
 
-void slab_init(struct slab *slab, size_t item_size);
+void slab_init(struct slab *slab, size_t item_size, size_t chunk_size);
 void *slab_alloc(struct slab *slab);              /* zeroed; NULL on failure */
 void slab_free(struct slab *slab, void *item);
 

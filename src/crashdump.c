@@ -245,7 +245,8 @@ static void write_stacks(void)
 static void write_blocks(void)
 {
     size_t limit = registry_count() + 1;   /* a bound, should a busy table loop */
-    for (struct block *b = registry_first(); b && limit-- > 0; b = registry_next(b)) {
+    struct registry_cursor cursor;
+    for (struct block *b = registry_first(&cursor); b && limit-- > 0; b = registry_next(&cursor)) {
         put_str("block");
         put_hex(block_value(b));
         put_u64(b->size);

@@ -126,7 +126,9 @@ static int copy_state(struct report *r)
         at += s->depth;
     }
     size_t i = 0;
-    for (struct block *b = registry_first(); b && i < r->block_count; b = registry_next(b), i++) {
+    struct registry_cursor cursor;
+    for (struct block *b = registry_first(&cursor); b && i < r->block_count;
+         b = registry_next(&cursor), i++) {
         struct report_block *c = &r->blocks[i];
         c->value = block_value(b);
         c->size = b->size;

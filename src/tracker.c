@@ -329,14 +329,13 @@ void tracker_alloc(const struct allocation *a)
         registry_release(old);
         tracker.lost[LOST_MISSED_FREE]++;
     }
-    struct block *b = registry_new();
+    struct block *b = registry_new(key);
     if (!b) {
         tracker.lost[LOST_NO_MEMORY]++;
         pthread_mutex_unlock(&lock);
         leave();
         return;
     }
-    b->key = key;
     b->size = a->size;
     b->sequence = ++tracker.sequence;
     b->stack_id = stack_intern(frames, depth, hash);
@@ -416,10 +415,9 @@ void tracker_put_back(const struct block *saved)
     if (!enter())
         return;
     pthread_mutex_lock(&lock);
-    struct block *b = registry_find(saved->key) ? NULL : registry_new();
+    struct block *b = registry_find(saved->key) ? NULL : registry_new(saved->key);
     if (b) {
         *b = *saved;
-        memset(&b->hh, 0, sizeof(b->hh));
         if (registry_add(b) < 0) {
             registry_release(b);
             b = NULL;
@@ -469,9 +467,8 @@ void tracker_take_range(int space, uint64_t start, uint64_t size)
         registry_release(b);
     }
     if (at < end) {         /* not back to back: look at every block */
-        struct block *b = registry_first(), *next;
-        for (; b; b = next) {
-            next = registry_next(b);
+        struct registry_cursor cursor;
+        for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
             uint64_t value = block_value(b);
             if (kind_space(block_kind(b)) == space && value >= at && value < end) {
                 forget_block(b, 0);
@@ -523,9 +520,8 @@ void tracker_context_gone(int context)
     if (context <= 0 || !enter())
         return;
     pthread_mutex_lock(&lock);
-    struct block *b = registry_first(), *next;
-    for (; b; b = next) {
-        next = registry_next(b);
+    struct registry_cursor cursor;
+    for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
         if (b->context == context && kind_freed_by_context(block_kind(b))) {
             forget_block(b, 1);
             registry_release(b);
