@@ -63,9 +63,14 @@ uint64_t registry_hash(uint64_t k)
     return k;
 }
 
+int registry_shard(uint64_t key)
+{
+    return (int)(registry_hash(key) >> (64 - SHARD_BITS));
+}
+
 static struct shard *shard_of(uint64_t key)
 {
-    return &shards[registry_hash(key) >> (64 - SHARD_BITS)];
+    return &shards[registry_shard(key)];
 }
 
 static uint32_t home_of(uint64_t key, uint32_t homes)

@@ -50,6 +50,7 @@ static inline uint64_t block_key(uint64_t value, int space)
 
 uint64_t block_value(const struct block *block);   /* the address or handle */
 uint64_t registry_hash(uint64_t key);       /* top bits: shard, low bits: home slot */
+int registry_shard(uint64_t key);          /* 0 .. REGISTRY_SHARDS - 1 */
 int block_kind(const struct block *block);
 
 void registry_init(void);

@@ -91,6 +91,7 @@ static int copy_state(struct report *r)
 {
     tracker_lock();
     r->state = tracker;
+    tracker_api_totals(r->state.api_calls, r->state.api_allocations);
     r->now_ms = tracker_now_ms();
     if (growth.mode == GROWTH_TIME && config.sample_ms > 0)
         growth_sample(r->now_ms, 0);   /* where every stack stands now */
@@ -114,7 +115,7 @@ static int copy_state(struct report *r)
         tracker_unlock();
         return -1;
     }
-    *r->counters = counter_table;
+    counters_snapshot(r->counters);
     memcpy(r->state.threads, tracker.threads, tracker.threads_used * sizeof(struct thread_info));
     memcpy(r->state.handles, tracker.handles, tracker.handles_used * sizeof(uint64_t));
     uint64_t at = 0;

@@ -9,8 +9,11 @@
  * ids). Each stack also carries the running totals of the blocks it allocated,
  * so reports and growth detection never have to walk every live block.
  *
- * stack_intern() and stack_get() need the tracker's lock; stack_capture() and
- * stack_hash() need nothing. */
+ * No lock is needed to call any of these: stack_intern() finds a known stack
+ * without one and takes the table's own lock only to add a new one; records
+ * and frames never move once published. The totals in `stats` are changed
+ * with atomic operations by the tracker, under the lock of the block's
+ * registry shard, so with every shard locked (tracker_lock) they are still. */
 #ifndef CUMEMTRACE_STACKS_H
 #define CUMEMTRACE_STACKS_H
 
