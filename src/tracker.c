@@ -53,19 +53,28 @@ struct thread_state {
 static __thread struct thread_state this_thread;
 
 /* Calls and allocations per entry point: every event counts one, so they are
- * striped by thread number (threads 1-16 each get their own cache lines) and
- * summed when read. tracker.api_calls/api_allocations stay zero; copies for
- * reports get the sums (tracker_api_totals). */
-#define API_STRIPES 16
+ * kept in stripes and summed when read (tracker_api_totals; the arrays in
+ * `tracker` stay zero). Threads 1 to API_STRIPES - 1 each own a stripe and
+ * add to it with plain stores (one writer, no lock prefix); the others, and a
+ * thread before its first recorded event (number 0), share stripe 0 and add
+ * atomically. Thread numbers are never reused. */
+#define API_STRIPES 64
 struct api_stripe {
     _Alignas(64) uint64_t calls[MAX_APIS];
     uint64_t allocations[MAX_APIS];
 };
 static struct api_stripe api_stripes[API_STRIPES];
 
-static struct api_stripe *my_stripe(void)
+static void count_in_stripe(int api, int allocation)
 {
-    return &api_stripes[this_thread.number % API_STRIPES];
+    uint32_t number = this_thread.number;
+    struct api_stripe *stripe = &api_stripes[number < API_STRIPES ? number : 0];
+    uint64_t *counter = allocation ? &stripe->allocations[api] : &stripe->calls[api];
+    if (number != 0 && number < API_STRIPES)
+        __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1,
+                         __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 }
 
 static uint64_t monotonic_ns(void)
@@ -240,7 +249,7 @@ static void note_traced(void)
 void tracker_count_call(int api)
 {
     if (api >= 0 && api < MAX_APIS)
-        __atomic_fetch_add(&my_stripe()->calls[api], 1, __ATOMIC_RELAXED);
+        count_in_stripe(api, 0);
 }
 
 void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS])
@@ -416,7 +425,7 @@ static void account_alloc(const struct block *b, int api)
     if (s)
         stats_on_alloc(&s->stats, b->size);
     if (api >= 0 && api < MAX_APIS)
-        count(&my_stripe()->allocations[api], 1);
+        count_in_stripe(api, 1);
     if (b->kind & BLOCK_FROM_RUNTIME)
         count(&tracker.runtime_blocks, 1);
 }

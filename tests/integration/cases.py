@@ -303,7 +303,9 @@ def case_threads_snapshot():
     for number, snap in enumerate(snapshots):
         items = snap["blocks"]["items"]
         live_bytes = sum(item["size"] for item in items)
-        counters = [device_counters(snap, 0, k) for k in kinds]
+        zero = {"allocated_bytes": {"current": 0, "peak": 0, "allocated": 0, "freed": 0},
+                "allocation": {"current": 0}}
+        counters = [device_counters(snap, 0, k) or zero for k in kinds]   # before any block
         current = sum(c["allocated_bytes"]["current"] for c in counters)
         blocks = sum(c["allocation"]["current"] for c in counters)
         check(snap["blocks"]["listed"] == snap["blocks"]["total"] == len(items) == blocks,
