@@ -4,6 +4,8 @@
 
 #include "arena.h"
 
+#define CHUNK_HEADER sizeof(char *)     /* the link to the chunk before */
+
 void *pages_alloc(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -42,7 +44,9 @@ void *slab_alloc(struct slab *slab)
             char *chunk = pages_alloc(slab->chunk_size);
             if (!chunk)
                 return NULL;
-            slab->cursor = chunk;
+            *(char **)chunk = slab->newest;
+            slab->newest = chunk;
+            slab->cursor = chunk + CHUNK_HEADER;
             slab->end = chunk + slab->chunk_size;
             slab->chunk_bytes += slab->chunk_size;
         }
@@ -58,4 +62,36 @@ void slab_free(struct slab *slab, void *item)
     *(void **)item = slab->free_list;
     slab->free_list = item;
     slab->in_use--;
+}
+
+/* Where the carved records of a chunk end: the cursor in the newest one. */
+static char *carved_end(const struct slab *slab, const char *chunk)
+{
+    if (chunk == slab->newest)
+        return slab->cursor;
+    size_t items = (slab->chunk_size - CHUNK_HEADER) / slab->item_size;
+    return (char *)chunk + CHUNK_HEADER + items * slab->item_size;
+}
+
+void *slab_walk_first(const struct slab *slab, struct slab_walk *walk)
+{
+    walk->chunk = slab->newest;
+    walk->at = walk->chunk ? walk->chunk + CHUNK_HEADER : NULL;
+    return walk->chunk && walk->at < carved_end(slab, walk->chunk) ? walk->at
+                                                                      : slab_walk_next(slab, walk);
+}
+
+void *slab_walk_next(const struct slab *slab, struct slab_walk *walk)
+{
+    while (walk->chunk) {
+        if (walk->at + slab->item_size < carved_end(slab, walk->chunk)) {
+            walk->at += slab->item_size;
+            return walk->at;
+        }
+        walk->chunk = *(char **)walk->chunk;
+        walk->at = walk->chunk ? walk->chunk + CHUNK_HEADER : NULL;
+        if (walk->chunk && walk->at < carved_end(slab, walk->chunk))
+            return walk->at;
+    }
+    return NULL;
 }

@@ -10,15 +10,19 @@
  * with a bump allocator or a caching allocator's fresh segments every address
  * is new, and tombstones would fill the table with dead slots).
  *
- * Without wrap-around an entry only ever moves to a lower slot. The walk runs
- * down from the top of each table, so unlinking the block it just returned
- * moves only blocks it has already seen: tracker_context_gone() and
- * tracker_take_range() can remove while walking.
+ * The walk (reports, the crash dump, context teardown) does not use the
+ * tables: it reads each shard's slab of records in memory order and skips the
+ * released ones (kind BLOCK_RELEASED). That is a sequential read where slot
+ * order would be a cache miss per block, records never move, so removing the
+ * block just returned is safe, and slab chunks are never unmapped while the
+ * process runs, so a crash dump that could not take the locks reads mapped
+ * memory (tables are unmapped when they grow).
  *
  * Growth doubles one shard's table at a time: the stall is a rehash of 1/64
  * of the live blocks, and amortised over the adds that filled it. Records and
  * tables come from mmap (arena.c), never from malloc. */
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "arena.h"
@@ -28,6 +32,8 @@
 #define SHARD_BITS 6
 _Static_assert(REGISTRY_SHARDS == 1 << SHARD_BITS, "REGISTRY_SHARDS is 2^SHARD_BITS");
 _Static_assert(sizeof(struct block) == 40, "a live block record is 40 bytes");
+_Static_assert(offsetof(struct block, kind) >= sizeof(void *),
+               "slab_free's link does not overwrite the released mark");
 
 #define FIRST_HOMES 64u                /* home slots of a shard's first table */
 #define RECORD_CHUNK (64u << 10)       /* records are mapped 64 KiB at a time */
@@ -258,7 +264,9 @@ void registry_unlink(struct block *block)
 
 void registry_release(struct block *block)
 {
-    slab_free(&shard_of(block->key)->records, block);
+    struct slab *records = &shard_of(block->key)->records;
+    block->kind = BLOCK_RELEASED;       /* the walk skips it; slab_free keeps this byte */
+    slab_free(records, block);
 }
 
 void registry_remove(struct block *block)
@@ -286,25 +294,28 @@ size_t registry_memory_bytes(void)
     return bytes;
 }
 
-/* Down from the top slot of each shard: see the comment at the top. */
-struct block *registry_next(struct registry_cursor *cursor)
+/* Shard by shard, record by record, skipping released ones. */
+static struct block *live_from(struct registry_cursor *cursor, struct block *b)
 {
-    while (cursor->shard < REGISTRY_SHARDS) {
-        const struct shard *s = &shards[cursor->shard];
-        while (cursor->slot > 0) {
-            cursor->slot--;
-            if (s->slots[cursor->slot].block)
-                return s->slots[cursor->slot].block;
-        }
-        if (++cursor->shard < REGISTRY_SHARDS)
-            cursor->slot = shards[cursor->shard].slot_count;
+    for (;;) {
+        for (; b; b = slab_walk_next(&shards[cursor->shard].records, &cursor->walk))
+            if (b->kind != BLOCK_RELEASED)
+                return b;
+        if (++cursor->shard >= REGISTRY_SHARDS)
+            return NULL;
+        b = slab_walk_first(&shards[cursor->shard].records, &cursor->walk);
     }
-    return NULL;
 }
 
 struct block *registry_first(struct registry_cursor *cursor)
 {
     cursor->shard = 0;
-    cursor->slot = shards[0].slot_count;
-    return registry_next(cursor);
+    return live_from(cursor, slab_walk_first(&shards[0].records, &cursor->walk));
+}
+
+struct block *registry_next(struct registry_cursor *cursor)
+{
+    if (cursor->shard >= REGISTRY_SHARDS)
+        return NULL;
+    return live_from(cursor, slab_walk_next(&shards[cursor->shard].records, &cursor->walk));
 }

@@ -24,8 +24,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
+
 #define BLOCK_KIND_MASK 0x0f
 #define BLOCK_FROM_RUNTIME 0x10   /* recorded by a runtime wrapper, not the driver */
+#define BLOCK_RELEASED 0xff       /* kind of a record back in the slab */
 
 #define REGISTRY_SHARDS 64
 
@@ -72,11 +75,13 @@ void registry_release(struct block *block);/* return an unlinked record */
 size_t registry_count(void);
 size_t registry_memory_bytes(void);        /* records + slots, for the report */
 
-/* A walk over every live block. The block just returned may be unlinked and
- * released before asking for the next one; nothing else may change. */
+/* A walk over every live block, in the order of the records' memory (a
+ * sequential read, not one cache miss per block). The block just returned
+ * may be unlinked and released before asking for the next one; no block may
+ * be added during the walk. */
 struct registry_cursor {
     uint32_t shard;
-    uint32_t slot;
+    struct slab_walk walk;
 };
 struct block *registry_first(struct registry_cursor *cursor);
 struct block *registry_next(struct registry_cursor *cursor);

@@ -147,8 +147,48 @@ static int copy_state(struct report *r)
     return 0;
 }
 
+/* The registry's walk gives blocks shard by shard, in no useful order; the
+ * merge sorts below run about twice as fast on blocks already in allocation
+ * order (as a single table gave them). A radix sort by sequence, 8 bits a
+ * pass (256 write streams stay in cache; three passes up to 16M
+ * allocations), puts them back in that order. Without memory for it they
+ * stay as they came: only slower. */
+static void order_by_sequence(struct report *r)
+{
+    size_t n = r->block_count, bytes = n * sizeof(struct report_block);
+    uint64_t highest = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r->blocks[i].sequence > highest)
+            highest = r->blocks[i].sequence;
+    struct report_block *spare = n > 1 ? pages_alloc(bytes) : NULL;
+    size_t starts[256];
+    if (!spare)
+        return;
+    struct report_block *from = r->blocks, *to = spare;
+    for (int shift = 0; shift < 64 && (highest >> shift) != 0; shift += 8) {
+        memset(starts, 0, sizeof(starts));
+        for (size_t i = 0; i < n; i++)
+            starts[(from[i].sequence >> shift) & 0xff]++;
+        size_t at = 0;
+        for (int digit = 0; digit < 256; digit++) {
+            size_t count = starts[digit];
+            starts[digit] = at;
+            at += count;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[starts[(from[i].sequence >> shift) & 0xff]++] = from[i];
+        struct report_block *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != r->blocks)
+        memcpy(r->blocks, from, bytes);
+    pages_free(spare, bytes);
+}
+
 static int make_groups(struct report *r)
 {
+    order_by_sequence(r);
     qsort(r->blocks, r->block_count, sizeof(*r->blocks), by_group_key);
     r->groups = report_alloc(r, (r->block_count + 1) * sizeof(*r->groups));
     if (!r->groups)

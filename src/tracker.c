@@ -6,15 +6,18 @@
  *   for table updates only. Stacks are captured and interned before it is
  *   taken (the stack table is read without a lock, stacks.c); symbols are
  *   resolved only when a report is written.
- * - Counters, per-stack totals and the figures in `tracker` that the hot path
- *   changes are atomic, and are changed only while holding a shard lock.
+ * - Counters (counters.c), per-stack totals and the figures in `tracker`
+ *   that the hot path changes are changed only while holding a shard lock:
+ *   atomically where every thread shares them (current bytes and their
+ *   peaks, a stack's totals, the allocation sequence), per shard or per
+ *   thread where they can be summed later (freed totals, calls per API).
  * - tracker_lock() takes every shard lock, in order: with it held, nothing
  *   above moves. Reports, growth samples, marks, failures, context teardown
  *   and unmaps of address ranges take it; the crash dump tries it.
  * - tables_lock guards adding to the thread and handle tables; it is taken
  *   inside a shard lock, and only for a thread's first event or a new handle.
- * Lock order: shards (in index order), then stacks' insert lock or
- * tables_lock. oom_lock is never held together with any of them. */
+ * Lock order: shards (in index order), then the stack table's insert lock or
+ * tables_lock. oom_lock is taken with none of these held. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
