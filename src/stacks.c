@@ -83,8 +83,16 @@ void stacks_init(void)
 void stacks_reset(void)
 {
     pthread_mutex_init(&insert_lock, NULL);
-    memset(stack_chunks, 0, sizeof(stack_chunks));
-    memset(frame_chunks, 0, sizeof(frame_chunks));
+    /* Only the entries that can be set (up to the chunk of the next record):
+     * at start-up the arrays are untouched zero pages and stay so. */
+    uint64_t stack_chunks_used = stacks_used / STACK_CHUNK + 1;
+    uint64_t frame_chunks_used = frames_used / FRAME_CHUNK + 1;
+    if (stack_chunks_used > MAX_STACK_CHUNKS)
+        stack_chunks_used = MAX_STACK_CHUNKS;
+    if (frame_chunks_used > MAX_FRAME_CHUNKS)
+        frame_chunks_used = MAX_FRAME_CHUNKS;
+    memset(stack_chunks, 0, stack_chunks_used * sizeof(stack_chunks[0]));
+    memset(frame_chunks, 0, frame_chunks_used * sizeof(frame_chunks[0]));
     stacks_used = 0;
     frames_used = 0;
     index_now = NULL;
