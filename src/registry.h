@@ -8,7 +8,10 @@
  * Cost of a live block, amortised: the 40-byte record (plus the unused tail of
  * the shard's newest 64 KiB slab chunk) and its share of the slots: a table is
  * at most 3/4 full before it doubles, so 16 / (3/8 .. 3/4) = 21 to 43 bytes,
- * plus an overflow tail of 1/16. At most ~90 bytes, ~78 at 1M live blocks.
+ * plus an overflow tail of 1/16. At most ~90 bytes once each shard holds a
+ * few thousand blocks (below that, the shards' first table pages and slab
+ * chunks dominate: ~4.4 MB mapped once every shard holds a block, mostly
+ * untouched pages); ~78 at 1M.
  *
  * Locking: registry_find/add/unlink/release and registry_new work on the
  * shard of their key, with that shard's lock held (registry_lock(key)).
