@@ -35,13 +35,17 @@ struct stack_growth {
     uint32_t rises, falls;             /* samples where it was above / below the one before */
 };
 
+/* 128 bytes: what lookups read (hash, depth, frames) and growth, changed
+ * only with every shard locked, share the first cache line; the totals that
+ * every allocation changes have the second to themselves, so threads
+ * allocating from one site do not slow each other's lookups down. */
 struct stack {
     uint64_t hash;
     uint64_t first_frame;              /* index into the frame array */
     uint32_t depth;
     uint32_t reserved;
-    struct stack_stats stats;
     struct stack_growth growth;
+    _Alignas(64) struct stack_stats stats;
 };
 
 void stacks_init(void);
