@@ -4,7 +4,7 @@
 
 #include "arena.h"
 
-#define SLAB_CHUNK (1u << 20)
+#define CHUNK_HEADER sizeof(char *)     /* the link to the chunk before */
 
 void *pages_alloc(size_t bytes)
 {
@@ -26,10 +26,11 @@ void *pages_grow(void *p, size_t old_bytes, size_t new_bytes)
     return q == MAP_FAILED ? NULL : q;
 }
 
-void slab_init(struct slab *slab, size_t item_size)
+void slab_init(struct slab *slab, size_t item_size, size_t chunk_size)
 {
     memset(slab, 0, sizeof(*slab));
     slab->item_size = (item_size + 7) & ~(size_t)7;
+    slab->chunk_size = chunk_size;
 }
 
 void *slab_alloc(struct slab *slab)
@@ -40,12 +41,14 @@ void *slab_alloc(struct slab *slab)
         memset(item, 0, slab->item_size);
     } else {
         if (slab->cursor == NULL || slab->cursor + slab->item_size > slab->end) {
-            char *chunk = pages_alloc(SLAB_CHUNK);
+            char *chunk = pages_alloc(slab->chunk_size);
             if (!chunk)
                 return NULL;
-            slab->cursor = chunk;
-            slab->end = chunk + SLAB_CHUNK;
-            slab->chunk_bytes += SLAB_CHUNK;
+            *(char **)chunk = slab->newest;
+            slab->newest = chunk;
+            slab->cursor = chunk + CHUNK_HEADER;
+            slab->end = chunk + slab->chunk_size;
+            slab->chunk_bytes += slab->chunk_size;
         }
         item = slab->cursor;            /* fresh pages are already zero */
         slab->cursor += slab->item_size;
@@ -59,4 +62,36 @@ void slab_free(struct slab *slab, void *item)
     *(void **)item = slab->free_list;
     slab->free_list = item;
     slab->in_use--;
+}
+
+/* Where the carved records of a chunk end: the cursor in the newest one. */
+static char *carved_end(const struct slab *slab, const char *chunk)
+{
+    if (chunk == slab->newest)
+        return slab->cursor;
+    size_t items = (slab->chunk_size - CHUNK_HEADER) / slab->item_size;
+    return (char *)chunk + CHUNK_HEADER + items * slab->item_size;
+}
+
+void *slab_walk_first(const struct slab *slab, struct slab_walk *walk)
+{
+    walk->chunk = slab->newest;
+    walk->at = walk->chunk ? walk->chunk + CHUNK_HEADER : NULL;
+    return walk->chunk && walk->at < carved_end(slab, walk->chunk) ? walk->at
+                                                                      : slab_walk_next(slab, walk);
+}
+
+void *slab_walk_next(const struct slab *slab, struct slab_walk *walk)
+{
+    while (walk->chunk) {
+        if (walk->at + slab->item_size < carved_end(slab, walk->chunk)) {
+            walk->at += slab->item_size;
+            return walk->at;
+        }
+        walk->chunk = *(char **)walk->chunk;
+        walk->at = walk->chunk ? walk->chunk + CHUNK_HEADER : NULL;
+        if (walk->chunk && walk->at < carved_end(slab, walk->chunk))
+            return walk->at;
+    }
+    return NULL;
 }

@@ -7,7 +7,12 @@
  * the sum, which the per-kind peaks cannot give).
  *
  * Blocks whose device is unknown go to the slot COUNTER_NO_DEVICE.
- * Called with the tracker's lock held. */
+ *
+ * Changed by threads holding different registry shards' locks at once: see
+ * counters.c for how the figures are split to keep that cheap. Read them
+ * with counters_snapshot(), under tracker_lock for a consistent picture;
+ * only bytes_current, blocks_current and the peaks of counter_table itself
+ * are whole figures at every moment. */
 #ifndef CUMEMTRACE_COUNTERS_H
 #define CUMEMTRACE_COUNTERS_H
 
@@ -36,7 +41,10 @@ extern struct counter_table counter_table;
 int counters_slot(int device);
 void counters_reset(void);
 void counters_on_alloc(int device, int kind, uint64_t size);
-void counters_on_free(int device, int kind, uint64_t size, int implicit);
+/* `shard`: the registry shard of the block, whose lock the caller holds. */
+void counters_on_free(int shard, int device, int kind, uint64_t size, int implicit);
+void counters_on_restore(int shard, int device, int kind, uint64_t size);  /* undo a free */
 void counters_on_failure(int device, int kind, int oom);
+void counters_snapshot(struct counter_table *out);   /* every figure, put together */
 
 #endif

@@ -200,11 +200,13 @@ static void write_header(int signal, const char *lock)
 
 static void write_counters(void)
 {
+    static struct counter_table table;     /* static: no stack or heap in a handler */
+    counters_snapshot(&table);
     for (int slot = 0; slot <= MAX_DEVICES; slot++) {
-        if (!counter_table.device_seen[slot])
+        if (!table.device_seen[slot])
             continue;
         for (int set = 0; set <= KIND_COUNT; set++) {
-            const struct counters *c = &counter_table.sets[slot][set];
+            const struct counters *c = &table.sets[slot][set];
             const uint64_t values[] = {c->bytes_current, c->bytes_peak, c->bytes_allocated,
                                        c->bytes_freed, c->blocks_current, c->blocks_peak,
                                        c->blocks_allocated, c->blocks_freed, c->implicit_bytes,
@@ -245,7 +247,8 @@ static void write_stacks(void)
 static void write_blocks(void)
 {
     size_t limit = registry_count() + 1;   /* a bound, should a busy table loop */
-    for (struct block *b = registry_first(); b && limit-- > 0; b = registry_next(b)) {
+    struct registry_cursor cursor;
+    for (struct block *b = registry_first(&cursor); b && limit-- > 0; b = registry_next(&cursor)) {
         put_str("block");
         put_hex(block_value(b));
         put_u64(b->size);

@@ -14,10 +14,17 @@ void growth_reset(void)
     series_reset();
 }
 
+int growth_due(uint32_t now_ms)
+{
+    return __atomic_load_n(&growth.mode, __ATOMIC_RELAXED) == GROWTH_TIME &&
+           config.sample_ms > 0 &&
+           now_ms - __atomic_load_n(&growth.last_ms, __ATOMIC_RELAXED) >=
+               (uint32_t)config.sample_ms;
+}
+
 void growth_tick(uint32_t now_ms)
 {
-    if (growth.mode == GROWTH_TIME && config.sample_ms > 0 &&
-        now_ms - growth.last_ms >= (uint32_t)config.sample_ms)
+    if (growth_due(now_ms))
         growth_sample(now_ms, 0);
 }
 
@@ -25,9 +32,9 @@ void growth_tick(uint32_t now_ms)
 void growth_sample(uint32_t now_ms, int mark)
 {
     if (mark)
-        growth.mode = GROWTH_MARKS;
+        __atomic_store_n(&growth.mode, GROWTH_MARKS, __ATOMIC_RELAXED);
     uint32_t sample = ++growth.samples;
-    growth.last_ms = now_ms;
+    __atomic_store_n(&growth.last_ms, now_ms, __ATOMIC_RELAXED);
     series_sample(now_ms);
     uint32_t count = stack_count();
     for (uint32_t id = 1; id <= count; id++) {

@@ -12,7 +12,9 @@
  * detected iteration pattern, because under a caching allocator (PyTorch,
  * CuPy, JAX) a steady training loop makes no driver allocations at all: no
  * pattern is visible at this level, while growth still shows over time.
- * All of it runs under the tracker's lock. */
+ * Samples are taken with every registry shard locked (tracker_lock), so the
+ * stacks' live bytes are still; growth_due() is the lock-free check made at
+ * each allocation before taking them. */
 #ifndef CUMEMTRACE_GROWTH_H
 #define CUMEMTRACE_GROWTH_H
 
@@ -30,7 +32,9 @@ struct growth_state {
 extern struct growth_state growth;
 
 void growth_reset(void);
-/* At an allocation: take a time sample if one is due. Lock held. */
+/* At an allocation, no lock held: is a time sample due? */
+int growth_due(uint32_t now_ms);
+/* Take a time sample if one is due (checked again). Lock held. */
 void growth_tick(uint32_t now_ms);
 /* Take a sample now; `mark` switches to sampling at marks only. Lock held. */
 void growth_sample(uint32_t now_ms, int mark);

@@ -1,55 +1,98 @@
-/* registry.c - live blocks in a uthash table (see registry.h). */
+/* registry.c - live blocks in 64 sharded open-addressing tables (see registry.h).
+ *
+ * Each shard's table is linear probing without wrap-around: a key's home slot
+ * is its hash masked to a power of two, its probe runs forward from there, and
+ * the array carries an overflow tail past the last home so that no probe has
+ * to wrap. The last slot is always left empty, so every probe ends at an empty
+ * slot. A probe that would need the last slot doubles the table instead.
+ *
+ * Removal shifts the rest of the cluster back into the hole (no tombstones:
+ * with a bump allocator or a caching allocator's fresh segments every address
+ * is new, and tombstones would fill the table with dead slots).
+ *
+ * The walk (reports, the crash dump, context teardown) does not use the
+ * tables: it reads each shard's slab of records in memory order and skips the
+ * released ones (kind BLOCK_RELEASED). That is a sequential read where slot
+ * order would be a cache miss per block, records never move, so removing the
+ * block just returned is safe, and slab chunks are never unmapped while the
+ * process runs, so a crash dump that could not take the locks reads mapped
+ * memory (tables are unmapped when they grow).
+ *
+ * Growth doubles one shard's table at a time: the stall is a rehash of 1/64
+ * of the live blocks, and amortised over the adds that filled it. Records and
+ * tables come from mmap (arena.c), never from malloc. */
+#include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "arena.h"
 #include "names.h"
-
-/* uthash takes its memory from mmap too, and must never exit() on failure. */
-static size_t bucket_bytes;
-static void *registry_pages_alloc(size_t bytes)
-{
-    void *p = pages_alloc(bytes);
-    if (p)
-        bucket_bytes += bytes;
-    return p;
-}
-static void registry_pages_free(void *p, size_t bytes)
-{
-    pages_free(p, bytes);
-    bucket_bytes -= bytes;
-}
-#define uthash_malloc(sz) registry_pages_alloc(sz)
-#define uthash_free(ptr, sz) registry_pages_free(ptr, sz)
-#define HASH_NONFATAL_OOM 1
-static int out_of_memory;
-#define uthash_nonfatal_oom(obj) (out_of_memory = 1)
-
-/* Keys are addresses: aligned, so the low bits carry little. A 64-bit mix
- * (the finaliser of MurmurHash3) spreads them over the buckets. */
-#define HASH_FUNCTION(keyptr, keylen, hashv)                    \
-    do {                                                        \
-        uint64_t k_ = *(const uint64_t *)(keyptr);              \
-        k_ ^= k_ >> 33;                                         \
-        k_ *= 0xff51afd7ed558ccdULL;                            \
-        k_ ^= k_ >> 33;                                         \
-        k_ *= 0xc4ceb9fe1a85ec53ULL;                            \
-        k_ ^= k_ >> 33;                                         \
-        (hashv) = (unsigned)k_;                                 \
-    } while (0)
-
 #include "registry.h"
 
-_Static_assert(sizeof(struct block) == 96, "a live block record is 96 bytes");
+#define SHARD_BITS 6
+_Static_assert(REGISTRY_SHARDS == 1 << SHARD_BITS, "REGISTRY_SHARDS is 2^SHARD_BITS");
+_Static_assert(sizeof(struct block) == 40, "a live block record is 40 bytes");
+_Static_assert(offsetof(struct block, kind) >= sizeof(void *),
+               "slab_free's link does not overwrite the released mark");
 
-static struct block *table;
-static struct slab records;
+#define FIRST_HOMES 64u                /* home slots of a shard's first table */
+#define RECORD_CHUNK (64u << 10)       /* records are mapped 64 KiB at a time */
+#define PAGE 4096u
+#define NOT_FOUND UINT32_MAX
 
-/* uthash frees its bucket array when the table becomes empty and allocates it
- * again on the next add: with our mmap-backed allocator, a program that keeps
- * zero or one block live paid an mmap and a munmap per allocation. A sentinel
- * record that is never removed keeps the table alive. Its key is no address. */
-#define SENTINEL_KEY UINT64_MAX
-static struct block sentinel = {.key = SENTINEL_KEY};
+struct slot {
+    uint64_t key;
+    struct block *block;               /* NULL: empty */
+};
+
+struct shard {
+    _Alignas(64) pthread_mutex_t lock; /* one cache line per shard's hot fields */
+    struct slot *slots;                /* NULL until the first add */
+    uint32_t homes;                    /* a power of two: home = hash & (homes - 1) */
+    uint32_t slot_count;               /* homes + the overflow tail */
+    uint32_t used;
+    struct slab records;
+};
+
+static struct shard shards[REGISTRY_SHARDS];
+
+/* Keys are addresses: aligned, so the low bits carry little. A 64-bit mix
+ * (the finaliser of MurmurHash3) spreads them: the top bits pick the shard,
+ * the low bits the home slot. */
+uint64_t registry_hash(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+}
+
+int registry_shard(uint64_t key)
+{
+    return (int)(registry_hash(key) >> (64 - SHARD_BITS));
+}
+
+static struct shard *shard_of(uint64_t key)
+{
+    return &shards[registry_shard(key)];
+}
+
+static uint32_t home_of(uint64_t key, uint32_t homes)
+{
+    return (uint32_t)registry_hash(key) & (homes - 1);
+}
+
+static size_t table_bytes(uint32_t slot_count)
+{
+    return ((size_t)slot_count * sizeof(struct slot) + PAGE - 1) / PAGE * PAGE;
+}
+
+static uint32_t slots_for(uint32_t homes)
+{
+    return homes + homes / 16 + 32;
+}
 
 uint64_t block_value(const struct block *block)
 {
@@ -61,57 +104,169 @@ int block_kind(const struct block *block)
     return block->kind & BLOCK_KIND_MASK;
 }
 
-static void add_sentinel(void)
-{
-    memset(&sentinel.hh, 0, sizeof(sentinel.hh));
-    HASH_ADD(hh, table, key, sizeof(sentinel.key), &sentinel);
-}
-
+/* Both start empty. After fork the child keeps the parent's pages
+ * (copy-on-write) but none of its CUDA state: the old pages are left mapped;
+ * they are the parent's records and the child never touches them again. The
+ * locks are made anew: the parent's were held across fork. */
 void registry_init(void)
 {
-    table = NULL;
-    slab_init(&records, sizeof(struct block));
-    add_sentinel();
+    for (int i = 0; i < REGISTRY_SHARDS; i++) {
+        struct shard *s = &shards[i];
+        pthread_mutex_init(&s->lock, NULL);
+        s->slots = NULL;
+        s->homes = s->slot_count = s->used = 0;
+        slab_init(&s->records, sizeof(struct block), RECORD_CHUNK);
+    }
 }
 
-/* After fork the child keeps the parent's pages (copy-on-write) but none of its
- * CUDA state: drop the table and start empty. The old pages are left mapped;
- * they are the parent's records and the child will never touch them again. */
 void registry_reset(void)
 {
-    table = NULL;
-    bucket_bytes = 0;
-    slab_init(&records, sizeof(struct block));
-    add_sentinel();
+    registry_init();
 }
 
-struct block *registry_new(void)
+void registry_lock(uint64_t key)
 {
-    return slab_alloc(&records);
+    pthread_mutex_lock(&shard_of(key)->lock);
+}
+
+void registry_unlock(uint64_t key)
+{
+    pthread_mutex_unlock(&shard_of(key)->lock);
+}
+
+void registry_lock_all(void)
+{
+    for (int i = 0; i < REGISTRY_SHARDS; i++)
+        pthread_mutex_lock(&shards[i].lock);
+}
+
+void registry_unlock_all(void)
+{
+    for (int i = REGISTRY_SHARDS - 1; i >= 0; i--)
+        pthread_mutex_unlock(&shards[i].lock);
+}
+
+/* For the crash dump, in a signal handler: never waits. */
+int registry_trylock_all(void)
+{
+    for (int i = 0; i < REGISTRY_SHARDS; i++) {
+        if (pthread_mutex_trylock(&shards[i].lock) != 0) {
+            while (--i >= 0)
+                pthread_mutex_unlock(&shards[i].lock);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Put a record in the first empty slot from its home; -1 if that would be the
+ * last slot, which stays empty. */
+static int place(struct slot *slots, uint32_t homes, uint32_t slot_count, uint64_t key,
+                 struct block *block)
+{
+    uint32_t i = home_of(key, homes);
+    while (slots[i].block)
+        i++;
+    if (i >= slot_count - 1)
+        return -1;
+    slots[i].key = key;
+    slots[i].block = block;
+    return 0;
+}
+
+/* A table of `homes` home slots (or more, should a probe overflow) holding
+ * everything the old one held. The old one is unmapped only on success. */
+static int resize(struct shard *s, uint32_t homes)
+{
+    for (; homes != 0 && homes <= (1u << 30); homes *= 2) {
+        uint32_t count = slots_for(homes);
+        struct slot *slots = pages_alloc(table_bytes(count));
+        if (!slots)
+            return -1;
+        uint32_t i = 0;
+        while (i < s->slot_count &&
+               (!s->slots[i].block ||
+                place(slots, homes, count, s->slots[i].key, s->slots[i].block) == 0))
+            i++;
+        if (i == s->slot_count) {
+            if (s->slots)
+                pages_free(s->slots, table_bytes(s->slot_count));
+            s->slots = slots;
+            s->homes = homes;
+            s->slot_count = count;
+            return 0;
+        }
+        pages_free(slots, table_bytes(count));
+    }
+    return -1;
+}
+
+static uint32_t find_slot(const struct shard *s, uint64_t key)
+{
+    if (!s->slots)
+        return NOT_FOUND;
+    for (uint32_t i = home_of(key, s->homes); s->slots[i].block; i++)
+        if (s->slots[i].key == key)
+            return i;
+    return NOT_FOUND;
+}
+
+/* Close the hole: each later entry of the cluster whose home is at or before
+ * the hole moves into it, and leaves its own slot as the next hole. */
+static void remove_at(struct shard *s, uint32_t hole)
+{
+    for (uint32_t i = hole + 1; s->slots[i].block; i++) {
+        if (home_of(s->slots[i].key, s->homes) <= hole) {
+            s->slots[hole] = s->slots[i];
+            hole = i;
+        }
+    }
+    s->slots[hole].key = 0;
+    s->slots[hole].block = NULL;
+    s->used--;
+}
+
+struct block *registry_new(uint64_t key)
+{
+    struct block *block = slab_alloc(&shard_of(key)->records);
+    if (block)
+        block->key = key;
+    return block;
 }
 
 int registry_add(struct block *block)
 {
-    out_of_memory = 0;
-    HASH_ADD(hh, table, key, sizeof(block->key), block);
-    return out_of_memory ? -1 : 0;
+    struct shard *s = shard_of(block->key);
+    if ((uint64_t)(s->used + 1) * 4 > (uint64_t)s->homes * 3 &&
+        resize(s, s->homes ? s->homes * 2 : FIRST_HOMES) < 0)
+        return -1;
+    while (place(s->slots, s->homes, s->slot_count, block->key, block) < 0)
+        if (resize(s, s->homes * 2) < 0)
+            return -1;
+    s->used++;
+    return 0;
 }
 
 struct block *registry_find(uint64_t key)
 {
-    struct block *found;
-    HASH_FIND(hh, table, &key, sizeof(key), found);
-    return found;
+    struct shard *s = shard_of(key);
+    uint32_t i = find_slot(s, key);
+    return i == NOT_FOUND ? NULL : s->slots[i].block;
 }
 
 void registry_unlink(struct block *block)
 {
-    HASH_DELETE(hh, table, block);
+    struct shard *s = shard_of(block->key);
+    uint32_t i = find_slot(s, block->key);
+    if (i != NOT_FOUND && s->slots[i].block == block)
+        remove_at(s, i);
 }
 
 void registry_release(struct block *block)
 {
-    slab_free(&records, block);
+    struct slab *records = &shard_of(block->key)->records;
+    block->kind = BLOCK_RELEASED;       /* the walk skips it; slab_free keeps this byte */
+    slab_free(records, block);
 }
 
 void registry_remove(struct block *block)
@@ -122,25 +277,45 @@ void registry_remove(struct block *block)
 
 size_t registry_count(void)
 {
-    return HASH_COUNT(table) - 1;      /* not the sentinel */
+    size_t count = 0;
+    for (int i = 0; i < REGISTRY_SHARDS; i++)
+        count += shards[i].used;
+    return count;
 }
 
 size_t registry_memory_bytes(void)
 {
-    return records.chunk_bytes + bucket_bytes;
+    size_t bytes = sizeof(shards);
+    for (int i = 0; i < REGISTRY_SHARDS; i++) {
+        bytes += shards[i].records.chunk_bytes;
+        if (shards[i].slots)
+            bytes += table_bytes(shards[i].slot_count);
+    }
+    return bytes;
 }
 
-static struct block *skip_sentinel(struct block *block)
+/* Shard by shard, record by record, skipping released ones. */
+static struct block *live_from(struct registry_cursor *cursor, struct block *b)
 {
-    return block == &sentinel ? block->hh.next : block;
+    for (;;) {
+        for (; b; b = slab_walk_next(&shards[cursor->shard].records, &cursor->walk))
+            if (b->kind != BLOCK_RELEASED)
+                return b;
+        if (++cursor->shard >= REGISTRY_SHARDS)
+            return NULL;
+        b = slab_walk_first(&shards[cursor->shard].records, &cursor->walk);
+    }
 }
 
-struct block *registry_first(void)
+struct block *registry_first(struct registry_cursor *cursor)
 {
-    return skip_sentinel(table);
+    cursor->shard = 0;
+    return live_from(cursor, slab_walk_first(&shards[0].records, &cursor->walk));
 }
 
-struct block *registry_next(struct block *block)
+struct block *registry_next(struct registry_cursor *cursor)
 {
-    return skip_sentinel(block->hh.next);
+    if (cursor->shard >= REGISTRY_SHARDS)
+        return NULL;
+    return live_from(cursor, slab_walk_next(&shards[cursor->shard].records, &cursor->walk));
 }

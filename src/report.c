@@ -91,6 +91,7 @@ static int copy_state(struct report *r)
 {
     tracker_lock();
     r->state = tracker;
+    tracker_api_totals(r->state.api_calls, r->state.api_allocations);
     r->now_ms = tracker_now_ms();
     if (growth.mode == GROWTH_TIME && config.sample_ms > 0)
         growth_sample(r->now_ms, 0);   /* where every stack stands now */
@@ -117,7 +118,7 @@ static int copy_state(struct report *r)
         tracker_unlock();
         return -1;
     }
-    *r->counters = counter_table;
+    counters_snapshot(r->counters);
     memcpy(r->state.threads, tracker.threads, tracker.threads_used * sizeof(struct thread_info));
     memcpy(r->state.handles, tracker.handles, tracker.handles_used * sizeof(uint64_t));
     uint64_t at = 0;
@@ -129,7 +130,9 @@ static int copy_state(struct report *r)
         at += s->depth;
     }
     size_t i = 0;
-    for (struct block *b = registry_first(); b && i < r->block_count; b = registry_next(b), i++) {
+    struct registry_cursor cursor;
+    for (struct block *b = registry_first(&cursor); b && i < r->block_count;
+         b = registry_next(&cursor), i++) {
         struct report_block *c = &r->blocks[i];
         c->value = block_value(b);
         c->size = b->size;
@@ -160,8 +163,48 @@ static int copy_state(struct report *r)
     return 0;
 }
 
+/* The registry's walk gives blocks shard by shard, in no useful order; the
+ * merge sorts below run about twice as fast on blocks already in allocation
+ * order (as a single table gave them). A radix sort by sequence, 8 bits a
+ * pass (256 write streams stay in cache; three passes up to 16M
+ * allocations), puts them back in that order. Without memory for it they
+ * stay as they came: only slower. */
+static void order_by_sequence(struct report *r)
+{
+    size_t n = r->block_count, bytes = n * sizeof(struct report_block);
+    uint64_t highest = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r->blocks[i].sequence > highest)
+            highest = r->blocks[i].sequence;
+    struct report_block *spare = n > 1 ? pages_alloc(bytes) : NULL;
+    size_t starts[256];
+    if (!spare)
+        return;
+    struct report_block *from = r->blocks, *to = spare;
+    for (int shift = 0; shift < 64 && (highest >> shift) != 0; shift += 8) {
+        memset(starts, 0, sizeof(starts));
+        for (size_t i = 0; i < n; i++)
+            starts[(from[i].sequence >> shift) & 0xff]++;
+        size_t at = 0;
+        for (int digit = 0; digit < 256; digit++) {
+            size_t count = starts[digit];
+            starts[digit] = at;
+            at += count;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[starts[(from[i].sequence >> shift) & 0xff]++] = from[i];
+        struct report_block *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != r->blocks)
+        memcpy(r->blocks, from, bytes);
+    pages_free(spare, bytes);
+}
+
 static int make_groups(struct report *r)
 {
+    order_by_sequence(r);
     qsort(r->blocks, r->block_count, sizeof(*r->blocks), by_group_key);
     r->groups = report_alloc(r, (r->block_count + 1) * sizeof(*r->groups));
     if (!r->groups)

@@ -8,6 +8,7 @@
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
 #include <libunwind.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "arena.h"
@@ -23,15 +24,40 @@ static int (*backtrace_fn)(void **, int);
 
 static uintptr_t skip_low, skip_high;
 
-/* Stacks: an array indexed by id - 1. Frames: one array holding every
- * stack's frames back to back. Index: open addressing over stack ids, sized a
- * power of two and kept under 70% full. All three grow by doubling. */
-static struct stack *stacks;
-static uint32_t stacks_used, stacks_capacity;
-static uintptr_t *frames;
-static uint64_t frames_used, frames_capacity;
-static uint32_t *index_slots;
-static uint32_t index_capacity;
+/* The table is read without a lock: a stack already interned is found by any
+ * thread at once, and only a new stack takes `insert_lock`. For that, nothing
+ * a reader may be looking at ever moves or is unmapped:
+ *
+ * - Stacks sit in chunks of STACK_CHUNK records that never move; id n is
+ *   record (n - 1) % STACK_CHUNK of chunk (n - 1) / STACK_CHUNK.
+ * - Frames sit in chunks of FRAME_CHUNK; a stack's frames never straddle two
+ *   chunks, and first_frame is an index into that chunked space.
+ * - The index (open addressing over ids, a power of two, under 70% full) is
+ *   rebuilt at twice the size when it fills; the new one is published with
+ *   one pointer store and the old ones stay mapped, since a reader may still
+ *   be probing one. (A reader that misses a newer stack in an old index takes
+ *   the lock and looks again.)
+ *
+ * A writer fills a stack record and its frames, then publishes the count and
+ * the index slot with release stores; readers load them with acquire. */
+#define STACK_CHUNK 1024u                      /* 120 KiB of records */
+#define MAX_STACK_CHUNKS 65536u                /* 64M stacks */
+#define FRAME_CHUNK (1u << 15)                 /* 256 KiB of frames */
+#define MAX_FRAME_CHUNKS 16384u                /* 512M frames */
+_Static_assert(CONFIG_MAX_DEPTH <= FRAME_CHUNK, "a stack fits in a frame chunk");
+
+struct stack_index {
+    uint32_t capacity;
+    uint32_t slots[];                          /* stack ids, 0: empty */
+};
+
+static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stack *stack_chunks[MAX_STACK_CHUNKS];
+static uint32_t stacks_used;                   /* published with release */
+static uintptr_t *frame_chunks[MAX_FRAME_CHUNKS];
+static uint64_t frames_used;                   /* next free frame index */
+static struct stack_index *index_now;          /* published with release */
+static size_t table_bytes;                     /* everything mapped, for reports */
 
 void stacks_init(void)
 {
@@ -52,13 +78,25 @@ void stacks_init(void)
         log_line("libunwind.so.8 has no unw_backtrace; blocks are recorded without stacks");
 }
 
+/* After fork, in the child (one thread): forget everything. The parent's
+ * pages stay mapped; the lock is made anew, the parent's may have been held. */
 void stacks_reset(void)
 {
-    stacks = NULL;
-    frames = NULL;
-    index_slots = NULL;
-    stacks_used = stacks_capacity = index_capacity = 0;
-    frames_used = frames_capacity = 0;
+    pthread_mutex_init(&insert_lock, NULL);
+    /* Only the entries that can be set (up to the chunk of the next record):
+     * at start-up the arrays are untouched zero pages and stay so. */
+    uint64_t stack_chunks_used = stacks_used / STACK_CHUNK + 1;
+    uint64_t frame_chunks_used = frames_used / FRAME_CHUNK + 1;
+    if (stack_chunks_used > MAX_STACK_CHUNKS)
+        stack_chunks_used = MAX_STACK_CHUNKS;
+    if (frame_chunks_used > MAX_FRAME_CHUNKS)
+        frame_chunks_used = MAX_FRAME_CHUNKS;
+    memset(stack_chunks, 0, stack_chunks_used * sizeof(stack_chunks[0]));
+    memset(frame_chunks, 0, frame_chunks_used * sizeof(frame_chunks[0]));
+    stacks_used = 0;
+    frames_used = 0;
+    index_now = NULL;
+    table_bytes = 0;
 }
 
 void stack_set_skip_range(uintptr_t low, uintptr_t high)
@@ -99,92 +137,141 @@ uint64_t stack_hash(const uintptr_t *f, int depth)
     return h ? h : 1;
 }
 
-static int same_stack(const struct stack *s, const uintptr_t *f, int depth, uint64_t hash)
+static size_t index_bytes(uint32_t capacity)
 {
-    return s->hash == hash && s->depth == (uint32_t)depth &&
-           memcmp(frames + s->first_frame, f, depth * sizeof(*f)) == 0;
-}
-
-static int grow_index(void)
-{
-    uint32_t capacity = index_capacity ? index_capacity * 2 : 4096;
-    uint32_t *slots = pages_alloc(capacity * sizeof(*slots));
-    if (!slots)
-        return -1;
-    for (uint32_t id = 1; id <= stacks_used; id++) {
-        uint32_t i = (uint32_t)stacks[id - 1].hash & (capacity - 1);
-        while (slots[i])
-            i = (i + 1) & (capacity - 1);
-        slots[i] = id;
-    }
-    pages_free(index_slots, index_capacity * sizeof(*index_slots));
-    index_slots = slots;
-    index_capacity = capacity;
-    return 0;
-}
-
-static int reserve_stack_and_frames(int depth)
-{
-    if (stacks_used == stacks_capacity) {
-        uint32_t capacity = stacks_capacity ? stacks_capacity * 2 : 1024;
-        void *p = pages_grow(stacks, stacks_capacity * sizeof(*stacks), capacity * sizeof(*stacks));
-        if (!p)
-            return -1;
-        stacks = p;
-        stacks_capacity = capacity;
-    }
-    if (frames_used + depth > frames_capacity) {
-        uint64_t capacity = frames_capacity ? frames_capacity * 2 : 16384;
-        while (frames_used + depth > capacity)
-            capacity *= 2;
-        void *p = pages_grow(frames, frames_capacity * sizeof(*frames), capacity * sizeof(*frames));
-        if (!p)
-            return -1;
-        frames = p;
-        frames_capacity = capacity;
-    }
-    return 0;
-}
-
-uint32_t stack_intern(const uintptr_t *f, int depth, uint64_t hash)
-{
-    if ((stacks_used + 1) * 10 >= index_capacity * 7 && grow_index() < 0)
-        return 0;
-    uint32_t i = (uint32_t)hash & (index_capacity - 1);
-    for (; index_slots[i]; i = (i + 1) & (index_capacity - 1))
-        if (same_stack(&stacks[index_slots[i] - 1], f, depth, hash))
-            return index_slots[i];
-
-    if (reserve_stack_and_frames(depth) < 0)
-        return 0;
-    struct stack *s = &stacks[stacks_used];
-    memset(s, 0, sizeof(*s));
-    s->hash = hash;
-    s->depth = depth;
-    s->first_frame = frames_used;
-    memcpy(frames + frames_used, f, depth * sizeof(*f));
-    frames_used += depth;
-    index_slots[i] = ++stacks_used;
-    return stacks_used;
+    return sizeof(struct stack_index) + (size_t)capacity * sizeof(uint32_t);
 }
 
 struct stack *stack_get(uint32_t id)
 {
-    return id >= 1 && id <= stacks_used ? &stacks[id - 1] : NULL;
+    if (id == 0 || id > __atomic_load_n(&stacks_used, __ATOMIC_ACQUIRE))
+        return NULL;
+    return &stack_chunks[(id - 1) / STACK_CHUNK][(id - 1) % STACK_CHUNK];
 }
 
 const uintptr_t *stack_frames(const struct stack *stack)
 {
-    return frames + stack->first_frame;
+    return frame_chunks[stack->first_frame / FRAME_CHUNK] + stack->first_frame % FRAME_CHUNK;
+}
+
+static int same_stack(const struct stack *s, const uintptr_t *f, int depth, uint64_t hash)
+{
+    return s->hash == hash && s->depth == (uint32_t)depth &&
+           memcmp(stack_frames(s), f, depth * sizeof(*f)) == 0;
+}
+
+/* The id of this stack in `index`, or 0; sets *slot to where the probe ended. */
+static uint32_t look_up(const struct stack_index *index, const uintptr_t *f, int depth,
+                        uint64_t hash, uint32_t *slot)
+{
+    if (!index)
+        return 0;
+    uint32_t mask = index->capacity - 1;
+    uint32_t i = (uint32_t)hash & mask;
+    for (;; i = (i + 1) & mask) {
+        uint32_t id = __atomic_load_n(&index->slots[i], __ATOMIC_ACQUIRE);
+        if (id == 0)
+            break;
+        if (same_stack(stack_get(id), f, depth, hash))
+            return id;
+    }
+    if (slot)
+        *slot = i;
+    return 0;
+}
+
+/* Insert lock held. A new index twice the size, published whole. */
+static int grow_index(void)
+{
+    uint32_t capacity = index_now ? index_now->capacity * 2 : 4096;
+    struct stack_index *index = pages_alloc(index_bytes(capacity));
+    if (!index)
+        return -1;
+    index->capacity = capacity;
+    for (uint32_t id = 1; id <= stacks_used; id++) {
+        uint32_t i = (uint32_t)stack_get(id)->hash & (capacity - 1);
+        while (index->slots[i])
+            i = (i + 1) & (capacity - 1);
+        index->slots[i] = id;
+    }
+    table_bytes += index_bytes(capacity);
+    __atomic_store_n(&index_now, index, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Insert lock held. Room for one more stack record and `depth` frames. */
+static struct stack *reserve_stack(int depth)
+{
+    uint32_t chunk = stacks_used / STACK_CHUNK;
+    if (chunk >= MAX_STACK_CHUNKS)
+        return NULL;
+    if (!stack_chunks[chunk]) {
+        stack_chunks[chunk] = pages_alloc(STACK_CHUNK * sizeof(struct stack));
+        if (!stack_chunks[chunk])
+            return NULL;
+        table_bytes += STACK_CHUNK * sizeof(struct stack);
+    }
+    uint64_t at = frames_used;
+    if (at % FRAME_CHUNK + depth > FRAME_CHUNK)        /* would straddle: next chunk */
+        at = (at / FRAME_CHUNK + 1) * FRAME_CHUNK;
+    uint64_t frame_chunk = at / FRAME_CHUNK;
+    if (frame_chunk >= MAX_FRAME_CHUNKS)
+        return NULL;
+    if (!frame_chunks[frame_chunk]) {
+        frame_chunks[frame_chunk] = pages_alloc(FRAME_CHUNK * sizeof(uintptr_t));
+        if (!frame_chunks[frame_chunk])
+            return NULL;
+        table_bytes += FRAME_CHUNK * sizeof(uintptr_t);
+    }
+    frames_used = at;
+    struct stack *s = &stack_chunks[chunk][stacks_used % STACK_CHUNK];
+    memset(s, 0, sizeof(*s));
+    s->first_frame = at;
+    return s;
+}
+
+static uint32_t insert(const uintptr_t *f, int depth, uint64_t hash)
+{
+    uint32_t slot;
+    uint32_t id = look_up(index_now, f, depth, hash, &slot);
+    if (id)
+        return id;                                     /* another thread was first */
+    if ((stacks_used + 1) * 10 >= (index_now ? index_now->capacity : 0) * 7) {
+        if (grow_index() < 0)
+            return 0;
+        look_up(index_now, f, depth, hash, &slot);
+    }
+    struct stack *s = reserve_stack(depth);
+    if (!s)
+        return 0;
+    s->hash = hash;
+    s->depth = depth;
+    memcpy(frame_chunks[s->first_frame / FRAME_CHUNK] + s->first_frame % FRAME_CHUNK, f,
+           depth * sizeof(*f));
+    frames_used += depth;
+    id = stacks_used + 1;
+    __atomic_store_n(&stacks_used, id, __ATOMIC_RELEASE);
+    __atomic_store_n(&index_now->slots[slot], id, __ATOMIC_RELEASE);
+    return id;
+}
+
+uint32_t stack_intern(const uintptr_t *f, int depth, uint64_t hash)
+{
+    uint32_t id = look_up(__atomic_load_n(&index_now, __ATOMIC_ACQUIRE), f, depth, hash, NULL);
+    if (id)
+        return id;
+    pthread_mutex_lock(&insert_lock);
+    id = insert(f, depth, hash);
+    pthread_mutex_unlock(&insert_lock);
+    return id;
 }
 
 uint32_t stack_count(void)
 {
-    return stacks_used;
+    return __atomic_load_n(&stacks_used, __ATOMIC_ACQUIRE);
 }
 
 size_t stacks_memory_bytes(void)
 {
-    return stacks_capacity * sizeof(*stacks) + frames_capacity * sizeof(*frames) +
-           index_capacity * sizeof(*index_slots);
+    return table_bytes;
 }

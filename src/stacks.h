@@ -9,8 +9,11 @@
  * ids). Each stack also carries the running totals of the blocks it allocated,
  * so reports and growth detection never have to walk every live block.
  *
- * stack_intern() and stack_get() need the tracker's lock; stack_capture() and
- * stack_hash() need nothing. */
+ * No lock is needed to call any of these: stack_intern() finds a known stack
+ * without one and takes the table's own lock only to add a new one; records
+ * and frames never move once published. The totals in `stats` are changed
+ * with atomic operations by the tracker, under the lock of the block's
+ * registry shard, so with every shard locked (tracker_lock) they are still. */
 #ifndef CUMEMTRACE_STACKS_H
 #define CUMEMTRACE_STACKS_H
 
@@ -32,13 +35,17 @@ struct stack_growth {
     uint32_t rises, falls;             /* samples where it was above / below the one before */
 };
 
+/* 128 bytes: what lookups read (hash, depth, frames) and growth, changed
+ * only with every shard locked, share the first cache line; the totals that
+ * every allocation changes have the second to themselves, so threads
+ * allocating from one site do not slow each other's lookups down. */
 struct stack {
     uint64_t hash;
     uint64_t first_frame;              /* index into the frame array */
     uint32_t depth;
     uint32_t reserved;
-    struct stack_stats stats;
     struct stack_growth growth;
+    _Alignas(64) struct stack_stats stats;
 };
 
 void stacks_init(void);

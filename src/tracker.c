@@ -1,8 +1,23 @@
 /* tracker.c - the core's bookkeeping of CUDA memory events (see tracker.h).
  *
- * One mutex guards the registry, the stack table, the counters and the small
- * tables here. Work done under it is table updates only: stacks are captured
- * before it is taken, symbols are resolved only when a report is written. */
+ * Locking. There is no process-wide lock on the hot path:
+ * - A block's record is guarded by the lock of its registry shard (64 shards
+ *   by a hash of the address): tracker_alloc and take hold one shard lock,
+ *   for table updates only. Stacks are captured and interned before it is
+ *   taken (the stack table is read without a lock, stacks.c); symbols are
+ *   resolved only when a report is written.
+ * - Counters (counters.c), per-stack totals and the figures in `tracker`
+ *   that the hot path changes are changed only while holding a shard lock:
+ *   atomically where every thread shares them (current bytes and their
+ *   peaks, a stack's totals, the allocation sequence), per shard or per
+ *   thread where they can be summed later (freed totals, calls per API).
+ * - tracker_lock() takes every shard lock, in order: with it held, nothing
+ *   above moves. Reports, growth samples, marks, failures, context teardown
+ *   and unmaps of address ranges take it; the crash dump tries it.
+ * - tables_lock guards adding to the thread and handle tables; it is taken
+ *   inside a shard lock, and only for a thread's first event or a new handle.
+ * Lock order: shards (in index order), then the stack table's insert lock or
+ * tables_lock. oom_lock is taken with none of these held. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +46,7 @@
 
 struct tracker_state tracker;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int initialized;
 static pid_t exit_report_pid;
@@ -41,6 +56,31 @@ struct thread_state {
     uint8_t inside;        /* inside the tracer: CUDA calls pass through */
 };
 static __thread struct thread_state this_thread;
+
+/* Calls and allocations per entry point: every event counts one, so they are
+ * kept in stripes and summed when read (tracker_api_totals; the arrays in
+ * `tracker` stay zero). Threads 1 to API_STRIPES - 1 each own a stripe and
+ * add to it with plain stores (one writer, no lock prefix); the others, and a
+ * thread before its first recorded event (number 0), share stripe 0 and add
+ * atomically. Thread numbers are never reused. */
+#define API_STRIPES 64
+struct api_stripe {
+    _Alignas(64) uint64_t calls[MAX_APIS];
+    uint64_t allocations[MAX_APIS];
+};
+static struct api_stripe api_stripes[API_STRIPES];
+
+static void count_in_stripe(int api, int allocation)
+{
+    uint32_t number = this_thread.number;
+    struct api_stripe *stripe = &api_stripes[number < API_STRIPES ? number : 0];
+    uint64_t *counter = allocation ? &stripe->allocations[api] : &stripe->calls[api];
+    if (number != 0 && number < API_STRIPES)
+        __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1,
+                         __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
 
 static uint64_t monotonic_ns(void)
 {
@@ -56,6 +96,7 @@ uint32_t tracker_now_ms(void)
 
 static void reset_state(void)
 {
+    memset(api_stripes, 0, sizeof(api_stripes));
     registry_reset();
     stacks_reset();
     counters_reset();
@@ -132,17 +173,18 @@ void tracker_leave(void)
 
 void tracker_lock(void)
 {
-    pthread_mutex_lock(&lock);
+    registry_lock_all();
 }
 
 void tracker_unlock(void)
 {
-    pthread_mutex_unlock(&lock);
+    registry_unlock_all();
 }
 
+/* From the crash dump's signal handler: tries, never waits. */
 int tracker_trylock(void)
 {
-    return pthread_mutex_trylock(&lock) == 0;
+    return registry_trylock_all();
 }
 
 int tracker_inside(void)
@@ -150,36 +192,82 @@ int tracker_inside(void)
     return this_thread.inside;
 }
 
-/* Called with the lock held: this thread's number, registering it on first use. */
+/* Called with a shard lock held: this thread's number, registering it on
+ * first use. The tables only grow, and only with a shard lock and
+ * tables_lock held, so they are still while tracker_lock() is held. */
 static uint16_t thread_number(void)
 {
-    if (this_thread.number == 0 && tracker.threads && tracker.threads_used < MAX_THREADS) {
-        struct thread_info *info = &tracker.threads[tracker.threads_used];
+    if (this_thread.number != 0 || !tracker.threads)
+        return this_thread.number;
+    pthread_mutex_lock(&tables_lock);
+    uint32_t used = tracker.threads_used;
+    if (used < MAX_THREADS) {
+        struct thread_info *info = &tracker.threads[used];
         info->tid = (int)syscall(SYS_gettid);
         pthread_getname_np(pthread_self(), info->name, sizeof(info->name));
-        this_thread.number = (uint16_t)++tracker.threads_used;
+        this_thread.number = (uint16_t)(used + 1);
+        __atomic_store_n(&tracker.threads_used, used + 1, __ATOMIC_RELEASE);
     }
+    pthread_mutex_unlock(&tables_lock);
     return this_thread.number;
 }
 
-/* Called with the lock held: a small number for a stream or pool handle. */
+static uint16_t find_handle(uint64_t handle, uint32_t used)
+{
+    for (uint32_t i = used; i > 0; i--)
+        if (tracker.handles[i - 1] == handle)
+            return (uint16_t)i;
+    return 0;
+}
+
+/* Called with a shard lock held: a small number for a stream or pool handle.
+ * Handles once added never change: a known one is found without tables_lock. */
 static uint16_t handle_number(uint64_t handle)
 {
     if (handle == 0 || !tracker.handles)
         return 0;
-    for (uint32_t i = tracker.handles_used; i > 0; i--)
-        if (tracker.handles[i - 1] == handle)
-            return (uint16_t)i;
-    if (tracker.handles_used >= MAX_HANDLES)
-        return 0;
-    tracker.handles[tracker.handles_used++] = handle;
-    return (uint16_t)tracker.handles_used;
+    uint16_t number = find_handle(handle, __atomic_load_n(&tracker.handles_used, __ATOMIC_ACQUIRE));
+    if (number)
+        return number;
+    pthread_mutex_lock(&tables_lock);
+    uint32_t used = tracker.handles_used;
+    number = find_handle(handle, used);
+    if (!number && used < MAX_HANDLES) {
+        tracker.handles[used] = handle;
+        number = (uint16_t)(used + 1);
+        __atomic_store_n(&tracker.handles_used, used + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&tables_lock);
+    return number;
+}
+
+static void count(uint64_t *counter, int64_t amount)
+{
+    __atomic_fetch_add(counter, (uint64_t)amount, __ATOMIC_RELAXED);
+}
+
+static void note_traced(void)
+{
+    if (!__atomic_load_n(&tracker.traced, __ATOMIC_RELAXED))
+        __atomic_store_n(&tracker.traced, 1, __ATOMIC_RELAXED);
 }
 
 void tracker_count_call(int api)
 {
     if (api >= 0 && api < MAX_APIS)
-        __atomic_fetch_add(&tracker.api_calls[api], 1, __ATOMIC_RELAXED);
+        count_in_stripe(api, 0);
+}
+
+void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS])
+{
+    for (int api = 0; api < MAX_APIS; api++) {
+        calls[api] = allocations[api] = 0;
+        for (int i = 0; i < API_STRIPES; i++) {
+            calls[api] += __atomic_load_n(&api_stripes[i].calls[api], __ATOMIC_RELAXED);
+            allocations[api] +=
+                __atomic_load_n(&api_stripes[i].allocations[api], __ATOMIC_RELAXED);
+        }
+    }
 }
 
 void tracker_lost(enum lost_reason reason)
@@ -187,38 +275,41 @@ void tracker_lost(enum lost_reason reason)
     __atomic_fetch_add(&tracker.lost[reason], 1, __ATOMIC_RELAXED);
 }
 
+/* A stack's totals: blocks of one stack live in every shard, so atomic. */
 static void stats_on_alloc(struct stack_stats *s, uint64_t size)
 {
-    s->live_bytes += size;
-    s->live_blocks++;
-    s->allocations++;
-    s->allocated_bytes += size;
-    if (s->live_bytes > s->peak_live_bytes)
-        s->peak_live_bytes = s->live_bytes;
+    uint64_t live = __atomic_add_fetch(&s->live_bytes, size, __ATOMIC_RELAXED);
+    count(&s->live_blocks, 1);
+    count(&s->allocations, 1);
+    count(&s->allocated_bytes, (int64_t)size);
+    uint64_t peak = __atomic_load_n(&s->peak_live_bytes, __ATOMIC_RELAXED);
+    while (live > peak && !__atomic_compare_exchange_n(&s->peak_live_bytes, &peak, live, 1,
+                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 }
 
 static void stats_on_free(struct stack_stats *s, uint64_t size, int implicit)
 {
-    s->live_bytes -= size;
-    s->live_blocks--;
+    count(&s->live_bytes, -(int64_t)size);
+    count(&s->live_blocks, -1);
     if (implicit) {
-        s->implicit_bytes += size;
-        s->implicit_blocks++;
+        count(&s->implicit_bytes, (int64_t)size);
+        count(&s->implicit_blocks, 1);
     }
 }
 
-/* Unlink a block and account for its end. Lock held. */
+/* Unlink a block and account for its end. Its shard's lock held. */
 static void forget_block(struct block *b, int implicit)
 {
     struct stack *s = stack_get(b->stack_id);
     registry_unlink(b);
-    counters_on_free(b->device, block_kind(b), b->size, implicit);
+    counters_on_free(registry_shard(b->key), b->device, block_kind(b), b->size, implicit);
     timeline_record(implicit ? TIMELINE_FREE_IMPLICIT : TIMELINE_FREE, block_value(b), b->size,
                     b->device, block_kind(b), b->api, b->stack_id);
     if (s)
         stats_on_free(&s->stats, b->size, implicit);
     if (b->kind & BLOCK_FROM_RUNTIME)
-        tracker.runtime_blocks--;
+        count(&tracker.runtime_blocks, -1);
 }
 
 /* ---- out-of-memory reports ---------------------------------------------
@@ -257,12 +348,7 @@ static void check_retry(uint64_t size, int succeeded)
     if (!__atomic_load_n(&pending_oom.active, __ATOMIC_ACQUIRE) ||
         pending_oom.thread != this_thread.number || pending_oom.size != size)
         return;
-    pthread_mutex_lock(&lock);
-    if (succeeded)
-        tracker.oom_retries_succeeded++;
-    else
-        tracker.oom_retries_failed++;
-    pthread_mutex_unlock(&lock);
+    count(succeeded ? &tracker.oom_retries_succeeded : &tracker.oom_retries_failed, 1);
     finish_pending_oom(succeeded ? RETRY_SUCCEEDED : RETRY_FAILED);
 }
 
@@ -312,6 +398,48 @@ static void ensure_exit_handler(void)
         atexit(tracker_report_at_exit);
 }
 
+/* Time samples of the stacks' growth need every shard: taken here, with no
+ * shard lock held, by a thread that finds one due (growth_tick checks again). */
+static void sample_growth_if_due(uint32_t now)
+{
+    if (!growth_due(now))
+        return;
+    tracker_lock();
+    growth_tick(now);
+    tracker_unlock();
+}
+
+/* A new record's fields. Its shard's lock held. */
+static void fill_block(struct block *b, const struct allocation *a, uint32_t stack_id,
+                       uint32_t now)
+{
+    b->size = a->size;
+    b->sequence = __atomic_add_fetch(&tracker.sequence, 1, __ATOMIC_RELAXED);
+    b->stack_id = stack_id;
+    b->time_ms = now;
+    b->handle = handle_number(a->handle);
+    b->thread = thread_number();
+    b->device = (int8_t)(a->device >= -1 && a->device < 127 ? a->device : -1);
+    b->kind = (uint8_t)a->kind;
+    b->api = (uint8_t)a->api;
+    b->context = (uint8_t)a->context;
+}
+
+/* Count a block just added. Its shard's lock held. */
+static void account_alloc(const struct block *b, int api)
+{
+    counters_on_alloc(b->device, block_kind(b), b->size);
+    timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b), b->api,
+                    b->stack_id);
+    struct stack *s = stack_get(b->stack_id);
+    if (s)
+        stats_on_alloc(&s->stats, b->size);
+    if (api >= 0 && api < MAX_APIS)
+        count_in_stripe(api, 1);
+    if (b->kind & BLOCK_FROM_RUNTIME)
+        count(&tracker.runtime_blocks, 1);
+}
+
 void tracker_alloc(const struct allocation *a)
 {
     if (!enter())
@@ -320,56 +448,33 @@ void tracker_alloc(const struct allocation *a)
     int depth = 0;
     if (config.depth > 0 && a->size >= config.min_size)
         depth = python_capture(frames, stack_capture(frames, config.depth), CONFIG_MAX_DEPTH);
-    uint64_t hash = stack_hash(frames, depth);
-    int kind = a->kind & BLOCK_KIND_MASK;
-    uint64_t key = block_key(a->value, kind_space(kind));
+    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
+    uint64_t key = block_key(a->value, kind_space(a->kind & BLOCK_KIND_MASK));
     uint32_t now = tracker_now_ms();
     check_retry(a->size, 1);
+    note_traced();
 
-    pthread_mutex_lock(&lock);
-    tracker.traced = 1;
+    registry_lock(key);
     struct block *old = registry_find(key);
     if (old) {              /* we missed its free: the address was reused */
         forget_block(old, 0);
         registry_release(old);
-        tracker.lost[LOST_MISSED_FREE]++;
+        tracker_lost(LOST_MISSED_FREE);
     }
-    struct block *b = registry_new();
-    if (!b) {
-        tracker.lost[LOST_NO_MEMORY]++;
-        pthread_mutex_unlock(&lock);
-        leave();
-        return;
+    struct block *b = registry_new(key);
+    if (b) {
+        fill_block(b, a, stack_id, now);
+        if (registry_add(b) < 0) {
+            registry_release(b);
+            b = NULL;
+        }
     }
-    b->key = key;
-    b->size = a->size;
-    b->sequence = ++tracker.sequence;
-    b->stack_id = stack_intern(frames, depth, hash);
-    b->time_ms = now;
-    b->handle = handle_number(a->handle);
-    b->thread = thread_number();
-    b->device = (int8_t)(a->device >= -1 && a->device < 127 ? a->device : -1);
-    b->kind = (uint8_t)a->kind;
-    b->api = (uint8_t)a->api;
-    b->context = (uint8_t)a->context;
-    if (registry_add(b) < 0) {
-        registry_release(b);
-        tracker.lost[LOST_NO_MEMORY]++;
-        pthread_mutex_unlock(&lock);
-        leave();
-        return;
-    }
-    counters_on_alloc(b->device, kind, b->size);
-    timeline_record(TIMELINE_ALLOC, a->value, b->size, b->device, kind, b->api, b->stack_id);
-    struct stack *s = stack_get(b->stack_id);
-    if (s)
-        stats_on_alloc(&s->stats, b->size);
-    growth_tick(now);
-    if (a->api >= 0 && a->api < MAX_APIS)
-        tracker.api_allocations[a->api]++;
-    if (b->kind & BLOCK_FROM_RUNTIME)
-        tracker.runtime_blocks++;
-    pthread_mutex_unlock(&lock);
+    if (b)
+        account_alloc(b, a->api);
+    else
+        tracker_lost(LOST_NO_MEMORY);
+    registry_unlock(key);
+    sample_growth_if_due(now);
     ensure_exit_handler();
     leave();
 }
@@ -379,7 +484,7 @@ static int take(uint64_t value, int space, int flag, struct block *saved)
     if (!enter())
         return 0;
     uint64_t key = block_key(value, space);
-    pthread_mutex_lock(&lock);
+    registry_lock(key);
     struct block *b = registry_find(key);
     if (b && flag && !(b->kind & flag))
         b = NULL;
@@ -388,9 +493,9 @@ static int take(uint64_t value, int space, int flag, struct block *saved)
         forget_block(b, 0);
         registry_release(b);
     } else if (!flag) {
-        tracker.lost[LOST_UNKNOWN_FREE]++;
+        tracker_lost(LOST_UNKNOWN_FREE);
     }
-    pthread_mutex_unlock(&lock);
+    registry_unlock(key);
     leave();
     return b != NULL;
 }
@@ -409,10 +514,11 @@ int tracker_device_of(uint64_t value, int space)
 {
     if (!enter())
         return -1;
-    pthread_mutex_lock(&lock);
-    struct block *b = registry_find(block_key(value, space));
+    uint64_t key = block_key(value, space);
+    registry_lock(key);
+    struct block *b = registry_find(key);
     int device = b ? b->device : -1;
-    pthread_mutex_unlock(&lock);
+    registry_unlock(key);
     leave();
     return device;
 }
@@ -421,11 +527,10 @@ void tracker_put_back(const struct block *saved)
 {
     if (!enter())
         return;
-    pthread_mutex_lock(&lock);
-    struct block *b = registry_find(saved->key) ? NULL : registry_new();
+    registry_lock(saved->key);
+    struct block *b = registry_find(saved->key) ? NULL : registry_new(saved->key);
     if (b) {
         *b = *saved;
-        memset(&b->hh, 0, sizeof(b->hh));
         if (registry_add(b) < 0) {
             registry_release(b);
             b = NULL;
@@ -433,31 +538,18 @@ void tracker_put_back(const struct block *saved)
     }
     if (b) {
         /* Undo the free: the block was never gone. */
-        counters_on_alloc(b->device, block_kind(b), b->size);
+        counters_on_restore(registry_shard(b->key), b->device, block_kind(b), b->size);
         timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b),
                         b->api, b->stack_id);
-        int slot = counters_slot(b->device);
-        struct counters *c = &counter_table.sets[slot][block_kind(b)];
-        c->bytes_allocated -= b->size;
-        c->blocks_allocated--;
-        c->bytes_freed -= b->size;
-        c->blocks_freed--;
-        if (kind_uses_device_memory(block_kind(b))) {
-            c = &counter_table.sets[slot][COUNTER_DEVICE_MEMORY];
-            c->bytes_allocated -= b->size;
-            c->blocks_allocated--;
-            c->bytes_freed -= b->size;
-            c->blocks_freed--;
-        }
         struct stack *s = stack_get(b->stack_id);
         if (s) {
-            s->stats.live_bytes += b->size;
-            s->stats.live_blocks++;
+            count(&s->stats.live_bytes, (int64_t)b->size);
+            count(&s->stats.live_blocks, 1);
         }
         if (b->kind & BLOCK_FROM_RUNTIME)
-            tracker.runtime_blocks++;
+            count(&tracker.runtime_blocks, 1);
     }
-    pthread_mutex_unlock(&lock);
+    registry_unlock(saved->key);
     leave();
 }
 
@@ -466,7 +558,7 @@ void tracker_take_range(int space, uint64_t start, uint64_t size)
     uint64_t end = start + size;
     if (!enter())
         return;
-    pthread_mutex_lock(&lock);
+    tracker_lock();         /* the range may span shards */
     uint64_t at = start;
     while (at < end) {
         struct block *b = registry_find(block_key(at, space));
@@ -477,9 +569,8 @@ void tracker_take_range(int space, uint64_t start, uint64_t size)
         registry_release(b);
     }
     if (at < end) {         /* not back to back: look at every block */
-        struct block *b = registry_first(), *next;
-        for (; b; b = next) {
-            next = registry_next(b);
+        struct registry_cursor cursor;
+        for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
             uint64_t value = block_value(b);
             if (kind_space(block_kind(b)) == space && value >= at && value < end) {
                 forget_block(b, 0);
@@ -487,7 +578,7 @@ void tracker_take_range(int space, uint64_t start, uint64_t size)
             }
         }
     }
-    pthread_mutex_unlock(&lock);
+    tracker_unlock();
     leave();
 }
 
@@ -499,11 +590,11 @@ void tracker_failure(const struct allocation *a, int code, int oom)
     int depth = config.depth > 0
                     ? python_capture(frames, stack_capture(frames, config.depth), CONFIG_MAX_DEPTH)
                     : 0;
-    uint64_t hash = stack_hash(frames, depth);
+    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
     int kind = a->kind & BLOCK_KIND_MASK;
+    note_traced();
 
-    pthread_mutex_lock(&lock);
-    tracker.traced = 1;
+    tracker_lock();         /* rare: the failure ring and its counters, all at once */
     counters_on_failure(a->device, kind, oom);
     if (a->api >= 0 && a->api < MAX_APIS)
         tracker.api_failures[a->api]++;
@@ -514,13 +605,12 @@ void tracker_failure(const struct allocation *a, int code, int oom)
     f->api = a->api;
     f->code = code;
     f->oom = oom;
-    f->stack_id = stack_intern(frames, depth, hash);
+    f->stack_id = stack_id;
     f->time_ms = tracker_now_ms();
     f->thread = thread_number();
-    uint32_t stack_id = f->stack_id;
     timeline_record(oom ? TIMELINE_OOM : TIMELINE_FAILURE, a->value, a->size, a->device, kind,
                     a->api, stack_id);
-    pthread_mutex_unlock(&lock);
+    tracker_unlock();
     ensure_exit_handler();
     check_retry(a->size, 0);
     if (oom)
@@ -532,16 +622,15 @@ void tracker_context_gone(int context)
 {
     if (context <= 0 || !enter())
         return;
-    pthread_mutex_lock(&lock);
-    struct block *b = registry_first(), *next;
-    for (; b; b = next) {
-        next = registry_next(b);
+    tracker_lock();
+    struct registry_cursor cursor;
+    for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
         if (b->context == context && kind_freed_by_context(block_kind(b))) {
             forget_block(b, 1);
             registry_release(b);
         }
     }
-    pthread_mutex_unlock(&lock);
+    tracker_unlock();
     leave();
 }
 
@@ -549,7 +638,7 @@ void tracker_mark(const char *label)
 {
     if (!enter())
         return;
-    pthread_mutex_lock(&lock);
+    tracker_lock();
     struct mark *m = &tracker.marks[tracker.marks_total++ % MARK_RING];
     snprintf(m->label, sizeof(m->label), "%s", label);
     m->time_ms = tracker_now_ms();
@@ -559,7 +648,7 @@ void tracker_mark(const char *label)
         m->device_bytes += counter_table.sets[slot][COUNTER_DEVICE_MEMORY].bytes_current;
     growth_sample(m->time_ms, 1);
     timeline_record(TIMELINE_MARK, 0, tracker.marks_total, -1, 0, 0, 0);
-    pthread_mutex_unlock(&lock);
+    tracker_unlock();
     leave();
 }
 
@@ -639,23 +728,28 @@ void tracker_report_at_exit(void)
     tracker_report("exit");
 }
 
+/* Every shard is held across fork, so the parent's tables are whole while it
+ * is copied. tables_lock and the stack table's insert lock are not: the child
+ * starts with empty tables and new locks anyway. */
 void tracker_fork_prepare(void)
 {
-    pthread_mutex_lock(&lock);
+    registry_lock_all();
 }
 
 void tracker_fork_parent(void)
 {
-    pthread_mutex_unlock(&lock);
+    registry_unlock_all();
 }
 
 /* The child has one thread and no CUDA context: it starts with empty tables
  * and reports under its own pid, only if it makes CUDA calls of its own. */
 void tracker_fork_child(void)
 {
-    pthread_mutex_init(&lock, NULL);
+    pthread_mutex_init(&tables_lock, NULL);
     if (initialized)
         reset_state();
+    else
+        registry_init();    /* unlocks: the shards were taken before fork */
     this_thread.number = 0;
     torch_stats_reset();
 }

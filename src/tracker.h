@@ -1,9 +1,10 @@
 /* tracker.h - what the interposition layer tells the core.
  *
  * The preload layer calls these around each real CUDA call; the tracker turns
- * them into registry records, stack statistics and counters under one lock.
- * The hot path (tracker_alloc, tracker_take) captures the stack first, then
- * takes the lock only for table updates.
+ * them into registry records, stack statistics and counters. The hot path
+ * (tracker_alloc, tracker_take) captures and interns the stack first, then
+ * takes the lock of one registry shard (the block's) only for table updates;
+ * threads working on different addresses do not wait for each other.
  *
  * Rule from the native heap profilers: a block leaves the registry *before*
  * the real free runs (tracker_take), otherwise another thread may be handed
@@ -70,6 +71,8 @@ int tracker_enter(void);
 void tracker_leave(void);
 
 void tracker_count_call(int api);
+/* The calls and allocations per entry point, summed (tracker's are zero). */
+void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS]);
 void tracker_alloc(const struct allocation *a);
 int tracker_take(uint64_t value, int space, struct block *saved);
 /* The same, only if the block carries `flag` (e.g. BLOCK_FROM_RUNTIME). */
@@ -106,16 +109,18 @@ void tracker_fork_prepare(void);
 void tracker_fork_parent(void);
 void tracker_fork_child(void);
 
-/* For report.c: the state behind the lock. */
+/* For reports, growth samples and the crash dump: every registry shard's
+ * lock, in order. While it is held the registry, the stack totals, the
+ * counters and `tracker` below are still. */
 void tracker_lock(void);
 void tracker_unlock(void);
-int tracker_trylock(void);     /* 1 if taken; for the crash dump */
+int tracker_trylock(void);     /* 1 if all taken (never waits); for the crash dump */
 int tracker_inside(void);      /* this thread is inside the tracer */
 struct tracker_state {
     uint64_t sequence;
     uint64_t lost[LOST_COUNT];
-    uint64_t api_calls[MAX_APIS];
-    uint64_t api_allocations[MAX_APIS];
+    uint64_t api_calls[MAX_APIS];          /* zero here: see tracker_api_totals */
+    uint64_t api_allocations[MAX_APIS];    /* zero here: see tracker_api_totals */
     uint64_t api_failures[MAX_APIS];
     const char *const *api_names;
     int api_count;

@@ -287,6 +287,54 @@ def case_threads():
           f"nothing lost: {report['tracer']['lost']}")
 
 
+def case_threads_snapshot():
+    """8 threads allocate and free while snapshots are taken: each snapshot is
+    one picture (taken with every registry shard locked), the end is exact."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-snaps-")
+    out, err, reports, _ = run("tests/threads_snapshot", [directory])
+    report = only(reports)
+    threads = 8
+    words = out.split()
+    total = int(words[words.index("allocations") - 1]) if "allocations" in words else -1
+    kinds = ("device", "stream_ordered")
+    allocated = sum(device_counters(report, 0, k)["allocation"]["allocated"] for k in kinds)
+    freed = sum(device_counters(report, 0, k)["allocation"]["freed"] for k in kinds)
+    check(allocated == total, f"allocated: {allocated}, expected {total}")
+    check(freed == total - threads, f"freed: {freed}, expected {total - threads}")
+    check(report["blocks"]["total"] == threads, f"live at exit: {report['blocks']['total']}")
+    check(entry_point(report, "cudaMalloc")["allocations"] == total // 2, "half cudaMalloc")
+    check(entry_point(report, "cudaMallocAsync")["allocations"] == total // 2,
+          "half cudaMallocAsync")
+    check(all(value == 0 for value in report["tracer"]["lost"].values()),
+          f"nothing lost: {report['tracer']['lost']}")
+    snapshots = []
+    for name in sorted(glob.glob(os.path.join(directory, "snap-*.json"))):
+        with open(name) as handle:
+            snapshots.append(json.load(handle))
+        validate(snapshots[-1], name)
+    check(len(snapshots) == 10, f"10 snapshots: {len(snapshots)}")
+    for number, snap in enumerate(snapshots):
+        items = snap["blocks"]["items"]
+        live_bytes = sum(item["size"] for item in items)
+        zero = {"allocated_bytes": {"current": 0, "peak": 0, "allocated": 0, "freed": 0},
+                "allocation": {"current": 0}}
+        counters = [device_counters(snap, 0, k) or zero for k in kinds]   # before any block
+        current = sum(c["allocated_bytes"]["current"] for c in counters)
+        blocks = sum(c["allocation"]["current"] for c in counters)
+        check(snap["blocks"]["listed"] == snap["blocks"]["total"] == len(items) == blocks,
+              f"snapshot {number}: blocks {snap['blocks']} vs counters {blocks}")
+        check(live_bytes == current, f"snapshot {number}: blocks hold {live_bytes} bytes, "
+              f"counters say {current}")
+        stacks = sum(stack["live_bytes"] for stack in snap["stacks"])
+        check(stacks == current, f"snapshot {number}: stacks hold {stacks}, counters {current}")
+        for c in counters:
+            bytes_ = c["allocated_bytes"]
+            check(bytes_["allocated"] == bytes_["current"] + bytes_["freed"]
+                  and bytes_["peak"] >= bytes_["current"],
+                  f"snapshot {number}: counters add up: {bytes_}")
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 def case_fork():
     out, err, reports, _ = run("tests/fork_child")
     check(len(reports) == 2, f"two reports (parent, child): {len(reports)}")

@@ -11,7 +11,9 @@
 
 static struct counters *set(int device, int kind)
 {
-    return &counter_table.sets[counters_slot(device)][kind];
+    static struct counter_table now;
+    counters_snapshot(&now);
+    return &now.sets[counters_slot(device)][kind];
 }
 
 static void allocate(uint64_t value, uint64_t size, int kind, int device, int context)
