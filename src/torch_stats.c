@@ -12,10 +12,11 @@
  * before 3.12 a call queued from a thread that is not the main one is not
  * noticed until something else interrupts the eval loop.)
  *
- * At the first reading it registers a Python atexit hook. The hook runs on
- * the main thread before the interpreter is finalized, reads the counters a
- * last time, and tells the thread to stop: the C exit report, written after
- * finalization, shows those final figures.
+ * The first time it holds the GIL it registers a Python atexit hook, torch or
+ * not. The hook runs on the main thread before the interpreter is finalized,
+ * reads the counters a last time, and tells the thread to stop taking the
+ * GIL (PyGILState_Ensure once finalization is under way is not safe): the C
+ * exit report, written after finalization, shows those final figures.
  *
  * Nothing happens unless `torch` is already in sys.modules and
  * torch.cuda.is_initialized(): we never import a module or initialize CUDA.
@@ -239,8 +240,12 @@ static void read_with_gil(void)
         if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
             PyObject *type, *value, *traceback;
             py.fetch(&type, &value, &traceback);
-            if (read_counters(&reading) == 0 && !hook_registered)
+            /* The hook goes in at the first chance, torch or not: it is what
+             * tells this thread to stop taking the GIL before Python is
+             * finalized (PyGILState_Ensure after that is not safe). */
+            if (!hook_registered)
                 register_exit_hook();
+            read_counters(&reading);
             py.clear();
             py.restore(type, value, traceback);
         }
