@@ -135,6 +135,15 @@ static void write_counter_row(struct out *out, const char *label, const struct c
                (unsigned long long)c->failures, (unsigned long long)c->ooms);
 }
 
+/* " [nccl: communication buffers]" for a stack allocated through a library. */
+static void write_label(const struct report *r, struct out *out, uint32_t stack_id)
+{
+    const char *label = report_stack_label(r, stack_id);
+    if (label)
+        out_printf(out, " [%s%s]", label,
+                   strcmp(label, "nccl") == 0 ? ": communication buffers" : "");
+}
+
 /* A stream-ordered pool: figures are reserved, its peak, used, its peak. */
 static void write_pool(struct out *out, const char *label, const uint64_t *figures)
 {
@@ -165,7 +174,7 @@ static void write_torch_device(const struct report *r, struct out *out, int devi
         if (t[i] == TORCH_MISSING)
             continue;
         out_printf(out, "%s %s ", i ? ";" : "", torch_figure_name(i));
-        if (i == TORCH_ALLOC_RETRIES || i == TORCH_OOMS)
+        if (i == TORCH_ALLOC_RETRIES || i == TORCH_OOMS || i == TORCH_INACTIVE_SPLIT_BLOCKS)
             out_printf(out, "%llu", (unsigned long long)t[i]);
         else
             out_bytes(out, t[i]);
@@ -239,10 +248,7 @@ static void write_live(const struct report *r, struct out *out, int brief)
                    kind_name(g->kind), g->blocks == 1 ? "" : "s", report_api_name(r, g->api));
         if (g->device >= 0)
             out_printf(out, " on device %d", g->device);
-        const char *label = report_stack_label(r, g->stack_id);
-        if (label)
-            out_printf(out, " [%s%s]", label,
-                       strcmp(label, "nccl") == 0 ? ": communication buffers" : "");
+        write_label(r, out, g->stack_id);
         out_printf(out, ", largest ");
         out_bytes(out, g->largest);
         out_printf(out, ", oldest from %.1f s\n", g->oldest_ms / 1000.0);
@@ -351,7 +357,9 @@ static void write_peaks(const struct report *r, struct out *out, int brief)
         out_bytes(out, s->live_bytes);
         out_printf(out, "; %llu allocations, ", (unsigned long long)s->allocations);
         out_bytes(out, s->allocated_bytes);
-        out_str(out, " in total\n");
+        out_str(out, " in total");
+        write_label(r, out, r->by_peak[i]);
+        out_str(out, "\n");
         write_stack(r, out, r->by_peak[i], brief);
     }
 }
