@@ -2,8 +2,8 @@
  *
  *   cumemtrace run [options] -- COMMAND [ARGS...]   trace a command
  *   cumemtrace report FILE [--format text|json] [-o PATH]
- *   cumemtrace html FILE -o PATH                     (when built in)
- *   cumemtrace export --format NAME FILE -o PATH     (when built in)
+ *   cumemtrace html FILE -o PATH
+ *   cumemtrace export --format NAME FILE -o PATH
  *   cumemtrace diff A B                              what grew, by stack (cli_diff.c)
  *   cumemtrace merge FILES...                        one view across ranks (cli_merge.c)
  *   cumemtrace symbolize DUMP [options]              turn a crash dump into reports
@@ -187,8 +187,7 @@ static const char html_usage[] =
     "usage: cumemtrace html FILE -o PATH\n"
     "\n"
     "Writes the HTML report of FILE (a JSON report or a crash dump) to PATH.\n"
-    "exit status: 0 success, 1 usage error, 2 unreadable input, unwritable output,\n"
-    "             or HTML not built into this cumemtrace\n";
+    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
 
 static const char export_usage[] =
     "usage: cumemtrace export --format folded|perfetto|memviz FILE -o PATH\n"
@@ -197,8 +196,7 @@ static const char export_usage[] =
     "  folded     folded stacks, for flamegraph.pl and speedscope\n"
     "  perfetto   a Chrome trace / Perfetto JSON with counter tracks\n"
     "  memviz     a snapshot for PyTorch's memory_viz page\n"
-    "exit status: 0 success, 1 usage error, 2 unreadable input, unwritable output,\n"
-    "             or that format not built into this cumemtrace\n";
+    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
 
 static int wants_help(int argc, char **argv)
 {
@@ -241,6 +239,22 @@ static int parse_file_options(const char *command, int argc, char **argv,
     return CLI_OK;
 }
 
+/* A report read from FILE (JSON or dump), or NULL after a one-line message. */
+static struct loaded_report *load_file(const char *file)
+{
+    struct loaded_report *loaded = malloc(sizeof(*loaded));
+    if (!loaded) {
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        return NULL;
+    }
+    if (cli_load(file, loaded) < 0) {
+        report_unload(loaded);
+        free(loaded);
+        return NULL;
+    }
+    return loaded;
+}
+
 static int command_report(int argc, char **argv)
 {
     struct file_options o = {NULL, "text", NULL};
@@ -250,16 +264,9 @@ static int command_report(int argc, char **argv)
     int json = strcmp(o.format, "json") == 0;
     if (!json && strcmp(o.format, "text") != 0)
         return cli_usage_error("report", "--format takes text or json", o.format);
-    struct loaded_report *loaded = malloc(sizeof(*loaded));
-    if (!loaded) {
-        fprintf(stderr, "cumemtrace: out of memory\n");
+    struct loaded_report *loaded = load_file(o.file);
+    if (!loaded)
         return CLI_UNREADABLE;
-    }
-    if (cli_load(o.file, loaded) < 0) {
-        report_unload(loaded);
-        free(loaded);
-        return CLI_UNREADABLE;
-    }
     if (loaded->from_dump && !loaded->report.dump_complete)
         fprintf(stderr, "cumemtrace: '%s' is incomplete (the process died while writing it); "
                         "showing what it holds\n", o.file);
@@ -280,11 +287,11 @@ static int command_report(int argc, char **argv)
 
 /* Writers that report_emit has besides text and JSON, the one place that
  * lists them: `format` is the FORMAT_* bit of config.formats that selects
- * the writer, 0 while this build has none (the command then says so). */
+ * the writer. */
 static const struct emitted_format {
     const char *command;        /* "html" or "export" */
     const char *name;           /* what --format says */
-    int format;                 /* FORMAT_* bit; 0: not built in */
+    int format;                 /* FORMAT_* bit */
     const char *extension;      /* what report_emit adds to the path */
 } emitted_formats[] = {
     {"html", "html", FORMAT_HTML, ".html"},
@@ -316,20 +323,9 @@ static int command_emit(const char *command, int argc, char **argv)
             f = &emitted_formats[i];
     if (!f)
         return cli_usage_error(command, "unknown format", o.format);
-    if (!f->format) {
-        fprintf(stderr, "cumemtrace: %s output is not built into this cumemtrace\n", f->name);
+    struct loaded_report *loaded = load_file(o.file);
+    if (!loaded)
         return CLI_UNREADABLE;
-    }
-    struct loaded_report *loaded = malloc(sizeof(*loaded));
-    if (!loaded) {
-        fprintf(stderr, "cumemtrace: out of memory\n");
-        return CLI_UNREADABLE;
-    }
-    if (cli_load(o.file, loaded) < 0) {
-        report_unload(loaded);
-        free(loaded);
-        return CLI_UNREADABLE;
-    }
     /* -o names the file to write: replace it (report_emit would otherwise
      * keep an existing file and write beside it, as the tracer must). */
     char path[PATH_MAX];
