@@ -341,7 +341,10 @@ int cli_parse_compare(const char *command, const char *usage, int argc, char **a
         else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
             o->output = value;
     }
-    if (strcmp(o->format, "text") != 0 && strcmp(o->format, "json") != 0)
-        return cli_usage_error(command, "--format takes text or json", o->format);
+    int html = strcmp(command, "merge") == 0 && strcmp(o->format, "html") == 0;
+    if (strcmp(o->format, "text") != 0 && strcmp(o->format, "json") != 0 && !html)
+        return cli_usage_error(command, strcmp(command, "merge") == 0
+                                            ? "--format takes text, json or html"
+                                            : "--format takes text or json", o->format);
     return CLI_OK;
 }

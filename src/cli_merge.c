@@ -17,11 +17,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "merge_html_js.h"
+#include "report_html_css.h"
 
 #define DIVERGENCE_MIN_BYTES (1ull << 20)
 
 static const char merge_usage[] =
-    "usage: cumemtrace merge FILES... [--format text|json] [-o PATH] [--top N] [--frames N]\n"
+    "usage: cumemtrace merge FILES... [--format text|json|html] [-o PATH] [--top N] [--frames N]\n"
     "\n"
     "One view across the ranks of a job, from one report per rank (JSON reports\n"
     "or crash dumps): per-rank totals side by side (host, devices, device memory\n"
@@ -30,7 +32,7 @@ static const char merge_usage[] =
     "device memory exceeds the median of the other ranks' by more than half and\n"
     "by at least 1 MiB. Ranks come from each report's process.rank (RANK), or\n"
     "from the order of FILES when a report has none.\n"
-    "  --format text|json   what to write (default text)\n"
+    "  --format text|json|html   what to write (default text; html: one self-contained page)\n"
     "  -o, --output PATH    write to PATH instead of stdout (replaced if it exists)\n"
     "  --top N              stacks listed (default 10; 0: all)\n"
     "  --frames N           frames shown per stack in the text (default 6)\n"
@@ -194,6 +196,30 @@ static void write_text(struct out *out, struct loaded_report *const *inputs,
     out_str(out, "==== end of cumemtrace merge ====\n");
 }
 
+/* --format html: the JSON view inside one self-contained page, drawn by
+ * src/merge_html.js, in the HTML report's style. Every '<' of the JSON is
+ * written as \u003c, so no "</script>" in a path or a name can end it. */
+static void write_page_start(struct out *out)
+{
+    out_str(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                 "<title>cumemtrace merge</title>\n<style>\n");
+    out_str(out, report_html_css);
+    out_str(out, ".bar { display: inline-block; width: 160px; height: 10px; background: #eceff1; "
+                 "margin-left: 6px; vertical-align: middle; }\n"
+                 ".bar span { display: block; height: 100%; }\n"
+                 "</style>\n</head>\n<body>\n<div id=\"app\"><p>This page needs JavaScript.</p>"
+                 "</div>\n<script type=\"application/json\" id=\"merge-data\">");
+    out->escape_html = 1;
+}
+
+static void write_page_end(struct out *out)
+{
+    out->escape_html = 0;
+    out_str(out, "</script>\n<script>\n");
+    out_str(out, merge_html_js);
+    out_str(out, "</script>\n</body>\n</html>\n");
+}
+
 static void write_json(struct out *out, struct loaded_report *const *inputs,
                        const struct rank *ranks, int count, int from_order, int divergent,
                        uint64_t median, const struct held *held, size_t held_count,
@@ -271,7 +297,7 @@ int command_merge(int argc, char **argv)
         free(paths);
         return status;
     }
-    int json = strcmp(o.format, "json") == 0;
+    int json = strcmp(o.format, "json") == 0, html = strcmp(o.format, "html") == 0;
     int count = o.file_count;
 
     struct loaded_report **inputs = calloc((size_t)count, sizeof(*inputs));
@@ -332,10 +358,14 @@ int command_merge(int argc, char **argv)
     status = cli_output_open(output, o.output);
     if (status != CLI_OK)
         goto done;
-    if (json)
+    if (html)
+        write_page_start(&output->out);
+    if (json || html)
         write_json(&output->out, inputs, ranks, count, from_order, divergent, median, held,
                    sums.count, (size_t)o.top, (int)o.frames);
-    else
+    if (html)
+        write_page_end(&output->out);
+    if (!json && !html)
         write_text(&output->out, inputs, ranks, count, from_order, divergent, median, held,
                    sums.count, (size_t)o.top, (int)o.frames);
     status = cli_output_close(output);

@@ -595,6 +595,34 @@ def case_unwritable_exports():
                                   for l in lines), f"one line per file: {lines}")
 
 
+def case_merge_html():
+    """cumemtrace merge --format html: one page, loaded in headless Chromium,
+    showing each rank's live bytes and the divergent rank as the JSON says."""
+    directory = cases.rank_reports([(0, 5), (1, 20), (2, 5)])
+    files = [os.path.join(directory, f"rank-{r}.json") for r in (0, 1, 2)]
+    merged = json.loads(cases.tool("merge", *files, "--format", "json").stdout)
+    page = os.path.join(directory, "merged.html")
+    completed = cases.tool("merge", *files, "--format", "html", "-o", page)
+    check(completed.returncode == 0 and os.path.getsize(page) > 0,
+          f"merge --format html: {completed.returncode} {completed.stderr!r}")
+    bad = cases.tool("diff", files[0], files[1], "--format", "html")
+    check(bad.returncode == 1, f"diff has no html: status {bad.returncode}")
+    if not find_browser():
+        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
+              "no chromium to load the merged page in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
+        return
+    dom = browser(page, "--dump-dom").stdout
+    body = re.search(r"<body[^>]*>", dom)
+    body = body.group(0) if body else ""
+    check('data-script-errors="0"' in body and 'data-rendered="1"' in body,
+          f"the merged page rendered without script errors: {body}")
+    rows = dict(re.findall(r'<tr data-rank="(\d+)" data-live="(\d+)"', dom))
+    expected = {str(r["rank"]): str(r["live_bytes"]) for r in merged["ranks"]}
+    check(rows == expected, f"the page shows each rank's live bytes as the JSON: {rows} {expected}")
+    check(attribute(dom, "divergent") == str(merged["divergent"]["rank"]) == "1",
+          f"the page names rank 1 as divergent: {attribute(dom, 'divergent')}")
+
+
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
 
 
