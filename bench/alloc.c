@@ -68,9 +68,19 @@ static int __attribute__((noinline)) nest(int level, struct result *r)
     return sum;
 }
 
+/* BENCH_SITE_PER_THREAD=1: thread t nests DEPTH + t frames, so that every
+ * thread allocates from a call site (a stack) of its own. */
+static int site_per_thread;
+
+struct thread_arg {
+    struct result *result;
+    int number;
+};
+
 static void *thread_main(void *arg)
 {
-    nest(depth, arg);
+    struct thread_arg *a = arg;
+    nest(depth + (site_per_thread ? a->number : 0), a->result);
     return NULL;
 }
 
@@ -116,8 +126,12 @@ int main(int argc, char **argv)
     struct result results[64];
     memset(results, 0, sizeof(results));
     double start = now_ns();
-    for (int t = 0; t < threads; t++)
-        pthread_create(&ids[t], NULL, thread_main, &results[t]);
+    struct thread_arg args[64];
+    site_per_thread = getenv("BENCH_SITE_PER_THREAD") && strcmp(getenv("BENCH_SITE_PER_THREAD"), "1") == 0;
+    for (int t = 0; t < threads; t++) {
+        args[t] = (struct thread_arg){&results[t], t};
+        pthread_create(&ids[t], NULL, thread_main, &args[t]);
+    }
     for (int t = 0; t < threads; t++)
         pthread_join(ids[t], NULL);
     double wall = now_ns() - start;

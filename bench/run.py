@@ -24,15 +24,18 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def bench(args, threads, depth, live, pairs, traced, extra=()):
+def bench(args, threads, depth, live, pairs, traced, extra=(), site_per_thread=False):
     """The best (fastest) of --repeat runs of bench_alloc."""
-    runs = [bench_once(args, threads, depth, live, pairs, traced, extra)
+    runs = [bench_once(args, threads, depth, live, pairs, traced, extra, site_per_thread)
             for _ in range(args.repeat)]
     return min(runs, key=lambda figures: figures["ns_per_pair"])
 
 
-def bench_once(args, threads, depth, live, pairs, traced, extra=()):
+def bench_once(args, threads, depth, live, pairs, traced, extra=(), site_per_thread=False):
     env = dict(os.environ)
+    env.pop("BENCH_SITE_PER_THREAD", None)
+    if site_per_thread:
+        env["BENCH_SITE_PER_THREAD"] = "1"
     env.update({"SIMCUDA_BUMP": "1", "LD_LIBRARY_PATH": os.path.join(args.build, "sim"),
                 "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "json",
                 "CUMEMTRACE_OUTPUT": os.path.join(args.tmp, "exit-%p")})
@@ -58,6 +61,25 @@ def table(header, rows):
     print()
 
 
+def sites_table(args, counts, pairs):
+    """Threads that each allocate from a call site of their own (depth 32 + thread
+    number): no stack's totals are shared between threads, unlike the main table,
+    where every thread allocates from the same site."""
+    print("Threads with a call site each (depth 32 + thread number)")
+    rows, single = [], None
+    for threads in [1] + counts:
+        off = bench(args, threads, 32, 1000, pairs, False, site_per_thread=True)
+        on = bench(args, threads, 32, 1000, pairs, True, site_per_thread=True)
+        if single is None:
+            single = (off["pairs_per_s"], on["pairs_per_s"])
+        rows.append((threads, f"{off['ns_per_pair'] / 1000:.3f}", f"{on['ns_per_pair'] / 1000:.3f}",
+                     f"{off['pairs_per_s'] / 1e6:.2f}", f"{on['pairs_per_s'] / 1e6:.2f}",
+                     f"{off['pairs_per_s'] / single[0]:.2f}x", f"{on['pairs_per_s'] / single[1]:.2f}x"))
+    table(("threads", "untraced us/pair", "traced us/pair", "untraced M pairs/s",
+           "traced M pairs/s", "untraced vs 1 thread", "traced vs 1 thread"), rows)
+    print()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -65,6 +87,8 @@ def main():
     parser.add_argument("--threads", default="2,8",
                         help="thread counts to compare with 1 (default: 2,8)")
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs per figure")
+    parser.add_argument("--sites-only", action="store_true",
+                        help="only the table of threads allocating from sites of their own")
     args = parser.parse_args()
     counts = [int(n) for n in args.threads.split(",") if n.strip()]
     args.build = os.path.abspath(args.build)
@@ -73,6 +97,9 @@ def main():
     print(f"machine: {os.cpu_count()} CPUs; {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}")
     print()
 
+    sites_table(args, counts, pairs)
+    if args.sites_only:
+        return
     print("Added time per cudaMalloc+cudaFree pair (target: <= 1 us at depth 32, 1 thread)")
     rows, single = [], {}
     for threads in [1] + counts:

@@ -14,7 +14,9 @@
  * device allocation calls abort(), inside the driver), SIMCUDA_BUMP=1 (for
  * benchmarks: cuMemAlloc/cuMemFree in O(1), addresses handed out in order and
  * never reused, memory not usable; with a million live blocks the first-fit
- * list would measure the simulator, not the tracer).
+ * list would measure the simulator, not the tracer; each thread bumps
+ * through 1 MiB chunks of its own and no call counts are kept, so that
+ * threads share no cache line and the simulator scales with threads).
  *
  * Device memory is real memory (an mmap with MAP_NORESERVE per device), so
  * copies work and device addresses never collide with host addresses.
@@ -37,6 +39,7 @@
 #define ALIGN 512
 #define GRANULARITY (2u << 20)
 #define POOL_CHUNK (32u << 20)
+#define BUMP_CHUNK (1u << 20)      /* SIMCUDA_BUMP: what a thread takes at a time */
 
 /* ---- call counters ------------------------------------------------------ */
 
@@ -71,11 +74,14 @@ static const char *const function_names[F_COUNT] = {
 #undef NAME
 };
 static unsigned long calls[F_COUNT];
+static int bump_mode;        /* SIMCUDA_BUMP */
 static int trace;
+
 
 static void called(int function)
 {
-    __atomic_fetch_add(&calls[function], 1, __ATOMIC_RELAXED);
+    if (!bump_mode)       /* benchmark mode keeps no counts: threads would share them */
+        __atomic_fetch_add(&calls[function], 1, __ATOMIC_RELAXED);
     if (trace)
         fprintf(stderr, "simcuda: %s\n", function_names[function]);
 }
@@ -171,7 +177,6 @@ static uint64_t next_vmm_id = 0x10000000;
 static struct reservation *reservations;
 static struct mapping *mappings;
 static unsigned long fail_every, abort_at, device_allocations;
-static int bump_mode;
 static __thread struct context *current;
 static __thread struct context *stack[16];
 static __thread int stack_depth;
@@ -612,12 +617,26 @@ static CUresult allocate(CUdeviceptr *dptr, size_t bytes, int owner, struct pool
     if (!dptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (bump_mode && owner == DEVICE_MEMORY) {     /* no lock: threads must not queue here */
+        /* Each thread takes 1 MiB chunks of the device's range and hands out
+         * its own chunk; the shared offset moves once a chunk, so threads
+         * do not all write one cache line on every call. */
+        static __thread struct {
+            int device;
+            uint64_t next, end;
+        } chunk = {-1, 0, 0};
         struct device *dev = &devices[current->device];
         uint64_t need = (bytes + ALIGN - 1) / ALIGN * ALIGN;
-        uint64_t at = __atomic_fetch_add(&dev->bump, need, __ATOMIC_RELAXED);
-        if (at + need > dev->size)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        *dptr = (CUdeviceptr)(uintptr_t)(dev->base + at);
+        if (chunk.device != current->device || chunk.next + need > chunk.end) {
+            uint64_t size = need > BUMP_CHUNK ? need : BUMP_CHUNK;
+            uint64_t at = __atomic_fetch_add(&dev->bump, size, __ATOMIC_RELAXED);
+            if (at + size > dev->size)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            chunk.device = current->device;
+            chunk.next = at;
+            chunk.end = at + size;
+        }
+        *dptr = (CUdeviceptr)(uintptr_t)(dev->base + chunk.next);
+        chunk.next += need;
         return CUDA_SUCCESS;
     }
     pthread_mutex_lock(&lock);
