@@ -107,9 +107,22 @@ int device_of_location(const CUmemAllocationProp *prop)
     return prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
 }
 
+/* The device that owns a handle's memory: ours if we saw it created, else
+ * the driver's answer - a handle imported from another process (NCCL maps
+ * its peers' buffers so) is one we never saw. -1 if neither knows. */
 int device_of_vmm_handle(CUmemGenericAllocationHandle handle)
 {
-    return tracker_device_of((uint64_t)handle, SPACE_VMM_HANDLE);
+    int device = tracker_device_of((uint64_t)handle, SPACE_VMM_HANDLE);
+    if (device >= 0)
+        return device;
+    CUresult (*properties)(CUmemAllocationProp *, CUmemGenericAllocationHandle) =
+        (CUresult (*)(CUmemAllocationProp *, CUmemGenericAllocationHandle))driver(
+            "cuMemGetAllocationPropertiesFromHandle");
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof(prop));
+    if (properties && properties(&prop, handle) == CUDA_SUCCESS)
+        return device_of_location(&prop);
+    return -1;
 }
 
 /* The context is gone: forget its number, free its blocks implicitly. */

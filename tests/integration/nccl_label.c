@@ -8,6 +8,8 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
+#include "simcuda.h"
+
 CUdeviceptr nccl_buffer(int device, size_t size);
 
 int main(void)
@@ -19,6 +21,12 @@ int main(void)
         return 2;
     if (cudaSetDevice(1) != cudaSuccess || cudaMalloc(&own1, 3 << 20) != cudaSuccess)
         return 3;
+    CUmemGenericAllocationHandle imported;
+    CUdeviceptr address;
+    if (simcuda_foreign_handle(&imported, 2 << 20, 1) != 0 ||
+        cuMemAddressReserve(&address, 2 << 20, 0, 0, 0) != CUDA_SUCCESS ||
+        cuMemMap(address, 2 << 20, 0, imported, 0) != CUDA_SUCCESS)
+        return 4;
     printf("nccl label: done\n");
     return 0;
 }

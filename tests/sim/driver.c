@@ -57,7 +57,7 @@
     X(cuMemFreeAsync_ptsz) X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolTrimTo)          \
     X(cuMemPoolGetAttribute) X(cuDeviceGetDefaultMemPool) X(cuMemCreate) X(cuMemRelease)      \
     X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)    \
-    X(cuMemGetAllocationGranularity) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)                \
+    X(cuMemGetAllocationGranularity) X(cuMemGetAllocationPropertiesFromHandle) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)                \
     X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuMemGetInfo_v2) \
     X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemsetD8_v2)                 \
     X(cuGetProcAddress) X(cuGetProcAddress_v2)
@@ -964,11 +964,9 @@ EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAl
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                            const CUmemAllocationProp *prop, unsigned long long flags)
+static CUresult create_handle(CUmemGenericAllocationHandle *handle, size_t size,
+                              const CUmemAllocationProp *prop)
 {
-    ENTER(cuMemCreate);
-    (void)flags;
     if (!handle || !prop || size == 0 || size % GRANULARITY ||
         prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
         prop->location.id >= device_count)
@@ -989,6 +987,51 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     }
     pthread_mutex_unlock(&lock);
     return result;
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                            const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    ENTER(cuMemCreate);
+    (void)flags;
+    return create_handle(handle, size, prop);
+}
+
+/* What real CUDA answers for any handle, one imported from another process
+ * included: where its memory is. */
+EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                       CUmemGenericAllocationHandle handle)
+{
+    ENTER(cuMemGetAllocationPropertiesFromHandle);
+    if (!prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct vmm_handle *h = NULL;
+    for (struct vmm_handle *each = vmm_handles; each; each = each->next)
+        if (each->id == handle)
+            h = each;
+    if (h) {
+        memset(prop, 0, sizeof(*prop));
+        prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop->location.id = h->device;
+    }
+    pthread_mutex_unlock(&lock);
+    return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A handle the tracer never saw created, as one imported from another
+ * process (cuMemImportFromShareableHandle) would be: made by an internal
+ * call, not through the exported, interposed cuMemCreate. */
+EXPORT int simcuda_foreign_handle(CUmemGenericAllocationHandle *handle, size_t size, int device)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof(prop));
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    pthread_once(&setup_once, setup);
+    return create_handle(handle, size, &prop) == CUDA_SUCCESS ? 0 : -1;
 }
 
 /* Lock held. Drop a handle once it is released and no longer mapped. */
@@ -1318,6 +1361,8 @@ static const struct {
     {"cuMemPoolGetAttribute", (void *)cuMemPoolGetAttribute, NULL, 11020},
     {"cuDeviceGetDefaultMemPool", (void *)cuDeviceGetDefaultMemPool, NULL, 11020},
     {"cuMemCreate", (void *)cuMemCreate, NULL, 10020},
+    {"cuMemGetAllocationPropertiesFromHandle", (void *)cuMemGetAllocationPropertiesFromHandle, NULL,
+     10020},
     {"cuMemRelease", (void *)cuMemRelease, NULL, 10020},
     {"cuMemAddressReserve", (void *)cuMemAddressReserve, NULL, 10020},
     {"cuMemAddressFree", (void *)cuMemAddressFree, NULL, 10020},

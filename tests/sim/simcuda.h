@@ -30,6 +30,11 @@ size_t simcuda_used_bytes(int device);
  * allocation that can still succeed. 0 before cuInit or for a bad device. */
 size_t simcuda_largest_free_block(int device);
 
+/* A VMM handle on `device` made inside the simulator, so that the tracer
+ * never sees it created: stands for a handle imported from another process.
+ * 0 on success. */
+int simcuda_foreign_handle(unsigned long long *handle, size_t size, int device);
+
 typedef unsigned long (*simcuda_call_count_fn)(const char *exported_name);
 typedef size_t (*simcuda_used_bytes_fn)(int device);
 typedef size_t (*simcuda_largest_free_block_fn)(int device);
