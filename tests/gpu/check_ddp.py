@@ -34,10 +34,16 @@ for rank in (0, 1):
         continue
     report = json.load(open(path))
     process = report["process"]
-    devices = [d["device"] for d in report["devices"] if d["device"] is not None]
+    # Device memory only on the rank's own GPU; NCCL's mappings of the peer's
+    # buffers count on the peer's device, the one that owns that memory.
+    devices = [d["device"] for d in report["devices"] if d["device"] is not None and
+               d["counters"]["device_memory"]["allocation"]["allocated"]]
+    peer = {d["device"]: d["counters"]["vmm_mapping"]["allocated_bytes"]["peak"]
+            for d in report["devices"] if d["device"] not in (None, rank)}
     check(process["rank"] == rank and process["world_size"] == 2 and process["host"] and
-          devices == [rank], f"rank {rank}: rank {process['rank']} of {process['world_size']} "
-                             f"on {process['host']}, devices {devices}")
+          devices == [rank] and all(v > 0 for v in peer.values()) and list(peer) == [1 - rank],
+          f"rank {rank}: rank {process['rank']} of {process['world_size']} on {process['host']}, "
+          f"device memory on {devices}, peer mappings (peak bytes) on {peer}")
     stacks = {s["id"]: s for s in report["stacks"]}
     by_label = {}
     for group in report["live"] + report.get("freed", []):
