@@ -17,9 +17,9 @@ rm -rf "$out" && mkdir -p "$out"
 export NCCL_CUMEM_ENABLE=1 CUBLAS_WORKSPACE_CONFIG=:4096:8 OMP_NUM_THREADS=1
 run="python3 -m torch.distributed.run --standalone --nproc_per_node=2 tests/gpu/ddp_train.py"
 
-$run > "$out/untraced.txt" 2> "$out/untraced.err"
-"$build/cumemtrace" run --output "$out/rank%r" --format text,json --quiet -- $run \
-    > "$out/traced.txt" 2> "$out/traced.err"
+DDP_RESULTS="$out/untraced" $run > "$out/untraced.txt" 2> "$out/untraced.err"
+DDP_RESULTS="$out/traced" "$build/cumemtrace" run --output "$out/rank%r" --format text,json \
+    --quiet -- $run > "$out/traced.txt" 2> "$out/traced.err"
 if "$build/cumemtrace" merge --help > /dev/null 2>&1; then
     "$build/cumemtrace" merge "$out/rank0.json" "$out/rank1.json" > "$out/merged.txt"
     "$build/cumemtrace" merge --format json "$out/rank0.json" "$out/rank1.json" > "$out/merged.json"

@@ -20,11 +20,16 @@ def check(ok, what):
 
 
 def results(name):
-    with open(os.path.join(out, name)) as handle:
-        return sorted(l.split(" allocated")[0] for l in handle if l.startswith("rank "))
+    """Each rank's line from its own file (OUT/NAME-rankR.txt)."""
+    lines = []
+    for rank in (0, 1):
+        path = os.path.join(out, f"{name}-rank{rank}.txt")
+        if os.path.exists(path):
+            lines += [l.split(" allocated")[0] for l in open(path) if l.startswith("rank ")]
+    return lines
 
 
-untraced, traced = results("untraced.txt"), results("traced.txt")
+untraced, traced = results("untraced"), results("traced")
 check(len(untraced) == 2 and untraced == traced,
       f"results unchanged by the tracer:\n  untraced {untraced}\n  traced   {traced}")
 for rank in (0, 1):

@@ -38,8 +38,12 @@ def main():
             snapshots.append([p.detach().clone() for p in model.parameters()])  # RANK0-COPIES
     torch.cuda.synchronize()
     checksum = sum(float(p.double().sum()) for p in model.parameters())
-    print(f"rank {rank}: loss {loss.item():.9e} checksum {checksum:.12e} "
-          f"allocated {torch.cuda.memory_allocated() >> 20} MiB", flush=True)
+    line = (f"rank {rank}: loss {loss.item():.9e} checksum {checksum:.12e} "
+            f"allocated {torch.cuda.memory_allocated() >> 20} MiB")
+    print(line, flush=True)
+    if os.environ.get("DDP_RESULTS"):   # one file per rank: nothing interleaves
+        with open(f"{os.environ['DDP_RESULTS']}-rank{rank}.txt", "w") as handle:
+            handle.write(line + "\n")
     dist.barrier()
     dist.destroy_process_group()
 
