@@ -83,7 +83,7 @@ static const char *const names[TORCH_FIGURE_COUNT] = {
     [TORCH_ALLOC_RETRIES] = "num_alloc_retries",  [TORCH_OOMS] = "num_ooms",
 };
 
-static int available;        /* -1 no Python, 1 yes, 0 not looked yet */
+static int available;        /* -1 no Python (or no reader thread), 1 yes, 0 not looked yet */
 static int exiting;          /* the exit hook ran: Python is being finalized */
 static int hook_registered;
 static int reader_started;
@@ -104,7 +104,7 @@ static int look_up(void)
     struct {
         void **slot;
         const char *name;
-    } wanted[] = {
+    } symbols[] = {
         {(void **)&py.is_initialized, "Py_IsInitialized"},
         {(void **)&py.gil_ensure, "PyGILState_Ensure"},
         {(void **)&py.gil_release, "PyGILState_Release"},
@@ -123,8 +123,8 @@ static int look_up(void)
         {(void **)&py.build_value, "Py_BuildValue"},
         {(void **)&py.decref, "Py_DecRef"},
     };
-    for (unsigned i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
-        if (!(*wanted[i].slot = dlsym(RTLD_DEFAULT, wanted[i].name)))
+    for (unsigned i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++)
+        if (!(*symbols[i].slot = dlsym(RTLD_DEFAULT, symbols[i].name)))
             return -1;
     /* Public from 3.13, private before; without either we rely on the hook. */
     py.is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
@@ -160,13 +160,13 @@ static void read_device(PyObject *cuda, int device, uint64_t *figures)
     release(stats);
 }
 
-/* With the GIL. Fills `out`; 0 when PyTorch is there with CUDA initialized. */
-static int read_counters(struct torch_stats *out)
+/* With the GIL. Fills `out`, valid when PyTorch is there with CUDA initialized. */
+static void read_counters(struct torch_stats *out)
 {
     memset(out, 0, sizeof(*out));
     PyObject *torch = py.dict_get(py.module_dict(), "torch");   /* borrowed */
     if (!torch)
-        return -1;
+        return;
     PyObject *cuda = py.get_attr(torch, "cuda");
     PyObject *initialized = cuda ? py.call_method(cuda, "is_initialized", NULL) : NULL;
     PyObject *count = initialized && py.is_true(initialized) == 1
@@ -185,7 +185,6 @@ static int read_counters(struct torch_stats *out)
     release(count);
     release(initialized);
     release(cuda);
-    return out->valid ? 0 : -1;
 }
 
 static void publish(const struct torch_stats *reading, int at_exit)
@@ -254,6 +253,17 @@ static void read_with_gil(void)
     publish(&reading, 0);
 }
 
+/* CLOCK_REALTIME `ms` from now, for pthread_cond_timedwait. */
+static struct timespec deadline_in(int ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    long long ns = t.tv_nsec + (long long)ms * 1000000LL;
+    t.tv_sec += ns / 1000000000LL;
+    t.tv_nsec = ns % 1000000000LL;
+    return t;
+}
+
 static int period_ms(void)
 {
     return config.sample_ms > 0 ? config.sample_ms : 1000;
@@ -263,11 +273,7 @@ static void *reader_thread(void *unused)
 {
     (void)unused;
     for (;;) {
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        long long ns = deadline.tv_nsec + (long long)period_ms() * 1000000LL;
-        deadline.tv_sec += ns / 1000000000LL;
-        deadline.tv_nsec = ns % 1000000000LL;
+        struct timespec deadline = deadline_in(period_ms());
         pthread_mutex_lock(&lock);
         while (!wanted && pthread_cond_timedwait(&wake, &lock, &deadline) != ETIMEDOUT)
             ;
@@ -298,10 +304,15 @@ static void start_reader(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static void look_up_once(void)
+{
+    available = look_up() == 0 ? 1 : -1;
+}
+
 void torch_stats_request(void)
 {
-    if (!available)
-        available = look_up() == 0 ? 1 : -1;
+    static pthread_once_t looked = PTHREAD_ONCE_INIT;
+    pthread_once(&looked, look_up_once);   /* the snapshot thread and the first CUDA call may race */
     if (available < 0 || !py.is_initialized() || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
         return;
     pthread_mutex_lock(&lock);
@@ -322,11 +333,7 @@ int torch_stats_refresh(int timeout_ms)
     torch_stats_request();
     if (available < 0 || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
         return -1;
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    long long ns = deadline.tv_nsec + (long long)timeout_ms * 1000000LL;
-    deadline.tv_sec += ns / 1000000000LL;
-    deadline.tv_nsec = ns % 1000000000LL;
+    struct timespec deadline = deadline_in(timeout_ms);
     pthread_mutex_lock(&lock);
     int error = 0;
     while (readings == before && error != ETIMEDOUT)
