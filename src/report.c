@@ -496,6 +496,11 @@ void report_release(struct report *r)
     r->page_count = 0;
 }
 
+uint32_t report_torch_age_ms(const struct report *r)
+{
+    return r->now_ms >= r->torch.time_ms ? r->now_ms - r->torch.time_ms : 0;
+}
+
 /* Libraries whose allocations deserve a name of their own. The innermost
  * frame of a stack that lies in one of them labels the stack: NCCL's
  * communication buffers (cuMemCreate/cuMemMap with NCCL_CUMEM_ENABLE, or

@@ -139,6 +139,8 @@ void report_release(struct report *r);
 /* Index of a frame address in r->addresses (the JSON frame id), -1 if absent. */
 long report_frame_index(const struct report *r, uintptr_t address);
 const char *report_api_name(const struct report *r, int api);
+/* How long before the report PyTorch's counters were read (0 if after). */
+uint32_t report_torch_age_ms(const struct report *r);
 /* "nccl", "cublas", ...: the library a stack allocated through; NULL if none. */
 const char *report_stack_label(const struct report *r, uint32_t stack_id);
 const struct counters *report_counters(const struct report *r, int slot, int set);

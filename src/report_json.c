@@ -317,7 +317,7 @@ static void write_torch(const struct report *r, struct out *out)
     }
     out_printf(out, ",\"torch\":{\"read\":\"%s\",\"age_ms\":%u,\"devices\":[",
                r->torch.at_exit ? "python_exit" : "sample",
-               r->now_ms >= r->torch.time_ms ? r->now_ms - r->torch.time_ms : 0);
+               report_torch_age_ms(r));
     for (int d = 0; d < r->torch.device_count; d++) {
         out_printf(out, "%s{\"device\":%d", d ? "," : "", d);
         for (int i = 0; i < TORCH_FIGURE_COUNT; i++) {

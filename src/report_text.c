@@ -168,7 +168,7 @@ static void write_torch_device(const struct report *r, struct out *out, int devi
         snprintf(when, sizeof(when), "at Python's exit");
     else
         snprintf(when, sizeof(when), "%.1f s before this report",
-                 (r->now_ms - r->torch.time_ms) / 1000.0);
+                 report_torch_age_ms(r) / 1000.0);
     out_printf(out, "    PyTorch (torch.cuda.memory_stats, %s):", when);
     for (int i = 0; i < TORCH_FIGURE_COUNT; i++) {
         if (t[i] == TORCH_MISSING)
