@@ -427,8 +427,9 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
     foreign = 1;
     int bad = 0;
     const char *frame = first_frame(main_state, &bad);
-    const char *instruction = layout->minor >= 11 && frame
-                                  ? pointer_at(frame, layout->frame_instruction, &bad) : NULL;
+    /* Where the frame is: its instruction pointer (3.11+), or f_lasti and the
+     * field after it (3.10); only compared with the last walk's. */
+    const char *instruction = frame ? pointer_at(frame, layout->frame_instruction, &bad) : NULL;
     if (!bad && frame && (frame != last_frame || instruction != last_instruction)) {
         last_count = walk_state(main_state, last, 0, (int)(sizeof(last) / sizeof(last[0])));
         last_frame = frame;
