@@ -1101,18 +1101,18 @@ def case_command_inputs():
     """Bad inputs and outputs: one line on stderr and exit status 2; bad
     arguments: status 1; --help on every command: status 0."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-inputs-")
-    not_json = os.path.join(directory, "notes.txt")
-    with open(not_json, "w") as handle:
-        handle.write("hello\n")
-    wrong_json = os.path.join(directory, "wrong.json")
-    with open(wrong_json, "w") as handle:
-        handle.write('{"format": "something-else", "version": 1}\n')
-    broken = os.path.join(directory, "broken.json")
-    with open(broken, "w") as handle:
-        handle.write('{"format": "cumemtrace-report",\n "version": 1,\n "reason" "exit"}\n')
-    newer = os.path.join(directory, "newer.json")
-    with open(newer, "w") as handle:
-        handle.write('{"format": "cumemtrace-report", "version": 99}')
+
+    def written(name, text):
+        path = os.path.join(directory, name)
+        with open(path, "w") as handle:
+            handle.write(text)
+        return path
+
+    not_json = written("notes.txt", "hello\n")
+    wrong_json = written("wrong.json", '{"format": "something-else", "version": 1}\n')
+    broken = written("broken.json",
+                     '{"format": "cumemtrace-report",\n "version": 1,\n "reason" "exit"}\n')
+    newer = written("newer.json", '{"format": "cumemtrace-report", "version": 99}')
     run("examples/leak_loop", ["2"], env={"CUMEMTRACE_QUIET": "1"})
     good = glob.glob(os.path.join(LAST_DIR, "*.json"))[0]
     missing = os.path.join(directory, "missing.json")

@@ -53,6 +53,13 @@ def output_file(suffix):
     return names[0] if names else None
 
 
+def leak_loop_export(format_name, suffix):
+    """examples/leak_loop 20 writing JSON and one export: (its report, the export's path)."""
+    _, _, reports, _ = run("examples/leak_loop", ["20"],
+                           env={"CUMEMTRACE_FORMAT": "json," + format_name, "CUMEMTRACE_QUIET": "1"})
+    return one(reports), output_file(suffix)
+
+
 def counters_now(report, device, kind):
     for entry in report.get("devices", []):
         if entry["device"] == device:
@@ -143,10 +150,7 @@ def case_timeline_marks_ooms():
 # ---- folded stacks ------------------------------------------------------------
 
 def case_export_folded():
-    _, _, reports, _ = run("examples/leak_loop", ["20"],
-                           env={"CUMEMTRACE_FORMAT": "json,folded", "CUMEMTRACE_QUIET": "1"})
-    report = one(reports)
-    path = output_file(".folded")
+    report, path = leak_loop_export("folded", ".folded")
     if not path:
         return
     by_kind = collections.Counter()
@@ -219,10 +223,7 @@ def check_trace(path, report):
 
 
 def case_export_perfetto():
-    _, _, reports, _ = run("examples/leak_loop", ["20"],
-                           env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_QUIET": "1"})
-    report = one(reports)
-    path = output_file(".trace.json")
+    report, path = leak_loop_export("perfetto", ".trace.json")
     if path:
         last, _ = check_trace(path, report)
         check(set(last) == {"device 0: device", "device 0: device memory"},
@@ -333,10 +334,7 @@ def check_with_torch(memory_viz, snapshot):
 
 
 def case_export_memviz():
-    _, _, reports, _ = run("examples/leak_loop", ["20"],
-                           env={"CUMEMTRACE_FORMAT": "json,memviz", "CUMEMTRACE_QUIET": "1"})
-    report = one(reports)
-    path = output_file(".pickle")
+    report, path = leak_loop_export("memviz", ".pickle")
     if not path:
         return
     snapshot = check_memviz(path, report)
