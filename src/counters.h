@@ -9,10 +9,10 @@
  * Blocks whose device is unknown go to the slot COUNTER_NO_DEVICE.
  *
  * Changed by threads holding different registry shards' locks at once: see
- * counters.c for how the figures are split to keep that cheap. Read them
- * with counters_snapshot(), under tracker_lock for a consistent picture;
- * only bytes_current, blocks_current and the peaks of counter_table itself
- * are whole figures at every moment. */
+ * counters.c for how the figures are split to keep that cheap, and how
+ * exact the peaks are. Read them with counters_snapshot() or
+ * counters_current_bytes(), under tracker_lock for a consistent picture: no
+ * figure of counter_table itself is whole on its own. */
 #ifndef CUMEMTRACE_COUNTERS_H
 #define CUMEMTRACE_COUNTERS_H
 
@@ -23,6 +23,9 @@
 #define MAX_DEVICES 64
 #define COUNTER_NO_DEVICE MAX_DEVICES
 #define COUNTER_DEVICE_MEMORY KIND_COUNT
+/* Threads 1 .. COUNTER_STRIPES - 1 (tracker's thread numbers) keep their own
+ * pending amounts; any other number, 0 included, changes the shared figures. */
+#define COUNTER_STRIPES 64
 
 struct counters {
     uint64_t bytes_current, bytes_peak, bytes_allocated, bytes_freed;
@@ -40,11 +43,12 @@ extern struct counter_table counter_table;
 
 int counters_slot(int device);
 void counters_reset(void);
-void counters_on_alloc(int device, int kind, uint64_t size);
-/* `shard`: the registry shard of the block, whose lock the caller holds. */
-void counters_on_free(int shard, int device, int kind, uint64_t size, int implicit);
-void counters_on_restore(int shard, int device, int kind, uint64_t size);  /* undo a free */
+/* `stripe`: the calling thread's number. */
+void counters_on_alloc(int stripe, int device, int kind, uint64_t size);
+void counters_on_free(int stripe, int device, int kind, uint64_t size, int implicit);
+void counters_on_restore(int stripe, int device, int kind, uint64_t size);  /* undo a free */
 void counters_on_failure(int device, int kind, int oom);
 void counters_snapshot(struct counter_table *out);   /* every figure, put together */
+uint64_t counters_current_bytes(int slot, int set);  /* one figure, put together */
 
 #endif

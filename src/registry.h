@@ -38,7 +38,7 @@
 struct block {
     uint64_t key;          /* value ^ (space << 60) */
     uint64_t size;
-    uint64_t sequence;     /* allocation number in this process */
+    uint64_t sequence;     /* allocation number: unique, in order per thread (tracker.c) */
     uint32_t stack_id;     /* 0: no stack captured */
     uint32_t time_ms;      /* milliseconds since tracing started */
     uint16_t handle;       /* interned stream or pool, 0: none */

@@ -28,5 +28,5 @@ void series_sample(uint32_t now_ms)
     s->time_ms = now_ms;
     for (int device = 0; device < SERIES_DEVICES; device++)
         for (int kind = 0; kind < KIND_COUNT; kind++)
-            s->bytes[device][kind] = counter_table.sets[device][kind].bytes_current;
+            s->bytes[device][kind] = counters_current_bytes(device, kind);
 }

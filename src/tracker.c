@@ -54,6 +54,7 @@ static pid_t exit_report_pid;
 struct thread_state {
     uint16_t number;       /* 0 until this thread's first recorded event */
     uint8_t inside;        /* inside the tracer: CUDA calls pass through */
+    uint64_t sequence_next, sequence_end;   /* this thread's batch of numbers */
 };
 static __thread struct thread_state this_thread;
 
@@ -303,7 +304,7 @@ static void forget_block(struct block *b, int implicit)
 {
     struct stack *s = stack_get(b->stack_id);
     registry_unlink(b);
-    counters_on_free(registry_shard(b->key), b->device, block_kind(b), b->size, implicit);
+    counters_on_free(this_thread.number, b->device, block_kind(b), b->size, implicit);
     timeline_record(implicit ? TIMELINE_FREE_IMPLICIT : TIMELINE_FREE, block_value(b), b->size,
                     b->device, block_kind(b), b->api, b->stack_id);
     if (s)
@@ -394,7 +395,10 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
 static void ensure_exit_handler(void)
 {
     static int registered;
-    if (!__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL))
+    /* A load first: every allocation passes here, and an exchange would be a
+     * write to one cache line shared by every allocating thread. */
+    if (!__atomic_load_n(&registered, __ATOMIC_ACQUIRE) &&
+        !__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL))
         atexit(tracker_report_at_exit);
 }
 
@@ -409,12 +413,28 @@ static void sample_growth_if_due(uint32_t now)
     tracker_unlock();
 }
 
+/* Allocation numbers, taken from the shared count SEQUENCE_BATCH at a time:
+ * one shared write per batch, not per allocation. So they are unique and
+ * increase on each thread; across threads they follow the order of the
+ * allocations to within a batch. */
+#define SEQUENCE_BATCH 64
+
+static uint64_t next_sequence(void)
+{
+    if (this_thread.sequence_next == this_thread.sequence_end) {
+        uint64_t start = __atomic_fetch_add(&tracker.sequence, SEQUENCE_BATCH, __ATOMIC_RELAXED);
+        this_thread.sequence_next = start + 1;
+        this_thread.sequence_end = start + 1 + SEQUENCE_BATCH;
+    }
+    return this_thread.sequence_next++;
+}
+
 /* A new record's fields. Its shard's lock held. */
 static void fill_block(struct block *b, const struct allocation *a, uint32_t stack_id,
                        uint32_t now)
 {
     b->size = a->size;
-    b->sequence = __atomic_add_fetch(&tracker.sequence, 1, __ATOMIC_RELAXED);
+    b->sequence = next_sequence();
     b->stack_id = stack_id;
     b->time_ms = now;
     b->handle = handle_number(a->handle);
@@ -428,7 +448,7 @@ static void fill_block(struct block *b, const struct allocation *a, uint32_t sta
 /* Count a block just added. Its shard's lock held. */
 static void account_alloc(const struct block *b, int api)
 {
-    counters_on_alloc(b->device, block_kind(b), b->size);
+    counters_on_alloc(this_thread.number, b->device, block_kind(b), b->size);
     timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b), b->api,
                     b->stack_id);
     struct stack *s = stack_get(b->stack_id);
@@ -538,7 +558,7 @@ void tracker_put_back(const struct block *saved)
     }
     if (b) {
         /* Undo the free: the block was never gone. */
-        counters_on_restore(registry_shard(b->key), b->device, block_kind(b), b->size);
+        counters_on_restore(this_thread.number, b->device, block_kind(b), b->size);
         timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b),
                         b->api, b->stack_id);
         struct stack *s = stack_get(b->stack_id);
@@ -642,10 +662,14 @@ void tracker_mark(const char *label)
     struct mark *m = &tracker.marks[tracker.marks_total++ % MARK_RING];
     snprintf(m->label, sizeof(m->label), "%s", label);
     m->time_ms = tracker_now_ms();
-    m->sequence = tracker.sequence;
+    uint64_t calls[MAX_APIS], allocations[MAX_APIS];
+    tracker_api_totals(calls, allocations);
+    m->sequence = 0;
+    for (int api = 0; api < MAX_APIS; api++)
+        m->sequence += allocations[api];
     m->device_bytes = 0;
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
-        m->device_bytes += counter_table.sets[slot][COUNTER_DEVICE_MEMORY].bytes_current;
+        m->device_bytes += counters_current_bytes(slot, COUNTER_DEVICE_MEMORY);
     growth_sample(m->time_ms, 1);
     timeline_record(TIMELINE_MARK, 0, tracker.marks_total, -1, 0, 0, 0);
     tracker_unlock();
@@ -751,5 +775,6 @@ void tracker_fork_child(void)
     else
         registry_init();    /* unlocks: the shards were taken before fork */
     this_thread.number = 0;
+    this_thread.sequence_next = this_thread.sequence_end = 0;
     torch_stats_reset();
 }

@@ -117,7 +117,7 @@ void tracker_unlock(void);
 int tracker_trylock(void);     /* 1 if all taken (never waits); for the crash dump */
 int tracker_inside(void);      /* this thread is inside the tracer */
 struct tracker_state {
-    uint64_t sequence;
+    uint64_t sequence;                     /* numbers handed out, in batches */
     uint64_t lost[LOST_COUNT];
     uint64_t api_calls[MAX_APIS];          /* zero here: see tracker_api_totals */
     uint64_t api_allocations[MAX_APIS];    /* zero here: see tracker_api_totals */

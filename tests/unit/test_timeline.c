@@ -101,6 +101,7 @@ static void test_threads(void)
 static void test_series(void)
 {
     series_reset();
+    counter_table.device_seen[2] = 1;
     for (uint32_t t = 0; t < 1000; t++) {
         counter_table.sets[2][KIND_MANAGED].bytes_current = t * 10;
         series_sample(t);
@@ -114,6 +115,7 @@ static void test_series(void)
         CHECK_EQ(series.samples[i].bytes[2][KIND_MANAGED], series.samples[i].time_ms * 10);
     }
     counter_table.sets[2][KIND_MANAGED].bytes_current = 0;
+    counter_table.device_seen[2] = 0;
 }
 
 int main(void)
