@@ -12,8 +12,8 @@
  * No lock is needed to call any of these: stack_intern() finds a known stack
  * without one and takes the table's own lock only to add a new one; records
  * and frames never move once published. The totals in `stats` are changed
- * with atomic operations by the tracker, under the lock of the block's
- * registry shard, so with every shard locked (tracker_lock) they are still. */
+ * by stack_totals.c, under the lock of the block's registry shard, so with
+ * every shard locked (tracker_lock) they are still, and exact. */
 #ifndef CUMEMTRACE_STACKS_H
 #define CUMEMTRACE_STACKS_H
 

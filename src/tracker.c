@@ -6,11 +6,12 @@
  *   for table updates only. Stacks are captured and interned before it is
  *   taken (the stack table is read without a lock, stacks.c); symbols are
  *   resolved only when a report is written.
- * - Counters (counters.c), per-stack totals and the figures in `tracker`
- *   that the hot path changes are changed only while holding a shard lock:
- *   atomically where every thread shares them (current bytes and their
- *   peaks, a stack's totals, the allocation sequence), per shard or per
- *   thread where they can be summed later (freed totals, calls per API).
+ * - Counters (counters.c), per-stack totals (stack_totals.c) and the figures
+ *   in `tracker` that the hot path changes are changed only while holding a
+ *   shard lock: in per-thread stripes where they can be put together later
+ *   (pending changes of current bytes and of a stack's totals, freed totals,
+ *   calls per API, batches of allocation numbers), atomically where every
+ *   thread must see one figure (the peaks, and the stripes' overflow).
  * - tracker_lock() takes every shard lock, in order: with it held, nothing
  *   above moves. Reports, growth samples, marks, failures, context teardown
  *   and unmaps of address ranges take it; the crash dump tries it.
@@ -36,6 +37,7 @@
 #include "python.h"
 #include "report.h"
 #include "signals.h"
+#include "stack_totals.h"
 #include "stacks.h"
 #include "timeline.h"
 #include "torch_stats.h"
@@ -100,6 +102,7 @@ static void reset_state(void)
     memset(api_stripes, 0, sizeof(api_stripes));
     registry_reset();
     stacks_reset();
+    stack_totals_reset();
     counters_reset();
     growth_reset();
     const char *const *names = tracker.api_names;
@@ -172,9 +175,12 @@ void tracker_leave(void)
     this_thread.inside = 0;
 }
 
+/* With every shard held, the threads' pending stack totals are still: they
+ * are moved into the stacks, so whoever holds the lock reads exact totals. */
 void tracker_lock(void)
 {
     registry_lock_all();
+    stack_totals_flush();
 }
 
 void tracker_unlock(void)
@@ -185,7 +191,10 @@ void tracker_unlock(void)
 /* From the crash dump's signal handler: tries, never waits. */
 int tracker_trylock(void)
 {
-    return registry_trylock_all();
+    if (!registry_trylock_all())
+        return 0;
+    stack_totals_flush();
+    return 1;
 }
 
 int tracker_inside(void)
@@ -276,29 +285,6 @@ void tracker_lost(enum lost_reason reason)
     __atomic_fetch_add(&tracker.lost[reason], 1, __ATOMIC_RELAXED);
 }
 
-/* A stack's totals: blocks of one stack live in every shard, so atomic. */
-static void stats_on_alloc(struct stack_stats *s, uint64_t size)
-{
-    uint64_t live = __atomic_add_fetch(&s->live_bytes, size, __ATOMIC_RELAXED);
-    count(&s->live_blocks, 1);
-    count(&s->allocations, 1);
-    count(&s->allocated_bytes, (int64_t)size);
-    uint64_t peak = __atomic_load_n(&s->peak_live_bytes, __ATOMIC_RELAXED);
-    while (live > peak && !__atomic_compare_exchange_n(&s->peak_live_bytes, &peak, live, 1,
-                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
-}
-
-static void stats_on_free(struct stack_stats *s, uint64_t size, int implicit)
-{
-    count(&s->live_bytes, -(int64_t)size);
-    count(&s->live_blocks, -1);
-    if (implicit) {
-        count(&s->implicit_bytes, (int64_t)size);
-        count(&s->implicit_blocks, 1);
-    }
-}
-
 /* Unlink a block and account for its end. Its shard's lock held. */
 static void forget_block(struct block *b, int implicit)
 {
@@ -308,7 +294,7 @@ static void forget_block(struct block *b, int implicit)
     timeline_record(implicit ? TIMELINE_FREE_IMPLICIT : TIMELINE_FREE, block_value(b), b->size,
                     b->device, block_kind(b), b->api, b->stack_id);
     if (s)
-        stats_on_free(&s->stats, b->size, implicit);
+        stack_totals_free(this_thread.number, s, b->stack_id, b->size, implicit);
     if (b->kind & BLOCK_FROM_RUNTIME)
         count(&tracker.runtime_blocks, -1);
 }
@@ -453,7 +439,7 @@ static void account_alloc(const struct block *b, int api)
                     b->stack_id);
     struct stack *s = stack_get(b->stack_id);
     if (s)
-        stats_on_alloc(&s->stats, b->size);
+        stack_totals_alloc(this_thread.number, s, b->stack_id, b->size);
     if (api >= 0 && api < MAX_APIS)
         count_in_stripe(api, 1);
     if (b->kind & BLOCK_FROM_RUNTIME)
@@ -562,10 +548,8 @@ void tracker_put_back(const struct block *saved)
         timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b),
                         b->api, b->stack_id);
         struct stack *s = stack_get(b->stack_id);
-        if (s) {
-            count(&s->stats.live_bytes, (int64_t)b->size);
-            count(&s->stats.live_blocks, 1);
-        }
+        if (s)
+            stack_totals_restore(s, b->size);
         if (b->kind & BLOCK_FROM_RUNTIME)
             count(&tracker.runtime_blocks, 1);
     }
