@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
 """What the tracer costs a PyTorch training step on a real GPU, in one run.
 
-    python3 bench/gpu_cost.py [--build build] [--rounds 5] [--steps 2000]
+    python3 bench/gpu_cost.py [--build build] [--rounds 8] [--steps 1000]
+                              [--large-steps 100] [--only caching,large,...]
 
 For each allocator mode (caching, expandable segments, every tensor a
-cudaMalloc), runs tests/gpu/torch_step_time.py untraced and traced, rounds
-alternating so drift hits both alike, and prints the median step time of each
-and their ratio; then the same for a CuPy loop (bench/cupy_step.py) and for a
-cudaMalloc-heavy C program (bench/alloc.c built against the real runtime as
-build/gpu/gpu_bench_alloc). As the field's references, the same step under PyTorch's
-memory history recorder and, with --sanitizer-steps N, under
-compute-sanitizer --leak-check full (slow; it may not exit, hence a timeout). Targets: <= 1.01x caching, <= 1.05x per-tensor.
+cudaMalloc), runs tests/gpu/torch_step_time.py untraced and traced, in rounds
+that alternate (so drift hits both alike), and prints the median step time of
+each, the median of the rounds' ratios (traced / untraced of the same round)
+and their spread. Then a GPU-bound step (--model large) in the caching mode,
+a CuPy loop (bench/cupy_step.py) and a cudaMalloc-heavy C program (bench/alloc.c
+built against the real runtime as build/gpu/gpu_bench_alloc). As the field's
+references, the same step under PyTorch's memory history recorder and, with
+--sanitizer-steps N, under compute-sanitizer --leak-check full (slow; it may
+not exit, hence a timeout). Targets: <= 1.01x caching, <= 1.05x per-tensor.
+
+Every process runs with PYTHONHASHSEED=0 and, where setarch is found, without
+address-space randomisation: two sources of difference between processes
+that have nothing to do with the tracer.
 """
 import argparse
 import json
@@ -26,11 +33,16 @@ CUPY_SCRIPT = os.path.join(ROOT, "bench", "cupy_step.py")
 
 
 PIN = []   # ["taskset", "-c", LIST] with --pin
+STEADY = {"PYTHONHASHSEED": "0"}
+NO_ASLR = ["setarch", os.uname().machine, "-R"]
+if not shutil.which("setarch") or subprocess.run([*NO_ASLR, "true"]).returncode != 0:
+    NO_ASLR = []          # a container may refuse personality(2): then not
 
 
 def step_ms(env, steps, prefix=(), extra=(), timeout=300, script=SCRIPT):
-    prefix = (*PIN, *prefix)
+    prefix = (*PIN, *NO_ASLR, *prefix)
     environment = dict(os.environ)
+    environment.update(STEADY)
     environment.update(env)
     try:
         done = subprocess.run([*prefix, sys.executable, script, str(steps), *extra],
@@ -47,7 +59,7 @@ def pair_ns(build, env, pairs):
     """bench/alloc.c against the real driver: ns per cudaMalloc+cudaFree pair."""
     environment = dict(os.environ)
     environment.update(env)
-    done = subprocess.run([*PIN, os.path.join(build, "gpu", "gpu_bench_alloc"), "1", "32", "1000",
+    done = subprocess.run([*PIN, *NO_ASLR, os.path.join(build, "gpu", "gpu_bench_alloc"), "1", "32", "1000",
                            str(pairs)], env=environment, capture_output=True, text=True,
                           timeout=300)
     for line in done.stdout.splitlines():
@@ -57,95 +69,113 @@ def pair_ns(build, env, pairs):
     return None
 
 
+def rounds_of(measure, rounds):
+    """`measure(traced)` in alternating rounds: the figures of each side, and
+    the ratio traced / untraced of every round where both gave one."""
+    plain, mine, ratios = [], [], []
+    for _ in range(rounds):
+        a, b = measure(False), measure(True)
+        if a:
+            plain.append(a)
+        if b:
+            mine.append(b)
+        if a and b:
+            ratios.append(b / a)
+    return plain, mine, ratios
+
+
+def row(name, plain, mine, ratios, target=None, unit=1.0, digits=3):
+    """One table row: medians, the median of the rounds' ratios and its spread,
+    the verdict, and every round's figure."""
+    if not plain or not mine or not ratios:
+        return (name, "failed", "failed", "", "", "", "", "", "")
+    ratio = statistics.median(ratios)
+    spread = f"{min(ratios):.3f}-{max(ratios):.3f}x"
+    verdict = ""
+    if target:
+        verdict = "met" if ratio <= target else "not met"
+    noise = max(plain) / min(plain)
+    return (name, f"{statistics.median(plain) / unit:.{digits}f}",
+            f"{statistics.median(mine) / unit:.{digits}f}", f"{ratio:.3f}x", spread,
+            f"<= {target}x" if target else "", verdict, f"{noise:.2f}x",
+            " ".join(f"{x / unit:.{digits}f}" for x in plain) + " / " +
+            " ".join(f"{x / unit:.{digits}f}" for x in mine))
+
+
 def others(args, traced, emit):
     """A CuPy loop and a cudaMalloc-heavy C program, untraced and traced."""
-    if shutil.which(sys.executable) and subprocess.run(
+    if "cupy" in args.only and subprocess.run(
             [sys.executable, "-c", "import cupy"], capture_output=True).returncode == 0:
-        plain, mine = [], []
-        for _ in range(args.rounds):
-            plain.append(step_ms({}, args.steps, script=CUPY_SCRIPT)[0])
-            mine.append(step_ms(traced, args.steps, script=CUPY_SCRIPT)[0])
-        plain, mine = [x for x in plain if x], [x for x in mine if x]
-        if plain and mine:
-            a, b = statistics.median(plain), statistics.median(mine)
-            emit(("CuPy loop (memory pool)", f"{a:.3f}", f"{b:.3f}", f"{b / a:.3f}x", "", "",
-                  f"{min(mine) / min(plain):.3f}x",
-                  " ".join(f"{x:.3f}" for x in plain), " ".join(f"{x:.3f}" for x in mine)))
+        figures = rounds_of(lambda on: step_ms(traced if on else {}, args.steps,
+                                               script=CUPY_SCRIPT)[0], args.rounds)
+        emit(row("CuPy loop (memory pool)", *figures))
     program = os.path.join(args.build, "gpu", "gpu_bench_alloc")
-    if os.path.exists(program):
-        plain, mine = [], []
-        for _ in range(args.rounds):
-            plain.append(pair_ns(args.build, {}, 20000))
-            mine.append(pair_ns(args.build, traced, 20000))
-        plain, mine = [x for x in plain if x], [x for x in mine if x]
-        if plain and mine:
-            a, b = statistics.median(plain), statistics.median(mine)
-            emit(("C program: cudaMalloc(512)+cudaFree pairs, 32-frame stack, 1000 live "
-                  "(us per pair)", f"{a / 1000:.2f}", f"{b / 1000:.2f}", f"{b / a:.3f}x", "", "",
-                  f"{min(mine) / min(plain):.3f}x",
-                  " ".join(f"{x / 1000:.2f}" for x in plain),
-                  " ".join(f"{x / 1000:.2f}" for x in mine)))
+    if "c" in args.only and os.path.exists(program):
+        figures = rounds_of(lambda on: pair_ns(args.build, traced if on else {}, 20000),
+                            args.rounds)
+        emit(row("C program: cudaMalloc(512)+cudaFree pairs, 32-frame stack, 1000 live "
+                 "(us per pair)", *figures, unit=1000, digits=2))
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--large-steps", type=int, default=100)
+    parser.add_argument("--only", default="caching,expandable,per-tensor,large,history,cupy,c",
+                        help="which rows, comma-separated (default: all)")
     parser.add_argument("--sanitizer-steps", type=int, default=0,
                         help="also time compute-sanitizer --leak-check full (0: not)")
     parser.add_argument("--pin", default="",
-                        help="run every process on these CPUs (taskset -c LIST): less noise")
-    parser.add_argument("--skip-others", action="store_true",
-                        help="only the PyTorch modes (no CuPy loop, no C program)")
+                        help="run every process on these CPUs (taskset -c LIST)")
     args = parser.parse_args()
+    args.only = set(args.only.split(","))
     if args.pin:
         PIN.extend(["taskset", "-c", args.pin])
     traced = {"LD_PRELOAD": os.path.join(os.path.abspath(args.build), "libcumemtrace.so"),
               "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "none"}
-    modes = [("caching (default)", {}, 1.01),
-             ("expandable_segments", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, 1.01),
-             ("per-tensor (NO_CUDA_MEMORY_CACHING)", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, 1.05)]
-    header = ("mode", "untraced ms/step (median)", "traced ms/step (median)", "ratio", "target",
-              "", "ratio of the fastest rounds", "untraced rounds", "traced rounds")
+    caching = ("caching", "caching (default), small step", {}, 1.01, ())
+    modes = [caching,
+             ("expandable", "expandable_segments, small step",
+              {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, 1.01, ()),
+             ("per-tensor", "per-tensor (NO_CUDA_MEMORY_CACHING), small step",
+              {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, 1.05, ()),
+             ("large", "caching (default), large GPU-bound step", {}, 1.01, ("--model", "large"))]
+    header = ("mode", "untraced ms/step (median)", "traced ms/step (median)",
+              "ratio (median of rounds)", "rounds' ratios", "target", "",
+              "untraced noise (slowest / fastest round)", "rounds: untraced / traced")
+    print(f"NO_ASLR={' '.join(NO_ASLR) or 'no setarch'} PIN={' '.join(PIN) or 'none'} "
+          f"rounds={args.rounds} steps={args.steps} large-steps={args.large_steps}")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header), flush=True)
 
-    def emit(row):
-        print("| " + " | ".join(row) + " |", flush=True)
+    def emit(cells):
+        print("| " + " | ".join(cells) + " |", flush=True)
 
-    for name, env, target in modes:
-        plain, mine = [], []
-        for _ in range(args.rounds):
-            plain.append(step_ms(env, args.steps)[0])
-            mine.append(step_ms({**env, **traced}, args.steps)[0])
-        plain, mine = [x for x in plain if x], [x for x in mine if x]
-        if not plain or not mine:
-            emit((name, "failed", "failed", "", "", "", "", "", ""))
+    for key, name, env, target, extra in modes:
+        if key not in args.only:
             continue
-        a, b = statistics.median(plain), statistics.median(mine)
-        emit((name, f"{a:.3f}", f"{b:.3f}", f"{b / a:.3f}x", f"<= {target}x",
-                     "met" if b / a <= target else "not met", f"{min(mine) / min(plain):.3f}x",
-                     " ".join(f"{x:.3f}" for x in plain), " ".join(f"{x:.3f}" for x in mine)))
-        if name.startswith("caching"):
-            history = [step_ms(env, args.steps, extra=("--history",))[0]
-                       for _ in range(max(1, args.rounds // 2))]
-            history = [x for x in history if x] or [float("nan")]
-            h = statistics.median(history)
-            emit(("caching, torch memory history (reference)", f"{a:.3f}", f"{h:.3f}",
-                         f"{h / a:.3f}x", "", "", f"{min(history) / min(plain):.3f}x", "",
-                         " ".join(f"{x:.3f}" for x in history)))
-    if not args.skip_others:
-        others(args, traced, emit)
+        steps = args.large_steps if key == "large" else args.steps
+        figures = rounds_of(lambda on: step_ms({**env, **traced} if on else env, steps,
+                                               extra=extra)[0], args.rounds)
+        emit(row(name, *figures, target=target))
+    if "history" in args.only:      # the reference: PyTorch's own recorder, same rounds
+        figures = rounds_of(lambda on: step_ms({}, args.steps,
+                                               extra=("--history",) if on else ())[0],
+                            max(2, args.rounds // 2))
+        emit(row("caching, small step, torch memory history (reference; 'traced' = "
+                 "recording)", *figures))
+    others(args, traced, emit)
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if args.sanitizer_steps and os.path.exists(sanitizer):
         plain, _ = step_ms({}, args.sanitizer_steps)
         slow, status = step_ms({}, args.sanitizer_steps,
                                prefix=(sanitizer, "--leak-check", "full"), timeout=120)
-        emit((f"caching, compute-sanitizer --leak-check full ({args.sanitizer_steps} steps, reference)",
-                     f"{plain:.3f}" if plain else "-", f"{slow:.3f}" if slow else "-",
-                     f"{slow / plain:.1f}x" if slow and plain else f"no figure ({status})",
-                     "", "", "", "", ""))
+        emit((f"caching, compute-sanitizer --leak-check full ({args.sanitizer_steps} steps, "
+              "reference)", f"{plain:.3f}" if plain else "-", f"{slow:.3f}" if slow else "-",
+              f"{slow / plain:.1f}x" if slow and plain else f"no figure ({status})",
+              "", "", "", "", ""))
 
 
 if __name__ == "__main__":

@@ -62,10 +62,10 @@ def table(header, rows):
 
 
 def sites_table(args, counts, pairs):
-    """Threads that each allocate from a call site of their own (depth 32 + thread
-    number): no stack's totals are shared between threads, unlike the main table,
-    where every thread allocates from the same site."""
-    print("Threads with a call site each (depth 32 + thread number)")
+    """Threads that each allocate from a call site of their own (one of bench_alloc's
+    eight cudaMalloc call sites, depth 32): no stack is shared between threads,
+    unlike the main table, where every thread allocates from the same site."""
+    print("Threads with a call site each (depth 32, call site = thread number % 8)")
     rows, single = [], None
     for threads in [1] + counts:
         off = bench(args, threads, 32, 1000, pairs, False, site_per_thread=True)
