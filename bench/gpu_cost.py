@@ -26,6 +26,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "gpu", "torch_step_time.py")
@@ -70,11 +71,16 @@ def pair_ns(build, env, pairs):
 
 
 def rounds_of(measure, rounds):
-    """`measure(traced)` in alternating rounds: the figures of each side, and
-    the ratio traced / untraced of every round where both gave one."""
+    """`measure(traced)` in alternating rounds, untraced first in even rounds and
+    traced first in odd ones (so an effect of going first or second falls on
+    both alike): the figures of each side, and the ratio traced / untraced of
+    every round where both gave one."""
     plain, mine, ratios = [], [], []
-    for _ in range(rounds):
-        a, b = measure(False), measure(True)
+    for number in range(rounds):
+        if number % 2 == 0:
+            a, b = measure(False), measure(True)
+        else:
+            b, a = measure(True), measure(False)
         if a:
             plain.append(a)
         if b:
@@ -100,6 +106,24 @@ def row(name, plain, mine, ratios, target=None, unit=1.0, digits=3):
             f"<= {target}x" if target else "", verdict, f"{noise:.2f}x",
             " ".join(f"{x / unit:.{digits}f}" for x in plain) + " / " +
             " ".join(f"{x / unit:.{digits}f}" for x in mine))
+
+
+def activity(args, traced, env, label):
+    """One more traced run that writes its JSON report: how many allocations the
+    tracer recorded between the marks around the timed steps."""
+    out = tempfile.mkdtemp(prefix="cumemtrace-cost-")
+    step_ms({**env, **traced, "CUMEMTRACE_FORMAT": "json",
+             "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")}, args.steps)
+    for name in os.listdir(out):
+        if name.endswith(".json"):
+            marks = json.load(open(os.path.join(out, name)))["marks"]["recent"]
+            start = [m for m in marks if m["label"] == "timed steps: start"]
+            end = [m for m in marks if m["label"] == "timed steps: end"]
+            if start and end:
+                return (f"{label}: the tracer recorded "
+                        f"{end[0]['sequence'] - start[0]['sequence']} allocations during the "
+                        f"{args.steps} timed steps ({end[0]['time_ms'] - start[0]['time_ms']} ms)")
+    return f"{label}: no report with the marks"
 
 
 def others(args, traced, emit):
@@ -153,6 +177,7 @@ def main():
     def emit(cells):
         print("| " + " | ".join(cells) + " |", flush=True)
 
+    notes = []
     for key, name, env, target, extra in modes:
         if key not in args.only:
             continue
@@ -160,6 +185,8 @@ def main():
         figures = rounds_of(lambda on: step_ms({**env, **traced} if on else env, steps,
                                                extra=extra)[0], args.rounds)
         emit(row(name, *figures, target=target))
+        if key in ("caching", "per-tensor"):
+            notes.append(activity(args, traced, env, name))
     if "history" in args.only:      # the reference: PyTorch's own recorder, same rounds
         figures = rounds_of(lambda on: step_ms({}, args.steps,
                                                extra=("--history",) if on else ())[0],
@@ -176,6 +203,9 @@ def main():
               "reference)", f"{plain:.3f}" if plain else "-", f"{slow:.3f}" if slow else "-",
               f"{slow / plain:.1f}x" if slow and plain else f"no figure ({status})",
               "", "", "", "", ""))
+    print()
+    for note in notes:
+        print(note)
 
 
 if __name__ == "__main__":
