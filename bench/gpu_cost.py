@@ -108,22 +108,36 @@ def row(name, plain, mine, ratios, target=None, unit=1.0, digits=3):
             " ".join(f"{x / unit:.{digits}f}" for x in mine))
 
 
-def activity(args, traced, env, label):
-    """One more traced run that writes its JSON report: how many allocations the
-    tracer recorded between the marks around the timed steps."""
+def traced_report(args, traced, env, steps):
+    """One traced run that writes its JSON report; the report, or None."""
     out = tempfile.mkdtemp(prefix="cumemtrace-cost-")
     step_ms({**env, **traced, "CUMEMTRACE_FORMAT": "json",
-             "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")}, args.steps)
+             "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")}, steps)
     for name in os.listdir(out):
         if name.endswith(".json"):
-            marks = json.load(open(os.path.join(out, name)))["marks"]["recent"]
-            start = [m for m in marks if m["label"] == "timed steps: start"]
-            end = [m for m in marks if m["label"] == "timed steps: end"]
-            if start and end:
-                return (f"{label}: the tracer recorded "
-                        f"{end[0]['sequence'] - start[0]['sequence']} allocations during the "
-                        f"{args.steps} timed steps ({end[0]['time_ms'] - start[0]['time_ms']} ms)")
-    return f"{label}: no report with the marks"
+            return json.load(open(os.path.join(out, name)))
+    return None
+
+
+def activity(args, traced, env, label):
+    """What the tracer did during the timed steps, from its own reports: the
+    allocations it recorded between the marks around them, and its calls
+    (every intercepted CUDA call) in a run of N steps against one of 2N."""
+    counts = []
+    for steps in (args.steps, 2 * args.steps):
+        report = traced_report(args, traced, env, steps)
+        if not report:
+            return f"{label}: no report"
+        marks = {m["label"]: m for m in report["marks"]["recent"]}
+        start, end = marks.get("timed steps: start"), marks.get("timed steps: end")
+        if not start or not end:
+            return f"{label}: no marks in the report"
+        calls = sum(e["calls"] for e in report["entry_points"])
+        counts.append((steps, end["sequence"] - start["sequence"], calls))
+    return (f"{label}: allocations the tracer recorded during the timed steps: "
+            f"{counts[0][1]} in {counts[0][0]} steps, {counts[1][1]} in {counts[1][0]}; "
+            f"intercepted CUDA calls in the whole run: {counts[0][2]} with {counts[0][0]} "
+            f"timed steps, {counts[1][2]} with {counts[1][0]}")
 
 
 def others(args, traced, emit):
