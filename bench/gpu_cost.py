@@ -10,7 +10,9 @@ that alternate (so drift hits both alike), and prints the median step time of
 each, the median of the rounds' ratios (traced / untraced of the same round)
 and their spread. Then a GPU-bound step (--model large) in the caching mode,
 a CuPy loop (bench/cupy_step.py) and a cudaMalloc-heavy C program (bench/alloc.c
-built against the real runtime as build/gpu/gpu_bench_alloc). As the field's
+built against the real runtime as build/gpu/gpu_bench_alloc), and what one
+tensor allocation+free costs traced in the per-tensor mode, with and without
+stacks and Python frames (bench/torch_alloc_pair.py). As the field's
 references, the same step under PyTorch's memory history recorder and, with
 --sanitizer-steps N, under compute-sanitizer --leak-check full (slow; it may
 not exit, hence a timeout). Targets: <= 1.01x caching, <= 1.05x per-tensor.
@@ -31,6 +33,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "gpu", "torch_step_time.py")
 CUPY_SCRIPT = os.path.join(ROOT, "bench", "cupy_step.py")
+PAIR_SCRIPT = os.path.join(ROOT, "bench", "torch_alloc_pair.py")
+PER_TENSOR = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
 
 PIN = []   # ["taskset", "-c", LIST] with --pin
@@ -40,7 +44,7 @@ if not shutil.which("setarch") or subprocess.run([*NO_ASLR, "true"]).returncode 
     NO_ASLR = []          # a container may refuse personality(2): then not
 
 
-def step_ms(env, steps, prefix=(), extra=(), timeout=300, script=SCRIPT):
+def step_ms(env, steps, prefix=(), extra=(), timeout=300, script=SCRIPT, key="step_ms"):
     prefix = (*PIN, *NO_ASLR, *prefix)
     environment = dict(os.environ)
     environment.update(STEADY)
@@ -52,7 +56,7 @@ def step_ms(env, steps, prefix=(), extra=(), timeout=300, script=SCRIPT):
         return None, f"no exit within {timeout} s"
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("{"):
-            return json.loads(line)["step_ms"], done.returncode
+            return json.loads(line)[key], done.returncode
     return None, f"exit {done.returncode}: {done.stderr[-300:]!r}"
 
 
@@ -161,8 +165,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--large-steps", type=int, default=100)
-    parser.add_argument("--only", default="caching,expandable,per-tensor,large,history,cupy,c",
-                        help="which rows, comma-separated (default: all)")
+    parser.add_argument("--only",
+                        default="caching,expandable,per-tensor,large,history,cupy,c",
+                        help="which rows, comma-separated (default: all but torch-pairs, "
+                             "whose figures drown in cudaFree's own noise)")
     parser.add_argument("--sanitizer-steps", type=int, default=0,
                         help="also time compute-sanitizer --leak-check full (0: not)")
     parser.add_argument("--pin", default="",
@@ -201,6 +207,16 @@ def main():
         emit(row(name, *figures, target=target))
         if key in ("caching", "per-tensor"):
             notes.append(activity(args, traced, env, name))
+    if "torch-pairs" in args.only:     # what the per-tensor mode's extra time is made of
+        for label, switches in (("", {}), (", no native stack", {"CUMEMTRACE_DEPTH": "0"}),
+                                (", no Python frames", {"CUMEMTRACE_PYTHON": "0"}),
+                                (", neither", {"CUMEMTRACE_DEPTH": "0", "CUMEMTRACE_PYTHON": "0"})):
+            figures = rounds_of(
+                lambda on: step_ms({**PER_TENSOR, **traced, **switches} if on else PER_TENSOR,
+                                   20000, script=PAIR_SCRIPT, key="us_per_pair")[0],
+                max(2, args.rounds // 2))
+            emit(row(f"per-tensor: torch.empty+free pair (us), traced{label}", *figures,
+                     digits=2))
     if "history" in args.only:      # the reference: PyTorch's own recorder, same rounds
         figures = rounds_of(lambda on: step_ms({}, args.steps,
                                                extra=("--history",) if on else ())[0],
