@@ -12,6 +12,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "config.h"
 #include "names.h"
 #include "registry.h"
 #include "tracker.h"
@@ -84,6 +85,32 @@ cudaError_t runtime_unresolved(int api);
 extern __thread int in_cuda_call;
 int cuda_call_in_progress(void);
 void hook_call(int api);
+void self_time_stop(void);
+void self_time_start(void);
+
+/* Around the real call in every wrapper; hook_end closes the wrapper. With
+ * CUMEMTRACE_SELF_TIME=1 the time a thread spends in a wrapper outside the
+ * real call is added up (hooks.c). */
+static inline void real_call_begin(void)
+{
+    if (config.self_time)
+        self_time_stop();
+    in_cuda_call++;
+}
+
+static inline void real_call_end(void)
+{
+    in_cuda_call--;
+    if (config.self_time)
+        self_time_start();
+}
+
+static inline int hook_end(int result)
+{
+    if (config.self_time)
+        self_time_stop();
+    return result;
+}
 void hook_alloc(int api, int kind, uint64_t value, uint64_t size, uint64_t handle, int device);
 void hook_failure(int api, int kind, uint64_t size, int code, int oom, int device);
 int hook_take(uint64_t value, int space, struct block *saved);

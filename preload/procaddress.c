@@ -35,10 +35,12 @@ PUBLIC CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
     if (!real)
         return driver_unresolved(API_cuGetProcAddress_v2);
     hook_call(API_cuGetProcAddress_v2);
+    real_call_begin();
     CUresult result = real(symbol, pfn, version, flags, status);
+    real_call_end();
     if (result == CUDA_SUCCESS && pfn && *pfn)
         *pfn = wrap_lookup(symbol, version, flags, *pfn);
-    return result;
+    return hook_end(result);
 }
 
 PUBLIC CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
@@ -48,8 +50,10 @@ PUBLIC CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cu
     if (!real)
         return driver_unresolved(API_cuGetProcAddress);
     hook_call(API_cuGetProcAddress);
+    real_call_begin();
     CUresult result = real(symbol, pfn, version, flags);
+    real_call_end();
     if (result == CUDA_SUCCESS && pfn && *pfn)
         *pfn = wrap_lookup(symbol, version, flags, *pfn);
-    return result;
+    return hook_end(result);
 }

@@ -239,6 +239,7 @@ void config_load(void)
     load_bool("CUMEMTRACE_DUMP_ON_TERM", &config.dump_on_term, "0");
     load_bool("CUMEMTRACE_FOLLOW", &config.follow, "1");
     load_bool("CUMEMTRACE_PYTHON", &config.python, "1");
+    load_bool("CUMEMTRACE_SELF_TIME", &config.self_time, "0");
     load_int("CUMEMTRACE_SAMPLE_MS", &config.sample_ms, 0, 86400000);
 
     if ((value = env("CUMEMTRACE_SIGNAL")) &&

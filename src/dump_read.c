@@ -284,6 +284,7 @@ int dump_read(const char *path, struct report *r)
 {
     memset(r, 0, sizeof(*r));
     r->rank = r->local_rank = r->world_size = -1;   /* not in a dump */
+    r->self_time_ns = -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;

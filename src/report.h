@@ -98,6 +98,7 @@ struct report {
     struct report_pool pools[REPORT_MAX_POOLS];
     int pool_count;
     size_t registry_bytes, stacks_bytes;
+    int64_t self_time_ns;                /* our own time in CUDA calls; -1: not timed */
     uint32_t *shown;                     /* stack ids written out, by live bytes */
     uint32_t shown_count;
     uint32_t *by_peak;                   /* the same ids, highest peak first */

@@ -67,7 +67,10 @@ static void write_tracer(const struct report *r, struct out *out)
                symbolizer_has_lines(r->symbolizer) ? "libdw" : "dladdr");
     for (int i = 0; i < LOST_COUNT; i++)
         out_printf(out, "%s\"%s\":%llu", i ? "," : "", lost_names[i], U(r->state.lost[i]));
-    out_str(out, "}}");
+    if (r->self_time_ns >= 0)
+        out_printf(out, "},\"self_time_ns\":%lld}", (long long)r->self_time_ns);
+    else
+        out_str(out, "},\"self_time_ns\":null}");
 }
 
 static void write_entry_points(const struct report *r, struct out *out)
@@ -239,8 +242,11 @@ static void write_marks(const struct report *r, struct out *out)
         const struct mark *m = &r->state.marks[(total - kept + i) % MARK_RING];
         out_str(out, i ? ",{\"label\":" : "{\"label\":");
         out_json_string(out, m->label);
-        out_printf(out, ",\"time_ms\":%u,\"sequence\":%llu,\"device_bytes\":%llu}",
+        out_printf(out, ",\"time_ms\":%u,\"sequence\":%llu,\"device_bytes\":%llu",
                    m->time_ms, U(m->sequence), U(m->device_bytes));
+        if (r->self_time_ns >= 0)
+            out_printf(out, ",\"self_time_ns\":%llu", U(m->self_time_ns));
+        out_str(out, "}");
     }
     out_str(out, "]}");
 }

@@ -219,6 +219,9 @@ static void load_tracer(struct loader *l, const struct json_value *root)
     const struct json_value *tracer = json_get(root, "tracer");
     r->registry_bytes = (size_t)get_u64(tracer, "registry_bytes");
     r->stacks_bytes = (size_t)get_u64(tracer, "stack_table_bytes");
+    const struct json_value *self_time = json_get(tracer, "self_time_ns");
+    r->self_time_ns = self_time && self_time->type == JSON_NUMBER
+                          ? (int64_t)get_u64(tracer, "self_time_ns") : -1;
     const struct json_value *lost = json_get(tracer, "lost");
     for (int i = 0; i < LOST_COUNT; i++)
         r->state.lost[i] = get_u64(lost, lost_names[i]);
@@ -536,6 +539,7 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
         x->time_ms = (uint32_t)get_u64(m, "time_ms");
         x->sequence = get_u64(m, "sequence");
         x->device_bytes = get_u64(m, "device_bytes");
+        x->self_time_ns = get_u64(m, "self_time_ns");
     }
 }
 

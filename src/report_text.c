@@ -396,6 +396,9 @@ static void write_lost(const struct report *r, struct out *out)
     for (int i = 0; i < LOST_COUNT; i++)
         if (r->state.lost[i])
             out_printf(out, "  note: %llu %s\n", (unsigned long long)r->state.lost[i], what[i]);
+    if (r->self_time_ns >= 0)
+        out_printf(out, "  note: the tracer's own time in CUDA calls: %.3f ms (CUMEMTRACE_SELF_TIME)\n",
+                   r->self_time_ns / 1e6);
 }
 
 static const char *retry_text[] = {

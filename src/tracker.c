@@ -70,19 +70,30 @@ static __thread struct thread_state this_thread;
 struct api_stripe {
     _Alignas(64) uint64_t calls[MAX_APIS];
     uint64_t allocations[MAX_APIS];
+    uint64_t self_time_ns;     /* CUMEMTRACE_SELF_TIME: our time in wrappers */
 };
 static struct api_stripe api_stripes[API_STRIPES];
 
-static void count_in_stripe(int api, int allocation)
+static void add_to_stripe(uint64_t *counter, uint64_t amount)
 {
     uint32_t number = this_thread.number;
-    struct api_stripe *stripe = &api_stripes[number < API_STRIPES ? number : 0];
-    uint64_t *counter = allocation ? &stripe->allocations[api] : &stripe->calls[api];
     if (number != 0 && number < API_STRIPES)
-        __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1,
+        __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + amount,
                          __ATOMIC_RELAXED);
     else
-        __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(counter, amount, __ATOMIC_RELAXED);
+}
+
+static struct api_stripe *own_stripe(void)
+{
+    uint32_t number = this_thread.number;
+    return &api_stripes[number < API_STRIPES ? number : 0];
+}
+
+static void count_in_stripe(int api, int allocation)
+{
+    struct api_stripe *stripe = own_stripe();
+    add_to_stripe(allocation ? &stripe->allocations[api] : &stripe->calls[api], 1);
 }
 
 static uint64_t monotonic_ns(void)
@@ -266,6 +277,19 @@ void tracker_count_call(int api)
 {
     if (api >= 0 && api < MAX_APIS)
         count_in_stripe(api, 0);
+}
+
+void tracker_add_self_time(uint64_t ns)
+{
+    add_to_stripe(&own_stripe()->self_time_ns, ns);
+}
+
+uint64_t tracker_self_time_ns(void)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < API_STRIPES; i++)
+        total += __atomic_load_n(&api_stripes[i].self_time_ns, __ATOMIC_RELAXED);
+    return total;
 }
 
 void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS])
@@ -651,6 +675,7 @@ void tracker_mark(const char *label)
     m->sequence = 0;
     for (int api = 0; api < MAX_APIS; api++)
         m->sequence += allocations[api];
+    m->self_time_ns = tracker_self_time_ns();
     m->device_bytes = 0;
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
         m->device_bytes += counters_current_bytes(slot, COUNTER_DEVICE_MEMORY);

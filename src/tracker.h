@@ -54,6 +54,7 @@ struct mark {
     uint32_t time_ms;
     uint64_t sequence;         /* allocations made before the mark */
     uint64_t device_bytes;     /* device memory live at the mark, all devices */
+    uint64_t self_time_ns;     /* our own time in CUDA calls so far (SELF_TIME) */
 };
 #define MARK_RING 256
 
@@ -73,6 +74,8 @@ void tracker_leave(void);
 void tracker_count_call(int api);
 /* The calls and allocations per entry point, summed (tracker's are zero). */
 void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS]);
+void tracker_add_self_time(uint64_t ns);   /* CUMEMTRACE_SELF_TIME, from the wrappers */
+uint64_t tracker_self_time_ns(void);
 void tracker_alloc(const struct allocation *a);
 int tracker_take(uint64_t value, int space, struct block *saved);
 /* The same, only if the block carries `flag` (e.g. BLOCK_FROM_RUNTIME). */

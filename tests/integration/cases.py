@@ -824,6 +824,32 @@ def case_growth_steady():
           f"a cache filled once and temporaries are not leaks: {growing_functions(report)}")
 
 
+def case_self_time():
+    """CUMEMTRACE_SELF_TIME=1 counts the tracer's own time in CUDA calls and
+    not the driver's: every cuMemAlloc_v2 sleeps 5 ms, 60 of them 300 ms."""
+    env = {"CUMEMTRACE_FORMAT": "json,text", "SIMCUDA_ALLOC_DELAY_US": "5000"}
+    out, err, reports, texts = run("tests/growth", ["leak-marks"],
+                                   env={**env, "CUMEMTRACE_SELF_TIME": "1"})
+    report = only(reports)
+    total = report["tracer"]["self_time_ns"]
+    check(total is not None and 0 < total < 150e6,
+          f"our time, without the driver's 300 ms: {total} ns")
+    at_marks = [m.get("self_time_ns") for m in report["marks"]["recent"]]
+    check(len(at_marks) == 60 and None not in at_marks, f"every mark has the figure: {at_marks}")
+    if None not in at_marks:
+        rises = sum(b > a for a, b in zip(at_marks, at_marks[1:]))
+        check(at_marks == sorted(at_marks) and rises == 59 and at_marks[-1] <= total,
+              f"rises between marks (an allocation each), up to the total: {at_marks}")
+    check(any("the tracer's own time in CUDA calls" in t for t in texts.values()),
+          "the text report says it")
+    out, err, reports, texts = run("tests/growth", ["leak-marks"], env=env)
+    report = only(reports)
+    check(report["tracer"]["self_time_ns"] is None and
+          all("self_time_ns" not in m for m in report["marks"]["recent"]),
+          "not timed unless asked")
+    check(not any("own time" in t for t in texts.values()), "and not in the text")
+
+
 def case_public_api():
     out, err, reports, _ = run("tests/api", [os.path.join(tempfile.gettempdir(), "unused")],
                                preload=False)

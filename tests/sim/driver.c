@@ -16,7 +16,8 @@
  * never reused, memory not usable; with a million live blocks the first-fit
  * list would measure the simulator, not the tracer; each thread bumps
  * through 1 MiB chunks of its own and no call counts are kept, so that
- * threads share no cache line and the simulator scales with threads).
+ * threads share no cache line and the simulator scales with threads),
+ * SIMCUDA_ALLOC_DELAY_US=N (every cuMemAlloc_v2 sleeps N us: a slow driver).
  *
  * Device memory is real memory (an mmap with MAP_NORESERVE per device), so
  * copies work and device addresses never collide with host addresses.
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "simcuda.h"
 
@@ -75,6 +77,7 @@ static const char *const function_names[F_COUNT] = {
 };
 static unsigned long calls[F_COUNT];
 static int bump_mode;        /* SIMCUDA_BUMP */
+static long alloc_delay_us;  /* SIMCUDA_ALLOC_DELAY_US */
 static int trace;
 
 
@@ -208,6 +211,8 @@ static void setup(void)
     if (getenv("SIMCUDA_FAIL_EVERY"))
         fail_every = strtoul(getenv("SIMCUDA_FAIL_EVERY"), NULL, 10);
     bump_mode = getenv("SIMCUDA_BUMP") && strcmp(getenv("SIMCUDA_BUMP"), "1") == 0;
+    if (getenv("SIMCUDA_ALLOC_DELAY_US"))
+        alloc_delay_us = atol(getenv("SIMCUDA_ALLOC_DELAY_US"));
     if (getenv("SIMCUDA_ABORT_AT"))
         abort_at = strtoul(getenv("SIMCUDA_ABORT_AT"), NULL, 10);
     const char *memory = getenv("SIMCUDA_MEMORY");
@@ -686,6 +691,10 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 {
     ENTER(cuMemAlloc_v2);
     NEED_CONTEXT();
+    if (alloc_delay_us > 0) {       /* a slow driver: time the tracer must not count */
+        struct timespec delay = {alloc_delay_us / 1000000, alloc_delay_us % 1000000 * 1000};
+        nanosleep(&delay, NULL);
+    }
     return allocate(dptr, bytes, DEVICE_MEMORY, NULL);
 }
 
