@@ -10,12 +10,19 @@ that alternate (so drift hits both alike), and prints the median step time of
 each, the median of the rounds' ratios (traced / untraced of the same round)
 and their spread. Then a GPU-bound step (--model large) in the caching mode,
 a CuPy loop (bench/cupy_step.py) and a cudaMalloc-heavy C program (bench/alloc.c
-built against the real runtime as build/gpu/gpu_bench_alloc), and what one
-tensor allocation+free costs traced in the per-tensor mode, with and without
-stacks and Python frames (bench/torch_alloc_pair.py). As the field's
+built against the real runtime as build/gpu/gpu_bench_alloc). As the field's
 references, the same step under PyTorch's memory history recorder and, with
 --sanitizer-steps N, under compute-sanitizer --leak-check full (slow; it may
 not exit, hence a timeout). Targets: <= 1.01x caching, <= 1.05x per-tensor.
+
+Run to run, a small step's time varies by more than these targets. So for
+each mode, below the table, two more traced runs (N and 2N steps) say what
+the tracer did in the timed steps, from its own report: the allocations it
+recorded, the CUDA calls it intercepted, and its own time in those calls
+(CUMEMTRACE_SELF_TIME: clock stopped around the real call) per step and as a
+share of the untraced step. What that time leaves out: the tracer's sampling
+thread (which takes the GIL once per CUMEMTRACE_SAMPLE_MS) and the caches its
+work evicts.
 
 Every process runs with PYTHONHASHSEED=0 and, where setarch is found, without
 address-space randomisation: two sources of difference between processes
@@ -33,7 +40,6 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "gpu", "torch_step_time.py")
 CUPY_SCRIPT = os.path.join(ROOT, "bench", "cupy_step.py")
-PAIR_SCRIPT = os.path.join(ROOT, "bench", "torch_alloc_pair.py")
 PER_TENSOR = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
 
@@ -64,13 +70,25 @@ def pair_ns(build, env, pairs):
     """bench/alloc.c against the real driver: ns per cudaMalloc+cudaFree pair."""
     environment = dict(os.environ)
     environment.update(env)
-    done = subprocess.run([*PIN, *NO_ASLR, os.path.join(build, "gpu", "gpu_bench_alloc"), "1", "32", "1000",
-                           str(pairs)], env=environment, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([*PIN, *NO_ASLR, os.path.join(build, "gpu", "gpu_bench_alloc"), "1",
+                           "32", "1000", str(pairs)], env=environment, capture_output=True,
+                          text=True, timeout=300)
     for line in done.stdout.splitlines():
         if line.startswith("{"):
             figures = json.loads(line)
             return figures.get("ns_per_pair")
+    return None
+
+
+def pair_self_ns(build, traced, pairs):
+    """The tracer's own time per pair of the C program (CUMEMTRACE_SELF_TIME)."""
+    out = tempfile.mkdtemp(prefix="cumemtrace-cost-")
+    pair_ns(build, {**traced, "CUMEMTRACE_FORMAT": "json", "CUMEMTRACE_SELF_TIME": "1",
+                    "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")}, pairs)
+    for name in os.listdir(out):
+        if name.endswith(".json"):
+            own = json.load(open(os.path.join(out, name)))["tracer"]["self_time_ns"]
+            return own / pairs if own is not None else None
     return None
 
 
@@ -112,24 +130,27 @@ def row(name, plain, mine, ratios, target=None, unit=1.0, digits=3):
             " ".join(f"{x / unit:.{digits}f}" for x in mine))
 
 
-def traced_report(args, traced, env, steps):
-    """One traced run that writes its JSON report; the report, or None."""
+def traced_report(args, traced, env, steps, extra=()):
+    """One traced run, timing the tracer's own work (CUMEMTRACE_SELF_TIME),
+    that writes its JSON report; the report, or None."""
     out = tempfile.mkdtemp(prefix="cumemtrace-cost-")
-    step_ms({**env, **traced, "CUMEMTRACE_FORMAT": "json",
-             "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")}, steps)
+    step_ms({**env, **traced, "CUMEMTRACE_FORMAT": "json", "CUMEMTRACE_SELF_TIME": "1",
+             "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")}, steps, extra=extra)
     for name in os.listdir(out):
         if name.endswith(".json"):
             return json.load(open(os.path.join(out, name)))
     return None
 
 
-def activity(args, traced, env, label):
+def activity(args, traced, env, label, steps, extra, untraced_ms):
     """What the tracer did during the timed steps, from its own reports: the
-    allocations it recorded between the marks around them, and its calls
-    (every intercepted CUDA call) in a run of N steps against one of 2N."""
-    counts = []
-    for steps in (args.steps, 2 * args.steps):
-        report = traced_report(args, traced, env, steps)
+    allocations it recorded between the marks around them, its own time in
+    CUDA calls there (CUMEMTRACE_SELF_TIME) per step and as a share of the
+    untraced step, and its calls (every intercepted CUDA call) in a run of N
+    steps against one of 2N."""
+    counts, own = [], []
+    for steps in (steps, 2 * steps):
+        report = traced_report(args, traced, env, steps, extra)
         if not report:
             return f"{label}: no report"
         marks = {m["label"]: m for m in report["marks"]["recent"]}
@@ -138,13 +159,18 @@ def activity(args, traced, env, label):
             return f"{label}: no marks in the report"
         calls = sum(e["calls"] for e in report["entry_points"])
         counts.append((steps, end["sequence"] - start["sequence"], calls))
-    return (f"{label}: allocations the tracer recorded during the timed steps: "
+        own.append((end["self_time_ns"] - start["self_time_ns"]) / steps / 1000)
+    share = f" = {min(own) / 1000 / untraced_ms:.2%}-{max(own) / 1000 / untraced_ms:.2%} " \
+            f"of the untraced step ({untraced_ms:.3f} ms)" if untraced_ms else ""
+    return (f"{label}: the tracer's own time in CUDA calls during the timed steps: "
+            f"{own[0]:.2f} and {own[1]:.2f} us per step{share}; "
+            f"allocations the tracer recorded during the timed steps: "
             f"{counts[0][1]} in {counts[0][0]} steps, {counts[1][1]} in {counts[1][0]}; "
             f"intercepted CUDA calls in the whole run: {counts[0][2]} with {counts[0][0]} "
             f"timed steps, {counts[1][2]} with {counts[1][0]}")
 
 
-def others(args, traced, emit):
+def others(args, traced, emit, notes):
     """A CuPy loop and a cudaMalloc-heavy C program, untraced and traced."""
     if "cupy" in args.only and subprocess.run(
             [sys.executable, "-c", "import cupy"], capture_output=True).returncode == 0:
@@ -157,6 +183,10 @@ def others(args, traced, emit):
                             args.rounds)
         emit(row("C program: cudaMalloc(512)+cudaFree pairs, 32-frame stack, 1000 live "
                  "(us per pair)", *figures, unit=1000, digits=2))
+        own = pair_self_ns(args.build, traced, 20000)
+        if own is not None:
+            notes.append(f"C program: the tracer's own time per pair (CUMEMTRACE_SELF_TIME): "
+                         f"{own / 1000:.2f} us")
 
 
 def main():
@@ -167,8 +197,9 @@ def main():
     parser.add_argument("--large-steps", type=int, default=100)
     parser.add_argument("--only",
                         default="caching,expandable,per-tensor,large,history,cupy,c",
-                        help="which rows, comma-separated (default: all but torch-pairs, "
-                             "whose figures drown in cudaFree's own noise)")
+                        help="which rows, comma-separated (default: all but parts: the "
+                             "tracer's time per per-tensor step without stacks or Python "
+                             "frames)")
     parser.add_argument("--sanitizer-steps", type=int, default=0,
                         help="also time compute-sanitizer --leak-check full (0: not)")
     parser.add_argument("--pin", default="",
@@ -205,25 +236,26 @@ def main():
         figures = rounds_of(lambda on: step_ms({**env, **traced} if on else env, steps,
                                                extra=extra)[0], args.rounds)
         emit(row(name, *figures, target=target))
-        if key in ("caching", "per-tensor"):
-            notes.append(activity(args, traced, env, name))
-    if "torch-pairs" in args.only:     # what the per-tensor mode's extra time is made of
-        for label, switches in (("", {}), (", no native stack", {"CUMEMTRACE_DEPTH": "0"}),
-                                (", no Python frames", {"CUMEMTRACE_PYTHON": "0"}),
-                                (", neither", {"CUMEMTRACE_DEPTH": "0", "CUMEMTRACE_PYTHON": "0"})):
-            figures = rounds_of(
-                lambda on: step_ms({**PER_TENSOR, **traced, **switches} if on else PER_TENSOR,
-                                   20000, script=PAIR_SCRIPT, key="us_per_pair")[0],
-                max(2, args.rounds // 2))
-            emit(row(f"per-tensor: torch.empty+free pair (us), traced{label}", *figures,
-                     digits=2))
+        notes.append(activity(args, traced, env, name, steps, extra,
+                              statistics.median(figures[0]) if figures[0] else None))
+    if "parts" in args.only:     # what the tracer's time per per-tensor step is made of
+        for label, switches in (("native stack and Python frames", {}),
+                                ("no Python frames (CUMEMTRACE_PYTHON=0)", {"CUMEMTRACE_PYTHON": "0"}),
+                                ("no stacks at all (CUMEMTRACE_DEPTH=0)", {"CUMEMTRACE_DEPTH": "0"})):
+            report = traced_report(args, traced, {**PER_TENSOR, **switches}, args.steps)
+            marks = {m["label"]: m for m in report["marks"]["recent"]} if report else {}
+            start, end = marks.get("timed steps: start"), marks.get("timed steps: end")
+            if start and end:
+                notes.append(f"per-tensor, {label}: the tracer's own time "
+                             f"{(end['self_time_ns'] - start['self_time_ns']) / args.steps / 1000:.2f}"
+                             f" us per step, {end['sequence'] - start['sequence']} allocations")
     if "history" in args.only:      # the reference: PyTorch's own recorder, same rounds
         figures = rounds_of(lambda on: step_ms({}, args.steps,
                                                extra=("--history",) if on else ())[0],
                             max(2, args.rounds // 2))
         emit(row("caching, small step, torch memory history (reference; 'traced' = "
                  "recording)", *figures))
-    others(args, traced, emit)
+    others(args, traced, emit, notes)
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if args.sanitizer_steps and os.path.exists(sanitizer):
         plain, _ = step_ms({}, args.sanitizer_steps)

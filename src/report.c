@@ -651,6 +651,8 @@ void report_delete(struct report *r)
 
 int report_write_to(const char *reason, const char *template_, int summary)
 {
+    if (!config.formats && (!summary || config.quiet))
+        return 0;      /* nothing would be written: no collecting, no symbols */
     struct report *r = report_new(reason);
     if (!r)
         return -1;
