@@ -457,6 +457,12 @@ def case_quiet_and_depth():
     small = [g for g in report["live"] if g["bytes"] == 3 * (4 << 20)]
     check(small and all(len(s["frames"]) == 0 for s in report["stacks"] if s["id"] == small[0]["stack"]),
           "blocks under CUMEMTRACE_MIN_SIZE are counted without a stack")
+    out, err, reports, _ = run("examples/leak_loop", ["3"], env={"CUMEMTRACE_FORMAT": "none"})
+    check(not os.listdir(LAST_DIR) and "Memory by device" in err,
+          f"format none: no file, the summary still on stderr: {os.listdir(LAST_DIR)} {err[-200:]!r}")
+    out, err, reports, _ = run("examples/leak_loop", ["3"],
+                               env={"CUMEMTRACE_FORMAT": "none", "CUMEMTRACE_QUIET": "1"})
+    check(not os.listdir(LAST_DIR) and err == "", f"and quiet: nothing at all: {err!r}")
 
 
 def case_rtld_next():
