@@ -18,7 +18,6 @@ one is installed, else checked against the format's published definition:
 
     exports.py --build BUILD_DIR --source SOURCE_DIR CASE
 """
-import argparse
 import collections
 import glob
 import json
@@ -624,19 +623,5 @@ def case_merge_html():
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("case", choices=sorted(CASES))
-    cases.ARGS = parser.parse_args()
-    CASES[cases.ARGS.case]()
-    if cases.FAILED:
-        print(f"{cases.ARGS.case}: {len(cases.FAILED)} checks failed")
-        return 1
-    print(f"{cases.ARGS.case}: ok")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases.main(CASES))
