@@ -13,8 +13,8 @@
  * holds about one clock read of its own, which is taken off: the least of
  * 32 back-to-back reads' differences, measured once. */
 #include <errno.h>
-#include <time.h>
 
+#include "clock.h"
 #include "config.h"
 #include "preload.h"
 
@@ -43,20 +43,13 @@ int runtime_label_pop(struct runtime_label previous)
 
 static __thread uint64_t self_time_since;   /* 0: this thread's clock is stopped */
 
-static uint64_t clock_ns(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
 static uint64_t clock_read_ns = UINT64_MAX;   /* not measured yet */
 
 static uint64_t one_clock_read(void)
 {
     uint64_t least = UINT64_MAX;
     for (int i = 0; i < 32; i++) {
-        uint64_t before = clock_ns(), after = clock_ns();
+        uint64_t before = monotonic_ns(), after = monotonic_ns();
         if (after - before < least)
             least = after - before;
     }
@@ -68,13 +61,13 @@ void self_time_start(void)
     if (__atomic_load_n(&clock_read_ns, __ATOMIC_RELAXED) == UINT64_MAX)
         __atomic_store_n(&clock_read_ns, one_clock_read(), __ATOMIC_RELAXED);
     if (!self_time_since)
-        self_time_since = clock_ns();
+        self_time_since = monotonic_ns();
 }
 
 void self_time_stop(void)
 {
     if (self_time_since) {
-        uint64_t spent = clock_ns() - self_time_since;
+        uint64_t spent = monotonic_ns() - self_time_since;
         uint64_t read = __atomic_load_n(&clock_read_ns, __ATOMIC_RELAXED);
         tracker_add_self_time(spent > read ? spent - read : 0);
         self_time_since = 0;

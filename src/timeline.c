@@ -1,8 +1,8 @@
 /* timeline.c - the event ring (see timeline.h). */
 #include <sys/mman.h>
-#include <time.h>
 
 #include "arena.h"
+#include "clock.h"
 #include "config.h"
 #include "timeline.h"
 
@@ -35,9 +35,7 @@ void timeline_reset(uint64_t start_ns)
 void timeline_add(int type, uint64_t value, uint64_t size, int device, int kind, int api,
                   uint32_t stack_id)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+    uint64_t now = monotonic_ns();
     uint64_t number = __atomic_fetch_add(&timeline.next, 1, __ATOMIC_RELAXED);
     struct timeline_event *e = &timeline.events[number % timeline.capacity];
     __atomic_store_n(&e->stamp, 0, __ATOMIC_RELAXED);

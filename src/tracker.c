@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "clock.h"
 #include "config.h"
 #include "counters.h"
 #include "crashdump.h"
@@ -94,13 +95,6 @@ static void count_in_stripe(int api, int allocation)
 {
     struct api_stripe *stripe = own_stripe();
     add_to_stripe(allocation ? &stripe->allocations[api] : &stripe->calls[api], 1);
-}
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 }
 
 uint32_t tracker_now_ms(void)
