@@ -16,14 +16,20 @@ static void *allocate(void *size)
     return cudaMalloc(&pointer, *(size_t *)size) == cudaSuccess ? pointer : NULL;
 }
 
-__attribute__((visibility("default"))) void *allocate_in_native_thread(size_t size)
+/* `body(&size)` on a new thread, waited for; what it returned. */
+static void *on_new_thread(void *(*body)(void *), size_t size)
 {
     pthread_t thread;
     void *pointer = NULL;
-    if (pthread_create(&thread, NULL, allocate, &size) != 0)
+    if (pthread_create(&thread, NULL, body, &size) != 0)
         return NULL;
     pthread_join(thread, &pointer);
     return pointer;
+}
+
+__attribute__((visibility("default"))) void *allocate_in_native_thread(size_t size)
+{
+    return on_new_thread(allocate, size);
 }
 
 static void *allocate_with_thread_state(void *size)
@@ -44,10 +50,5 @@ static void *allocate_with_thread_state(void *size)
 
 __attribute__((visibility("default"))) void *allocate_in_engine_thread(size_t size)
 {
-    pthread_t thread;
-    void *pointer = NULL;
-    if (pthread_create(&thread, NULL, allocate_with_thread_state, &size) != 0)
-        return NULL;
-    pthread_join(thread, &pointer);
-    return pointer;
+    return on_new_thread(allocate_with_thread_state, size);
 }
