@@ -142,21 +142,29 @@ def traced_report(args, traced, env, steps, extra=()):
     return None
 
 
-def activity(args, traced, env, label, steps, extra, untraced_ms):
+def timed_steps(args, traced, env, steps, extra=()):
+    """A traced run's report and its marks around the timed steps, or a reason."""
+    report = traced_report(args, traced, env, steps, extra)
+    if not report:
+        return None, None, None, "no report"
+    marks = {m["label"]: m for m in report["marks"]["recent"]}
+    start, end = marks.get("timed steps: start"), marks.get("timed steps: end")
+    if not start or not end:
+        return None, None, None, "no marks in the report"
+    return report, start, end, None
+
+
+def activity(args, traced, env, label, timed, extra, untraced_ms):
     """What the tracer did during the timed steps, from its own reports: the
     allocations it recorded between the marks around them, its own time in
     CUDA calls there (CUMEMTRACE_SELF_TIME) per step and as a share of the
     untraced step, and its calls (every intercepted CUDA call) in a run of N
     steps against one of 2N."""
     counts, own = [], []
-    for steps in (steps, 2 * steps):
-        report = traced_report(args, traced, env, steps, extra)
-        if not report:
-            return f"{label}: no report"
-        marks = {m["label"]: m for m in report["marks"]["recent"]}
-        start, end = marks.get("timed steps: start"), marks.get("timed steps: end")
-        if not start or not end:
-            return f"{label}: no marks in the report"
+    for steps in (timed, 2 * timed):
+        report, start, end, failure = timed_steps(args, traced, env, steps, extra)
+        if failure:
+            return f"{label}: {failure}"
         calls = sum(e["calls"] for e in report["entry_points"])
         counts.append((steps, end["sequence"] - start["sequence"], calls))
         own.append((end["self_time_ns"] - start["self_time_ns"]) / steps / 1000)
@@ -242,13 +250,14 @@ def main():
         for label, switches in (("native stack and Python frames", {}),
                                 ("no Python frames (CUMEMTRACE_PYTHON=0)", {"CUMEMTRACE_PYTHON": "0"}),
                                 ("no stacks at all (CUMEMTRACE_DEPTH=0)", {"CUMEMTRACE_DEPTH": "0"})):
-            report = traced_report(args, traced, {**PER_TENSOR, **switches}, args.steps)
-            marks = {m["label"]: m for m in report["marks"]["recent"]} if report else {}
-            start, end = marks.get("timed steps: start"), marks.get("timed steps: end")
-            if start and end:
-                notes.append(f"per-tensor, {label}: the tracer's own time "
-                             f"{(end['self_time_ns'] - start['self_time_ns']) / args.steps / 1000:.2f}"
-                             f" us per step, {end['sequence'] - start['sequence']} allocations")
+            _, start, end, failure = timed_steps(args, traced, {**PER_TENSOR, **switches},
+                                                 args.steps)
+            if failure:
+                notes.append(f"per-tensor, {label}: {failure}")
+                continue
+            notes.append(f"per-tensor, {label}: the tracer's own time "
+                         f"{(end['self_time_ns'] - start['self_time_ns']) / args.steps / 1000:.2f}"
+                         f" us per step, {end['sequence'] - start['sequence']} allocations")
     if "history" in args.only:      # the reference: PyTorch's own recorder, same rounds
         figures = rounds_of(lambda on: step_ms({}, args.steps,
                                                extra=("--history",) if on else ())[0],
