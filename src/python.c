@@ -67,7 +67,11 @@ static const struct python_layout *layout;   /* NULL: the C API, GIL only */
 static int validated;              /* a walk through checked reads succeeded */
 static int foreign;                /* walking another thread's frames: every read checked */
 static const char *main_state;     /* the main thread's state, seen when it allocated */
+static pid_t process_id;           /* getpid() is a system call: read once, and after fork */
+static __thread int thread_role;   /* 0 not known yet, THREAD_MAIN or THREAD_OTHER */
+enum { THREAD_MAIN = 1, THREAD_OTHER = 2 };
 static uintptr_t interpreter_low, interpreter_high;
+static uintptr_t main_stack_low, main_stack_high;
 
 /* Locations: an array indexed by id - 1, and an open-addressing index. Keys:
  * (code, instruction offset) for the walk, (code, LINE_KEY | line) for the C
@@ -115,6 +119,7 @@ static void choose_layout(void)
 static void look_up(void)
 {
     available = -1;
+    process_id = getpid();
     if (!resolve((void **)&py.is_initialized, "Py_IsInitialized") ||
         !resolve((void **)&py.version, "Py_GetVersion"))
         return;
@@ -229,17 +234,45 @@ static uint32_t new_location(const char *file, const char *function, int line)
 
 /* ---- reading the interpreter's structures ------------------------------------ */
 
-/* A pointer-sized or smaller read. Until one walk has succeeded, reads go
- * through process_vm_readv, which fails cleanly on an unmapped address; then
- * the layout is trusted and reads are plain loads. */
-static int peek(const char *address, void *out, size_t size)
+/* Memory that is never unmapped: the interpreter's static data (the main
+ * thread's state from 3.12 on) and the main thread's stack (3.11 and 3.12
+ * keep the current frame's address there). A read there needs no check: at
+ * worst it reads a stale value, which the checked reads that follow catch.
+ * That takes two of the three system calls off a foreign walk. */
+static int stays_mapped(const char *address, size_t size)
 {
-    if (validated && !foreign) {
+    uintptr_t low = (uintptr_t)address, high = low + size;
+    return (low >= interpreter_low && high <= interpreter_high) ||
+           (low >= main_stack_low && high <= main_stack_high);
+}
+
+/* The main thread's stack, for stays_mapped(); called on it. */
+static void find_main_stack(void)
+{
+    pthread_attr_t attributes;
+    void *low;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0)
+        return;
+    if (pthread_attr_getstack(&attributes, &low, &size) == 0) {
+        main_stack_low = (uintptr_t)low;
+        main_stack_high = main_stack_low + size;
+    }
+    pthread_attr_destroy(&attributes);
+}
+
+/* A pointer-sized or smaller read. Until one walk has succeeded, and always
+ * in another thread's frames, reads go through process_vm_readv, which fails
+ * cleanly on an unmapped address; otherwise the layout is trusted and reads
+ * are plain loads, inlined: a walk makes a hundred of them. */
+static int peek_checked(const char *address, void *out, size_t size)
+{
+    if (stays_mapped(address, size)) {
         memcpy(out, address, size);
         return 0;
     }
     struct iovec local = {out, size}, remote = {(void *)address, size};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    ssize_t n = process_vm_readv(process_id, &local, 1, &remote, 1, 0);
     if (n == (ssize_t)size)
         return 0;
     if (n < 0 && errno != EFAULT) {  /* not allowed here (seccomp): trust the layout */
@@ -247,6 +280,15 @@ static int peek(const char *address, void *out, size_t size)
         return 0;
     }
     return -1;
+}
+
+static inline int peek(const char *address, void *out, size_t size)
+{
+    if (validated && !foreign) {
+        memcpy(out, address, size);
+        return 0;
+    }
+    return peek_checked(address, out, size);
 }
 
 static const char *pointer_at(const char *base, size_t offset, int *bad)
@@ -411,9 +453,9 @@ static int walk_state(const char *thread_state, uintptr_t *frames, int n, int ma
  * for it: loss.backward() waits while the engine thread allocates the
  * gradients. So such a thread gets the main thread's Python frames, after a
  * marker frame that says whose they are. The main thread is not stopped
- * while we read: every read is checked (process_vm_readv), strings are
- * copied through checked reads, and a walk that meets anything unexpected
- * gives no frames. The last walk is kept and reused while the main thread
+ * while we read: every read of its frames is checked (process_vm_readv),
+ * strings are copied through checked reads, and a walk that meets anything
+ * unexpected gives no frames. The last walk is kept and reused while the main thread
  * stays in the same frame at the same instruction, the usual case while it
  * waits. Lock held. */
 static int walk_main_thread(uintptr_t *frames, int n, int max)
@@ -456,8 +498,13 @@ static int walk(uintptr_t *frames, int n, int max)
         pthread_mutex_unlock(&lock);
         return -1;
     }
-    int is_main = gettid() == getpid(), start = n;
+    /* Two system calls, once per thread: they cost more than the walk. */
+    if (!thread_role)
+        thread_role = gettid() == process_id ? THREAD_MAIN : THREAD_OTHER;
+    int is_main = thread_role == THREAD_MAIN, start = n;
     if (thread_state) {
+        if (is_main && !main_state)
+            find_main_stack();
         if (is_main)
             main_state = thread_state;
         n = walk_state(thread_state, frames, n, max);
@@ -522,6 +569,17 @@ static int walk_with_gil(uintptr_t *frames, int n, int max)
 }
 
 /* ---- capture and lookup ------------------------------------------------------ */
+
+/* In a forked child the forking thread is the only one, and the main one;
+ * the parent's main thread state is gone. */
+void python_fork_child(void)
+{
+    process_id = getpid();
+    thread_role = 0;
+    main_state = NULL;
+    main_stack_low = main_stack_high = 0;
+    pthread_mutex_init(&lock, NULL);
+}
 
 int python_capture(uintptr_t *frames, int depth, int max)
 {

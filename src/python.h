@@ -19,6 +19,9 @@ struct python_location {
  * the new depth. */
 int python_capture(uintptr_t *frames, int depth, int max);
 
+/* In a forked child: the one thread left is the main one. */
+void python_fork_child(void);
+
 /* The location of a tagged frame; NULL if it is not one we know. */
 const struct python_location *python_location(uintptr_t tagged);
 uint32_t python_location_count(void);

@@ -780,4 +780,5 @@ void tracker_fork_child(void)
     this_thread.number = 0;
     this_thread.sequence_next = this_thread.sequence_end = 0;
     torch_stats_reset();
+    python_fork_child();
 }
