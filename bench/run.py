@@ -8,7 +8,8 @@ after the other in this run, on the simulator's O(1) benchmark mode
 (SIMCUDA_BUMP=1), and prints the time per allocate+free pair, the time the
 tracer adds, and the ratio. Then: throughput with N threads against 1
 (--threads, default 2 and 8; the untraced column is the simulator's own
-ceiling), the report time and bytes per block with 1k/100k/1M live blocks, a
+ceiling), the cost of the Python frames (bench/python_alloc.py), the report
+time and bytes per block with 1k/100k/1M live blocks, a
 run of 10M allocations (first and last tenth, to show no slow-down), and the
 crash dump time with 100k live blocks. Targets are those of
 docs/PERFORMANCE.md. On a busy machine, --repeat N keeps the best of N runs.
@@ -53,6 +54,41 @@ def bench_once(args, threads, depth, live, pairs, traced, extra=(), site_per_thr
     return figures
 
 
+def python_pairs(args, frames, pairs, tracer_env):
+    """ns per pair of bench/python_alloc.py, best of --repeat; tracer_env None: untraced."""
+    env = dict(os.environ, SIMCUDA_BUMP="1", LD_LIBRARY_PATH=os.path.join(args.build, "sim"),
+               CUMEMTRACE_QUIET="1", CUMEMTRACE_FORMAT="none")
+    env.pop("LD_PRELOAD", None)
+    if tracer_env is not None:
+        env.update(tracer_env, LD_PRELOAD=os.path.join(args.build, "libcumemtrace.so"))
+    command = [sys.executable, os.path.join(ROOT, "bench", "python_alloc.py"), str(frames),
+               str(pairs)]
+    best = None
+    for _ in range(args.repeat):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            sys.exit(f"python_alloc.py failed: {' '.join(command)}\n{done.stderr[-2000:]}")
+        ns = json.loads(done.stdout.splitlines()[-1])["ns_per_pair"]
+        best = ns if best is None else min(best, ns)
+    return best
+
+
+def python_table(args, pairs):
+    """The cost of the Python frames: pairs made through ctypes from nested Python
+    functions, untraced, traced with CUMEMTRACE_PYTHON=0, and traced."""
+    print(f"Python frames: pairs from Python through ctypes ({sys.version.split()[0]}), "
+          "native depth 32")
+    rows = []
+    for frames in (5, 20, 50):
+        off = python_pairs(args, frames, pairs, None)
+        native = python_pairs(args, frames, pairs, {"CUMEMTRACE_PYTHON": "0"})
+        python = python_pairs(args, frames, pairs, {})
+        rows.append((frames, f"{off / 1000:.3f}", f"{native / 1000:.3f}", f"{python / 1000:.3f}",
+                     f"{(python - native) / 1000:.3f}", f"{(python - off) / 1000:.3f}"))
+    table(("Python frames", "untraced us/pair", "traced, CUMEMTRACE_PYTHON=0",
+           "traced", "added by the Python frames, us", "added in all, us"), rows)
+
+
 def table(header, rows):
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -89,6 +125,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs per figure")
     parser.add_argument("--sites-only", action="store_true",
                         help="only the table of threads allocating from sites of their own")
+    parser.add_argument("--python-only", action="store_true",
+                        help="only the table of the Python frames' cost")
     args = parser.parse_args()
     counts = [int(n) for n in args.threads.split(",") if n.strip()]
     args.build = os.path.abspath(args.build)
@@ -97,6 +135,8 @@ def main():
     print(f"machine: {os.cpu_count()} CPUs; {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}")
     print()
 
+    if args.python_only:
+        return python_table(args, pairs // 4)
     sites_table(args, counts, pairs)
     if args.sites_only:
         return
@@ -123,6 +163,8 @@ def main():
     print(f"(us/pair is per thread; M pairs/s is all threads together. {os.cpu_count()} CPUs: "
           "a thread count above that cannot scale.)")
     print()
+
+    python_table(args, pairs // 4)
 
     print("Live blocks: report time (target: <= 1 s at 1M) and memory per block (target: <= 96 B)")
     rows = []
