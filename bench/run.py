@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Microbenchmarks of the tracer on the CUDA simulator, traced vs untraced.
 
-    python3 bench/run.py [--build build] [--quick]
+    python3 bench/run.py [--build build] [--quick] [--only TABLES] [--repeat N]
 
 Each row runs bench_alloc (bench/alloc.c) without and with the tracer, one
 after the other in this run, on the simulator's O(1) benchmark mode
@@ -123,23 +123,35 @@ def main():
     parser.add_argument("--threads", default="2,8",
                         help="thread counts to compare with 1 (default: 2,8)")
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs per figure")
-    parser.add_argument("--sites-only", action="store_true",
-                        help="only the table of threads allocating from sites of their own")
-    parser.add_argument("--python-only", action="store_true",
-                        help="only the table of the Python frames' cost")
+    parser.add_argument("--only", default="sites,threads,python,live,long,crash",
+                        help="which tables, comma-separated (default: all): sites (threads "
+                             "with a call site each), threads (added time and scaling), "
+                             "python (the Python frames' cost), live (report time and "
+                             "bytes per block), long (10M allocations), crash (crash dump)")
     args = parser.parse_args()
     counts = [int(n) for n in args.threads.split(",") if n.strip()]
+    only = set(args.only.split(","))
     args.build = os.path.abspath(args.build)
     args.tmp = tempfile.mkdtemp(prefix="cumemtrace-bench-")
     pairs = 50_000 if args.quick else 200_000
     print(f"machine: {os.cpu_count()} CPUs; {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}")
     print()
 
-    if args.python_only:
-        return python_table(args, pairs // 4)
-    sites_table(args, counts, pairs)
-    if args.sites_only:
-        return
+    if "sites" in only:
+        sites_table(args, counts, pairs)
+    if "threads" in only:
+        threads_table(args, counts, pairs)
+    if "python" in only:
+        python_table(args, pairs // 4)
+    if "live" in only:
+        live_table(args, pairs)
+    if "long" in only and not args.quick:
+        long_table(args)
+    if "crash" in only:
+        crash_table(args)
+
+
+def threads_table(args, counts, pairs):
     print("Added time per cudaMalloc+cudaFree pair (target: <= 1 us at depth 32, 1 thread)")
     rows, single = [], {}
     for threads in [1] + counts:
@@ -164,8 +176,8 @@ def main():
           "a thread count above that cannot scale.)")
     print()
 
-    python_table(args, pairs // 4)
 
+def live_table(args, pairs):
     print("Live blocks: report time (target: <= 1 s at 1M) and memory per block (target: <= 96 B)")
     rows = []
     for live in (1000, 100_000) + (() if args.quick else (1_000_000,)):
@@ -181,13 +193,17 @@ def main():
     table(("live blocks", "untraced us/pair", "traced us/pair", "snapshot report",
            "registry bytes / live block", "stack table"), rows)
 
-    if not args.quick:
-        print("A long run: 10M allocations (no slow-down: last tenth ~ first tenth)")
-        on = bench(args, 1, 32, 1000, 10_000_000, True)
-        table(("pairs", "traced us/pair", "first tenth", "last tenth"),
-              [("10,000,000", f"{on['ns_per_pair'] / 1000:.3f}",
-                f"{on['first_tenth_ms']:.0f} ms", f"{on['last_tenth_ms']:.0f} ms")])
 
+
+def long_table(args):
+    print("A long run: 10M allocations (no slow-down: last tenth ~ first tenth)")
+    on = bench(args, 1, 32, 1000, 10_000_000, True)
+    table(("pairs", "traced us/pair", "first tenth", "last tenth"),
+          [("10,000,000", f"{on['ns_per_pair'] / 1000:.3f}",
+            f"{on['first_tenth_ms']:.0f} ms", f"{on['last_tenth_ms']:.0f} ms")])
+
+
+def crash_table(args):
     print("Crash dump with 100k live blocks (target: <= 100 ms)")
     on = bench(args, 1, 32, 100_000, 1000, True, ("crash",))
     dumps = glob.glob(os.path.join(args.tmp, "*.dump"))
