@@ -71,7 +71,6 @@ static pid_t process_id;           /* getpid() is a system call: read once, and 
 static __thread int thread_role;   /* 0 not known yet, THREAD_MAIN or THREAD_OTHER */
 enum { THREAD_MAIN = 1, THREAD_OTHER = 2 };
 static uintptr_t interpreter_low, interpreter_high;
-static uintptr_t main_stack_low, main_stack_high;
 
 /* Locations: an array indexed by id - 1, and an open-addressing index. Keys:
  * (code, instruction offset) for the walk, (code, LINE_KEY | line) for the C
@@ -234,43 +233,12 @@ static uint32_t new_location(const char *file, const char *function, int line)
 
 /* ---- reading the interpreter's structures ------------------------------------ */
 
-/* Memory that is never unmapped: the interpreter's static data (the main
- * thread's state from 3.12 on) and the main thread's stack (3.11 and 3.12
- * keep the current frame's address there). A read there needs no check: at
- * worst it reads a stale value, which the checked reads that follow catch.
- * That takes two of the three system calls off a foreign walk. */
-static int stays_mapped(const char *address, size_t size)
-{
-    uintptr_t low = (uintptr_t)address, high = low + size;
-    return (low >= interpreter_low && high <= interpreter_high) ||
-           (low >= main_stack_low && high <= main_stack_high);
-}
-
-/* The main thread's stack, for stays_mapped(); called on it. */
-static void find_main_stack(void)
-{
-    pthread_attr_t attributes;
-    void *low;
-    size_t size;
-    if (pthread_getattr_np(pthread_self(), &attributes) != 0)
-        return;
-    if (pthread_attr_getstack(&attributes, &low, &size) == 0) {
-        main_stack_low = (uintptr_t)low;
-        main_stack_high = main_stack_low + size;
-    }
-    pthread_attr_destroy(&attributes);
-}
-
 /* A pointer-sized or smaller read. Until one walk has succeeded, and always
  * in another thread's frames, reads go through process_vm_readv, which fails
  * cleanly on an unmapped address; otherwise the layout is trusted and reads
  * are plain loads, inlined: a walk makes a hundred of them. */
 static int peek_checked(const char *address, void *out, size_t size)
 {
-    if (stays_mapped(address, size)) {
-        memcpy(out, address, size);
-        return 0;
-    }
     struct iovec local = {out, size}, remote = {(void *)address, size};
     ssize_t n = process_vm_readv(process_id, &local, 1, &remote, 1, 0);
     if (n == (ssize_t)size)
@@ -448,6 +416,24 @@ static int walk_state(const char *thread_state, uintptr_t *frames, int n, int ma
     return n;
 }
 
+/* The frame the main thread is in, read from another thread. From 3.11 on
+ * the main thread's state is in the interpreter's static data, and the
+ * _PyCFrame it points to (3.11, 3.12) is inside it or on the main thread's
+ * stack, where that thread has been: memory that stays mapped, so plain
+ * loads do, where checked reads would cost two system calls. A state
+ * anywhere else (3.10, an embedding's own) is read with checks. */
+static const char *main_thread_frame(int *bad)
+{
+    uintptr_t state = (uintptr_t)main_state;
+    if (state < interpreter_low || state >= interpreter_high)
+        return first_frame(main_state, bad);
+    const char *frame;
+    memcpy(&frame, main_state + layout->tstate_frame, sizeof(frame));
+    if (frame && (layout->minor == 11 || layout->minor == 12))
+        memcpy(&frame, frame + layout->cframe_frame, sizeof(frame));
+    return frame;
+}
+
 /* A thread that runs no Python (PyTorch's autograd engine, a library's
  * worker) allocates on behalf of a Python thread that is usually waiting
  * for it: loss.backward() waits while the engine thread allocates the
@@ -468,7 +454,7 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
         return n;
     foreign = 1;
     int bad = 0;
-    const char *frame = first_frame(main_state, &bad);
+    const char *frame = main_thread_frame(&bad);
     /* Where the frame is: its instruction pointer (3.11+), or f_lasti and the
      * field after it (3.10); only compared with the last walk's. */
     const char *instruction = frame ? pointer_at(frame, layout->frame_instruction, &bad) : NULL;
@@ -498,13 +484,11 @@ static int walk(uintptr_t *frames, int n, int max)
         pthread_mutex_unlock(&lock);
         return -1;
     }
-    /* Two system calls, once per thread: they cost more than the walk. */
+    /* gettid() is a system call, dearer than the walk: once per thread. */
     if (!thread_role)
         thread_role = gettid() == process_id ? THREAD_MAIN : THREAD_OTHER;
     int is_main = thread_role == THREAD_MAIN, start = n;
     if (thread_state) {
-        if (is_main && !main_state)
-            find_main_stack();
         if (is_main)
             main_state = thread_state;
         n = walk_state(thread_state, frames, n, max);
@@ -577,7 +561,6 @@ void python_fork_child(void)
     process_id = getpid();
     thread_role = 0;
     main_state = NULL;
-    main_stack_low = main_stack_high = 0;
     pthread_mutex_init(&lock, NULL);
 }
 
