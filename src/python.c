@@ -554,14 +554,25 @@ static int walk_with_gil(uintptr_t *frames, int n, int max)
 
 /* ---- capture and lookup ------------------------------------------------------ */
 
-/* In a forked child the forking thread is the only one, and the main one;
- * the parent's main thread state is gone. */
+/* Fork: the location table is held across it, so the child's copy is whole.
+ * In the child the forking thread is the only one, and the main one; the
+ * parent's main thread state is gone. */
+void python_fork_prepare(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+void python_fork_parent(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
 void python_fork_child(void)
 {
     process_id = getpid();
     thread_role = 0;
     main_state = NULL;
-    pthread_mutex_init(&lock, NULL);
+    pthread_mutex_unlock(&lock);       /* taken by this thread before fork */
 }
 
 int python_capture(uintptr_t *frames, int depth, int max)

@@ -19,7 +19,11 @@ struct python_location {
  * the new depth. */
 int python_capture(uintptr_t *frames, int depth, int max);
 
-/* In a forked child: the one thread left is the main one. */
+/* Fork (from tracker.c's handlers, after the registry's locks are taken):
+ * the location table is held across it; in the child, the one thread left
+ * is the main one. */
+void python_fork_prepare(void);
+void python_fork_parent(void);
 void python_fork_child(void);
 
 /* The location of a tagged frame; NULL if it is not one we know. */

@@ -755,16 +755,18 @@ void tracker_report_at_exit(void)
     tracker_report("exit");
 }
 
-/* Every shard is held across fork, so the parent's tables are whole while it
- * is copied. tables_lock and the stack table's insert lock are not: the child
+/* Every shard and the Python location table are held across fork, so the
+ * parent's tables are whole while they are copied. tables_lock and the stack table's insert lock are not: the child
  * starts with empty tables and new locks anyway. */
 void tracker_fork_prepare(void)
 {
     registry_lock_all();
+    python_fork_prepare();  /* after: a report holds the shards, then the table */
 }
 
 void tracker_fork_parent(void)
 {
+    python_fork_parent();
     registry_unlock_all();
 }
 

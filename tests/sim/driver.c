@@ -196,8 +196,23 @@ static uint64_t parse_size(const char *text, int *ok)
     return (uint64_t)value << shift;
 }
 
+/* Held across fork, so that a child forked while another thread was inside
+ * the simulator finds its state whole and its lock free. (A real driver
+ * refuses a child the parent's CUDA state; the simulator keeps it usable so
+ * that tests can check what the tracer does in such a child.) */
+static void lock_for_fork(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
 static void setup(void)
 {
+    pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
     const char *text = getenv("SIMCUDA_DEVICES");
     if (text) {
         int n = atoi(text);
