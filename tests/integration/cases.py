@@ -703,6 +703,26 @@ def case_python_frames():
     check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")
 
 
+def case_python_fork():
+    script = os.path.join(ARGS.source, "tests", "integration", "python_fork.py")
+    with open(script) as handle:
+        line = next(i for i, text in enumerate(handle, 1) if "CHILD-LINE" in text)
+    children = 20
+    out, err, reports, _ = run(sys.executable, [script, str(children)])
+    check(f"{children} of {children} children exited cleanly" in out,
+          f"no child hung or failed: {out!r} {err[-500:]!r}")
+    pids = {r["process"]["pid"] for r in reports}
+    kids = [r for r in reports if r["process"]["ppid"] in pids]
+    check(len(kids) == children, f"a report from each child: {len(kids)} of {children}")
+    for report in kids:
+        check(report["blocks"]["total"] == 1,
+              f"child {report['process']['pid']}: only its own block: {report['blocks']['total']}")
+        frames = python_stack(report, 3 << 20)
+        check(frames and frames[0]["function"].split(".")[-1] == "in_child" and
+              frames[0]["line"] == line,
+              f"child {report['process']['pid']}: its own Python line: {frames[:1]}")
+
+
 def case_torch_counters():
     script = os.path.join(ARGS.source, "tests", "integration", "torch_counters.py")
     out, err, reports, texts = run(sys.executable, [script],
