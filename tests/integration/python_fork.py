@@ -9,6 +9,7 @@ child's own Python line. cases.py checks the children's reports.
 """
 import ctypes
 import os
+import signal
 import sys
 import threading
 
@@ -38,6 +39,7 @@ pids = []
 for _ in range(children):
     pid = os.fork()
     if pid == 0:
+        signal.alarm(30)       # a hung child dies, and fails the test, in 30 s
         status = in_child()
         sys.exit(status)       # a normal exit: the child's report is written
     pids.append(pid)
