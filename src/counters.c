@@ -30,11 +30,9 @@
 #include <string.h>
 
 #include "counters.h"
+#include "pending.h"
 
 struct counter_table counter_table;
-
-#define SLACK_BYTES ((int64_t)1 << 20)
-#define SLACK_BLOCKS 256
 
 /* A thread's own share of one set: its pending change of the current
  * figures, and what it freed. */
@@ -66,26 +64,6 @@ void counters_reset(void)
                 memset(stripes[stripe][slot], 0, sizeof(stripes[stripe][slot]));
         }
     memset(&counter_table, 0, sizeof(counter_table));
-}
-
-/* `value` is signed: a shared figure alone may be below zero for a while,
- * when a thread's frees have moved in and another's allocations are still
- * pending. */
-static void raise_peak(uint64_t *peak, int64_t signed_value)
-{
-    if (signed_value <= 0)
-        return;
-    uint64_t value = (uint64_t)signed_value;
-    uint64_t seen = __atomic_load_n(peak, __ATOMIC_RELAXED);
-    while (value > seen &&
-           !__atomic_compare_exchange_n(peak, &seen, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
-}
-
-static int past_slack(int64_t bytes, int64_t blocks)
-{
-    return bytes >= SLACK_BYTES || bytes <= -SLACK_BYTES || blocks >= SLACK_BLOCKS ||
-           blocks <= -SLACK_BLOCKS;
 }
 
 /* Into the shared figures at once: every value they take is the result of

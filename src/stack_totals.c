@@ -27,12 +27,11 @@
  * lock held. So nobody ever changes an entry while another reads it. */
 #include <string.h>
 
+#include "pending.h"
 #include "stack_totals.h"
 
 #define STRIPE_THREADS 64
 #define WAYS 8
-#define SLACK_BYTES ((int64_t)1 << 20)
-#define SLACK_BLOCKS 256
 
 struct pending_totals {
     uint32_t id;                       /* 0: empty */
@@ -48,17 +47,6 @@ static void add(uint64_t *field, int64_t amount)
     __atomic_fetch_add(field, (uint64_t)amount, __ATOMIC_RELAXED);
 }
 
-static void raise_peak(struct stack_stats *t, int64_t live)
-{
-    if (live <= 0)
-        return;
-    uint64_t peak = __atomic_load_n(&t->peak_live_bytes, __ATOMIC_RELAXED);
-    while ((uint64_t)live > peak &&
-           !__atomic_compare_exchange_n(&t->peak_live_bytes, &peak, (uint64_t)live, 1,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
-}
-
 /* Into the record at once: the path of threads without a cache. */
 static void move_to_record(struct stack *s, int64_t bytes, int64_t blocks, uint64_t allocations,
                            uint64_t allocated_bytes)
@@ -72,7 +60,7 @@ static void move_to_record(struct stack *s, int64_t bytes, int64_t blocks, uint6
         add(&t->allocated_bytes, (int64_t)allocated_bytes);
     }
     if (bytes > 0)
-        raise_peak(t, (int64_t)live);
+        raise_peak(&t->peak_live_bytes, (int64_t)live);
 }
 
 static void flush_entry(struct pending_totals *p)
@@ -106,11 +94,11 @@ void stack_totals_alloc(int thread, struct stack *s, uint32_t id, uint64_t size)
     p->live_blocks++;
     p->allocations++;
     p->allocated_bytes += size;
-    if (p->live_bytes >= SLACK_BYTES || p->live_blocks >= SLACK_BLOCKS) {
+    if (past_slack(p->live_bytes, p->live_blocks)) {
         flush_entry(p);
         return;
     }
-    raise_peak(&s->stats,
+    raise_peak(&s->stats.peak_live_bytes,
                (int64_t)__atomic_load_n(&s->stats.live_bytes, __ATOMIC_RELAXED) + p->live_bytes);
 }
 
@@ -127,7 +115,7 @@ void stack_totals_free(int thread, struct stack *s, uint32_t id, uint64_t size, 
     }
     p->live_bytes -= (int64_t)size;
     p->live_blocks--;
-    if (p->live_bytes <= -SLACK_BYTES || p->live_blocks <= -SLACK_BLOCKS)
+    if (past_slack(p->live_bytes, p->live_blocks))
         flush_entry(p);
 }
 
