@@ -416,22 +416,16 @@ static int walk_state(const char *thread_state, uintptr_t *frames, int n, int ma
     return n;
 }
 
-/* The frame the main thread is in, read from another thread. From 3.11 on
- * the main thread's state is in the interpreter's static data, and the
- * _PyCFrame it points to (3.11, 3.12) is inside it or on the main thread's
- * stack, where that thread has been: memory that stays mapped, so plain
- * loads do, where checked reads would cost two system calls. A state
- * anywhere else (3.10, an embedding's own) is read with checks. */
-static const char *main_thread_frame(int *bad)
+/* Whether the main thread's state lies in the interpreter's static data
+ * (from 3.11 on). The state and the _PyCFrame it points to (3.11, 3.12:
+ * inside it, or on the main thread's stack, where that thread has been)
+ * then stay mapped, so its current frame is found with plain loads, where
+ * checked reads would cost two system calls. A state anywhere else (3.10,
+ * an embedding's own) is read with checks. */
+static int main_state_is_static(void)
 {
     uintptr_t state = (uintptr_t)main_state;
-    if (state < interpreter_low || state >= interpreter_high)
-        return first_frame(main_state, bad);
-    const char *frame;
-    memcpy(&frame, main_state + layout->tstate_frame, sizeof(frame));
-    if (frame && (layout->minor == 11 || layout->minor == 12))
-        memcpy(&frame, frame + layout->cframe_frame, sizeof(frame));
-    return frame;
+    return state >= interpreter_low && state < interpreter_high;
 }
 
 /* A thread that runs no Python (PyTorch's autograd engine, a library's
@@ -441,9 +435,9 @@ static const char *main_thread_frame(int *bad)
  * marker frame that says whose they are. The main thread is not stopped
  * while we read: every read of its frames is checked (process_vm_readv),
  * strings are copied through checked reads, and a walk that meets anything
- * unexpected gives no frames. The last walk is kept and reused while the main thread
- * stays in the same frame at the same instruction, the usual case while it
- * waits. Lock held. */
+ * unexpected gives no frames. The last walk is kept and reused while the
+ * main thread stays in the same frame at the same instruction, the usual
+ * case while it waits. Lock held. */
 static int walk_main_thread(uintptr_t *frames, int n, int max)
 {
     static uint32_t marker;
@@ -452,9 +446,10 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
     static int last_count;
     if (!main_state || !validated || n >= max)
         return n;
-    foreign = 1;
     int bad = 0;
-    const char *frame = main_thread_frame(&bad);
+    foreign = !main_state_is_static();
+    const char *frame = first_frame(main_state, &bad);
+    foreign = 1;          /* the frame itself may be in a chunk freed meanwhile */
     /* Where the frame is: its instruction pointer (3.11+), or f_lasti and the
      * field after it (3.10); only compared with the last walk's. */
     const char *instruction = frame ? pointer_at(frame, layout->frame_instruction, &bad) : NULL;

@@ -756,8 +756,9 @@ void tracker_report_at_exit(void)
 }
 
 /* Every shard and the Python location table are held across fork, so the
- * parent's tables are whole while they are copied. tables_lock and the stack table's insert lock are not: the child
- * starts with empty tables and new locks anyway. */
+ * parent's tables are whole while they are copied. tables_lock and the
+ * stack table's insert lock are not: the child starts with empty tables and
+ * new locks anyway. */
 void tracker_fork_prepare(void)
 {
     registry_lock_all();
