@@ -25,52 +25,50 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def bench(args, threads, depth, live, pairs, traced, extra=(), site_per_thread=False):
-    """The best (fastest) of --repeat runs of bench_alloc."""
-    runs = [bench_once(args, threads, depth, live, pairs, traced, extra, site_per_thread)
-            for _ in range(args.repeat)]
+def simulator_env(args, tracer_env):
+    """The environment of a run on the simulator; tracer_env None: untraced."""
+    env = dict(os.environ, SIMCUDA_BUMP="1", LD_LIBRARY_PATH=os.path.join(args.build, "sim"),
+               CUMEMTRACE_QUIET="1", CUMEMTRACE_FORMAT="json",
+               CUMEMTRACE_OUTPUT=os.path.join(args.tmp, "exit-%p"))
+    env.pop("LD_PRELOAD", None)
+    env.pop("BENCH_SITE_PER_THREAD", None)
+    if tracer_env is not None:
+        env.update(tracer_env, LD_PRELOAD=os.path.join(args.build, "libcumemtrace.so"))
+    return env
+
+
+def best_of(args, command, env):
+    """The figures (JSON lines on stdout) of the fastest of --repeat runs of `command`."""
+    runs = []
+    for _ in range(args.repeat):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            sys.exit(f"{os.path.basename(command[0])} failed: {' '.join(command)}\n"
+                     f"{done.stderr[-2000:]}")
+        figures = {}
+        for line in done.stdout.splitlines():
+            figures.update(json.loads(line))
+        runs.append(figures)
     return min(runs, key=lambda figures: figures["ns_per_pair"])
 
 
-def bench_once(args, threads, depth, live, pairs, traced, extra=(), site_per_thread=False):
-    env = dict(os.environ)
-    env.pop("BENCH_SITE_PER_THREAD", None)
+def bench(args, threads, depth, live, pairs, traced, extra=(), site_per_thread=False):
+    """The best (fastest) of --repeat runs of bench_alloc."""
+    env = simulator_env(args, {} if traced else None)
     if site_per_thread:
         env["BENCH_SITE_PER_THREAD"] = "1"
-    env.update({"SIMCUDA_BUMP": "1", "LD_LIBRARY_PATH": os.path.join(args.build, "sim"),
-                "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "json",
-                "CUMEMTRACE_OUTPUT": os.path.join(args.tmp, "exit-%p")})
-    env.pop("LD_PRELOAD", None)
-    if traced:
-        env["LD_PRELOAD"] = os.path.join(args.build, "libcumemtrace.so")
     command = [os.path.join(args.build, "bench", "bench_alloc"), str(threads), str(depth),
                str(live), str(pairs), *extra]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    if done.returncode != 0:
-        sys.exit(f"bench_alloc failed: {' '.join(command)}\n{done.stderr[-2000:]}")
-    figures = {}
-    for line in done.stdout.splitlines():
-        figures.update(json.loads(line))
-    return figures
+    return best_of(args, command, env)
 
 
 def python_pairs(args, frames, pairs, tracer_env):
     """ns per pair of bench/python_alloc.py, best of --repeat; tracer_env None: untraced."""
-    env = dict(os.environ, SIMCUDA_BUMP="1", LD_LIBRARY_PATH=os.path.join(args.build, "sim"),
-               CUMEMTRACE_QUIET="1", CUMEMTRACE_FORMAT="none")
-    env.pop("LD_PRELOAD", None)
     if tracer_env is not None:
-        env.update(tracer_env, LD_PRELOAD=os.path.join(args.build, "libcumemtrace.so"))
+        tracer_env = dict(tracer_env, CUMEMTRACE_FORMAT="none")
     command = [sys.executable, os.path.join(ROOT, "bench", "python_alloc.py"), str(frames),
                str(pairs)]
-    best = None
-    for _ in range(args.repeat):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            sys.exit(f"python_alloc.py failed: {' '.join(command)}\n{done.stderr[-2000:]}")
-        ns = json.loads(done.stdout.splitlines()[-1])["ns_per_pair"]
-        best = ns if best is None else min(best, ns)
-    return best
+    return best_of(args, command, simulator_env(args, tracer_env))["ns_per_pair"]
 
 
 def python_table(args, pairs):
