@@ -82,14 +82,9 @@ def pair_ns(build, env, pairs):
 
 def pair_self_ns(build, traced, pairs):
     """The tracer's own time per pair of the C program (CUMEMTRACE_SELF_TIME)."""
-    out = tempfile.mkdtemp(prefix="cumemtrace-cost-")
-    pair_ns(build, {**traced, "CUMEMTRACE_FORMAT": "json", "CUMEMTRACE_SELF_TIME": "1",
-                    "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")}, pairs)
-    for name in os.listdir(out):
-        if name.endswith(".json"):
-            own = json.load(open(os.path.join(out, name)))["tracer"]["self_time_ns"]
-            return own / pairs if own is not None else None
-    return None
+    report = self_timed_report(traced, lambda env: pair_ns(build, env, pairs))
+    own = report["tracer"]["self_time_ns"] if report else None
+    return own / pairs if own is not None else None
 
 
 def rounds_of(measure, rounds):
@@ -130,21 +125,22 @@ def row(name, plain, mine, ratios, target=None, unit=1.0, digits=3):
             " ".join(f"{x / unit:.{digits}f}" for x in mine))
 
 
-def traced_report(args, traced, env, steps, extra=()):
-    """One traced run, timing the tracer's own work (CUMEMTRACE_SELF_TIME),
-    that writes its JSON report; the report, or None."""
+def self_timed_report(traced, run):
+    """`run(env)` once, traced, timing the tracer's own work (CUMEMTRACE_SELF_TIME)
+    and writing its JSON report; the report, or None."""
     out = tempfile.mkdtemp(prefix="cumemtrace-cost-")
-    step_ms({**env, **traced, "CUMEMTRACE_FORMAT": "json", "CUMEMTRACE_SELF_TIME": "1",
-             "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")}, steps, extra=extra)
+    run({**traced, "CUMEMTRACE_FORMAT": "json", "CUMEMTRACE_SELF_TIME": "1",
+         "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")})
     for name in os.listdir(out):
         if name.endswith(".json"):
             return json.load(open(os.path.join(out, name)))
     return None
 
 
-def timed_steps(args, traced, env, steps, extra=()):
+def timed_steps(traced, env, steps, extra=()):
     """A traced run's report and its marks around the timed steps, or a reason."""
-    report = traced_report(args, traced, env, steps, extra)
+    report = self_timed_report(traced, lambda tracer: step_ms({**env, **tracer}, steps,
+                                                              extra=extra))
     if not report:
         return None, None, None, "no report"
     marks = {m["label"]: m for m in report["marks"]["recent"]}
@@ -154,7 +150,7 @@ def timed_steps(args, traced, env, steps, extra=()):
     return report, start, end, None
 
 
-def activity(args, traced, env, label, timed, extra, untraced_ms):
+def activity(traced, env, label, timed, extra, untraced_ms):
     """What the tracer did during the timed steps, from its own reports: the
     allocations it recorded between the marks around them, its own time in
     CUDA calls there (CUMEMTRACE_SELF_TIME) per step and as a share of the
@@ -162,7 +158,7 @@ def activity(args, traced, env, label, timed, extra, untraced_ms):
     steps against one of 2N."""
     counts, own = [], []
     for steps in (timed, 2 * timed):
-        report, start, end, failure = timed_steps(args, traced, env, steps, extra)
+        report, start, end, failure = timed_steps(traced, env, steps, extra)
         if failure:
             return f"{label}: {failure}"
         calls = sum(e["calls"] for e in report["entry_points"])
@@ -218,12 +214,11 @@ def main():
         PIN.extend(["taskset", "-c", args.pin])
     traced = {"LD_PRELOAD": os.path.join(os.path.abspath(args.build), "libcumemtrace.so"),
               "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "none"}
-    caching = ("caching", "caching (default), small step", {}, 1.01, ())
-    modes = [caching,
+    modes = [("caching", "caching (default), small step", {}, 1.01, ()),
              ("expandable", "expandable_segments, small step",
               {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, 1.01, ()),
-             ("per-tensor", "per-tensor (NO_CUDA_MEMORY_CACHING), small step",
-              {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, 1.05, ()),
+             ("per-tensor", "per-tensor (NO_CUDA_MEMORY_CACHING), small step", PER_TENSOR,
+              1.05, ()),
              ("large", "caching (default), large GPU-bound step", {}, 1.01, ("--model", "large"))]
     header = ("mode", "untraced ms/step (median)", "traced ms/step (median)",
               "ratio (median of rounds)", "rounds' ratios", "target", "",
@@ -244,14 +239,13 @@ def main():
         figures = rounds_of(lambda on: step_ms({**env, **traced} if on else env, steps,
                                                extra=extra)[0], args.rounds)
         emit(row(name, *figures, target=target))
-        notes.append(activity(args, traced, env, name, steps, extra,
+        notes.append(activity(traced, env, name, steps, extra,
                               statistics.median(figures[0]) if figures[0] else None))
     if "parts" in args.only:     # what the tracer's time per per-tensor step is made of
         for label, switches in (("native stack and Python frames", {}),
                                 ("no Python frames (CUMEMTRACE_PYTHON=0)", {"CUMEMTRACE_PYTHON": "0"}),
                                 ("no stacks at all (CUMEMTRACE_DEPTH=0)", {"CUMEMTRACE_DEPTH": "0"})):
-            _, start, end, failure = timed_steps(args, traced, {**PER_TENSOR, **switches},
-                                                 args.steps)
+            _, start, end, failure = timed_steps(traced, {**PER_TENSOR, **switches}, args.steps)
             if failure:
                 notes.append(f"per-tensor, {label}: {failure}")
                 continue
