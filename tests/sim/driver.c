@@ -59,7 +59,8 @@
     X(cuMemFreeAsync_ptsz) X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolTrimTo)          \
     X(cuMemPoolGetAttribute) X(cuDeviceGetDefaultMemPool) X(cuMemCreate) X(cuMemRelease)      \
     X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)    \
-    X(cuMemGetAllocationGranularity) X(cuMemGetAllocationPropertiesFromHandle) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)                \
+    X(cuMemGetAllocationGranularity) X(cuMemGetAllocationPropertiesFromHandle)                \
+    X(cuArrayCreate_v2) X(cuArray3DCreate_v2)                                                 \
     X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuMemGetInfo_v2) \
     X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemsetD8_v2)                 \
     X(cuGetProcAddress) X(cuGetProcAddress_v2)
@@ -988,6 +989,14 @@ EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAl
     return CUDA_SUCCESS;
 }
 
+static struct vmm_handle *vmm_find(uint64_t id)
+{
+    for (struct vmm_handle *h = vmm_handles; h; h = h->next)
+        if (h->id == id && !h->released)
+            return h;
+    return NULL;
+}
+
 static CUresult create_handle(CUmemGenericAllocationHandle *handle, size_t size,
                               const CUmemAllocationProp *prop)
 {
@@ -1030,10 +1039,7 @@ EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop
     if (!prop)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);
-    struct vmm_handle *h = NULL;
-    for (struct vmm_handle *each = vmm_handles; each; each = each->next)
-        if (each->id == handle)
-            h = each;
+    struct vmm_handle *h = vmm_find(handle);
     if (h) {
         memset(prop, 0, sizeof(*prop));
         prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -1073,14 +1079,6 @@ static void vmm_maybe_free(struct vmm_handle *h)
             break;
         }
     free(h);
-}
-
-static struct vmm_handle *vmm_find(uint64_t id)
-{
-    for (struct vmm_handle *h = vmm_handles; h; h = h->next)
-        if (h->id == id && !h->released)
-            return h;
-    return NULL;
 }
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
