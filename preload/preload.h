@@ -1,7 +1,7 @@
 /* preload.h - shared declarations of the interposition layer.
  *
  * The layer is thin: wrappers generated from entrypoints.h call the real CUDA
- * function and tell the core (src/tracker.h) what happened. This header gives
+ * function and tell the core (src/record/tracker.h) what happened. This header gives
  * them the entry table, the real-function slots, and the small helpers that
  * need CUDA types (context -> device, array sizes). */
 #ifndef CUMEMTRACE_PRELOAD_H

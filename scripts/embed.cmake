@@ -1,5 +1,5 @@
 # embed.cmake - turn a text file into a C array, so that a page's JavaScript
-# and CSS can live in readable files of their own (src/report_html.js, .css)
+# and CSS can live in readable files of their own (src/report/report_html.js, .css)
 # and still be compiled into the library.
 #
 #   cmake -DINPUT=file -DOUTPUT=header.h -DNAME=identifier -P embed.cmake

@@ -8,7 +8,7 @@
  * tables of leaked and growing stacks, the counters and the fragmentation
  * verdict. Nothing is fetched at view time: no network, no libraries.
  *
- * The script and the style live in src/report_html.js and .css, compiled in
+ * The script and the style live in report_html.js and .css beside this file, compiled in
  * by scripts/embed.cmake. */
 #include <string.h>
 
