@@ -232,6 +232,7 @@ void config_load(void)
     load_bool("CUMEMTRACE_ENABLE", &config.enabled, "1");
     load_bool("CUMEMTRACE_QUIET", &config.quiet, "0");
     load_bool("CUMEMTRACE_DEBUG", &config.debug, "0");
+    log_set_debug(config.debug);
     load_int("CUMEMTRACE_DEPTH", &config.depth, 0, CONFIG_MAX_DEPTH);
     load_int("CUMEMTRACE_TOP", &config.top, 1, 100000);
     load_int("CUMEMTRACE_MAX_BLOCKS", &config.max_blocks, 0, 100000000);

@@ -4,8 +4,14 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "log.h"
+
+static int debugging;   /* CUMEMTRACE_DEBUG, set by config_load */
+
+void log_set_debug(int on)
+{
+    debugging = on;
+}
 
 static void log_vline(const char *fmt, va_list ap)
 {
@@ -34,7 +40,7 @@ void log_line(const char *fmt, ...)
 
 void log_debug(const char *fmt, ...)
 {
-    if (!config.debug)
+    if (!debugging)
         return;
     va_list ap;
     va_start(ap, fmt);

@@ -8,7 +8,10 @@
 #define CUMEMTRACE_LOG_H
 
 void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Only with CUMEMTRACE_DEBUG=1: config_load() says so with log_set_debug(),
+ * so that this file, the lowest of all, reads no settings itself. */
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_set_debug(int on);
 
 /* Print a line only the first time this call site runs in the process.
  * `once` is a static int owned by the call site. */
