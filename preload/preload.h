@@ -67,9 +67,13 @@ struct entry {
 extern const struct entry entries[API_COUNT];
 extern const char *const entry_names[API_COUNT];
 
+/* libc_dlsym.c: the C library's dlsym, which ours shadows. */
+typedef void *(*dlsym_function)(void *, const char *);
+dlsym_function libc_dlsym(void);
+void *real_dlsym(void *handle, const char *name);
+
 /* real.c: the real functions behind the wrappers. */
 void preload_init(void);
-void *real_dlsym(void *handle, const char *name);
 void *real_function(int api);                 /* NULL if it cannot be found */
 void real_offer(int api, void *function);     /* a real pointer seen by a lookup */
 void *real_driver_symbol(const char *name);   /* any libcuda function, unwrapped */
