@@ -251,26 +251,32 @@ void context_after_fork(void)
  * (cuMemPoolGetAttribute). What a pool reserves beyond what is used is
  * memory the driver holds for that pool and nobody else can have; a report
  * shows it next to the blocks. */
-static int pool_figures(CUmemoryPool pool, uint64_t figures[4])
+static int pool_figures(CUmemoryPool pool, struct pool_figures *figures)
 {
     CUresult (*attribute)(CUmemoryPool, CUmemPool_attribute, void *) =
         (CUresult (*)(CUmemoryPool, CUmemPool_attribute, void *))driver("cuMemPoolGetAttribute");
-    static const CUmemPool_attribute wanted[4] = {
-        CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
-        CU_MEMPOOL_ATTR_USED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_HIGH};
+    const struct {
+        CUmemPool_attribute attribute;
+        uint64_t *figure;
+    } wanted[] = {
+        {CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &figures->reserved},
+        {CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &figures->reserved_peak},
+        {CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &figures->used},
+        {CU_MEMPOOL_ATTR_USED_MEM_HIGH, &figures->used_peak},
+    };
     if (!attribute)
         return -1;
-    for (int i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {
         cuuint64_t value = 0;
-        if (attribute(pool, wanted[i], &value) != CUDA_SUCCESS)
+        if (attribute(pool, wanted[i].attribute, &value) != CUDA_SUCCESS)
             return -1;
-        figures[i] = value;
+        *wanted[i].figure = value;
     }
     return 0;
 }
 
 /* The device's default stream-ordered pool (cudaMallocAsync). */
-int context_pool_info(int device, uint64_t figures[4])
+int context_pool_info(int device, struct pool_figures *figures)
 {
     CUresult (*default_pool)(CUmemoryPool *, CUdevice) =
         (CUresult (*)(CUmemoryPool *, CUdevice))driver("cuDeviceGetDefaultMemPool");
@@ -309,7 +315,8 @@ int context_pool_destroyed(CUresult result, CUmemoryPool pool)
     return 0;
 }
 
-int context_created_pool_info(int index, uint64_t *handle, int *device, uint64_t figures[4])
+int context_created_pool_info(int index, uint64_t *handle, int *device,
+                              struct pool_figures *figures)
 {
     pthread_mutex_lock(&pools_lock);
     int found = index >= 0 && index < created_pool_count;
@@ -322,6 +329,7 @@ int context_created_pool_info(int index, uint64_t *handle, int *device, uint64_t
     if (!found)
         return -1;
     if (pool_figures(pool, figures) < 0)
-        memset(figures, 0xff, 4 * sizeof(uint64_t));   /* not known: all ones */
+        figures->reserved = figures->reserved_peak = figures->used = figures->used_peak =
+            POOL_FIGURE_UNKNOWN;
     return 0;
 }

@@ -26,14 +26,20 @@ static void after_fork_child(void)
     signals_after_fork();
 }
 
+/* What the core cannot do without us (host.h): lent once, kept across fork. */
+static const struct host interposer = {
+    .lookup = real_dlsym,
+    .api_names = entry_names,
+    .api_count = API_COUNT,
+    .call_in_progress = cuda_call_in_progress,
+    .memory_info = context_memory_info,
+    .pool_info = context_pool_info,
+    .created_pool_info = context_created_pool_info,
+};
+
 static void init_once(void)
 {
-    tracker_init();
-    tracker_set_api_names(entry_names, API_COUNT);
-    tracker_set_memory_info(context_memory_info);
-    tracker_set_pool_info(context_pool_info);
-    tracker_set_created_pool_info(context_created_pool_info);
-    tracker_set_call_in_progress(cuda_call_in_progress);
+    tracker_start(&interposer);
     uintptr_t low, high;
     if (module_range((const void *)&preload_init, &low, &high) == 0)
         stack_set_skip_range(low, high);

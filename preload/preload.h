@@ -140,11 +140,12 @@ int context_primary_retained(CUresult result, CUcontext *ctx, CUdevice device);
 int context_primary_reset(CUresult result, CUdevice device);
 int context_primary_released(CUresult result, CUdevice device);
 int context_memory_info(int device, uint64_t *free_bytes, uint64_t *total_bytes);
-int context_pool_info(int device, uint64_t figures[4]);  /* reserved, peak; used, peak */
+int context_pool_info(int device, struct pool_figures *figures);
 int context_pool_created(CUresult result, CUmemoryPool *pool, const CUmemPoolProps *props);
 int context_pool_destroyed(CUresult result, CUmemoryPool pool);
 /* The index-th pool the program created: -1 past the last. */
-int context_created_pool_info(int index, uint64_t *handle, int *device, uint64_t figures[4]);
+int context_created_pool_info(int index, uint64_t *handle, int *device,
+                              struct pool_figures *figures);
 void context_after_fork(void);
 
 #endif

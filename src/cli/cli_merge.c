@@ -152,7 +152,7 @@ static void write_text(struct out *out, struct loaded_report *const *inputs,
             snprintf(leaked, sizeof(leaked), "-");
         device_list(r, devices, sizeof(devices));
         out_printf(out, "  %5d  %-16s %-8s %10s %10s %10s  %s\n", ranks[i].number,
-                   r->host[0] ? r->host : "?", devices, live, peak, leaked,
+                   r->hostname[0] ? r->hostname : "?", devices, live, peak, leaked,
                    ranks[i].path);
     }
     out_str(out, "  (live and peak: device memory, summed over the rank's devices; leaked: "
@@ -232,7 +232,7 @@ static void write_json(struct out *out, struct loaded_report *const *inputs,
         out_printf(out, "%s{\"rank\":%d,\"file\":", i ? "," : "", ranks[i].number);
         out_json_string(out, ranks[i].path);
         out_str(out, ",\"host\":");
-        out_json_string(out, r->host[0] ? r->host : NULL);
+        out_json_string(out, r->hostname[0] ? r->hostname : NULL);
         out_printf(out, ",\"pid\":%d,\"reason\":", r->pid);
         out_json_string(out, r->reason);
         if (r->world_size >= 0)

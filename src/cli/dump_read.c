@@ -5,6 +5,7 @@
  * is released. Two passes: the first counts records to size the arrays, the
  * second fills them. A dump without its final "end" line (the process died
  * while writing it) is read as far as it goes and flagged. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -233,8 +234,8 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
         } else if (strcmp(word, "api") == 0) {
             uint64_t index = number(&f);
             char *name = next_field(&f);
-            if (index < MAX_APIS && name && (int)index < r->state.api_count)
-                ((const char **)r->state.api_names)[index] = name;
+            if (index < MAX_APIS && name && (int)index < r->api_count)
+                ((const char **)r->api_names)[index] = name;
         } else if (strcmp(word, "counters") == 0) {
             read_counters(r, &f);
         } else if (strcmp(word, "stack") == 0) {
@@ -322,21 +323,21 @@ int dump_read(const char *path, struct report *r)
     r->stacks = report_alloc(r, (c.stacks + 1) * sizeof(struct stack));
     r->frames = report_alloc(r, (c.frames + 1) * sizeof(uintptr_t));
     r->blocks = report_alloc(r, (c.blocks + 1) * sizeof(struct report_block));
-    r->state.api_names = report_alloc(r, (c.apis + 1) * sizeof(char *));
-    r->state.api_count = (int)(c.apis < MAX_APIS ? c.apis : MAX_APIS);
+    r->api_names = report_alloc(r, (c.apis + 1) * sizeof(char *));
+    r->api_count = (int)(c.apis < MAX_APIS ? c.apis : MAX_APIS);
     r->state.threads = report_alloc(r, (c.threads + 1) * sizeof(struct thread_info));
     r->state.threads_used = (uint32_t)c.threads;
     r->state.handles = report_alloc(r, (c.handles + 1) * sizeof(uint64_t));
     r->state.handles_used = (uint32_t)c.handles;
     r->python_count = (uint32_t)c.python;
     r->python = report_alloc(r, (c.python + 1) * sizeof(struct python_location));
-    if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->state.api_names ||
+    if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->api_names ||
         !r->state.threads || !r->state.handles || !r->python) {
         errno = ENOMEM;
         return -1;
     }
-    for (int i = 0; i < r->state.api_count; i++)
-        ((const char **)r->state.api_names)[i] = "unknown";
+    for (int i = 0; i < r->api_count; i++)
+        ((const char **)r->api_names)[i] = "unknown";
 
     const char *maps = "";
     size_t maps_length = 0;
@@ -349,7 +350,7 @@ int dump_read(const char *path, struct report *r)
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
         if (r->counters->device_seen[slot])
             r->devices[r->device_count++].slot = slot;
-    if (report_finish(r, symbolizer_open_maps(maps, maps_length)) < 0) {
+    if (report_finish(r, symbolizer_open_maps(maps, maps_length, dlsym)) < 0) {
         errno = ENOMEM;
         return -1;
     }

@@ -32,7 +32,7 @@
 /* The loader's cursor: the report, and the first error. */
 struct loader {
     struct report *r;
-    const char **api_names;      /* r->state.api_names, writable */
+    const char **api_names;      /* r->api_names, writable */
     char *error;
     size_t error_size;
     int failed;
@@ -93,13 +93,13 @@ static int api_index(struct loader *l, const char *name)
     struct report *r = l->r;
     if (!name)
         return -1;
-    for (int i = 0; i < r->state.api_count; i++)
+    for (int i = 0; i < r->api_count; i++)
         if (strcmp(l->api_names[i], name) == 0)
             return i;
-    if (r->state.api_count == MAX_APIS)
+    if (r->api_count == MAX_APIS)
         return -1;
-    l->api_names[r->state.api_count] = name;
-    return r->state.api_count++;
+    l->api_names[r->api_count] = name;
+    return r->api_count++;
 }
 
 static int kind_index(struct loader *l, const struct json_value *object)
@@ -144,7 +144,7 @@ static void load_process(struct loader *l, const struct json_value *root)
     r->pid = (int)get_long(process, "pid", 0);
     r->ppid = (int)get_long(process, "ppid", 0);
     const char *host = json_string(json_get(process, "host"));
-    snprintf(r->host, sizeof(r->host), "%s", host ? host : "");
+    snprintf(r->hostname, sizeof(r->hostname), "%s", host ? host : "");
     r->rank = (int)get_long(process, "rank", -1);
     r->local_rank = (int)get_long(process, "local_rank", -1);
     r->world_size = (int)get_long(process, "world_size", -1);
@@ -230,8 +230,8 @@ static void load_tracer(struct loader *l, const struct json_value *root)
         int api = api_index(l, json_string(json_get(e, "name")));
         if (api < 0)
             continue;
-        r->state.api_calls[api] = get_u64(e, "calls");
-        r->state.api_allocations[api] = get_u64(e, "allocations");
+        r->api_calls[api] = get_u64(e, "calls");
+        r->api_allocations[api] = get_u64(e, "allocations");
         r->state.api_failures[api] = get_u64(e, "failures");
     }
 }
@@ -253,6 +253,20 @@ static void load_counters(const struct json_value *from, struct counters *c)
     c->implicit_blocks = get_u64(implicit, "blocks");
     c->failures = get_u64(from, "num_alloc_failures");
     c->ooms = get_u64(from, "num_ooms");
+}
+
+/* A figure that may be null: `missing` then. */
+static uint64_t get_figure(const struct json_value *object, const char *key, uint64_t missing)
+{
+    const struct json_value *v = json_get(object, key);
+    return v && v->type == JSON_NUMBER ? get_u64(object, key) : missing;
+}
+
+static void load_pool_figures(const struct json_value *from, struct pool_figures *figures)
+{
+#define X(field, key) figures->field = get_figure(from, key, POOL_FIGURE_UNKNOWN);
+    POOL_FIGURE_KEYS(X)
+#undef X
 }
 
 static void load_devices(struct loader *l, const struct json_value *root)
@@ -280,10 +294,7 @@ static void load_devices(struct loader *l, const struct json_value *root)
         const struct json_value *pool = json_get(d, "default_pool");
         if (pool && pool->type == JSON_OBJECT) {
             dev->has_pool = 1;
-            dev->pool[0] = get_u64(pool, "reserved_bytes");
-            dev->pool[1] = get_u64(pool, "reserved_peak");
-            dev->pool[2] = get_u64(pool, "used_bytes");
-            dev->pool[3] = get_u64(pool, "used_peak");
+            load_pool_figures(pool, &dev->pool);
         }
         const struct json_value *counters = json_get(d, "counters");
         r->counters->device_seen[slot] = 1;
@@ -294,18 +305,9 @@ static void load_devices(struct loader *l, const struct json_value *root)
     }
 }
 
-/* A figure that may be null: `missing` then. */
-static uint64_t get_figure(const struct json_value *object, const char *key, uint64_t missing)
-{
-    const struct json_value *v = json_get(object, key);
-    return v && v->type == JSON_NUMBER ? get_u64(object, key) : missing;
-}
-
 /* Stream-ordered pools the program created; PyTorch's own counters. */
 static void load_pools_and_torch(struct loader *l, const struct json_value *root)
 {
-    static const char *pool_figures[4] = {"reserved_bytes", "reserved_peak", "used_bytes",
-                                          "used_peak"};
     struct report *r = l->r;
     const struct json_value *pools = json_get(root, "pools");
     for (const struct json_value *p = pools ? pools->first : NULL; p; p = p->next) {
@@ -316,8 +318,7 @@ static void load_pools_and_torch(struct loader *l, const struct json_value *root
         struct report_pool *pool = &r->pools[r->pool_count++];
         pool->handle = get_hex(p, "handle");
         pool->device = device_of(p);
-        for (int k = 0; k < 4; k++)
-            pool->figures[k] = get_figure(p, pool_figures[k], UINT64_MAX);
+        load_pool_figures(p, &pool->figures);
     }
     const struct json_value *torch = json_get(root, "torch");
     if (!torch || torch->type != JSON_OBJECT)
@@ -709,7 +710,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     l.api_names = alloc_array(&l, MAX_APIS, sizeof(char *));
     if (l.failed)
         return -1;
-    r->state.api_names = l.api_names;
+    r->api_names = l.api_names;
     load_process(&l, root);
     load_tracer(&l, root);
     load_devices(&l, root);

@@ -15,8 +15,9 @@
  *
  * Other versions (3.9, 3.14, ...) get the stable C API (PyEval_GetFrame,
  * PyFrame_GetBack, ...) when the thread holds the GIL, and nothing otherwise.
- * All symbols are resolved at run time with dlsym: libpython is never linked,
- * and a process without Python pays one failed lookup.
+ * All symbols are resolved at run time with the dlsym the interposer lends
+ * (host.h): libpython is never linked, and a process without Python pays
+ * one failed lookup.
  *
  * Each (code object, instruction offset) maps to a location: file, function,
  * line, copied once into a table. A Python frame enters the stack as a tagged
@@ -36,6 +37,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "host.h"
 #include "log.h"
 #include "modules.h"
 #include "python.h"
@@ -95,7 +97,7 @@ static size_t strings_used, strings_size;
 
 static int resolve(void **slot, const char *name)
 {
-    *slot = dlsym(RTLD_DEFAULT, name);
+    *slot = host.lookup ? host.lookup(RTLD_DEFAULT, name) : NULL;
     return *slot != NULL;
 }
 

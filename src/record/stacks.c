@@ -59,8 +59,10 @@ static uint64_t frames_used;                   /* next free frame index */
 static struct stack_index *index_now;          /* published with release */
 static size_t table_bytes;                     /* everything mapped, for reports */
 
-void stacks_init(void)
+void stacks_init(void *(*lookup)(void *handle, const char *name))
 {
+    if (!lookup)
+        return;
     void *libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!libunwind) {
         log_line("cannot load libunwind.so.8 (%s); blocks are recorded without stacks",
@@ -68,10 +70,10 @@ void stacks_init(void)
         return;
     }
     int (*set_caching)(unw_addr_space_t, unw_caching_policy_t) =
-        (int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(libunwind,
-                                                               NAME_OF(unw_set_caching_policy));
-    unw_addr_space_t *space = dlsym(libunwind, NAME_OF(unw_local_addr_space));
-    *(void **)&backtrace_fn = dlsym(libunwind, "unw_backtrace");
+        (int (*)(unw_addr_space_t, unw_caching_policy_t))lookup(libunwind,
+                                                                NAME_OF(unw_set_caching_policy));
+    unw_addr_space_t *space = lookup(libunwind, NAME_OF(unw_local_addr_space));
+    *(void **)&backtrace_fn = lookup(libunwind, "unw_backtrace");
     if (set_caching && space)
         set_caching(*space, UNW_CACHE_PER_THREAD);
     if (!backtrace_fn)

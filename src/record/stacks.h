@@ -48,7 +48,9 @@ struct stack {
     _Alignas(64) struct stack_stats stats;
 };
 
-void stacks_init(void);
+/* Load libunwind, finding its functions with `lookup` (dlsym); without one,
+ * or without libunwind, stacks are empty. */
+void stacks_init(void *(*lookup)(void *handle, const char *name));
 void stacks_reset(void);               /* forget everything (after fork) */
 
 /* Leave out frames in [low, high) wherever they are: the tracer's own. */

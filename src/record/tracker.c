@@ -110,15 +110,7 @@ static void reset_state(void)
     stack_totals_reset();
     counters_reset();
     growth_reset();
-    const char *const *names = tracker.api_names;
-    int count = tracker.api_count;
-    int (*memory_info)(int, uint64_t *, uint64_t *) = tracker.memory_info;
-    int (*pool_info)(int, uint64_t[4]) = tracker.pool_info;
     memset(&tracker, 0, sizeof(tracker));
-    tracker.api_names = names;
-    tracker.api_count = count;
-    tracker.memory_info = memory_info;
-    tracker.pool_info = pool_info;
     tracker.threads = pages_alloc(MAX_THREADS * sizeof(struct thread_info));
     tracker.handles = pages_alloc(MAX_HANDLES * sizeof(uint64_t));
     tracker.start_ns = monotonic_ns();
@@ -132,7 +124,6 @@ static void init_once_fn(void)
 {
     config_load();
     registry_init();
-    stacks_init();
     reset_state();
     initialized = 1;
 }
@@ -140,6 +131,13 @@ static void init_once_fn(void)
 void tracker_init(void)
 {
     pthread_once(&init_once, init_once_fn);
+}
+
+void tracker_start(const struct host *lent)
+{
+    host = *lent;
+    tracker_init();
+    stacks_init(host.lookup);
 }
 
 int tracker_enabled(void)
@@ -375,8 +373,8 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
     e->code = code;
     e->stack_id = stack_id;
     e->retry = RETRY_PENDING;
-    if (a->device >= 0 && tracker.memory_info &&
-        tracker.memory_info(a->device, &e->free, &e->total) == 0)
+    if (a->device >= 0 && host.memory_info &&
+        host.memory_info(a->device, &e->free, &e->total) == 0)
         e->has_memory_info = 1;
 
     pthread_mutex_lock(&oom_lock);
@@ -689,35 +687,6 @@ struct block *tracker_find_locked(uint64_t value, int space)
     return registry_find(block_key(value, space));
 }
 
-void tracker_set_api_names(const char *const *names, int count)
-{
-    tracker.api_names = names;
-    tracker.api_count = count < MAX_APIS ? count : MAX_APIS;
-}
-
-void tracker_set_memory_info(int (*fn)(int device, uint64_t *free, uint64_t *total))
-{
-    tracker.memory_info = fn;
-}
-
-static int (*call_in_progress)(void);
-
-void tracker_set_pool_info(int (*fn)(int device, uint64_t figures[4]))
-{
-    tracker.pool_info = fn;
-}
-
-void tracker_set_created_pool_info(int (*fn)(int index, uint64_t *handle, int *device,
-                                             uint64_t figures[4]))
-{
-    tracker.created_pool_info = fn;
-}
-
-void tracker_set_call_in_progress(int (*fn)(void))
-{
-    call_in_progress = fn;
-}
-
 void tracker_report(const char *reason)
 {
     static int once;
@@ -747,7 +716,7 @@ void tracker_report_at_exit(void)
      * inside a CUDA call or inside the tracer: the CUDA libraries, malloc or
      * our own lock may be held by the very code that was interrupted, so the
      * full report could hang. Write the async-signal-safe dump instead. */
-    if ((call_in_progress && call_in_progress()) || tracker_inside()) {
+    if ((host.call_in_progress && host.call_in_progress()) || tracker_inside()) {
         crashdump_write(0);
         return;
     }

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "host.h"
 #include "registry.h"
 
 #define MAX_APIS 128
@@ -63,7 +64,12 @@ struct thread_info {
     char name[16];
 };
 
+/* Settings read and tables made, once; any caller, any time (the
+ * interposer, the public API, tests). */
 void tracker_init(void);
+/* The interposer, at its first event: lend the core what only it can do
+ * (host.h), once, and start capturing stacks. */
+void tracker_start(const struct host *lent);
 int tracker_enabled(void);
 
 /* Enter the tracer on this thread. 0 means it is already inside (a CUDA call
@@ -72,7 +78,7 @@ int tracker_enter(void);
 void tracker_leave(void);
 
 void tracker_count_call(int api);
-/* The calls and allocations per entry point, summed (tracker's are zero). */
+/* The calls and allocations per entry point, summed from every stripe. */
 void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS]);
 void tracker_add_self_time(uint64_t ns);   /* CUMEMTRACE_SELF_TIME, from the wrappers */
 uint64_t tracker_self_time_ns(void);
@@ -89,19 +95,6 @@ void tracker_lost(enum lost_reason reason);
 void tracker_mark(const char *label);
 int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live */
 struct block *tracker_find_locked(uint64_t value, int space);
-
-/* Set up by the preload layer. */
-void tracker_set_api_names(const char *const *names, int count);
-void tracker_set_memory_info(int (*fn)(int device, uint64_t *free, uint64_t *total));
-/* fn(device, figures): the default stream-ordered pool's reserved bytes and
- * their peak, used bytes and their peak; -1 if unknown. */
-void tracker_set_pool_info(int (*fn)(int device, uint64_t figures[4]));
-/* fn(index, handle, device, figures): the same for the index-th pool the
- * program created; -1 past the last. */
-void tracker_set_created_pool_info(int (*fn)(int index, uint64_t *handle, int *device,
-                                             uint64_t figures[4]));
-/* fn() says whether this thread is inside a real CUDA call. */
-void tracker_set_call_in_progress(int (*fn)(void));
 
 /* Reports: "exit", "signal", "snapshot", ... Written once per reason "exit". */
 void tracker_report(const char *reason);
@@ -122,11 +115,7 @@ int tracker_inside(void);      /* this thread is inside the tracer */
 struct tracker_state {
     uint64_t sequence;                     /* numbers handed out, in batches */
     uint64_t lost[LOST_COUNT];
-    uint64_t api_calls[MAX_APIS];          /* zero here: see tracker_api_totals */
-    uint64_t api_allocations[MAX_APIS];    /* zero here: see tracker_api_totals */
-    uint64_t api_failures[MAX_APIS];
-    const char *const *api_names;
-    int api_count;
+    uint64_t api_failures[MAX_APIS];       /* calls and allocations: tracker_api_totals */
     struct failure failures[FAILURE_RING];
     uint64_t failures_total;
     uint64_t oom_retries_succeeded, oom_retries_failed;
@@ -138,9 +127,6 @@ struct tracker_state {
     uint32_t handles_used;
     uint64_t start_ns;                 /* CLOCK_MONOTONIC at start */
     double start_unix;                 /* wall clock at start */
-    int (*memory_info)(int device, uint64_t *free, uint64_t *total);
-    int (*pool_info)(int device, uint64_t figures[4]);
-    int (*created_pool_info)(int index, uint64_t *handle, int *device, uint64_t figures[4]);
     uint64_t runtime_blocks;           /* live BLOCK_FROM_RUNTIME records */
     int traced;                        /* any CUDA event in this process */
 };

@@ -189,11 +189,11 @@ static void write_header(int signal, const char *lock)
     put_str("cmdline");
     put_bytes_hex(cmdline, n > 0 ? (size_t)n : 0);
     put_str("\n");
-    for (int api = 0; api < tracker.api_count; api++) {
+    for (int api = 0; api < host.api_count; api++) {
         put_str("api");
         put_u64((uint64_t)api);
         put_str(" ");
-        put_str(tracker.api_names[api]);
+        put_str(host.api_names[api]);
         put_str("\n");
     }
 }

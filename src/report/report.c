@@ -91,7 +91,7 @@ static int copy_state(struct report *r)
 {
     tracker_lock();
     r->state = tracker;
-    tracker_api_totals(r->state.api_calls, r->state.api_allocations);
+    tracker_api_totals(r->api_calls, r->api_allocations);
     r->now_ms = tracker_now_ms();
     if (growth.mode == GROWTH_TIME && config.sample_ms > 0)
         growth_sample(r->now_ms, 0);   /* where every stack stands now */
@@ -359,7 +359,7 @@ static int rank_variable(const char *name)
 
 static void read_process_info(struct report *r)
 {
-    gethostname(r->host, sizeof(r->host) - 1);
+    gethostname(r->hostname, sizeof(r->hostname) - 1);
     r->rank = rank_variable("RANK");
     r->local_rank = rank_variable("LOCAL_RANK");
     r->world_size = rank_variable("WORLD_SIZE");
@@ -383,17 +383,17 @@ static void read_device_memory(struct report *r)
             continue;
         struct report_device *d = &r->devices[r->device_count++];
         d->slot = slot;
-        if (slot != COUNTER_NO_DEVICE && r->state.memory_info &&
-            r->state.memory_info(slot, &d->free, &d->total) == 0)
+        if (slot != COUNTER_NO_DEVICE && host.memory_info &&
+            host.memory_info(slot, &d->free, &d->total) == 0)
             d->has_memory_info = 1;
         const struct counters *async = report_counters(r, slot, KIND_STREAM_ORDERED);
-        if (slot != COUNTER_NO_DEVICE && async->blocks_allocated && r->state.pool_info &&
-            r->state.pool_info(slot, d->pool) == 0)
+        if (slot != COUNTER_NO_DEVICE && async->blocks_allocated && host.pool_info &&
+            host.pool_info(slot, &d->pool) == 0)
             d->has_pool = 1;
     }
-    for (int i = 0; r->state.created_pool_info && i < REPORT_MAX_POOLS; i++) {
+    for (int i = 0; host.created_pool_info && i < REPORT_MAX_POOLS; i++) {
         struct report_pool *p = &r->pools[i];
-        if (r->state.created_pool_info(i, &p->handle, &p->device, p->figures) < 0)
+        if (host.created_pool_info(i, &p->handle, &p->device, &p->figures) < 0)
             break;
         r->pool_count = i + 1;
     }
@@ -407,9 +407,11 @@ int report_collect(struct report *r, const char *reason)
     if (copy_state(r) < 0)
         return -1;
     r->start_unix = r->state.start_unix;
+    r->api_names = host.api_names;
+    r->api_count = host.api_count < MAX_APIS ? host.api_count : MAX_APIS;
     read_device_memory(r);
     torch_stats_get(&r->torch);
-    return report_finish(r, symbolizer_open());
+    return report_finish(r, symbolizer_open(host.lookup));
 }
 
 int report_finish(struct report *r, struct symbolizer *symbolizer)
@@ -452,18 +454,18 @@ void report_fragmentation(const struct report *r, struct report_fragmentation *f
     for (int d = 0; d < r->device_count; d++) {
         const struct report_device *dev = &r->devices[d];
         if (dev->has_pool) {
-            f->pool_reserved += dev->pool[0];
-            f->pool_used += dev->pool[2];
+            f->pool_reserved += dev->pool.reserved;
+            f->pool_used += dev->pool.used;
         }
         f->vmm_reserved += report_counters(r, dev->slot, KIND_VMM_RESERVATION)->bytes_current;
         f->vmm_mapped += report_counters(r, dev->slot, KIND_VMM_MAPPING)->bytes_current;
     }
     for (int i = 0; i < r->pool_count; i++) {
-        const uint64_t *figures = r->pools[i].figures;
-        if (figures[0] == UINT64_MAX)
+        const struct pool_figures *figures = &r->pools[i].figures;
+        if (figures->reserved == POOL_FIGURE_UNKNOWN)
             continue;
-        f->pool_reserved += figures[0];
-        f->pool_used += figures[2];
+        f->pool_reserved += figures->reserved;
+        f->pool_used += figures->used;
     }
     torch_fragmentation(r, f);
     f->pool_idle = f->pool_reserved > f->pool_used ? f->pool_reserved - f->pool_used : 0;
@@ -558,7 +560,7 @@ int64_t report_timeline_baseline(const struct report *r, int slot, int kind)
 
 const char *report_api_name(const struct report *r, int api)
 {
-    return api >= 0 && api < r->state.api_count ? r->state.api_names[api] : "unknown";
+    return api >= 0 && api < r->api_count ? r->api_names[api] : "unknown";
 }
 
 const struct counters *report_counters(const struct report *r, int slot, int set)

@@ -23,6 +23,14 @@
 
 #define REPORT_FORMAT_VERSION 1
 
+/* The JSON names of a pool's figures (a device's "default_pool", "pools"),
+ * in the order they are written; the writer and the loader both use these. */
+#define POOL_FIGURE_KEYS(X)                                                                  \
+    X(reserved, "reserved_bytes")                                                            \
+    X(reserved_peak, "reserved_peak")                                                        \
+    X(used, "used_bytes")                                                                    \
+    X(used_peak, "used_peak")
+
 struct report_block {
     uint64_t value, size, sequence;
     uint32_t stack_id, time_ms;
@@ -44,7 +52,7 @@ struct report_group {
 struct report_pool {
     uint64_t handle;
     int device;              /* -1: not a device pool */
-    uint64_t figures[4];     /* reserved, reserved peak, used, used peak; all ones: unknown */
+    struct pool_figures figures;
 };
 #define REPORT_MAX_POOLS 64
 
@@ -70,7 +78,7 @@ struct report_device {
     int has_memory_info;
     uint64_t free, total;
     int has_pool;            /* the default stream-ordered pool, if used */
-    uint64_t pool[4];        /* reserved, reserved peak, used, used peak */
+    struct pool_figures pool;
 };
 
 struct report {
@@ -81,6 +89,9 @@ struct report {
     uint32_t now_ms;
     struct counter_table *counters;
     struct tracker_state state;          /* copy; its pointers are replaced by ours */
+    const char *const *api_names;        /* entry points, by index */
+    int api_count;
+    uint64_t api_calls[MAX_APIS], api_allocations[MAX_APIS];   /* failures: in state */
     struct growth_state growth;          /* copy; has_growth 0: not known (a dump) */
     int has_growth;
     uint32_t *growing;                   /* leak suspects' stack ids, fastest first */
@@ -106,7 +117,7 @@ struct report {
     struct symbol *symbols;              /* symbols[i] is addresses[i] */
     size_t address_count;
     struct symbolizer *symbolizer;
-    char host[256];                      /* gethostname */
+    char hostname[256];                  /* gethostname */
     int rank, local_rank, world_size;    /* RANK, LOCAL_RANK, WORLD_SIZE; -1: not set */
     char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;

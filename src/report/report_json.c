@@ -37,7 +37,7 @@ static void write_optional_int(struct out *out, const char *key, int value)
 static void write_process(const struct report *r, struct out *out)
 {
     out_printf(out, "\"process\":{\"pid\":%d,\"ppid\":%d,\"host\":", r->pid, r->ppid);
-    out_json_string(out, r->host);
+    out_json_string(out, r->hostname);
     out_str(out, ",\"argv\":[");
     for (size_t i = 0; i < r->argv_bytes; i += strlen(r->argv + i) + 1) {
         if (i)
@@ -77,17 +77,33 @@ static void write_entry_points(const struct report *r, struct out *out)
 {
     out_str(out, ",\"entry_points\":[");
     int first = 1;
-    for (int api = 0; api < r->state.api_count; api++) {
-        if (!r->state.api_calls[api] && !r->state.api_allocations[api])
+    for (int api = 0; api < r->api_count; api++) {
+        if (!r->api_calls[api] && !r->api_allocations[api])
             continue;
         out_str(out, first ? "{\"name\":" : ",{\"name\":");
         first = 0;
-        out_json_string(out, r->state.api_names[api]);
+        out_json_string(out, r->api_names[api]);
         out_printf(out, ",\"calls\":%llu,\"allocations\":%llu,\"failures\":%llu}",
-                   U(r->state.api_calls[api]), U(r->state.api_allocations[api]),
+                   U(r->api_calls[api]), U(r->api_allocations[api]),
                    U(r->state.api_failures[api]));
     }
     out_str(out, "]");
+}
+
+static void write_pool_figure(struct out *out, const char *key, uint64_t value, int after)
+{
+    if (value == POOL_FIGURE_UNKNOWN)
+        out_printf(out, "%s\"%s\":null", after ? "," : "", key);
+    else
+        out_printf(out, "%s\"%s\":%llu", after ? "," : "", key, U(value));
+}
+
+/* "reserved_bytes":N,... (null for a figure not known), after a comma if `after`. */
+static void write_pool_figures(struct out *out, const struct pool_figures *figures, int after)
+{
+#define X(field, key) write_pool_figure(out, key, figures->field, after++);
+    POOL_FIGURE_KEYS(X)
+#undef X
 }
 
 static void write_devices(const struct report *r, struct out *out)
@@ -108,12 +124,13 @@ static void write_devices(const struct report *r, struct out *out)
         } else {
             out_str(out, ",\"driver_free\":null,\"driver_total\":null,\"untracked_bytes\":null");
         }
-        if (dev->has_pool)
-            out_printf(out, ",\"default_pool\":{\"reserved_bytes\":%llu,\"reserved_peak\":%llu,"
-                            "\"used_bytes\":%llu,\"used_peak\":%llu}",
-                       U(dev->pool[0]), U(dev->pool[1]), U(dev->pool[2]), U(dev->pool[3]));
-        else
+        if (dev->has_pool) {
+            out_str(out, ",\"default_pool\":{");
+            write_pool_figures(out, &dev->pool, 0);
+            out_str(out, "}");
+        } else {
             out_str(out, ",\"default_pool\":null");
+        }
         out_printf(out, ",\"tracked_bytes\":%llu,\"counters\":{\"device_memory\":",
                    U(all->bytes_current));
         write_counters(out, all);
@@ -298,17 +315,12 @@ static void write_fragmentation(const struct report *r, struct out *out)
 /* Stream-ordered pools the program created, with what they reserve and use. */
 static void write_pools(const struct report *r, struct out *out)
 {
-    static const char *names[4] = {"reserved_bytes", "reserved_peak", "used_bytes", "used_peak"};
     out_str(out, ",\"pools\":[");
     for (int i = 0; i < r->pool_count; i++) {
         const struct report_pool *p = &r->pools[i];
         out_printf(out, "%s{\"handle\":\"0x%llx\"", i ? "," : "", U(p->handle));
         write_device_field(out, p->device);
-        for (int k = 0; k < 4; k++)
-            if (p->figures[k] == UINT64_MAX)
-                out_printf(out, ",\"%s\":null", names[k]);
-            else
-                out_printf(out, ",\"%s\":%llu", names[k], U(p->figures[k]));
+        write_pool_figures(out, &p->figures, 1);
         out_str(out, "}");
     }
     out_str(out, "]");

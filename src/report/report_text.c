@@ -144,13 +144,13 @@ static void write_label(const struct report *r, struct out *out, uint32_t stack_
                    strcmp(label, "nccl") == 0 ? ": communication buffers" : "");
 }
 
-/* A stream-ordered pool: figures are reserved, its peak, used, its peak. */
-static void write_pool(struct out *out, const char *label, const uint64_t *figures)
+static void write_pool(struct out *out, const char *label, const struct pool_figures *figures)
 {
     char reserved[24], used[24], idle[24];
-    format_bytes(figures[0], reserved, sizeof(reserved));
-    format_bytes(figures[2], used, sizeof(used));
-    format_bytes(figures[0] > figures[2] ? figures[0] - figures[2] : 0, idle, sizeof(idle));
+    format_bytes(figures->reserved, reserved, sizeof(reserved));
+    format_bytes(figures->used, used, sizeof(used));
+    format_bytes(figures->reserved > figures->used ? figures->reserved - figures->used : 0, idle,
+                 sizeof(idle));
     out_printf(out, "    %s: reserved %s, used %s; %s reserved but unused (cudaMemPoolTrimTo "
                     "releases it)\n", label, reserved, used, idle);
 }
@@ -215,13 +215,14 @@ static void write_counters(const struct report *r, struct out *out)
             out_str(out, "    driver: free/total not available (no live context at this point)\n");
         }
         if (dev->has_pool)
-            write_pool(out, "default stream-ordered pool", dev->pool);
+            write_pool(out, "default stream-ordered pool", &dev->pool);
         for (int i = 0; i < r->pool_count; i++) {
-            if (r->pools[i].device != dev->slot || r->pools[i].figures[0] == UINT64_MAX)
+            if (r->pools[i].device != dev->slot ||
+                r->pools[i].figures.reserved == POOL_FIGURE_UNKNOWN)
                 continue;
             char label[48];
             snprintf(label, sizeof(label), "pool 0x%llx", (unsigned long long)r->pools[i].handle);
-            write_pool(out, label, r->pools[i].figures);
+            write_pool(out, label, &r->pools[i].figures);
         }
         write_torch_device(r, out, dev->slot);
     }
@@ -457,8 +458,8 @@ void report_text(const struct report *r, struct out *out, int brief)
             out_printf(out, " %s", r->argv + i);
         out_str(out, "\n");
     }
-    if (r->host[0] || r->rank >= 0) {
-        out_printf(out, "  host: %s", r->host[0] ? r->host : "unknown");
+    if (r->hostname[0] || r->rank >= 0) {
+        out_printf(out, "  host: %s", r->hostname[0] ? r->hostname : "unknown");
         if (r->rank >= 0)
             out_printf(out, "; rank %d", r->rank);
         if (r->world_size >= 0)

@@ -13,7 +13,8 @@
 #include "arena.h"
 #include "symbolize.h"
 
-/* The few libdw entry points we use, resolved with dlsym. The types are
+/* The few libdw entry points we use, resolved with the lookup (dlsym) the
+ * symbolizer was opened with. The types are
  * opaque to us; the signatures match elfutils' libdwfl.h. */
 typedef struct Dwfl Dwfl;
 typedef struct Dwfl_Module Dwfl_Module;
@@ -85,23 +86,25 @@ static const char *keep(struct symbolizer *sym, const char *s)
     return copy;
 }
 
-static int load_libdw(struct libdw *dw)
+static int load_libdw(struct libdw *dw, void *(*lookup)(void *, const char *))
 {
+    if (!lookup)
+        return -1;
     dw->handle = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!dw->handle)
         return -1;
-    void *find_elf = dlsym(dw->handle, "dwfl_linux_proc_find_elf");
-    void *find_debuginfo = dlsym(dw->handle, "dwfl_standard_find_debuginfo");
-    *(void **)&dw->begin = dlsym(dw->handle, "dwfl_begin");
-    *(void **)&dw->end = dlsym(dw->handle, "dwfl_end");
-    *(void **)&dw->linux_proc_report = dlsym(dw->handle, "dwfl_linux_proc_report");
-    *(void **)&dw->report_end = dlsym(dw->handle, "dwfl_report_end");
-    *(void **)&dw->addrmodule = dlsym(dw->handle, "dwfl_addrmodule");
-    *(void **)&dw->report_begin = dlsym(dw->handle, "dwfl_report_begin");
-    *(void **)&dw->report_elf = dlsym(dw->handle, "dwfl_report_elf");
-    *(void **)&dw->module_addrinfo = dlsym(dw->handle, "dwfl_module_addrinfo");
-    *(void **)&dw->module_getsrc = dlsym(dw->handle, "dwfl_module_getsrc");
-    *(void **)&dw->lineinfo = dlsym(dw->handle, "dwfl_lineinfo");
+    void *find_elf = lookup(dw->handle, "dwfl_linux_proc_find_elf");
+    void *find_debuginfo = lookup(dw->handle, "dwfl_standard_find_debuginfo");
+    *(void **)&dw->begin = lookup(dw->handle, "dwfl_begin");
+    *(void **)&dw->end = lookup(dw->handle, "dwfl_end");
+    *(void **)&dw->linux_proc_report = lookup(dw->handle, "dwfl_linux_proc_report");
+    *(void **)&dw->report_end = lookup(dw->handle, "dwfl_report_end");
+    *(void **)&dw->addrmodule = lookup(dw->handle, "dwfl_addrmodule");
+    *(void **)&dw->report_begin = lookup(dw->handle, "dwfl_report_begin");
+    *(void **)&dw->report_elf = lookup(dw->handle, "dwfl_report_elf");
+    *(void **)&dw->module_addrinfo = lookup(dw->handle, "dwfl_module_addrinfo");
+    *(void **)&dw->module_getsrc = lookup(dw->handle, "dwfl_module_getsrc");
+    *(void **)&dw->lineinfo = lookup(dw->handle, "dwfl_lineinfo");
     if (!find_elf || !find_debuginfo || !dw->begin || !dw->end || !dw->linux_proc_report ||
         !dw->report_end || !dw->addrmodule || !dw->module_addrinfo || !dw->module_getsrc ||
         !dw->lineinfo || !dw->report_begin || !dw->report_elf) {
@@ -111,7 +114,7 @@ static int load_libdw(struct libdw *dw)
     }
     dw->callbacks.find_elf = find_elf;
     dw->callbacks.find_debuginfo = find_debuginfo;
-    dw->callbacks.section_address = dlsym(dw->handle, "dwfl_offline_section_address");
+    dw->callbacks.section_address = lookup(dw->handle, "dwfl_offline_section_address");
     return 0;
 }
 
@@ -128,21 +131,21 @@ static int find_libstdcxx(struct dl_phdr_info *info, size_t size, void *data)
 
 /* C++ programs such as PyTorch load libstdc++ privately (RTLD_LOCAL), so
  * RTLD_DEFAULT does not see its demangler: look for the loaded library. */
-static void *find_demangler(void)
+static void *find_demangler(void *(*lookup)(void *, const char *))
 {
-    void *function = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    void *function = lookup ? lookup(RTLD_DEFAULT, "__cxa_demangle") : NULL;
     void *libstdcxx = NULL;
-    if (!function && dl_iterate_phdr(find_libstdcxx, &libstdcxx) && libstdcxx)
-        function = dlsym(libstdcxx, "__cxa_demangle");
+    if (lookup && !function && dl_iterate_phdr(find_libstdcxx, &libstdcxx) && libstdcxx)
+        function = lookup(libstdcxx, "__cxa_demangle");
     return function;
 }
 
-struct symbolizer *symbolizer_open(void)
+struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *name))
 {
     struct symbolizer *sym = pages_alloc(sizeof(*sym));
     if (!sym)
         return NULL;
-    if (getenv("CUMEMTRACE_NO_LIBDW") == NULL && load_libdw(&sym->dw) == 0) {
+    if (getenv("CUMEMTRACE_NO_LIBDW") == NULL && load_libdw(&sym->dw, lookup) == 0) {
         sym->dwfl = sym->dw.begin(&sym->dw.callbacks);
         if (sym->dwfl && (sym->dw.linux_proc_report(sym->dwfl, getpid()) != 0 ||
                           sym->dw.report_end(sym->dwfl, NULL, NULL) != 0)) {
@@ -150,7 +153,7 @@ struct symbolizer *symbolizer_open(void)
             sym->dwfl = NULL;
         }
     }
-    *(void **)&sym->demangle = find_demangler();
+    *(void **)&sym->demangle = find_demangler(lookup);
     return sym;
 }
 
@@ -195,13 +198,14 @@ static void parse_maps(struct symbolizer *sym, const char *text, size_t length)
     }
 }
 
-struct symbolizer *symbolizer_open_maps(const char *maps, size_t length)
+struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
+                                        void *(*lookup)(void *handle, const char *name))
 {
     struct symbolizer *sym = pages_alloc(sizeof(*sym));
     if (!sym)
         return NULL;
     parse_maps(sym, maps, length);
-    if (getenv("CUMEMTRACE_NO_LIBDW") == NULL && load_libdw(&sym->dw) == 0 &&
+    if (getenv("CUMEMTRACE_NO_LIBDW") == NULL && load_libdw(&sym->dw, lookup) == 0 &&
         sym->dw.callbacks.section_address) {
         sym->dwfl = sym->dw.begin(&sym->dw.callbacks);
         if (sym->dwfl) {
@@ -217,7 +221,7 @@ struct symbolizer *symbolizer_open_maps(const char *maps, size_t length)
             }
         }
     }
-    *(void **)&sym->demangle = find_demangler();
+    *(void **)&sym->demangle = find_demangler(lookup);
     return sym;
 }
 

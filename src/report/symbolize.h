@@ -4,7 +4,9 @@
  * File and line come from DWARF through libdw (elfutils), which is loaded with
  * dlopen only at that moment, so the traced program never carries it unless a
  * report is made; without it, names come from the dynamic symbol table
- * (dladdr). C++ names are demangled when the process has a C++ runtime. */
+ * (dladdr). C++ names are demangled when the process has a C++ runtime.
+ * libdw's functions and the demangler are found with the `lookup` (dlsym)
+ * the symbolizer is opened with; with none, neither is used. */
 #ifndef CUMEMTRACE_SYMBOLIZE_H
 #define CUMEMTRACE_SYMBOLIZE_H
 
@@ -23,10 +25,11 @@ struct symbol {
 };
 
 struct symbolizer;
-struct symbolizer *symbolizer_open(void);
+struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *name));
 /* For another process, after the fact: its /proc/PID/maps as text. Modules
  * are found by path, so the files must still be there. */
-struct symbolizer *symbolizer_open_maps(const char *maps, size_t length);
+struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
+                                        void *(*lookup)(void *handle, const char *name));
 /* `call_site`: the address is a return address; look up the call before it. */
 void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct symbol *out);
 void symbolizer_close(struct symbolizer *sym);

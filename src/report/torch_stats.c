@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "host.h"
 #include "torch_stats.h"
 #include "tracker.h"
 
@@ -101,6 +102,8 @@ const char *torch_figure_name(int figure)
 
 static int look_up(void)
 {
+    if (!host.lookup)
+        return -1;
     struct {
         void **slot;
         const char *name;
@@ -124,12 +127,12 @@ static int look_up(void)
         {(void **)&py.decref, "Py_DecRef"},
     };
     for (unsigned i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++)
-        if (!(*symbols[i].slot = dlsym(RTLD_DEFAULT, symbols[i].name)))
+        if (!(*symbols[i].slot = host.lookup(RTLD_DEFAULT, symbols[i].name)))
             return -1;
     /* Public from 3.13, private before; without either we rely on the hook. */
-    py.is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+    py.is_finalizing = (int (*)(void))host.lookup(RTLD_DEFAULT, "Py_IsFinalizing");
     if (!py.is_finalizing)
-        py.is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+        py.is_finalizing = (int (*)(void))host.lookup(RTLD_DEFAULT, "_Py_IsFinalizing");
     return 0;
 }
 

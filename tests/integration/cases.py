@@ -348,6 +348,21 @@ def case_fork():
               "the child's report holds only its own blocks")
 
 
+def case_fork_pool():
+    """A child creates a pool after fork: its report lists that pool."""
+    out, err, reports, _ = run("tests/fork_pool")
+    check(len(reports) == 2, f"two reports (parent, child): {len(reports)}")
+    child = next((r for r in reports if f"child {r['process']['pid']}" in out), None)
+    check(child is not None, f"the child's report: {out!r}")
+    if child:
+        pools = child["pools"]
+        check(len(pools) == 1, f"the child's report lists the pool it created: {pools}")
+        blocks = [b for b in child["blocks"]["items"] if b["api"] == "cudaMallocFromPoolAsync"]
+        check(pools and blocks and blocks[0]["stream_or_pool"] == pools[0]["handle"] and
+              pools[0]["used_bytes"] >= 1 << 20,
+              f"the pool holds the child's block: {pools} {blocks}")
+
+
 def case_implicit_free():
     out, err, reports, _ = run("tests/implicit_free")
     report = only(reports)

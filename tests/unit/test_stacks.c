@@ -1,4 +1,5 @@
 /* test_stacks.c - capture and deduplication of call stacks. */
+#include <dlfcn.h>
 #include <string.h>
 
 #include "check.h"
@@ -30,7 +31,7 @@ static uint32_t __attribute__((noinline)) site_b(void)
 
 int main(void)
 {
-    stacks_init();
+    stacks_init(dlsym);
     uint32_t a1 = 0, a2 = 0, b1 = 0;
     for (volatile int i = 0; i < 2; i++) {   /* volatile: not unrolled, one call site */
         uint32_t a = site_a();
