@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "config.h"
 #include "preload.h"
+#include "triggers.h"
 
 __thread int in_cuda_call;
 
@@ -114,6 +115,7 @@ void hook_alloc(int api, int kind, uint64_t value, uint64_t size, uint64_t handl
     a.kind = kind;
     a.api = take_label(api);
     tracker_alloc(&a);
+    trigger_on_alloc(a.size);
     errno = saved_errno;
 }
 
@@ -128,7 +130,8 @@ void hook_failure(int api, int kind, uint64_t size, int code, int oom, int devic
     a.device = resolve_device(device, &a.context);
     a.kind = kind;
     a.api = take_label(api);
-    tracker_failure(&a, code, oom);
+    uint32_t stack_id = tracker_failure(&a, code, oom);
+    trigger_on_failure(&a, code, oom, stack_id);
     errno = saved_errno;
 }
 

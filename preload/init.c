@@ -18,11 +18,14 @@
 #include "preload.h"
 #include "signals.h"
 #include "stacks.h"
+#include "torch_stats.h"
+#include "triggers.h"
 
 static void after_fork_child(void)
 {
     context_after_fork();
     tracker_fork_child();
+    torch_stats_reset();
     signals_after_fork();
 }
 
@@ -61,7 +64,7 @@ void preload_init(void)
  * atexit handlers): the destructor is the last chance. */
 __attribute__((destructor)) static void cumemtrace_stop(void)
 {
-    tracker_report_at_exit();
+    trigger_exit_report();
 }
 
 /* CUMEMTRACE_FOLLOW=0: programs this one starts are not traced: take this

@@ -18,10 +18,10 @@
  * - tables_lock guards adding to the thread and handle tables; it is taken
  *   inside a shard lock, and only for a thread's first event or a new handle.
  * Lock order: shards (in index order), then the stack table's insert lock or
- * tables_lock. oom_lock is taken with none of these held. */
+ * tables_lock. Nothing here decides about reports: the interposer tells
+ * report/triggers.c what happened once the event is recorded. */
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -31,17 +31,12 @@
 #include "clock.h"
 #include "config.h"
 #include "counters.h"
-#include "crashdump.h"
 #include "growth.h"
-#include "log.h"
 #include "names.h"
 #include "python.h"
-#include "report.h"
-#include "signals.h"
 #include "stack_totals.h"
 #include "stacks.h"
 #include "timeline.h"
-#include "torch_stats.h"
 #include "tracker.h"
 
 #define MAX_THREADS 65535
@@ -52,7 +47,6 @@ struct tracker_state tracker;
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int initialized;
-static pid_t exit_report_pid;
 
 struct thread_state {
     uint16_t number;       /* 0 until this thread's first recorded event */
@@ -315,95 +309,6 @@ static void forget_block(struct block *b, int implicit)
         count(&tracker.runtime_blocks, -1);
 }
 
-/* ---- out-of-memory reports ---------------------------------------------
- *
- * At an OOM the report is collected at once (the program may die next) and
- * written with the retry "pending". PyTorch answers an OOM by freeing its
- * cache and asking again for the same size on the same thread: when that
- * retry succeeds or fails, the same report (the picture of the OOM moment)
- * is written again with the outcome. */
-static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    int active;
-    uint16_t thread;
-    uint64_t size;
-    struct report *report;
-    char template_[sizeof(config.output) + 32];
-} pending_oom;
-static int ooms_reported;
-
-static void finish_pending_oom(int outcome)
-{
-    pthread_mutex_lock(&oom_lock);
-    if (pending_oom.active) {
-        pending_oom.active = 0;
-        pending_oom.report->event.retry = outcome;
-        report_emit(pending_oom.report, pending_oom.template_, 0);
-        report_delete(pending_oom.report);
-        pending_oom.report = NULL;
-    }
-    pthread_mutex_unlock(&oom_lock);
-}
-
-/* Called on the allocating thread, inside the tracer, without the lock. */
-static void check_retry(uint64_t size, int succeeded)
-{
-    if (!__atomic_load_n(&pending_oom.active, __ATOMIC_ACQUIRE) ||
-        pending_oom.thread != this_thread.number || pending_oom.size != size)
-        return;
-    count(succeeded ? &tracker.oom_retries_succeeded : &tracker.oom_retries_failed, 1);
-    finish_pending_oom(succeeded ? RETRY_SUCCEEDED : RETRY_FAILED);
-}
-
-static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
-{
-    if (config.oom == OOM_OFF || (config.oom == OOM_FIRST && ooms_reported > 0))
-        return;
-    finish_pending_oom(RETRY_NONE);     /* an earlier one never saw its retry */
-    int number = ++ooms_reported;
-    struct report *r = report_new("oom");
-    if (!r)
-        return;
-    struct report_event *e = &r->event;
-    e->type = EVENT_OOM;
-    e->size = a->size;
-    e->api = a->api;
-    e->kind = a->kind & BLOCK_KIND_MASK;
-    e->device = a->device;
-    e->code = code;
-    e->stack_id = stack_id;
-    e->retry = RETRY_PENDING;
-    if (a->device >= 0 && host.memory_info &&
-        host.memory_info(a->device, &e->free, &e->total) == 0)
-        e->has_memory_info = 1;
-
-    pthread_mutex_lock(&oom_lock);
-    if (config.oom == OOM_FIRST)
-        snprintf(pending_oom.template_, sizeof(pending_oom.template_), "%s-oom", config.output);
-    else
-        snprintf(pending_oom.template_, sizeof(pending_oom.template_), "%s-oom-%d",
-                 config.output, number);
-    report_emit(r, pending_oom.template_, 1);
-    pending_oom.report = r;
-    pending_oom.thread = this_thread.number;
-    pending_oom.size = a->size;
-    __atomic_store_n(&pending_oom.active, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&oom_lock);
-}
-
-/* Registered at the first CUDA event, after the CUDA libraries set up their
- * own exit handlers: ours then runs before theirs tear the contexts down,
- * while the driver can still answer cuMemGetInfo. */
-static void ensure_exit_handler(void)
-{
-    static int registered;
-    /* A load first: every allocation passes here, and an exchange would be a
-     * write to one cache line shared by every allocating thread. */
-    if (!__atomic_load_n(&registered, __ATOMIC_ACQUIRE) &&
-        !__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL))
-        atexit(tracker_report_at_exit);
-}
-
 /* Time samples of the stacks' growth need every shard: taken here, with no
  * shard lock held, by a thread that finds one due (growth_tick checks again). */
 static void sample_growth_if_due(uint32_t now)
@@ -473,7 +378,6 @@ void tracker_alloc(const struct allocation *a)
     uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
     uint64_t key = block_key(a->value, kind_space(a->kind & BLOCK_KIND_MASK));
     uint32_t now = tracker_now_ms();
-    check_retry(a->size, 1);
     note_traced();
 
     registry_lock(key);
@@ -497,7 +401,6 @@ void tracker_alloc(const struct allocation *a)
         tracker_lost(LOST_NO_MEMORY);
     registry_unlock(key);
     sample_growth_if_due(now);
-    ensure_exit_handler();
     leave();
 }
 
@@ -602,10 +505,10 @@ void tracker_take_range(int space, uint64_t start, uint64_t size)
     leave();
 }
 
-void tracker_failure(const struct allocation *a, int code, int oom)
+uint32_t tracker_failure(const struct allocation *a, int code, int oom)
 {
     if (!enter())
-        return;
+        return 0;
     uintptr_t frames[CONFIG_MAX_DEPTH];
     int depth = config.depth > 0
                     ? python_capture(frames, stack_capture(frames, config.depth), CONFIG_MAX_DEPTH)
@@ -631,11 +534,8 @@ void tracker_failure(const struct allocation *a, int code, int oom)
     timeline_record(oom ? TIMELINE_OOM : TIMELINE_FAILURE, a->value, a->size, a->device, kind,
                     a->api, stack_id);
     tracker_unlock();
-    ensure_exit_handler();
-    check_retry(a->size, 0);
-    if (oom)
-        report_oom(a, code, stack_id);
     leave();
+    return stack_id;
 }
 
 void tracker_context_gone(int context)
@@ -687,41 +587,9 @@ struct block *tracker_find_locked(uint64_t value, int space)
     return registry_find(block_key(value, space));
 }
 
-void tracker_report(const char *reason)
+void tracker_oom_retried(int succeeded)
 {
-    static int once;
-    if (!initialized)
-        return;
-    /* exit() called from a signal handler that interrupted this thread inside
-     * the tracer: the lock may be ours already; waiting for it would hang. */
-    if (!tracker_enter()) {
-        log_once(&once, "exit while inside the tracer (from a signal handler?); no %s report",
-                 reason);
-        return;
-    }
-    report_write_to(reason, config.output, strcmp(reason, "exit") == 0);
-    tracker_leave();
-}
-
-/* The exit report, once per process: a forked child that inherited the
- * handler writes its own only if it made CUDA calls itself. */
-void tracker_report_at_exit(void)
-{
-    if (!initialized || !config.enabled || !tracker.traced)
-        return;
-    pid_t pid = getpid();
-    if (__atomic_exchange_n(&exit_report_pid, pid, __ATOMIC_ACQ_REL) == pid)
-        return;
-    /* exit() called from a signal handler that interrupted this thread
-     * inside a CUDA call or inside the tracer: the CUDA libraries, malloc or
-     * our own lock may be held by the very code that was interrupted, so the
-     * full report could hang. Write the async-signal-safe dump instead. */
-    if ((host.call_in_progress && host.call_in_progress()) || tracker_inside()) {
-        crashdump_write(0);
-        return;
-    }
-    signals_drain();
-    tracker_report("exit");
+    count(succeeded ? &tracker.oom_retries_succeeded : &tracker.oom_retries_failed, 1);
 }
 
 /* Every shard and the Python location table are held across fork, so the
@@ -751,6 +619,5 @@ void tracker_fork_child(void)
         registry_init();    /* unlocks: the shards were taken before fork */
     this_thread.number = 0;
     this_thread.sequence_next = this_thread.sequence_end = 0;
-    torch_stats_reset();
     python_fork_child();
 }

@@ -89,16 +89,15 @@ int tracker_take_if(uint64_t value, int space, int flag, struct block *saved);
 int tracker_device_of(uint64_t value, int space);   /* -1 if unknown */
 void tracker_put_back(const struct block *saved);
 void tracker_take_range(int space, uint64_t start, uint64_t size);
-void tracker_failure(const struct allocation *a, int code, int oom);
+/* Returns the id of the failed allocation's stack (0: none, or not recorded). */
+uint32_t tracker_failure(const struct allocation *a, int code, int oom);
+/* PyTorch's retry of a reported OOM was seen (report/triggers.c). */
+void tracker_oom_retried(int succeeded);
 void tracker_context_gone(int context);
 void tracker_lost(enum lost_reason reason);
 void tracker_mark(const char *label);
 int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live */
 struct block *tracker_find_locked(uint64_t value, int space);
-
-/* Reports: "exit", "signal", "snapshot", ... Written once per reason "exit". */
-void tracker_report(const char *reason);
-void tracker_report_at_exit(void);
 
 /* fork handling (pthread_atfork). */
 void tracker_fork_prepare(void);

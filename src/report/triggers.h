@@ -1,0 +1,23 @@
+/* triggers.h - when a report is written, as the interposer sees events.
+ *
+ * The tracker records; it never decides about reports. The interposer tells
+ * these, after the tracker has recorded an event, what happened, and they
+ * decide: the report at an out-of-memory failure and its rewrite when the
+ * retry is seen, and the report at exit. (A signal's snapshot and the crash
+ * dump are signals.c's; cumemtrace_snapshot() is api.c's.) */
+#ifndef CUMEMTRACE_TRIGGERS_H
+#define CUMEMTRACE_TRIGGERS_H
+
+#include <stdint.h>
+
+#include "tracker.h"
+
+/* After tracker_alloc: the retry of a reported OOM, if this is one. */
+void trigger_on_alloc(uint64_t size);
+/* After tracker_failure, which gave `stack_id`: the OOM report. */
+void trigger_on_failure(const struct allocation *a, int code, int oom, uint32_t stack_id);
+/* The exit report, once per process that traced anything: at exit, or from
+ * the library's destructor when no exit handler of ours was registered. */
+void trigger_exit_report(void);
+
+#endif
