@@ -75,7 +75,8 @@ void self_time_stop(void)
     }
 }
 
-/* Every wrapper counts its call; the first one also starts the tracer. */
+/* Every wrapper calls this first: it counts the call, and the first call
+ * starts the tracer, which the hooks below can then take as started. */
 void hook_call(int api)
 {
     preload_init();
@@ -103,7 +104,6 @@ static int resolve_device(int device, int *context)
 
 void hook_alloc(int api, int kind, uint64_t value, uint64_t size, uint64_t handle, int device)
 {
-    preload_init();
     if (!config.enabled || value == 0)
         return;
     int saved_errno = errno;
@@ -121,7 +121,6 @@ void hook_alloc(int api, int kind, uint64_t value, uint64_t size, uint64_t handl
 
 void hook_failure(int api, int kind, uint64_t size, int code, int oom, int device)
 {
-    preload_init();
     if (!config.enabled)
         return;
     int saved_errno = errno;
