@@ -1,16 +1,14 @@
-/* report.c - collect the tracker's state and write the configured reports. */
-#include <errno.h>
-#include <fcntl.h>
+/* report.c - the report model: a report's memory, the finishing of a
+ * report whose state is filled in (groups of live blocks, the stacks worth
+ * showing, the growing ones, their frames symbolized), and what the writers
+ * read from it. A report is filled in by collect.c (this process, now), by
+ * the command's loaders (a JSON report, a crash dump), and then finished
+ * and read the same way. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "arena.h"
 #include "config.h"
-#include "log.h"
-#include "names.h"
-#include "registry.h"
 #include "report.h"
 
 void *report_alloc(struct report *r, size_t bytes)
@@ -84,84 +82,6 @@ static int by_address(const void *a, const void *b)
 {
     uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
     return x < y ? -1 : x > y;
-}
-
-/* Copy under the lock: counters, stacks with their frames, live blocks. */
-static int copy_state(struct report *r)
-{
-    tracker_lock();
-    r->state = tracker;
-    tracker_api_totals(r->api_calls, r->api_allocations);
-    r->now_ms = tracker_now_ms();
-    if (growth.mode == GROWTH_TIME && config.sample_ms > 0)
-        growth_sample(r->now_ms, 0);   /* where every stack stands now */
-    r->growth = growth;
-    r->has_growth = 1;
-    r->series = report_alloc(r, sizeof(*r->series));
-    if (r->series)
-        *r->series = series;
-    r->registry_bytes = registry_memory_bytes();
-    r->self_time_ns = config.self_time ? (int64_t)tracker_self_time_ns() : -1;
-    r->stacks_bytes = stacks_memory_bytes();
-    r->counters = report_alloc(r, sizeof(*r->counters));
-    r->stack_count = stack_count();
-    r->stacks = report_alloc(r, r->stack_count * sizeof(struct stack));
-    uint64_t frame_count = 0;
-    for (uint32_t id = 1; id <= r->stack_count; id++)
-        frame_count += stack_get(id)->depth;
-    r->frames = report_alloc(r, frame_count * sizeof(uintptr_t));
-    r->block_count = registry_count();
-    r->blocks = report_alloc(r, r->block_count * sizeof(struct report_block));
-    r->state.threads = report_alloc(r, tracker.threads_used * sizeof(struct thread_info));
-    r->state.handles = report_alloc(r, tracker.handles_used * sizeof(uint64_t));
-    if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->state.threads ||
-        !r->state.handles) {
-        tracker_unlock();
-        return -1;
-    }
-    counters_snapshot(r->counters);
-    memcpy(r->state.threads, tracker.threads, tracker.threads_used * sizeof(struct thread_info));
-    memcpy(r->state.handles, tracker.handles, tracker.handles_used * sizeof(uint64_t));
-    uint64_t at = 0;
-    for (uint32_t id = 1; id <= r->stack_count; id++) {
-        struct stack *s = stack_get(id);
-        r->stacks[id - 1] = *s;
-        r->stacks[id - 1].first_frame = at;
-        memcpy(r->frames + at, stack_frames(s), s->depth * sizeof(uintptr_t));
-        at += s->depth;
-    }
-    size_t i = 0;
-    struct registry_cursor cursor;
-    for (struct block *b = registry_first(&cursor); b && i < r->block_count;
-         b = registry_next(&cursor), i++) {
-        struct report_block *c = &r->blocks[i];
-        c->value = block_value(b);
-        c->size = b->size;
-        c->sequence = b->sequence;
-        c->stack_id = b->stack_id;
-        c->time_ms = b->time_ms;
-        c->thread = b->thread;
-        c->handle = b->handle;
-        c->device = b->device;
-        c->kind = (uint8_t)block_kind(b);
-        c->api = b->api;
-        c->context = b->context;
-    }
-    if (timeline.events) {
-        r->timeline = report_alloc(r, timeline.capacity * sizeof(struct timeline_event));
-        if (r->timeline) {
-            r->has_timeline = 1;
-            r->timeline_capacity = timeline.capacity;
-            r->timeline_count = timeline_copy(r->timeline, &r->timeline_total);
-        }
-    }
-    tracker_unlock();
-    /* Threads may read the clock in one order and claim slots in another:
-     * keep times from going backwards, by microseconds at most. */
-    for (size_t k = 1; k < r->timeline_count; k++)
-        if (r->timeline[k].time_us < r->timeline[k - 1].time_us)
-            r->timeline[k].time_us = r->timeline[k - 1].time_us;
-    return 0;
 }
 
 /* The registry's walk gives blocks shard by shard, in no useful order; the
@@ -348,72 +268,6 @@ static int symbolize_frames(struct report *r)
     return 0;
 }
 
-/* A rank variable set by torchrun, mpirun, ...; -1 if not set or not a number. */
-static int rank_variable(const char *name)
-{
-    const char *value = getenv(name);
-    char *end;
-    long n = value && *value ? strtol(value, &end, 10) : -1;
-    return value && *value && *end == '\0' && n >= 0 && n < (1l << 30) ? (int)n : -1;
-}
-
-static void read_process_info(struct report *r)
-{
-    gethostname(r->hostname, sizeof(r->hostname) - 1);
-    r->rank = rank_variable("RANK");
-    r->local_rank = rank_variable("LOCAL_RANK");
-    r->world_size = rank_variable("WORLD_SIZE");
-    r->pid = (int)getpid();
-    r->ppid = (int)getppid();
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    r->now_unix = ts.tv_sec + ts.tv_nsec / 1e9;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, r->argv, sizeof(r->argv) - 1);
-        r->argv_bytes = n > 0 ? (size_t)n : 0;
-        close(fd);
-    }
-}
-
-static void read_device_memory(struct report *r)
-{
-    for (int slot = 0; slot <= MAX_DEVICES; slot++) {
-        if (!r->counters->device_seen[slot])
-            continue;
-        struct report_device *d = &r->devices[r->device_count++];
-        d->slot = slot;
-        if (slot != COUNTER_NO_DEVICE && host.memory_info &&
-            host.memory_info(slot, &d->free, &d->total) == 0)
-            d->has_memory_info = 1;
-        const struct counters *async = report_counters(r, slot, KIND_STREAM_ORDERED);
-        if (slot != COUNTER_NO_DEVICE && async->blocks_allocated && host.pool_info &&
-            host.pool_info(slot, &d->pool) == 0)
-            d->has_pool = 1;
-    }
-    for (int i = 0; host.created_pool_info && i < REPORT_MAX_POOLS; i++) {
-        struct report_pool *p = &r->pools[i];
-        if (host.created_pool_info(i, &p->handle, &p->device, &p->figures) < 0)
-            break;
-        r->pool_count = i + 1;
-    }
-}
-
-int report_collect(struct report *r, const char *reason)
-{
-    memset(r, 0, sizeof(*r));
-    r->reason = reason;
-    read_process_info(r);
-    if (copy_state(r) < 0)
-        return -1;
-    r->start_unix = r->state.start_unix;
-    r->api_names = host.api_names;
-    r->api_count = host.api_count < MAX_APIS ? host.api_count : MAX_APIS;
-    read_device_memory(r);
-    torch_stats_get(&r->torch);
-    return report_finish(r, symbolizer_open(host.lookup));
-}
-
 int report_finish(struct report *r, struct symbolizer *symbolizer)
 {
     r->symbolizer = symbolizer;
@@ -421,74 +275,6 @@ int report_finish(struct report *r, struct symbolizer *symbolizer)
         symbolize_frames(r) < 0)
         return -1;
     return 0;
-}
-
-const char *report_verdict(const struct report_event *event)
-{
-    if (event->type != EVENT_OOM || !event->has_memory_info)
-        return "unknown";
-    return event->free < event->size ? "exhausted" : "fragmented";
-}
-
-static void torch_fragmentation(const struct report *r, struct report_fragmentation *f)
-{
-    for (int d = 0; r->torch.valid && d < r->torch.device_count; d++) {
-        const uint64_t *t = r->torch.figures[d];
-        if (t[TORCH_RESERVED] == TORCH_MISSING || t[TORCH_ALLOCATED] == TORCH_MISSING)
-            continue;
-        f->has_torch = 1;
-        f->torch_reserved += t[TORCH_RESERVED];
-        f->torch_allocated += t[TORCH_ALLOCATED];
-        if (t[TORCH_INACTIVE_SPLIT] != TORCH_MISSING)
-            f->torch_inactive_split += t[TORCH_INACTIVE_SPLIT];
-        if (t[TORCH_INACTIVE_SPLIT_BLOCKS] != TORCH_MISSING)
-            f->torch_holes += t[TORCH_INACTIVE_SPLIT_BLOCKS];
-    }
-    f->torch_cached = f->torch_reserved > f->torch_allocated
-                          ? f->torch_reserved - f->torch_allocated : 0;
-}
-
-void report_fragmentation(const struct report *r, struct report_fragmentation *f)
-{
-    memset(f, 0, sizeof(*f));
-    for (int d = 0; d < r->device_count; d++) {
-        const struct report_device *dev = &r->devices[d];
-        if (dev->has_pool) {
-            f->pool_reserved += dev->pool.reserved;
-            f->pool_used += dev->pool.used;
-        }
-        f->vmm_reserved += report_counters(r, dev->slot, KIND_VMM_RESERVATION)->bytes_current;
-        f->vmm_mapped += report_counters(r, dev->slot, KIND_VMM_MAPPING)->bytes_current;
-    }
-    for (int i = 0; i < r->pool_count; i++) {
-        const struct pool_figures *figures = &r->pools[i].figures;
-        if (figures->reserved == POOL_FIGURE_UNKNOWN)
-            continue;
-        f->pool_reserved += figures->reserved;
-        f->pool_used += figures->used;
-    }
-    torch_fragmentation(r, f);
-    f->pool_idle = f->pool_reserved > f->pool_used ? f->pool_reserved - f->pool_used : 0;
-    f->vmm_unmapped = f->vmm_reserved > f->vmm_mapped ? f->vmm_reserved - f->vmm_mapped : 0;
-    f->verdict = "fragmented";
-    if (r->event.type == EVENT_OOM && strcmp(report_verdict(&r->event), "fragmented") == 0)
-        f->reason = "an allocation failed with more memory free than it asked for";
-    else if (f->torch_inactive_split >= (64u << 20) &&
-             f->torch_inactive_split * 4 >= f->torch_reserved && f->torch_holes >= 8 &&
-             f->torch_inactive_split / f->torch_holes <= (32u << 20))
-        f->reason = "PyTorch's free memory lies in small holes between live tensors: it "
-                    "serves only requests that fit, and empty_cache() cannot return it";
-    else if (f->torch_cached >= (256u << 20) && f->torch_cached * 2 >= f->torch_reserved) {
-        f->verdict = "idle_cache";
-        f->reason = "PyTorch keeps freed memory cached (torch.cuda.empty_cache() returns it)";
-    } else if (f->pool_idle >= (16u << 20) && f->pool_idle * 4 >= f->pool_reserved) {
-        f->verdict = "idle_pool_reserve";
-        f->reason = "stream-ordered pools keep memory they do not use (cudaMemPoolTrimTo "
-                    "returns it)";
-    } else {
-        f->verdict = "none";
-        f->reason = "";
-    }
 }
 
 void report_release(struct report *r)
@@ -566,99 +352,4 @@ const char *report_api_name(const struct report *r, int api)
 const struct counters *report_counters(const struct report *r, int slot, int set)
 {
     return &r->counters->sets[slot][set];
-}
-
-static int write_file(const struct report *r, int format, const char *template_,
-                      const char *suffix)
-{
-    char path[4096];
-    int result = -1;
-    struct out *out = pages_alloc(sizeof(*out));
-    if (!out)
-        return -1;
-    if (output_path(template_, suffix, path, sizeof(path)) < 0 ||
-        output_claim(path, sizeof(path)) < 0) {
-        log_line("the output path template '%s' makes a path that is too long; no %s report "
-                 "written", template_, suffix + 1);
-    } else if (out_open(out, path) < 0) {
-        log_line("cannot write report to '%s': %s", path, strerror(errno));
-    } else {
-        switch (format) {
-        case FORMAT_JSON: report_json(r, out); break;
-        case FORMAT_HTML: report_html(r, out); break;
-        case FORMAT_FOLDED: report_folded(r, out); break;
-        case FORMAT_PERFETTO: report_perfetto(r, out); break;
-        case FORMAT_MEMVIZ: report_memviz(r, out); break;
-        default: report_text(r, out, 0); break;
-        }
-        if (out_close(out, path) < 0) {
-            log_line("cannot write report to '%s': %s", path, strerror(errno));
-        } else {
-            result = 0;
-            if (!config.quiet)
-                log_line("%s report written to %s", r->reason, path);
-        }
-    }
-    pages_free(out, sizeof(*out));
-    return result;
-}
-
-int report_emit(const struct report *r, const char *template_, int summary)
-{
-    int result = 0;
-    if (summary && !config.quiet) {
-        struct out *out = pages_alloc(sizeof(*out));
-        if (out) {
-            out_fd(out, STDERR_FILENO);
-            report_text(r, out, 1);
-            out_flush(out);
-            pages_free(out, sizeof(*out));
-        }
-    }
-    if ((config.formats & FORMAT_TEXT) && write_file(r, FORMAT_TEXT, template_, ".txt") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_JSON) && write_file(r, FORMAT_JSON, template_, ".json") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_HTML) && write_file(r, FORMAT_HTML, template_, ".html") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_FOLDED) &&
-        write_file(r, FORMAT_FOLDED, template_, ".folded") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_PERFETTO) &&
-        write_file(r, FORMAT_PERFETTO, template_, ".trace.json") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_MEMVIZ) &&
-        write_file(r, FORMAT_MEMVIZ, template_, ".pickle") < 0)
-        result = -1;
-    return result;
-}
-
-struct report *report_new(const char *reason)
-{
-    struct report *r = pages_alloc(sizeof(*r));
-    if (r && report_collect(r, reason) < 0) {
-        report_delete(r);
-        r = NULL;
-    }
-    if (!r)
-        log_line("out of memory while collecting the %s report; none written", reason);
-    return r;
-}
-
-void report_delete(struct report *r)
-{
-    report_release(r);
-    pages_free(r, sizeof(*r));
-}
-
-int report_write_to(const char *reason, const char *template_, int summary)
-{
-    if (!config.formats && (!summary || config.quiet))
-        return 0;      /* nothing would be written: no collecting, no symbols */
-    struct report *r = report_new(reason);
-    if (!r)
-        return -1;
-    int result = report_emit(r, template_, summary);
-    report_delete(r);
-    return result;
 }

@@ -1,9 +1,10 @@
 /* report.h - a consistent picture of the tracker's state, and its writers.
  *
- * report_collect() copies what it needs under the tracker's lock (counters,
- * stacks, live blocks) and lets go; grouping, sorting and symbolization happen
- * after, so threads that allocate are held up only for the copy. The text and
- * JSON writers then read this picture only. */
+ * A struct report is filled in from this process (collect.c), from a JSON
+ * report or a crash dump (the command's loaders), then finished (report.c:
+ * groups, the stacks worth showing, symbols) and concluded on (verdicts.c).
+ * The writers (text, JSON, HTML, the exports) read this picture only, and
+ * emit.c writes it to every configured format. */
 #ifndef CUMEMTRACE_REPORT_H
 #define CUMEMTRACE_REPORT_H
 
@@ -137,16 +138,11 @@ struct report {
     int page_count;
 };
 
-int report_collect(struct report *r, const char *reason);
+/* report.c: the model. */
 void *report_alloc(struct report *r, size_t bytes);    /* zeroed, released with r */
-struct report *report_new(const char *reason);   /* collected; NULL if out of memory */
-void report_delete(struct report *r);
-/* The second half of report_collect, for a report whose state was filled in
- * some other way (a crash dump read back): group, choose stacks, symbolize. */
+/* For a report whose state is filled in (collected, or a crash dump read
+ * back): group, choose stacks, symbolize. 0, or -1 when out of memory. */
 int report_finish(struct report *r, struct symbolizer *symbolizer);
-/* Write a collected report to every configured format; `summary` also prints
- * the brief text on stderr. Returns 0, or -1 if a file could not be written. */
-int report_emit(const struct report *r, const char *template_, int summary);
 void report_release(struct report *r);
 /* Index of a frame address in r->addresses (the JSON frame id), -1 if absent. */
 long report_frame_index(const struct report *r, uintptr_t address);
@@ -157,6 +153,12 @@ uint32_t report_torch_age_ms(const struct report *r);
 const char *report_stack_label(const struct report *r, uint32_t stack_id);
 const struct counters *report_counters(const struct report *r, int slot, int set);
 
+/* collect.c: this process's report, collected and finished now; NULL (said
+ * on stderr) if out of memory. Released with report_delete. */
+struct report *report_new(const char *reason);
+void report_delete(struct report *r);
+
+/* The writers. */
 void report_text(const struct report *r, struct out *out, int brief);
 void report_json(const struct report *r, struct out *out);
 /* report_html.c: one self-contained page; report_export.c: the exports. */
@@ -168,10 +170,14 @@ void report_memviz(const struct report *r, struct out *out);
  * counters' current bytes minus every change the timeline recorded. */
 int64_t report_timeline_baseline(const struct report *r, int slot, int kind);
 
-/* Collect and write every configured report for `reason`, to the path
- * template `template_`; `summary` also prints the brief text on stderr
- * (unless CUMEMTRACE_QUIET). Returns 0, or -1 if nothing could be written. */
+/* emit.c: write a report to every configured format; `summary` also prints
+ * the brief text on stderr (unless CUMEMTRACE_QUIET). 0, or -1 if a file
+ * could not be written. report_write_to collects this process's report for
+ * `reason` first, and only when something would be written. */
+int report_emit(const struct report *r, const char *template_, int summary);
 int report_write_to(const char *reason, const char *template_, int summary);
+
+/* verdicts.c */
 const char *report_verdict(const struct report_event *event);   /* OOM: exhausted/fragmented */
 
 /* Memory held but not in use, and fragmentation, in one place: the default

@@ -1,0 +1,181 @@
+/* collect.c - a report of this process, now.
+ *
+ * What the tracker holds is copied under its lock (counters, stacks with
+ * their frames, live blocks) and the lock let go; grouping, sorting and
+ * symbolizing happen after, on the copy (report_finish), so threads that
+ * allocate are held up only for the copy. The process (pid, command line,
+ * ranks) and its devices (the driver's free and total, the pools) are read
+ * around it. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "config.h"
+#include "log.h"
+#include "registry.h"
+#include "report.h"
+
+/* Copy under the lock: counters, stacks with their frames, live blocks. */
+static int copy_state(struct report *r)
+{
+    tracker_lock();
+    r->state = tracker;
+    tracker_api_totals(r->api_calls, r->api_allocations);
+    r->now_ms = tracker_now_ms();
+    if (growth.mode == GROWTH_TIME && config.sample_ms > 0)
+        growth_sample(r->now_ms, 0);   /* where every stack stands now */
+    r->growth = growth;
+    r->has_growth = 1;
+    r->series = report_alloc(r, sizeof(*r->series));
+    if (r->series)
+        *r->series = series;
+    r->registry_bytes = registry_memory_bytes();
+    r->self_time_ns = config.self_time ? (int64_t)tracker_self_time_ns() : -1;
+    r->stacks_bytes = stacks_memory_bytes();
+    r->counters = report_alloc(r, sizeof(*r->counters));
+    r->stack_count = stack_count();
+    r->stacks = report_alloc(r, r->stack_count * sizeof(struct stack));
+    uint64_t frame_count = 0;
+    for (uint32_t id = 1; id <= r->stack_count; id++)
+        frame_count += stack_get(id)->depth;
+    r->frames = report_alloc(r, frame_count * sizeof(uintptr_t));
+    r->block_count = registry_count();
+    r->blocks = report_alloc(r, r->block_count * sizeof(struct report_block));
+    r->state.threads = report_alloc(r, tracker.threads_used * sizeof(struct thread_info));
+    r->state.handles = report_alloc(r, tracker.handles_used * sizeof(uint64_t));
+    if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->state.threads ||
+        !r->state.handles) {
+        tracker_unlock();
+        return -1;
+    }
+    counters_snapshot(r->counters);
+    memcpy(r->state.threads, tracker.threads, tracker.threads_used * sizeof(struct thread_info));
+    memcpy(r->state.handles, tracker.handles, tracker.handles_used * sizeof(uint64_t));
+    uint64_t at = 0;
+    for (uint32_t id = 1; id <= r->stack_count; id++) {
+        struct stack *s = stack_get(id);
+        r->stacks[id - 1] = *s;
+        r->stacks[id - 1].first_frame = at;
+        memcpy(r->frames + at, stack_frames(s), s->depth * sizeof(uintptr_t));
+        at += s->depth;
+    }
+    size_t i = 0;
+    struct registry_cursor cursor;
+    for (struct block *b = registry_first(&cursor); b && i < r->block_count;
+         b = registry_next(&cursor), i++) {
+        struct report_block *c = &r->blocks[i];
+        c->value = block_value(b);
+        c->size = b->size;
+        c->sequence = b->sequence;
+        c->stack_id = b->stack_id;
+        c->time_ms = b->time_ms;
+        c->thread = b->thread;
+        c->handle = b->handle;
+        c->device = b->device;
+        c->kind = (uint8_t)block_kind(b);
+        c->api = b->api;
+        c->context = b->context;
+    }
+    if (timeline.events) {
+        r->timeline = report_alloc(r, timeline.capacity * sizeof(struct timeline_event));
+        if (r->timeline) {
+            r->has_timeline = 1;
+            r->timeline_capacity = timeline.capacity;
+            r->timeline_count = timeline_copy(r->timeline, &r->timeline_total);
+        }
+    }
+    tracker_unlock();
+    /* Threads may read the clock in one order and claim slots in another:
+     * keep times from going backwards, by microseconds at most. */
+    for (size_t k = 1; k < r->timeline_count; k++)
+        if (r->timeline[k].time_us < r->timeline[k - 1].time_us)
+            r->timeline[k].time_us = r->timeline[k - 1].time_us;
+    return 0;
+}
+
+/* A rank variable set by torchrun, mpirun, ...; -1 if not set or not a number. */
+static int rank_variable(const char *name)
+{
+    const char *value = getenv(name);
+    char *end;
+    long n = value && *value ? strtol(value, &end, 10) : -1;
+    return value && *value && *end == '\0' && n >= 0 && n < (1l << 30) ? (int)n : -1;
+}
+
+static void read_process_info(struct report *r)
+{
+    gethostname(r->hostname, sizeof(r->hostname) - 1);
+    r->rank = rank_variable("RANK");
+    r->local_rank = rank_variable("LOCAL_RANK");
+    r->world_size = rank_variable("WORLD_SIZE");
+    r->pid = (int)getpid();
+    r->ppid = (int)getppid();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r->now_unix = ts.tv_sec + ts.tv_nsec / 1e9;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, r->argv, sizeof(r->argv) - 1);
+        r->argv_bytes = n > 0 ? (size_t)n : 0;
+        close(fd);
+    }
+}
+
+static void read_device_memory(struct report *r)
+{
+    for (int slot = 0; slot <= MAX_DEVICES; slot++) {
+        if (!r->counters->device_seen[slot])
+            continue;
+        struct report_device *d = &r->devices[r->device_count++];
+        d->slot = slot;
+        if (slot != COUNTER_NO_DEVICE && host.memory_info &&
+            host.memory_info(slot, &d->free, &d->total) == 0)
+            d->has_memory_info = 1;
+        const struct counters *async = report_counters(r, slot, KIND_STREAM_ORDERED);
+        if (slot != COUNTER_NO_DEVICE && async->blocks_allocated && host.pool_info &&
+            host.pool_info(slot, &d->pool) == 0)
+            d->has_pool = 1;
+    }
+    for (int i = 0; host.created_pool_info && i < REPORT_MAX_POOLS; i++) {
+        struct report_pool *p = &r->pools[i];
+        if (host.created_pool_info(i, &p->handle, &p->device, &p->figures) < 0)
+            break;
+        r->pool_count = i + 1;
+    }
+}
+
+static int collect(struct report *r, const char *reason)
+{
+    memset(r, 0, sizeof(*r));
+    r->reason = reason;
+    read_process_info(r);
+    if (copy_state(r) < 0)
+        return -1;
+    r->start_unix = r->state.start_unix;
+    r->api_names = host.api_names;
+    r->api_count = host.api_count < MAX_APIS ? host.api_count : MAX_APIS;
+    read_device_memory(r);
+    torch_stats_get(&r->torch);
+    return report_finish(r, symbolizer_open(host.lookup));
+}
+
+struct report *report_new(const char *reason)
+{
+    struct report *r = pages_alloc(sizeof(*r));
+    if (r && collect(r, reason) < 0) {
+        report_delete(r);
+        r = NULL;
+    }
+    if (!r)
+        log_line("out of memory while collecting the %s report; none written", reason);
+    return r;
+}
+
+void report_delete(struct report *r)
+{
+    report_release(r);
+    pages_free(r, sizeof(*r));
+}

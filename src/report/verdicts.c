@@ -1,0 +1,74 @@
+/* verdicts.c - what a report concludes: why an allocation failed, and how
+ * much memory is held but not in use (report.h says how each verdict is
+ * reached). */
+#include <string.h>
+
+#include "report.h"
+
+const char *report_verdict(const struct report_event *event)
+{
+    if (event->type != EVENT_OOM || !event->has_memory_info)
+        return "unknown";
+    return event->free < event->size ? "exhausted" : "fragmented";
+}
+
+static void torch_fragmentation(const struct report *r, struct report_fragmentation *f)
+{
+    for (int d = 0; r->torch.valid && d < r->torch.device_count; d++) {
+        const uint64_t *t = r->torch.figures[d];
+        if (t[TORCH_RESERVED] == TORCH_MISSING || t[TORCH_ALLOCATED] == TORCH_MISSING)
+            continue;
+        f->has_torch = 1;
+        f->torch_reserved += t[TORCH_RESERVED];
+        f->torch_allocated += t[TORCH_ALLOCATED];
+        if (t[TORCH_INACTIVE_SPLIT] != TORCH_MISSING)
+            f->torch_inactive_split += t[TORCH_INACTIVE_SPLIT];
+        if (t[TORCH_INACTIVE_SPLIT_BLOCKS] != TORCH_MISSING)
+            f->torch_holes += t[TORCH_INACTIVE_SPLIT_BLOCKS];
+    }
+    f->torch_cached = f->torch_reserved > f->torch_allocated
+                          ? f->torch_reserved - f->torch_allocated : 0;
+}
+
+void report_fragmentation(const struct report *r, struct report_fragmentation *f)
+{
+    memset(f, 0, sizeof(*f));
+    for (int d = 0; d < r->device_count; d++) {
+        const struct report_device *dev = &r->devices[d];
+        if (dev->has_pool) {
+            f->pool_reserved += dev->pool.reserved;
+            f->pool_used += dev->pool.used;
+        }
+        f->vmm_reserved += report_counters(r, dev->slot, KIND_VMM_RESERVATION)->bytes_current;
+        f->vmm_mapped += report_counters(r, dev->slot, KIND_VMM_MAPPING)->bytes_current;
+    }
+    for (int i = 0; i < r->pool_count; i++) {
+        const struct pool_figures *figures = &r->pools[i].figures;
+        if (figures->reserved == POOL_FIGURE_UNKNOWN)
+            continue;
+        f->pool_reserved += figures->reserved;
+        f->pool_used += figures->used;
+    }
+    torch_fragmentation(r, f);
+    f->pool_idle = f->pool_reserved > f->pool_used ? f->pool_reserved - f->pool_used : 0;
+    f->vmm_unmapped = f->vmm_reserved > f->vmm_mapped ? f->vmm_reserved - f->vmm_mapped : 0;
+    f->verdict = "fragmented";
+    if (r->event.type == EVENT_OOM && strcmp(report_verdict(&r->event), "fragmented") == 0)
+        f->reason = "an allocation failed with more memory free than it asked for";
+    else if (f->torch_inactive_split >= (64u << 20) &&
+             f->torch_inactive_split * 4 >= f->torch_reserved && f->torch_holes >= 8 &&
+             f->torch_inactive_split / f->torch_holes <= (32u << 20))
+        f->reason = "PyTorch's free memory lies in small holes between live tensors: it "
+                    "serves only requests that fit, and empty_cache() cannot return it";
+    else if (f->torch_cached >= (256u << 20) && f->torch_cached * 2 >= f->torch_reserved) {
+        f->verdict = "idle_cache";
+        f->reason = "PyTorch keeps freed memory cached (torch.cuda.empty_cache() returns it)";
+    } else if (f->pool_idle >= (16u << 20) && f->pool_idle * 4 >= f->pool_reserved) {
+        f->verdict = "idle_pool_reserve";
+        f->reason = "stream-ordered pools keep memory they do not use (cudaMemPoolTrimTo "
+                    "returns it)";
+    } else {
+        f->verdict = "none";
+        f->reason = "";
+    }
+}
