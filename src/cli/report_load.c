@@ -378,17 +378,6 @@ static void load_frames(struct loader *l, const struct json_value *root)
     }
 }
 
-static const struct report *sorting;   /* for by_peak: qsort has no context */
-static int by_peak(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint64_t px = sorting->stacks[x - 1].stats.peak_live_bytes;
-    uint64_t py = sorting->stacks[y - 1].stats.peak_live_bytes;
-    if (px != py)
-        return px > py ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
 /* Stacks: the ones the writer showed, in its order (by live bytes). Ids
  * keep their numbers; the stacks not shown stay empty. */
 static void load_stacks(struct loader *l, const struct json_value *root)
@@ -445,8 +434,7 @@ static void load_stacks(struct loader *l, const struct json_value *root)
         r->shown[r->shown_count++] = id;
     }
     memcpy(r->by_peak, r->shown, r->shown_count * sizeof(uint32_t));
-    sorting = r;
-    qsort(r->by_peak, r->shown_count, sizeof(uint32_t), by_peak);
+    report_order_by_peak(r, r->by_peak, r->shown_count);
 }
 
 /* A stack id from the file, checked against the table (0: none). */

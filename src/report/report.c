@@ -55,27 +55,41 @@ static int by_group_bytes(const void *a, const void *b)
     return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
-static const struct report *sorting;     /* for by_stack_live: qsort has no context */
-static int by_stack_live(const void *a, const void *b)
+/* Stack ids, compared through the report whose stacks they name (qsort_r:
+ * two reports may be finished at once, an OOM report and a snapshot). */
+static const struct stack *stack_of_id(const void *id, const struct report *r)
 {
-    const struct stack *x = &sorting->stacks[*(const uint32_t *)a - 1];
-    const struct stack *y = &sorting->stacks[*(const uint32_t *)b - 1];
+    return &r->stacks[*(const uint32_t *)id - 1];
+}
+
+static int by_id(const void *a, const void *b)
+{
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int by_stack_live(const void *a, const void *b, void *report)
+{
+    const struct stack *x = stack_of_id(a, report), *y = stack_of_id(b, report);
     uint64_t kx = x->stats.live_bytes + x->stats.implicit_bytes;
     uint64_t ky = y->stats.live_bytes + y->stats.implicit_bytes;
     if (kx != ky)
         return kx > ky ? -1 : 1;
     if (x->stats.peak_live_bytes != y->stats.peak_live_bytes)
         return x->stats.peak_live_bytes > y->stats.peak_live_bytes ? -1 : 1;
-    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+    return by_id(a, b);
 }
 
-static int by_stack_peak(const void *a, const void *b)
+static int by_stack_peak(const void *a, const void *b, void *report)
 {
-    const struct stack *x = &sorting->stacks[*(const uint32_t *)a - 1];
-    const struct stack *y = &sorting->stacks[*(const uint32_t *)b - 1];
+    const struct stack *x = stack_of_id(a, report), *y = stack_of_id(b, report);
     if (x->stats.peak_live_bytes != y->stats.peak_live_bytes)
         return x->stats.peak_live_bytes > y->stats.peak_live_bytes ? -1 : 1;
-    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+    return by_id(a, b);
+}
+
+void report_order_by_peak(const struct report *r, uint32_t *ids, uint32_t count)
+{
+    qsort_r(ids, count, sizeof(uint32_t), by_stack_peak, (void *)r);
 }
 
 static int by_address(const void *a, const void *b)
@@ -190,19 +204,17 @@ static int choose_stacks(struct report *r)
     for (uint32_t id = 1; id <= r->stack_count; id++)
         if (wanted[id])
             r->shown[r->shown_count++] = id;
-    sorting = r;
-    qsort(r->shown, r->shown_count, sizeof(uint32_t), by_stack_live);
+    qsort_r(r->shown, r->shown_count, sizeof(uint32_t), by_stack_live, r);
     memcpy(r->by_peak, r->shown, r->shown_count * sizeof(uint32_t));
-    qsort(r->by_peak, r->shown_count, sizeof(uint32_t), by_stack_peak);
+    report_order_by_peak(r, r->by_peak, r->shown_count);
     return 0;
 }
 
-static int by_growth_rate(const void *a, const void *b)
+static int by_growth_rate(const void *a, const void *b, void *report)
 {
-    const struct stack *x = &sorting->stacks[*(const uint32_t *)a - 1];
-    const struct stack *y = &sorting->stacks[*(const uint32_t *)b - 1];
-    double rx = growth_rate(&x->growth, &sorting->growth);
-    double ry = growth_rate(&y->growth, &sorting->growth);
+    const struct report *r = report;
+    double rx = growth_rate(&stack_of_id(a, r)->growth, &r->growth);
+    double ry = growth_rate(&stack_of_id(b, r)->growth, &r->growth);
     return rx < ry ? 1 : rx > ry ? -1 : 0;
 }
 
@@ -217,8 +229,7 @@ static int find_growing(struct report *r)
         if (growth_suspect(&s->growth, s->stats.live_bytes, &r->growth))
             r->growing[r->growing_count++] = id;
     }
-    sorting = r;
-    qsort(r->growing, r->growing_count, sizeof(uint32_t), by_growth_rate);
+    qsort_r(r->growing, r->growing_count, sizeof(uint32_t), by_growth_rate, r);
     return 0;
 }
 

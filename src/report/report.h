@@ -144,6 +144,8 @@ void *report_alloc(struct report *r, size_t bytes);    /* zeroed, released with 
  * back): group, choose stacks, symbolize. 0, or -1 when out of memory. */
 int report_finish(struct report *r, struct symbolizer *symbolizer);
 void report_release(struct report *r);
+/* Stack ids by the stacks' peak live bytes, highest first (r->by_peak's order). */
+void report_order_by_peak(const struct report *r, uint32_t *ids, uint32_t count);
 /* Index of a frame address in r->addresses (the JSON frame id), -1 if absent. */
 long report_frame_index(const struct report *r, uintptr_t address);
 const char *report_api_name(const struct report *r, int api);

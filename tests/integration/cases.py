@@ -433,6 +433,42 @@ def case_oom_retry():
     check([r["reason"] for r in reports] == ["exit"], "CUMEMTRACE_OOM=off: no OOM report")
 
 
+def stack_order(report):
+    """Where the stacks of a report are out of the writer's order (by live
+    and implicitly freed bytes, then peak, highest first, then by id)."""
+    key = [(-(s["live_bytes"] + s["freed_implicitly_bytes"]), -s["peak_live_bytes"], s["id"])
+           for s in report["stacks"]]
+    return [i for i in range(1, len(key)) if key[i - 1] > key[i]]
+
+
+def case_reports_at_once():
+    """OOM reports and snapshots collected at the same time, 10 of each, while
+    a third thread changes every site's figures: each report is sorted by its
+    own figures, and adds up."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-at-once-")
+    out, err, reports, _ = run("tests/reports_at_once", [directory],
+                               env={"SIMCUDA_MEMORY": "1G", "CUMEMTRACE_OOM": "every",
+                                    "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_MAX_BLOCKS": "0"})
+    check("10 ooms" in out, f"every round failed with out-of-memory: {out!r}")
+    ooms = [r for r in reports if r["reason"] == "oom"]
+    snapshots = []
+    for name in sorted(glob.glob(os.path.join(directory, "snap-*.json"))):
+        with open(name) as handle:
+            snapshots.append(json.load(handle))
+        validate(snapshots[-1], name)
+    check(len(ooms) == 10 and len(snapshots) == 10,
+          f"10 OOM reports and 10 snapshots: {len(ooms)}, {len(snapshots)}")
+    for number, report in enumerate(ooms + snapshots):
+        name = f"{report['reason']} report {number % 10}"
+        # The churning thread may be between a site's free and its new block.
+        check(len(report["stacks"]) >= 255, f"{name}: every site's stack: {len(report['stacks'])}")
+        check(not stack_order(report), f"{name}: stacks out of order at {stack_order(report)[:5]}")
+        live = sum(s["live_bytes"] for s in report["stacks"])
+        counted = device_counters(report, 0, "device")["allocated_bytes"]["current"]
+        check(live == counted, f"{name}: stacks hold {live} bytes, counters say {counted}")
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 def case_bad_environment():
     env = {"CUMEMTRACE_DEPTH": "deep", "CUMEMTRACE_FORMAT": "yaml", "CUMEMTRACE_MIN_SIZE": "big",
            "CUMEMTRACE_ENABLE": "perhaps", "CUMEMTRACE_TOP": "-3"}
