@@ -69,7 +69,7 @@ uint64_t registry_hash(uint64_t k)
     return k;
 }
 
-int registry_shard(uint64_t key)
+static int registry_shard(uint64_t key)
 {
     return (int)(registry_hash(key) >> (64 - SHARD_BITS));
 }
@@ -117,11 +117,6 @@ void registry_init(void)
         s->homes = s->slot_count = s->used = 0;
         slab_init(&s->records, sizeof(struct block), RECORD_CHUNK);
     }
-}
-
-void registry_reset(void)
-{
-    registry_init();
 }
 
 void registry_lock(uint64_t key)

@@ -56,11 +56,9 @@ static inline uint64_t block_key(uint64_t value, int space)
 
 uint64_t block_value(const struct block *block);   /* the address or handle */
 uint64_t registry_hash(uint64_t key);       /* top bits: shard, low bits: home slot */
-int registry_shard(uint64_t key);          /* 0 .. REGISTRY_SHARDS - 1 */
 int block_kind(const struct block *block);
 
-void registry_init(void);
-void registry_reset(void);                 /* forget everything (after fork) */
+void registry_init(void);                  /* empty, new locks: at start, and after fork */
 
 /* Locks: the shard of one key; all shards, in order (trylock: never waits). */
 void registry_lock(uint64_t key);

@@ -99,7 +99,7 @@ uint32_t tracker_now_ms(void)
 static void reset_state(void)
 {
     memset(api_stripes, 0, sizeof(api_stripes));
-    registry_reset();
+    registry_init();
     stacks_reset();
     stack_totals_reset();
     counters_reset();
@@ -140,25 +140,6 @@ int tracker_enabled(void)
     return config.enabled;
 }
 
-/* The hot-path functions guard themselves: a CUDA call made while this
- * thread is inside the tracker (from a signal handler that interrupted it, or
- * from code the tracker calls) passes through, counted, instead of taking the
- * lock a second time. */
-static int enter(void)
-{
-    if (this_thread.inside) {
-        tracker_lost(LOST_REENTRY);
-        return 0;
-    }
-    this_thread.inside = 1;
-    return 1;
-}
-
-static void leave(void)
-{
-    this_thread.inside = 0;
-}
-
 int tracker_enter(void)
 {
     if (this_thread.inside)
@@ -170,6 +151,18 @@ int tracker_enter(void)
 void tracker_leave(void)
 {
     this_thread.inside = 0;
+}
+
+/* The recording functions guard themselves: a CUDA call made while this
+ * thread is inside the tracker (from a signal handler that interrupted it, or
+ * from code the tracker calls) passes through, counted as lost, instead of
+ * taking the lock a second time. */
+static int enter_to_record(void)
+{
+    if (tracker_enter())
+        return 1;
+    tracker_lost(LOST_REENTRY);
+    return 0;
 }
 
 /* With every shard held, the threads' pending stack totals are still: they
@@ -369,7 +362,7 @@ static void account_alloc(const struct block *b, int api)
 
 void tracker_alloc(const struct allocation *a)
 {
-    if (!enter())
+    if (!enter_to_record())
         return;
     uintptr_t frames[CONFIG_MAX_DEPTH];
     int depth = 0;
@@ -401,12 +394,12 @@ void tracker_alloc(const struct allocation *a)
         tracker_lost(LOST_NO_MEMORY);
     registry_unlock(key);
     sample_growth_if_due(now);
-    leave();
+    tracker_leave();
 }
 
 static int take(uint64_t value, int space, int flag, struct block *saved)
 {
-    if (!enter())
+    if (!enter_to_record())
         return 0;
     uint64_t key = block_key(value, space);
     registry_lock(key);
@@ -421,7 +414,7 @@ static int take(uint64_t value, int space, int flag, struct block *saved)
         tracker_lost(LOST_UNKNOWN_FREE);
     }
     registry_unlock(key);
-    leave();
+    tracker_leave();
     return b != NULL;
 }
 
@@ -437,20 +430,20 @@ int tracker_take_if(uint64_t value, int space, int flag, struct block *saved)
 
 int tracker_device_of(uint64_t value, int space)
 {
-    if (!enter())
+    if (!enter_to_record())
         return -1;
     uint64_t key = block_key(value, space);
     registry_lock(key);
     struct block *b = registry_find(key);
     int device = b ? b->device : -1;
     registry_unlock(key);
-    leave();
+    tracker_leave();
     return device;
 }
 
 void tracker_put_back(const struct block *saved)
 {
-    if (!enter())
+    if (!enter_to_record())
         return;
     registry_lock(saved->key);
     struct block *b = registry_find(saved->key) ? NULL : registry_new(saved->key);
@@ -473,13 +466,13 @@ void tracker_put_back(const struct block *saved)
             count(&tracker.runtime_blocks, 1);
     }
     registry_unlock(saved->key);
-    leave();
+    tracker_leave();
 }
 
 void tracker_take_range(int space, uint64_t start, uint64_t size)
 {
     uint64_t end = start + size;
-    if (!enter())
+    if (!enter_to_record())
         return;
     tracker_lock();         /* the range may span shards */
     uint64_t at = start;
@@ -502,12 +495,12 @@ void tracker_take_range(int space, uint64_t start, uint64_t size)
         }
     }
     tracker_unlock();
-    leave();
+    tracker_leave();
 }
 
 uint32_t tracker_failure(const struct allocation *a, int code, int oom)
 {
-    if (!enter())
+    if (!enter_to_record())
         return 0;
     uintptr_t frames[CONFIG_MAX_DEPTH];
     int depth = config.depth > 0
@@ -534,13 +527,13 @@ uint32_t tracker_failure(const struct allocation *a, int code, int oom)
     timeline_record(oom ? TIMELINE_OOM : TIMELINE_FAILURE, a->value, a->size, a->device, kind,
                     a->api, stack_id);
     tracker_unlock();
-    leave();
+    tracker_leave();
     return stack_id;
 }
 
 void tracker_context_gone(int context)
 {
-    if (context <= 0 || !enter())
+    if (context <= 0 || !enter_to_record())
         return;
     tracker_lock();
     struct registry_cursor cursor;
@@ -551,12 +544,12 @@ void tracker_context_gone(int context)
         }
     }
     tracker_unlock();
-    leave();
+    tracker_leave();
 }
 
 void tracker_mark(const char *label)
 {
-    if (!enter())
+    if (!enter_to_record())
         return;
     tracker_lock();
     struct mark *m = &tracker.marks[tracker.marks_total++ % MARK_RING];
@@ -574,17 +567,12 @@ void tracker_mark(const char *label)
     growth_sample(m->time_ms, 1);
     timeline_record(TIMELINE_MARK, 0, tracker.marks_total, -1, 0, 0, 0);
     tracker_unlock();
-    leave();
+    tracker_leave();
 }
 
 int tracker_has_runtime_blocks(void)
 {
     return __atomic_load_n(&tracker.runtime_blocks, __ATOMIC_RELAXED) != 0;
-}
-
-struct block *tracker_find_locked(uint64_t value, int space)
-{
-    return registry_find(block_key(value, space));
 }
 
 void tracker_oom_retried(int succeeded)

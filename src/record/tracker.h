@@ -97,7 +97,6 @@ void tracker_context_gone(int context);
 void tracker_lost(enum lost_reason reason);
 void tracker_mark(const char *label);
 int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live */
-struct block *tracker_find_locked(uint64_t value, int space);
 
 /* fork handling (pthread_atfork). */
 void tracker_fork_prepare(void);

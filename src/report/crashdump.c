@@ -35,11 +35,6 @@ void crashdump_prepare(void)
         path[0] = '\0';
 }
 
-const char *crashdump_path(void)
-{
-    return path;
-}
-
 /* ---- async-signal-safe output ---------------------------------------------- */
 
 static void flush(void)

@@ -15,6 +15,5 @@ void crashdump_prepare(void);     /* work out the path; call again after fork */
 /* async-signal-safe; signal 0: exit() was called during a CUDA call, from a
  * signal handler most likely, where the full report could hang. */
 void crashdump_write(int signal);
-const char *crashdump_path(void);
 
 #endif

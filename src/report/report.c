@@ -344,17 +344,6 @@ long report_frame_index(const struct report *r, uintptr_t address)
     return low < r->address_count && r->addresses[low] == address ? (long)low : -1;
 }
 
-int64_t report_timeline_baseline(const struct report *r, int slot, int kind)
-{
-    int64_t bytes = (int64_t)report_counters(r, slot, kind)->bytes_current;
-    for (size_t i = 0; i < r->timeline_count; i++) {
-        const struct timeline_event *e = &r->timeline[i];
-        if (counters_slot(e->device) == slot && e->kind == kind)
-            bytes -= timeline_delta(e);
-    }
-    return bytes;
-}
-
 const char *report_api_name(const struct report *r, int api)
 {
     return api >= 0 && api < r->api_count ? r->api_names[api] : "unknown";

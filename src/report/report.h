@@ -168,9 +168,6 @@ void report_html(const struct report *r, struct out *out);
 void report_folded(const struct report *r, struct out *out);
 void report_perfetto(const struct report *r, struct out *out);
 void report_memviz(const struct report *r, struct out *out);
-/* Live bytes of (slot, kind) just before the first timeline event: the
- * counters' current bytes minus every change the timeline recorded. */
-int64_t report_timeline_baseline(const struct report *r, int slot, int kind);
 
 /* emit.c: write a report to every configured format; `summary` also prints
  * the brief text on stderr (unless CUMEMTRACE_QUIET). 0, or -1 if a file
