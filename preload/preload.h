@@ -13,7 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include "config.h"
-#include "names.h"
+#include "kinds.h"
 #include "registry.h"
 #include "tracker.h"
 

@@ -17,7 +17,7 @@
 
 #include "crashdump.h"
 #include "dump_read.h"
-#include "names.h"
+#include "kinds.h"
 
 /* A cursor over one line's space-separated fields. */
 struct fields {

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "dump_read.h"
-#include "names.h"
+#include "kinds.h"
 #include "report_load.h"
 
 /* The loader's cursor: the report, and the first error. */

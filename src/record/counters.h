@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "names.h"
+#include "kinds.h"
 
 #define MAX_DEVICES 64
 #define COUNTER_NO_DEVICE MAX_DEVICES

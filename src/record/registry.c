@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "arena.h"
-#include "names.h"
+#include "kinds.h"
 #include "registry.h"
 
 #define SHARD_BITS 6

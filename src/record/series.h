@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "names.h"
+#include "kinds.h"
 
 #define SERIES_SAMPLES 256
 #define SERIES_DEVICES 8

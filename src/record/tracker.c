@@ -32,7 +32,7 @@
 #include "config.h"
 #include "counters.h"
 #include "growth.h"
-#include "names.h"
+#include "kinds.h"
 #include "python.h"
 #include "stack_totals.h"
 #include "stacks.h"

@@ -16,7 +16,7 @@
 #include "config.h"
 #include "counters.h"
 #include "crashdump.h"
-#include "names.h"
+#include "kinds.h"
 #include "output.h"
 #include "python.h"
 #include "registry.h"

@@ -28,7 +28,7 @@
 
 #include "arena.h"
 #include "counters.h"
-#include "names.h"
+#include "kinds.h"
 #include "report.h"
 
 #define U(x) ((unsigned long long)(x))

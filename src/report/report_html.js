@@ -31,7 +31,7 @@
     recordError(message + ' (line ' + line + ')' + (error && error.stack ? '\n' + error.stack : ''));
   };
 
-  /* Kinds whose bytes occupy device memory (src/names.c). */
+  /* Kinds whose bytes occupy device memory (src/record/kinds.c). */
   var DEVICE_MEMORY_KINDS = { device: true, stream_ordered: true, vmm_physical: true, array: true };
   var KIND_COLORS = {
     device: '#1e88e5', stream_ordered: '#43a047', managed: '#fb8c00', pinned_host: '#8e24aa',

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "names.h"
+#include "kinds.h"
 #include "report.h"
 
 #define U(x) ((unsigned long long)(x))

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "names.h"
+#include "kinds.h"
 #include "python.h"
 #include "report.h"
 

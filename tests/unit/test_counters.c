@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "counters.h"
-#include "names.h"
+#include "kinds.h"
 
 #define MIB (1ull << 20)
 

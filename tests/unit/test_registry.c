@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "names.h"
+#include "kinds.h"
 #include "registry.h"
 
 #define BASE 0x7f0000000000ull

@@ -8,7 +8,7 @@
 #include "check.h"
 #include "config.h"
 #include "counters.h"
-#include "names.h"
+#include "kinds.h"
 #include "series.h"
 #include "timeline.h"
 #include "tracker.h"

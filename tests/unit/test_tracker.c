@@ -5,7 +5,7 @@
 
 #include "check.h"
 #include "counters.h"
-#include "names.h"
+#include "kinds.h"
 #include "stacks.h"
 #include "tracker.h"
 

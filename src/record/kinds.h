@@ -1,11 +1,11 @@
-/* names.h - what a tracked block is (its kind) and how kinds are named.
+/* kinds.h - what a tracked block is (its kind) and what each kind means.
  *
  * The kind decides three things: the name in reports, the key space of the
  * block registry (device pointers, VMM handles and array handles are different
  * things and may share numeric values), and whether destroying a context frees
  * the block implicitly. */
-#ifndef CUMEMTRACE_NAMES_H
-#define CUMEMTRACE_NAMES_H
+#ifndef CUMEMTRACE_KINDS_H
+#define CUMEMTRACE_KINDS_H
 
 enum kind {
     KIND_DEVICE,            /* cuMemAlloc, cuMemAllocPitch */

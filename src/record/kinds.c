@@ -1,5 +1,5 @@
-/* names.c - kinds of tracked blocks (see names.h). */
-#include "names.h"
+/* kinds.c - the table of kinds of tracked blocks (see kinds.h). */
+#include "kinds.h"
 
 static const struct {
     const char *name;
