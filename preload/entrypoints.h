@@ -111,9 +111,9 @@ DRIVER_FREE(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, PER_THREAD,
             (CUdeviceptr dptr, CUstream stream), (dptr, stream), SPACE_MEMORY, dptr)
 DRIVER_CALL(cuMemPoolCreate, "cuMemPoolCreate", 11020, ANY,
             (CUmemoryPool *pool, const CUmemPoolProps *props), (pool, props),
-            context_pool_created(result, pool, props))
+            pool_created(result, pool, props))
 DRIVER_CALL(cuMemPoolDestroy, "cuMemPoolDestroy", 11020, ANY,
-            (CUmemoryPool pool), (pool), context_pool_destroyed(result, pool))
+            (CUmemoryPool pool), (pool), pool_destroyed(result, pool))
 DRIVER_CALL(cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, ANY,
             (CUmemoryPool pool, size_t keep), (pool, keep), 0)
 

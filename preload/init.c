@@ -24,6 +24,7 @@
 static void after_fork_child(void)
 {
     context_after_fork();
+    pools_after_fork();
     tracker_fork_child();
     torch_stats_reset();
     signals_after_fork();
@@ -36,8 +37,8 @@ static const struct host interposer = {
     .api_count = API_COUNT,
     .call_in_progress = cuda_call_in_progress,
     .memory_info = context_memory_info,
-    .pool_info = context_pool_info,
-    .created_pool_info = context_created_pool_info,
+    .pool_info = pool_default_info,
+    .created_pool_info = pool_created_info,
 };
 
 static void init_once(void)

@@ -126,6 +126,9 @@ struct runtime_label {
 struct runtime_label runtime_label_push(int api);   /* returns the one it replaces */
 int runtime_label_pop(struct runtime_label previous); /* 1 if a driver wrapper used it */
 int hook_take_runtime(uint64_t value, int space, struct block *saved);
+
+/* sizes.c: bytes from a call's arguments. pitch_bytes: the pitch the driver
+ * chose (ok) or the width asked for, times the rows. */
 uint64_t pitch_bytes(int ok, const size_t *pitch, size_t width, size_t rows);
 uint64_t array_bytes(CUarray_format format, unsigned channels, size_t width, size_t height,
                      size_t depth, unsigned levels);
@@ -140,12 +143,14 @@ int context_primary_retained(CUresult result, CUcontext *ctx, CUdevice device);
 int context_primary_reset(CUresult result, CUdevice device);
 int context_primary_released(CUresult result, CUdevice device);
 int context_memory_info(int device, uint64_t *free_bytes, uint64_t *total_bytes);
-int context_pool_info(int device, struct pool_figures *figures);
-int context_pool_created(CUresult result, CUmemoryPool *pool, const CUmemPoolProps *props);
-int context_pool_destroyed(CUresult result, CUmemoryPool pool);
-/* The index-th pool the program created: -1 past the last. */
-int context_created_pool_info(int index, uint64_t *handle, int *device,
-                              struct pool_figures *figures);
 void context_after_fork(void);
+
+/* pools.c: stream-ordered pools (pool_default_info and pool_created_info
+ * are lent to the core, host.h). */
+int pool_default_info(int device, struct pool_figures *figures);
+int pool_created(CUresult result, CUmemoryPool *pool, const CUmemPoolProps *props);
+int pool_destroyed(CUresult result, CUmemoryPool pool);
+int pool_created_info(int index, uint64_t *handle, int *device, struct pool_figures *figures);
+void pools_after_fork(void);
 
 #endif

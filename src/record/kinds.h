@@ -1,9 +1,9 @@
 /* kinds.h - what a tracked block is (its kind) and what each kind means.
  *
- * The kind decides three things: the name in reports, the key space of the
+ * The kind decides four things: the name in reports, the key space of the
  * block registry (device pointers, VMM handles and array handles are different
- * things and may share numeric values), and whether destroying a context frees
- * the block implicitly. */
+ * things and may share numeric values), whether the block occupies device
+ * memory, and whether destroying a context frees it implicitly. */
 #ifndef CUMEMTRACE_KINDS_H
 #define CUMEMTRACE_KINDS_H
 
