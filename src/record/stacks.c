@@ -59,7 +59,7 @@ static uint64_t frames_used;                   /* next free frame index */
 static struct stack_index *index_now;          /* published with release */
 static size_t table_bytes;                     /* everything mapped, for reports */
 
-void stacks_init(void *(*lookup)(void *handle, const char *name))
+void stack_init(void *(*lookup)(void *handle, const char *name))
 {
     if (!lookup)
         return;
@@ -82,7 +82,7 @@ void stacks_init(void *(*lookup)(void *handle, const char *name))
 
 /* After fork, in the child (one thread): forget everything. The parent's
  * pages stay mapped; the lock is made anew, the parent's may have been held. */
-void stacks_reset(void)
+void stack_reset(void)
 {
     pthread_mutex_init(&insert_lock, NULL);
     /* Only the entries that can be set (up to the chunk of the next record):
@@ -288,7 +288,7 @@ uint32_t stack_count(void)
     return __atomic_load_n(&stacks_used, __ATOMIC_ACQUIRE);
 }
 
-size_t stacks_memory_bytes(void)
+size_t stack_table_bytes(void)
 {
     return table_bytes;
 }

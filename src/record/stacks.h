@@ -50,8 +50,8 @@ struct stack {
 
 /* Load libunwind, finding its functions with `lookup` (dlsym); without one,
  * or without libunwind, stacks are empty. */
-void stacks_init(void *(*lookup)(void *handle, const char *name));
-void stacks_reset(void);               /* forget everything (after fork) */
+void stack_init(void *(*lookup)(void *handle, const char *name));
+void stack_reset(void);                /* forget every stack (after fork) */
 
 /* Leave out frames in [low, high) wherever they are: the tracer's own. */
 void stack_set_skip_range(uintptr_t low, uintptr_t high);
@@ -66,6 +66,6 @@ uint32_t stack_intern(const uintptr_t *frames, int depth, uint64_t hash);
 struct stack *stack_get(uint32_t id);   /* NULL for 0 or an unknown id */
 const uintptr_t *stack_frames(const struct stack *stack);
 uint32_t stack_count(void);             /* ids run from 1 to stack_count() */
-size_t stacks_memory_bytes(void);
+size_t stack_table_bytes(void);
 
 #endif

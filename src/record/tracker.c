@@ -100,7 +100,7 @@ static void reset_state(void)
 {
     memset(api_stripes, 0, sizeof(api_stripes));
     registry_init();
-    stacks_reset();
+    stack_reset();
     stack_totals_reset();
     counters_reset();
     growth_reset();
@@ -131,7 +131,7 @@ void tracker_start(const struct host *lent)
 {
     host = *lent;
     tracker_init();
-    stacks_init(host.lookup);
+    stack_init(host.lookup);
 }
 
 int tracker_enabled(void)

@@ -34,7 +34,7 @@ static int copy_state(struct report *r)
         *r->series = series;
     r->registry_bytes = registry_memory_bytes();
     r->self_time_ns = config.self_time ? (int64_t)tracker_self_time_ns() : -1;
-    r->stacks_bytes = stacks_memory_bytes();
+    r->stacks_bytes = stack_table_bytes();
     r->counters = report_alloc(r, sizeof(*r->counters));
     r->stack_count = stack_count();
     r->stacks = report_alloc(r, r->stack_count * sizeof(struct stack));

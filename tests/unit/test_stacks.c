@@ -31,7 +31,7 @@ static uint32_t __attribute__((noinline)) site_b(void)
 
 int main(void)
 {
-    stacks_init(dlsym);
+    stack_init(dlsym);
     uint32_t a1 = 0, a2 = 0, b1 = 0;
     for (volatile int i = 0; i < 2; i++) {   /* volatile: not unrolled, one call site */
         uint32_t a = site_a();
