@@ -5,8 +5,8 @@
  * - counter_table: the shared figures. bytes/blocks current and their peaks
  *   (the peaks of the sum: no split figure could give them), failures and
  *   ooms, changed atomically.
- * - stripes[thread]: threads 1 to COUNTER_STRIPES - 1 (tracker's numbers)
- *   each own one, changed with plain stores by that thread alone:
+ * - stripes[thread]: threads that own a stripe (stripes.h) each have one,
+ *   changed with plain stores by that thread alone:
  *   - bytes/blocks: what the thread has added to the current figures and
  *     not yet moved into counter_table. They move once they pass a slack
  *     (1 MiB or 256 blocks, either way), and a block of a slack or more
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "counters.h"
-#include "pending.h"
+#include "stripes.h"
 
 struct counter_table counter_table;
 
@@ -41,12 +41,7 @@ struct stripe {
     uint64_t bytes_freed, blocks_freed;
     uint64_t implicit_bytes, implicit_blocks;   /* freed by context teardown */
 };
-static struct stripe stripes[COUNTER_STRIPES][MAX_DEVICES + 1][KIND_COUNT + 1];
-
-static int owns_stripe(int stripe)
-{
-    return stripe > 0 && stripe < COUNTER_STRIPES;
-}
+static struct stripe stripes[STRIPE_COUNT][MAX_DEVICES + 1][KIND_COUNT + 1];
 
 int counters_slot(int device)
 {
@@ -60,7 +55,7 @@ void counters_reset(void)
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
         if (counter_table.device_seen[slot])
         {
-            for (int stripe = 0; stripe < COUNTER_STRIPES; stripe++)
+            for (int stripe = 0; stripe < STRIPE_COUNT; stripe++)
                 memset(stripes[stripe][slot], 0, sizeof(stripes[stripe][slot]));
         }
     memset(&counter_table, 0, sizeof(counter_table));
@@ -82,7 +77,7 @@ static void move_shared(struct counters *c, int64_t bytes, int64_t blocks)
 static void move_current(int stripe, int slot, int set, int64_t bytes, int64_t blocks)
 {
     struct counters *c = &counter_table.sets[slot][set];
-    if (!owns_stripe(stripe)) {
+    if (!stripe_owned(stripe)) {
         move_shared(c, bytes, blocks);
         return;
     }
@@ -125,7 +120,7 @@ void counters_on_alloc(int stripe, int device, int kind, uint64_t size)
 static void end(int stripe, int slot, int set, uint64_t size, int64_t amount, int implicit)
 {
     uint64_t *bytes, *blocks;
-    if (owns_stripe(stripe)) {
+    if (stripe_owned(stripe)) {
         struct stripe *e = &stripes[stripe][slot][set];
         bytes = implicit ? &e->implicit_bytes : &e->bytes_freed;
         blocks = implicit ? &e->implicit_blocks : &e->blocks_freed;
@@ -181,7 +176,7 @@ static void current_of(int slot, int set, uint64_t *bytes, uint64_t *blocks)
     const struct counters *c = &counter_table.sets[slot][set];
     uint64_t sum_bytes = __atomic_load_n(&c->bytes_current, __ATOMIC_RELAXED);
     uint64_t sum_blocks = __atomic_load_n(&c->blocks_current, __ATOMIC_RELAXED);
-    for (int stripe = 1; stripe < COUNTER_STRIPES; stripe++) {
+    for (int stripe = 1; stripe < STRIPE_COUNT; stripe++) {
         const struct stripe *p = &stripes[stripe][slot][set];
         sum_bytes += (uint64_t)__atomic_load_n(&p->bytes, __ATOMIC_RELAXED);
         sum_blocks += (uint64_t)__atomic_load_n(&p->blocks, __ATOMIC_RELAXED);
@@ -213,7 +208,7 @@ void counters_snapshot(struct counter_table *out)
                 c->bytes_peak = c->bytes_current;
             if (c->blocks_peak < c->blocks_current)
                 c->blocks_peak = c->blocks_current;
-            for (int stripe = 1; stripe < COUNTER_STRIPES; stripe++) {
+            for (int stripe = 1; stripe < STRIPE_COUNT; stripe++) {
                 const struct stripe *e = &stripes[stripe][slot][set];
                 c->bytes_freed += e->bytes_freed;
                 c->blocks_freed += e->blocks_freed;

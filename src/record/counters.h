@@ -23,9 +23,6 @@
 #define MAX_DEVICES 64
 #define COUNTER_NO_DEVICE MAX_DEVICES
 #define COUNTER_DEVICE_MEMORY KIND_COUNT
-/* Threads 1 .. COUNTER_STRIPES - 1 (tracker's thread numbers) keep their own
- * pending amounts; any other number, 0 included, changes the shared figures. */
-#define COUNTER_STRIPES 64
 
 struct counters {
     uint64_t bytes_current, bytes_peak, bytes_allocated, bytes_freed;
@@ -43,7 +40,7 @@ extern struct counter_table counter_table;
 
 int counters_slot(int device);
 void counters_reset(void);
-/* `stripe`: the calling thread's number. */
+/* `stripe`: the calling thread's number (stripes.h). */
 void counters_on_alloc(int stripe, int device, int kind, uint64_t size);
 void counters_on_free(int stripe, int device, int kind, uint64_t size, int implicit);
 void counters_on_restore(int stripe, int device, int kind, uint64_t size);  /* undo a free */

@@ -7,7 +7,7 @@
  * eight threads allocating from one line of code all wrote one cache line:
  * measured on the 16-core H100 host, that was the largest cost at 8 threads.
  *
- * So threads 1 .. STRIPE_THREADS - 1 each keep, for the last stacks they
+ * So threads that own a stripe (stripes.h) each keep, for the last stacks they
  * allocated from (a small direct-mapped cache, one entry per id % WAYS),
  * the change they have not yet moved into the stack's record:
  * - it moves when the entry is wanted for another stack, when its live
@@ -27,10 +27,9 @@
  * lock held. So nobody ever changes an entry while another reads it. */
 #include <string.h>
 
-#include "pending.h"
+#include "stripes.h"
 #include "stack_totals.h"
 
-#define STRIPE_THREADS 64
 #define WAYS 8
 
 struct pending_totals {
@@ -40,7 +39,7 @@ struct pending_totals {
     struct stack *stack;
 };
 
-static struct pending_totals pending[STRIPE_THREADS][WAYS];
+static struct pending_totals pending[STRIPE_COUNT][WAYS];
 
 static void add(uint64_t *field, int64_t amount)
 {
@@ -73,7 +72,7 @@ static void flush_entry(struct pending_totals *p)
 
 static struct pending_totals *entry_of(int thread, uint32_t id)
 {
-    if (thread <= 0 || thread >= STRIPE_THREADS)
+    if (!stripe_owned(thread))
         return NULL;
     return &pending[thread][id % WAYS];
 }
@@ -127,7 +126,7 @@ void stack_totals_restore(struct stack *s, uint64_t size)
 
 void stack_totals_flush(void)
 {
-    for (int thread = 1; thread < STRIPE_THREADS; thread++)
+    for (int thread = 1; thread < STRIPE_COUNT; thread++)
         for (int way = 0; way < WAYS; way++)
             if (pending[thread][way].id)
                 flush_entry(&pending[thread][way]);

@@ -36,6 +36,7 @@
 #include "python.h"
 #include "stack_totals.h"
 #include "stacks.h"
+#include "stripes.h"
 #include "timeline.h"
 #include "tracker.h"
 
@@ -56,23 +57,19 @@ struct thread_state {
 static __thread struct thread_state this_thread;
 
 /* Calls and allocations per entry point: every event counts one, so they are
- * kept in stripes and summed when read (tracker_api_totals; the arrays in
- * `tracker` stay zero). Threads 1 to API_STRIPES - 1 each own a stripe and
- * add to it with plain stores (one writer, no lock prefix); the others, and a
- * thread before its first recorded event (number 0), share stripe 0 and add
- * atomically. Thread numbers are never reused. */
-#define API_STRIPES 64
+ * kept in stripes (stripes.h) and summed when read (tracker_api_totals). A
+ * thread that owns a stripe adds to it with plain stores (one writer, no lock
+ * prefix); the others share stripe 0 and add atomically. */
 struct api_stripe {
     _Alignas(64) uint64_t calls[MAX_APIS];
     uint64_t allocations[MAX_APIS];
     uint64_t self_time_ns;     /* CUMEMTRACE_SELF_TIME: our time in wrappers */
 };
-static struct api_stripe api_stripes[API_STRIPES];
+static struct api_stripe api_stripes[STRIPE_COUNT];
 
 static void add_to_stripe(uint64_t *counter, uint64_t amount)
 {
-    uint32_t number = this_thread.number;
-    if (number != 0 && number < API_STRIPES)
+    if (stripe_owned(this_thread.number))
         __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + amount,
                          __ATOMIC_RELAXED);
     else
@@ -81,8 +78,8 @@ static void add_to_stripe(uint64_t *counter, uint64_t amount)
 
 static struct api_stripe *own_stripe(void)
 {
-    uint32_t number = this_thread.number;
-    return &api_stripes[number < API_STRIPES ? number : 0];
+    int number = this_thread.number;
+    return &api_stripes[stripe_owned(number) ? number : 0];
 }
 
 static void count_in_stripe(int api, int allocation)
@@ -266,7 +263,7 @@ void tracker_add_self_time(uint64_t ns)
 uint64_t tracker_self_time_ns(void)
 {
     uint64_t total = 0;
-    for (int i = 0; i < API_STRIPES; i++)
+    for (int i = 0; i < STRIPE_COUNT; i++)
         total += __atomic_load_n(&api_stripes[i].self_time_ns, __ATOMIC_RELAXED);
     return total;
 }
@@ -275,7 +272,7 @@ void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS]
 {
     for (int api = 0; api < MAX_APIS; api++) {
         calls[api] = allocations[api] = 0;
-        for (int i = 0; i < API_STRIPES; i++) {
+        for (int i = 0; i < STRIPE_COUNT; i++) {
             calls[api] += __atomic_load_n(&api_stripes[i].calls[api], __ATOMIC_RELAXED);
             allocations[api] +=
                 __atomic_load_n(&api_stripes[i].allocations[api], __ATOMIC_RELAXED);

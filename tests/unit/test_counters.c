@@ -9,6 +9,7 @@
 #include "check.h"
 #include "counters.h"
 #include "kinds.h"
+#include "stripes.h"
 
 #define MIB (1ull << 20)
 
@@ -65,7 +66,7 @@ static void test_unstriped_threads(void)
 {
     counters_reset();
     counters_on_alloc(0, 0, KIND_DEVICE, 10);
-    counters_on_alloc(COUNTER_STRIPES + 5, 0, KIND_DEVICE, 20);
+    counters_on_alloc(STRIPE_COUNT + 5, 0, KIND_DEVICE, 20);
     CHECK_EQ(counter_table.sets[0][KIND_DEVICE].bytes_current, 30);
     CHECK_EQ(counter_table.sets[0][KIND_DEVICE].bytes_peak, 30);
     CHECK_EQ(counter_table.sets[0][KIND_DEVICE].blocks_current, 2);
