@@ -152,13 +152,13 @@ static void read_block(struct report *r, struct fields *f)
         r->block_count--;   /* a torn record from a busy table: leave it out */
 }
 
-static void read_failure(struct report *r, struct fields *f, uint64_t *kept)
+/* The next of the failures kept, oldest first: entry *next of the ring. */
+static void read_failure(struct report *r, struct fields *f, uint64_t *next)
 {
-    uint64_t total = r->state.failures_total;
-    uint64_t count = total < FAILURE_RING ? total : FAILURE_RING;
-    if (*kept >= count)
-        return;
-    struct failure *x = &r->state.failures[(total - count + (*kept)++) % FAILURE_RING];
+    if (*next == 0 || *next > r->state.failures_total)
+        return;                 /* none kept, or more lines than failures */
+    struct failure *x = RING_ENTRY(r->state.failures, *next);
+    ++*next;
     x->size = number(f);
     x->device = (int32_t)signed_number(f);
     x->kind = (int32_t)number(f);
@@ -197,7 +197,7 @@ static const char *lock_name(const char *text)
 static int parse(struct report *r, char *text, size_t length, const char **maps,
                  size_t *maps_length)
 {
-    uint64_t frames_used = 0, failures_kept = 0;
+    uint64_t frames_used = 0, failure_number = 0;
     uint64_t start_ms = 0;
     char *p = text, *end = text + length;
     while (p < end) {
@@ -244,8 +244,9 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
             read_block(r, &f);
         } else if (strcmp(word, "failures_total") == 0) {
             r->state.failures_total = number(&f);
+            failure_number = RING_FIRST(r->state.failures, r->state.failures_total);
         } else if (strcmp(word, "failure") == 0) {
-            read_failure(r, &f, &failures_kept);
+            read_failure(r, &f, &failure_number);
         } else if (strcmp(word, "lost") == 0) {
             uint64_t index = number(&f);
             if (index < LOST_COUNT)

@@ -501,10 +501,10 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
     state->oom_retries_succeeded = get_u64(failures, "oom_retries_succeeded");
     state->oom_retries_failed = get_u64(failures, "oom_retries_failed");
     const struct json_value *recent = json_get(failures, "recent");
-    uint64_t kept = state->failures_total < FAILURE_RING ? state->failures_total : FAILURE_RING;
-    uint64_t i = 0;
-    for (const struct json_value *f = recent ? recent->first : NULL; f && i < kept; f = f->next) {
-        struct failure *x = &state->failures[(state->failures_total - kept + i++) % FAILURE_RING];
+    uint64_t n = RING_FIRST(state->failures, state->failures_total);
+    for (const struct json_value *f = recent ? recent->first : NULL;
+         f && n <= state->failures_total; f = f->next, n++) {
+        struct failure *x = RING_ENTRY(state->failures, n);
         x->size = get_u64(f, "size");
         x->kind = kind_index(l, f);
         x->api = api_index(l, json_string(json_get(f, "api")));
@@ -519,10 +519,10 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
     const struct json_value *marks = json_get(root, "marks");
     state->marks_total = get_u64(marks, "total");
     recent = json_get(marks, "recent");
-    kept = state->marks_total < MARK_RING ? state->marks_total : MARK_RING;
-    i = 0;
-    for (const struct json_value *m = recent ? recent->first : NULL; m && i < kept; m = m->next) {
-        struct mark *x = &state->marks[(state->marks_total - kept + i++) % MARK_RING];
+    n = RING_FIRST(state->marks, state->marks_total);
+    for (const struct json_value *m = recent ? recent->first : NULL;
+         m && n <= state->marks_total; m = m->next, n++) {
+        struct mark *x = RING_ENTRY(state->marks, n);
         const char *label = json_string(json_get(m, "label"));
         snprintf(x->label, sizeof(x->label), "%s", label ? label : "");
         x->time_ms = (uint32_t)get_u64(m, "time_ms");

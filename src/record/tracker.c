@@ -511,7 +511,8 @@ uint32_t tracker_failure(const struct allocation *a, int code, int oom)
     counters_on_failure(a->device, kind, oom);
     if (a->api >= 0 && a->api < MAX_APIS)
         tracker.api_failures[a->api]++;
-    struct failure *f = &tracker.failures[tracker.failures_total++ % FAILURE_RING];
+    uint64_t number = ++tracker.failures_total;
+    struct failure *f = RING_ENTRY(tracker.failures, number);
     f->size = a->size;
     f->device = a->device;
     f->kind = kind;
@@ -549,7 +550,8 @@ void tracker_mark(const char *label)
     if (!enter_to_record())
         return;
     tracker_lock();
-    struct mark *m = &tracker.marks[tracker.marks_total++ % MARK_RING];
+    uint64_t number = ++tracker.marks_total;
+    struct mark *m = RING_ENTRY(tracker.marks, number);
     snprintf(m->label, sizeof(m->label), "%s", label);
     m->time_ms = tracker_now_ms();
     uint64_t calls[MAX_APIS], allocations[MAX_APIS];

@@ -17,6 +17,7 @@
 
 #include "host.h"
 #include "registry.h"
+#include "ring.h"
 
 #define MAX_APIS 128
 #define MAX_CONTEXTS 255

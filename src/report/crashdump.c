@@ -263,12 +263,11 @@ static void write_blocks(void)
 static void write_rest(void)
 {
     uint64_t total = tracker.failures_total;
-    uint64_t kept = total < FAILURE_RING ? total : FAILURE_RING;
     put_str("failures_total");
     put_u64(total);
     put_str("\n");
-    for (uint64_t i = 0; i < kept; i++) {
-        const struct failure *f = &tracker.failures[(total - kept + i) % FAILURE_RING];
+    for (uint64_t n = RING_FIRST(tracker.failures, total); n <= total; n++) {
+        const struct failure *f = RING_ENTRY(tracker.failures, n);
         put_str("failure");
         put_u64(f->size);
         put_i64(f->device);

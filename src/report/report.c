@@ -181,10 +181,12 @@ static int choose_stacks(struct report *r)
         if (s->live_blocks || s->implicit_blocks)
             wanted[id] = 1;
     }
-    uint64_t total = r->state.failures_total < FAILURE_RING ? r->state.failures_total : FAILURE_RING;
-    for (uint64_t i = 0; i < total; i++)
-        if (r->state.failures[i].stack_id <= r->stack_count)
-            wanted[r->state.failures[i].stack_id] = 1;
+    uint64_t total = r->state.failures_total;
+    for (uint64_t n = RING_FIRST(r->state.failures, total); n <= total; n++) {
+        const struct failure *f = RING_ENTRY(r->state.failures, n);
+        if (f->stack_id <= r->stack_count)
+            wanted[f->stack_id] = 1;
+    }
     /* The timeline's stacks, so that memory at any moment can be drawn by stack. */
     for (size_t i = 0; i < r->timeline_count; i++)
         if (r->timeline[i].stack_id <= r->stack_count)
@@ -342,6 +344,14 @@ long report_frame_index(const struct report *r, uintptr_t address)
             high = mid;
     }
     return low < r->address_count && r->addresses[low] == address ? (long)low : -1;
+}
+
+const char *report_mark_label(const struct report *r, uint64_t number)
+{
+    uint64_t total = r->state.marks_total;
+    return number >= RING_FIRST(r->state.marks, total) && number <= total
+               ? RING_ENTRY(r->state.marks, number)->label
+               : NULL;
 }
 
 const char *report_api_name(const struct report *r, int api)

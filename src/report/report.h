@@ -149,6 +149,9 @@ void report_order_by_peak(const struct report *r, uint32_t *ids, uint32_t count)
 /* Index of a frame address in r->addresses (the JSON frame id), -1 if absent. */
 long report_frame_index(const struct report *r, uintptr_t address);
 const char *report_api_name(const struct report *r, int api);
+/* The label of mark number `number` (1, 2, ...); NULL once the ring has
+ * dropped it. */
+const char *report_mark_label(const struct report *r, uint64_t number);
 /* How long before the report PyTorch's counters were read (0 if after). */
 uint32_t report_torch_age_ms(const struct report *r);
 /* "nccl", "cublas", ...: the library a stack allocated through; NULL if none. */

@@ -184,10 +184,7 @@ void report_perfetto(const struct report *r, struct out *out)
         int slot = counters_slot(e->device);
         last_us = e->time_us;
         if (e->type == TIMELINE_MARK) {
-            uint64_t number = e->size, total = r->state.marks_total;
-            write_mark(r, out, e->time_us,
-                       number >= 1 && number <= total && total - number < MARK_RING
-                           ? r->state.marks[(number - 1) % MARK_RING].label : NULL);
+            write_mark(r, out, e->time_us, report_mark_label(r, e->size));
             continue;
         }
         if (e->type == TIMELINE_OOM || e->type == TIMELINE_FAILURE) {
@@ -229,17 +226,15 @@ void report_perfetto(const struct report *r, struct out *out)
             last_us = (uint64_t)r->series->samples[r->series->count - 1].time_ms * 1000;
     }
     if (!r->has_timeline) {
-        uint64_t kept = r->state.failures_total < FAILURE_RING ? r->state.failures_total
-                                                               : FAILURE_RING;
-        for (uint64_t i = 0; i < kept; i++) {
-            const struct failure *f =
-                &r->state.failures[(r->state.failures_total - kept + i) % FAILURE_RING];
+        uint64_t total = r->state.failures_total;
+        for (uint64_t n = RING_FIRST(r->state.failures, total); n <= total; n++) {
+            const struct failure *f = RING_ENTRY(r->state.failures, n);
             write_instant(r, out, (uint64_t)f->time_ms * 1000, f->oom ? "OOM" : "failed",
                           f->size, f->device, f->kind, f->api);
         }
-        kept = r->state.marks_total < MARK_RING ? r->state.marks_total : MARK_RING;
-        for (uint64_t i = 0; i < kept; i++) {
-            const struct mark *m = &r->state.marks[(r->state.marks_total - kept + i) % MARK_RING];
+        total = r->state.marks_total;
+        for (uint64_t n = RING_FIRST(r->state.marks, total); n <= total; n++) {
+            const struct mark *m = RING_ENTRY(r->state.marks, n);
             write_mark(r, out, (uint64_t)m->time_ms * 1000, m->label);
         }
     }

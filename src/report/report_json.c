@@ -233,15 +233,14 @@ static void write_live(const struct report *r, struct out *out)
 
 static void write_failures(const struct report *r, struct out *out)
 {
-    uint64_t total = r->state.failures_total;
-    uint64_t kept = total < FAILURE_RING ? total : FAILURE_RING;
+    uint64_t total = r->state.failures_total, first = RING_FIRST(r->state.failures, total);
     out_printf(out, ",\"failures\":{\"total\":%llu,\"oom_retries_succeeded\":%llu,"
                     "\"oom_retries_failed\":%llu,\"recent\":[",
                U(total), U(r->state.oom_retries_succeeded), U(r->state.oom_retries_failed));
-    for (uint64_t i = 0; i < kept; i++) {
-        const struct failure *f = &r->state.failures[(total - kept + i) % FAILURE_RING];
-        out_printf(out, "%s{\"size\":%llu,\"kind\":\"%s\",\"api\":", i ? "," : "", U(f->size),
-                   kind_name(f->kind));
+    for (uint64_t n = first; n <= total; n++) {
+        const struct failure *f = RING_ENTRY(r->state.failures, n);
+        out_printf(out, "%s{\"size\":%llu,\"kind\":\"%s\",\"api\":", n > first ? "," : "",
+                   U(f->size), kind_name(f->kind));
         out_json_string(out, report_api_name(r, f->api));
         write_device_field(out, f->device);
         out_printf(out, ",\"code\":%d,\"oom\":%s,\"stack\":%u,\"thread\":%u,\"time_ms\":%u}",
@@ -252,12 +251,11 @@ static void write_failures(const struct report *r, struct out *out)
 
 static void write_marks(const struct report *r, struct out *out)
 {
-    uint64_t total = r->state.marks_total;
-    uint64_t kept = total < MARK_RING ? total : MARK_RING;
+    uint64_t total = r->state.marks_total, first = RING_FIRST(r->state.marks, total);
     out_printf(out, ",\"marks\":{\"total\":%llu,\"recent\":[", U(total));
-    for (uint64_t i = 0; i < kept; i++) {
-        const struct mark *m = &r->state.marks[(total - kept + i) % MARK_RING];
-        out_str(out, i ? ",{\"label\":" : "{\"label\":");
+    for (uint64_t n = first; n <= total; n++) {
+        const struct mark *m = RING_ENTRY(r->state.marks, n);
+        out_str(out, n > first ? ",{\"label\":" : "{\"label\":");
         out_json_string(out, m->label);
         out_printf(out, ",\"time_ms\":%u,\"sequence\":%llu,\"device_bytes\":%llu",
                    m->time_ms, U(m->sequence), U(m->device_bytes));
@@ -424,12 +422,8 @@ static void write_timeline(const struct report *r, struct out *out)
         out_printf(out, "%s[%llu,\"%s\",", i ? "," : "", U(e->time_us),
                    timeline_type_name(e->type));
         if (e->type == TIMELINE_MARK) {
-            uint64_t number = e->size, total = r->state.marks_total;
-            out_printf(out, "null,%llu,null,null,0,", U(number));
-            if (number >= 1 && number <= total && total - number < MARK_RING)
-                out_json_string(out, r->state.marks[(number - 1) % MARK_RING].label);
-            else
-                out_str(out, "null");
+            out_printf(out, "null,%llu,null,null,0,", U(e->size));
+            out_json_string(out, report_mark_label(r, e->size));
             out_str(out, "]");
             continue;
         }

@@ -371,10 +371,11 @@ static void write_failures(const struct report *r, struct out *out, int brief)
     if (!total)
         return;
     out_printf(out, "\n  Failed allocations: %llu\n", (unsigned long long)total);
-    uint64_t kept = total < FAILURE_RING ? total : FAILURE_RING;
-    uint64_t shown = brief && kept > 3 ? 3 : kept;
-    for (uint64_t i = 0; i < shown; i++) {
-        const struct failure *f = &r->state.failures[(total - 1 - i) % FAILURE_RING];
+    uint64_t first = RING_FIRST(r->state.failures, total);
+    if (brief && total - first >= 3)
+        first = total - 2;                          /* the newest three */
+    for (uint64_t n = total; n >= first; n--) {
+        const struct failure *f = RING_ENTRY(r->state.failures, n);
         out_str(out, "   ");
         out_bytes(out, f->size);
         out_printf(out, " %s via %s on device %d failed with error %d%s at %.1f s\n",
