@@ -162,7 +162,7 @@ static int command_symbolize(int argc, char **argv)
                         "showing what it holds\n", dump);
     struct out out;
     out_fd(&out, STDOUT_FILENO);
-    report_text(r, &out, 0);
+    report_text(r, &out);
     out_flush(&out);
     int status = 0;
     if (base && config.formats && report_emit(r, base, 0) < 0)
@@ -276,7 +276,7 @@ static int command_report(int argc, char **argv)
         if (json)
             report_json(&loaded->report, &output->out);
         else
-            report_text(&loaded->report, &output->out, 0);
+            report_text(&loaded->report, &output->out);
         status = cli_output_close(output);
     }
     free(output);
@@ -285,19 +285,16 @@ static int command_report(int argc, char **argv)
     return status;
 }
 
-/* Writers that report_emit has besides text and JSON, the one place that
- * lists them: `format` is the FORMAT_* bit of config.formats that selects
- * the writer. */
+/* The formats html and export write (report writes text and JSON); their
+ * names and extensions are config.h's. */
 static const struct emitted_format {
     const char *command;        /* "html" or "export" */
-    const char *name;           /* what --format says */
-    int format;                 /* FORMAT_* bit */
-    const char *extension;      /* what report_emit adds to the path */
+    int format;                 /* FORMAT_INDEX_* */
 } emitted_formats[] = {
-    {"html", "html", FORMAT_HTML, ".html"},
-    {"export", "folded", FORMAT_FOLDED, ".folded"},
-    {"export", "perfetto", FORMAT_PERFETTO, ".trace.json"},
-    {"export", "memviz", FORMAT_MEMVIZ, ".pickle"},
+    {"html", FORMAT_INDEX_HTML},
+    {"export", FORMAT_INDEX_FOLDED},
+    {"export", FORMAT_INDEX_PERFETTO},
+    {"export", FORMAT_INDEX_MEMVIZ},
 };
 
 /* html and export: load, then report_emit with one format bit. */
@@ -319,7 +316,7 @@ static int command_emit(const char *command, int argc, char **argv)
     const struct emitted_format *f = NULL;
     for (size_t i = 0; i < sizeof(emitted_formats) / sizeof(emitted_formats[0]); i++)
         if (strcmp(emitted_formats[i].command, command) == 0 &&
-            strcmp(emitted_formats[i].name, o.format) == 0)
+            strcmp(config_formats[emitted_formats[i].format].name, o.format) == 0)
             f = &emitted_formats[i];
     if (!f)
         return cli_usage_error(command, "unknown format", o.format);
@@ -330,10 +327,10 @@ static int command_emit(const char *command, int argc, char **argv)
      * keep an existing file and write beside it, as the tracer must). */
     char path[PATH_MAX];
     struct stat st;
-    if (output_path(o.output, f->extension, path, sizeof(path)) == 0 && stat(path, &st) == 0 &&
-        S_ISREG(st.st_mode))
+    if (output_path(o.output, config_formats[f->format].extension, path, sizeof(path)) == 0 &&
+        stat(path, &st) == 0 && S_ISREG(st.st_mode))
         unlink(path);
-    config.formats = f->format;
+    config.formats = 1 << f->format;
     config.quiet = 1;
     status = report_emit(&loaded->report, o.output, 0) < 0 ? CLI_UNREADABLE : CLI_OK;
     report_unload(loaded);

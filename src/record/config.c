@@ -85,13 +85,11 @@ int config_parse_size(const char *text, uint64_t *out)
     return 0;
 }
 
-static const struct {
-    const char *name;
-    int bit;
-} format_names[] = {{"text", FORMAT_TEXT},         {"json", FORMAT_JSON},
-                    {"html", FORMAT_HTML},         {"folded", FORMAT_FOLDED},
-                    {"perfetto", FORMAT_PERFETTO}, {"memviz", FORMAT_MEMVIZ}};
-#define FORMAT_NAME_COUNT (sizeof(format_names) / sizeof(format_names[0]))
+const struct config_format config_formats[FORMAT_COUNT] = {
+#define X(id, name, extension) [FORMAT_INDEX_##id] = {#name, extension},
+    REPORT_FORMATS(X)
+#undef X
+};
 
 /* A comma-separated list of format names, or "none". */
 int config_parse_formats(const char *text, int *out)
@@ -104,13 +102,14 @@ int config_parse_formats(const char *text, int *out)
     }
     while (*p) {
         size_t n = strcspn(p, ",");
-        unsigned i;
-        for (i = 0; i < FORMAT_NAME_COUNT; i++)
-            if (n == strlen(format_names[i].name) && strncasecmp(p, format_names[i].name, n) == 0)
+        int i;
+        for (i = 0; i < FORMAT_COUNT; i++)
+            if (n == strlen(config_formats[i].name) &&
+                strncasecmp(p, config_formats[i].name, n) == 0)
                 break;
-        if (i == FORMAT_NAME_COUNT)
+        if (i == FORMAT_COUNT)
             return -1;
-        formats |= format_names[i].bit;
+        formats |= 1 << i;
         p += n;
         if (*p == ',')
             p++;
@@ -126,16 +125,16 @@ const char *config_format_names(int formats, char *text, size_t size)
 {
     size_t used = 0;
     text[0] = '\0';
-    for (unsigned i = 0; i < FORMAT_NAME_COUNT; i++) {
-        if (!(formats & format_names[i].bit))
+    for (int i = 0; i < FORMAT_COUNT; i++) {
+        if (!(formats & (1 << i)))
             continue;
-        size_t n = strlen(format_names[i].name) + (used ? 1 : 0);
+        size_t n = strlen(config_formats[i].name) + (used ? 1 : 0);
         if (used + n >= size)
             break;
         if (used)
             text[used++] = ',';
-        strcpy(text + used, format_names[i].name);
-        used += strlen(format_names[i].name);
+        strcpy(text + used, config_formats[i].name);
+        used += strlen(config_formats[i].name);
     }
     if (used == 0 && size > 4)
         strcpy(text, "none");

@@ -8,14 +8,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum {
-    FORMAT_TEXT = 1,
-    FORMAT_JSON = 2,
-    FORMAT_HTML = 4,        /* one self-contained page (report_html.c) */
-    FORMAT_FOLDED = 8,      /* folded stacks for flamegraph.pl, speedscope */
-    FORMAT_PERFETTO = 16,   /* Chrome Trace Event JSON (ui.perfetto.dev) */
-    FORMAT_MEMVIZ = 32,     /* a pickle for PyTorch's memory_viz */
+/* The report formats, one row each: its name (CUMEMTRACE_FORMAT, the
+ * command's --format) and the extension of its file. config.c reads names
+ * with it, report/emit.c writes a file of each with the writer report_NAME,
+ * the command finds a format's name and extension in it. */
+#define REPORT_FORMATS(X)                                                                    \
+    X(TEXT, text, ".txt")                                                                    \
+    X(JSON, json, ".json")                                                                   \
+    X(HTML, html, ".html")              /* one self-contained page */                       \
+    X(FOLDED, folded, ".folded")        /* folded stacks for flamegraph.pl, speedscope */   \
+    X(PERFETTO, perfetto, ".trace.json") /* Chrome Trace Event JSON (ui.perfetto.dev) */    \
+    X(MEMVIZ, memviz, ".pickle")        /* a pickle for PyTorch's memory_viz */
+
+enum format_index {
+#define X(id, name, extension) FORMAT_INDEX_##id,
+    REPORT_FORMATS(X)
+#undef X
+    FORMAT_COUNT
 };
+
+/* config.formats is a set of these bits. */
+enum {
+#define X(id, name, extension) FORMAT_##id = 1 << FORMAT_INDEX_##id,
+    REPORT_FORMATS(X)
+#undef X
+};
+
+struct config_format {
+    const char *name;
+    const char *extension;
+};
+extern const struct config_format config_formats[FORMAT_COUNT];
 /* Formats that draw memory over time: they turn the event timeline on. */
 #define FORMATS_WITH_TIMELINE (FORMAT_HTML | FORMAT_PERFETTO | FORMAT_MEMVIZ)
 #define CONFIG_DEFAULT_EVENTS (1u << 20)

@@ -10,29 +10,29 @@
 #include "log.h"
 #include "report.h"
 
-static int write_file(const struct report *r, int format, const char *template_,
-                      const char *suffix)
+/* Each format's writer, report_NAME (config.h lists the formats). */
+static void (*const writers[FORMAT_COUNT])(const struct report *, struct out *) = {
+#define X(id, name, extension) [FORMAT_INDEX_##id] = report_##name,
+    REPORT_FORMATS(X)
+#undef X
+};
+
+static int write_file(const struct report *r, int format, const char *template_)
 {
+    const char *extension = config_formats[format].extension;
     char path[4096];
     int result = -1;
     struct out *out = pages_alloc(sizeof(*out));
     if (!out)
         return -1;
-    if (output_path(template_, suffix, path, sizeof(path)) < 0 ||
+    if (output_path(template_, extension, path, sizeof(path)) < 0 ||
         output_claim(path, sizeof(path)) < 0) {
         log_line("the output path template '%s' makes a path that is too long; no %s report "
-                 "written", template_, suffix + 1);
+                 "written", template_, extension + 1);
     } else if (out_open(out, path) < 0) {
         log_line("cannot write report to '%s': %s", path, strerror(errno));
     } else {
-        switch (format) {
-        case FORMAT_JSON: report_json(r, out); break;
-        case FORMAT_HTML: report_html(r, out); break;
-        case FORMAT_FOLDED: report_folded(r, out); break;
-        case FORMAT_PERFETTO: report_perfetto(r, out); break;
-        case FORMAT_MEMVIZ: report_memviz(r, out); break;
-        default: report_text(r, out, 0); break;
-        }
+        writers[format](r, out);
         if (out_close(out, path) < 0) {
             log_line("cannot write report to '%s': %s", path, strerror(errno));
         } else {
@@ -52,26 +52,14 @@ int report_emit(const struct report *r, const char *template_, int summary)
         struct out *out = pages_alloc(sizeof(*out));
         if (out) {
             out_fd(out, STDERR_FILENO);
-            report_text(r, out, 1);
+            report_summary(r, out);
             out_flush(out);
             pages_free(out, sizeof(*out));
         }
     }
-    if ((config.formats & FORMAT_TEXT) && write_file(r, FORMAT_TEXT, template_, ".txt") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_JSON) && write_file(r, FORMAT_JSON, template_, ".json") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_HTML) && write_file(r, FORMAT_HTML, template_, ".html") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_FOLDED) &&
-        write_file(r, FORMAT_FOLDED, template_, ".folded") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_PERFETTO) &&
-        write_file(r, FORMAT_PERFETTO, template_, ".trace.json") < 0)
-        result = -1;
-    if ((config.formats & FORMAT_MEMVIZ) &&
-        write_file(r, FORMAT_MEMVIZ, template_, ".pickle") < 0)
-        result = -1;
+    for (int format = 0; format < FORMAT_COUNT; format++)
+        if ((config.formats & (1 << format)) && write_file(r, format, template_) < 0)
+            result = -1;
     return result;
 }
 

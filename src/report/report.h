@@ -164,7 +164,9 @@ struct report *report_new(const char *reason);
 void report_delete(struct report *r);
 
 /* The writers. */
-void report_text(const struct report *r, struct out *out, int brief);
+void report_text(const struct report *r, struct out *out);
+/* The summary on stderr: the top CUMEMTRACE_TOP entries of each section. */
+void report_summary(const struct report *r, struct out *out);
 void report_json(const struct report *r, struct out *out);
 /* report_html.c: one self-contained page; report_export.c: the exports. */
 void report_html(const struct report *r, struct out *out);

@@ -1,8 +1,8 @@
 /* report_text.c - the report a person reads: counters, leaks, largest holders.
  *
- * `brief` is the summary printed on stderr at exit: the top CUMEMTRACE_TOP
- * entries of each section with their first frames. The .txt file is the same
- * with every entry and every frame. */
+ * The summary printed on stderr (report_summary, `brief` below) holds the
+ * top CUMEMTRACE_TOP entries of each section with their first frames. The
+ * .txt file (report_text) is the same with every entry and every frame. */
 #include <stdio.h>
 #include <string.h>
 
@@ -449,7 +449,7 @@ static void write_event(const struct report *r, struct out *out, int brief)
     write_stack(r, out, e->stack_id, brief);
 }
 
-void report_text(const struct report *r, struct out *out, int brief)
+static void write_report(const struct report *r, struct out *out, int brief)
 {
     out_printf(out, "==== cumemtrace %s report, pid %d, %.1f s after start ====\n", r->reason,
                r->pid, r->now_ms / 1000.0);
@@ -485,4 +485,14 @@ void report_text(const struct report *r, struct out *out, int brief)
     write_failures(r, out, brief);
     write_lost(r, out);
     out_str(out, "==== end of cumemtrace report ====\n");
+}
+
+void report_text(const struct report *r, struct out *out)
+{
+    write_report(r, out, 0);
+}
+
+void report_summary(const struct report *r, struct out *out)
+{
+    write_report(r, out, 1);
 }
