@@ -175,13 +175,8 @@ static void read_counters(struct report *r, struct fields *f)
     uint64_t slot = number(f), set = number(f);
     if (slot > MAX_DEVICES || set > KIND_COUNT)
         return;
-    struct counters *c = &r->counters->sets[slot][set];
-    uint64_t *values[] = {&c->bytes_current, &c->bytes_peak, &c->bytes_allocated,
-                          &c->bytes_freed, &c->blocks_current, &c->blocks_peak,
-                          &c->blocks_allocated, &c->blocks_freed, &c->implicit_bytes,
-                          &c->implicit_blocks, &c->failures, &c->ooms};
-    for (unsigned i = 0; i < sizeof(values) / sizeof(values[0]); i++)
-        *values[i] = number(f);
+    for (int i = 0; i < COUNTER_KEY_COUNT; i++)
+        *counter_figure(&r->counters->sets[slot][set], i) = number(f);
     r->counters->device_seen[slot] = 1;
 }
 

@@ -238,21 +238,10 @@ static void load_tracer(struct loader *l, const struct json_value *root)
 
 static void load_counters(const struct json_value *from, struct counters *c)
 {
-    const struct json_value *bytes = json_get(from, "allocated_bytes");
-    const struct json_value *blocks = json_get(from, "allocation");
-    const struct json_value *implicit = json_get(from, "freed_implicitly");
-    c->bytes_current = get_u64(bytes, "current");
-    c->bytes_peak = get_u64(bytes, "peak");
-    c->bytes_allocated = get_u64(bytes, "allocated");
-    c->bytes_freed = get_u64(bytes, "freed");
-    c->blocks_current = get_u64(blocks, "current");
-    c->blocks_peak = get_u64(blocks, "peak");
-    c->blocks_allocated = get_u64(blocks, "allocated");
-    c->blocks_freed = get_u64(blocks, "freed");
-    c->implicit_bytes = get_u64(implicit, "bytes");
-    c->implicit_blocks = get_u64(implicit, "blocks");
-    c->failures = get_u64(from, "num_alloc_failures");
-    c->ooms = get_u64(from, "num_ooms");
+    for (int i = 0; i < COUNTER_KEY_COUNT; i++) {
+        const struct counter_key *k = &counter_keys[i];
+        *counter_figure(c, i) = get_u64(k->group ? json_get(from, k->group) : from, k->key);
+    }
 }
 
 /* A figure that may be null: `missing` then. */

@@ -19,6 +19,7 @@
 #include "kinds.h"
 #include "output.h"
 #include "python.h"
+#include "records.h"
 #include "registry.h"
 #include "stacks.h"
 #include "tracker.h"
@@ -201,16 +202,11 @@ static void write_counters(void)
         if (!table.device_seen[slot])
             continue;
         for (int set = 0; set <= KIND_COUNT; set++) {
-            const struct counters *c = &table.sets[slot][set];
-            const uint64_t values[] = {c->bytes_current, c->bytes_peak, c->bytes_allocated,
-                                       c->bytes_freed, c->blocks_current, c->blocks_peak,
-                                       c->blocks_allocated, c->blocks_freed, c->implicit_bytes,
-                                       c->implicit_blocks, c->failures, c->ooms};
             put_str("counters");
             put_u64((uint64_t)slot);
             put_u64((uint64_t)set);
-            for (unsigned i = 0; i < sizeof(values) / sizeof(values[0]); i++)
-                put_u64(values[i]);
+            for (int i = 0; i < COUNTER_KEY_COUNT; i++)
+                put_u64(counter_value(&table.sets[slot][set], i));
             put_str("\n");
         }
     }

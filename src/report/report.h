@@ -15,22 +15,13 @@
 #include "growth.h"
 #include "output.h"
 #include "python.h"
+#include "records.h"
 #include "series.h"
 #include "stacks.h"
 #include "symbolize.h"
 #include "timeline.h"
 #include "torch_stats.h"
 #include "tracker.h"
-
-#define REPORT_FORMAT_VERSION 1
-
-/* The JSON names of a pool's figures (a device's "default_pool", "pools"),
- * in the order they are written; the writer and the loader both use these. */
-#define POOL_FIGURE_KEYS(X)                                                                  \
-    X(reserved, "reserved_bytes")                                                            \
-    X(reserved_peak, "reserved_peak")                                                        \
-    X(used, "used_bytes")                                                                    \
-    X(used_peak, "used_peak")
 
 struct report_block {
     uint64_t value, size, sequence;

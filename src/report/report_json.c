@@ -13,17 +13,29 @@
 
 #define U(x) ((unsigned long long)(x))
 
+/* {"allocated_bytes":{"current":N,...},...,"num_ooms":N}: counter_keys, in
+ * order, a group's keys inside one object. */
 static void write_counters(struct out *out, const struct counters *c)
 {
-    out_printf(out,
-               "{\"allocated_bytes\":{\"current\":%llu,\"peak\":%llu,\"allocated\":%llu,"
-               "\"freed\":%llu},\"allocation\":{\"current\":%llu,\"peak\":%llu,"
-               "\"allocated\":%llu,\"freed\":%llu},\"freed_implicitly\":{\"bytes\":%llu,"
-               "\"blocks\":%llu},\"num_alloc_failures\":%llu,\"num_ooms\":%llu}",
-               U(c->bytes_current), U(c->bytes_peak), U(c->bytes_allocated), U(c->bytes_freed),
-               U(c->blocks_current), U(c->blocks_peak), U(c->blocks_allocated),
-               U(c->blocks_freed), U(c->implicit_bytes), U(c->implicit_blocks), U(c->failures),
-               U(c->ooms));
+    const char *group = NULL;     /* the group whose object is open */
+    int first = 1;                /* nothing written yet in the object open */
+    out_str(out, "{");
+    for (int i = 0; i < COUNTER_KEY_COUNT; i++) {
+        const struct counter_key *k = &counter_keys[i];
+        if (group && (!k->group || strcmp(k->group, group) != 0)) {
+            out_str(out, "}");
+            group = NULL;
+            first = 0;
+        }
+        if (k->group && !group) {
+            out_printf(out, "%s\"%s\":{", first ? "" : ",", k->group);
+            group = k->group;
+            first = 1;
+        }
+        out_printf(out, "%s\"%s\":%llu", first ? "" : ",", k->key, U(counter_value(c, i)));
+        first = 0;
+    }
+    out_str(out, group ? "}}" : "}");
 }
 
 static void write_optional_int(struct out *out, const char *key, int value)
