@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crashdump.h"
 #include "dump_read.h"
 #include "kinds.h"
 
@@ -71,12 +70,6 @@ static size_t hex_bytes(struct fields *f, char *out, size_t size)
     return n;
 }
 
-static int starts(const char *line, const char *word)
-{
-    size_t n = strlen(word);
-    return strncmp(line, word, n) == 0 && (line[n] == ' ' || line[n] == '\n' || line[n] == '\0');
-}
-
 struct counts {
     size_t stacks, frames, blocks, apis, threads, handles, python;
 };
@@ -88,23 +81,18 @@ static void count_records(char *text, size_t length, struct counts *c)
         char *eol = memchr(p, '\n', end - p);
         if (!eol)
             eol = end;
-        if (starts(p, "stack")) {
-            c->stacks++;
+        int record = dump_record_of(p);
+        if (record == DUMP_MAPS)
+            break;
+        if (record == DUMP_STACK)
             for (char *q = p; q < eol; q++)
                 c->frames += *q == ' ';
-        } else if (starts(p, "block")) {
-            c->blocks++;
-        } else if (starts(p, "api")) {
-            c->apis++;
-        } else if (starts(p, "thread")) {
-            c->threads++;
-        } else if (starts(p, "handle")) {
-            c->handles++;
-        } else if (starts(p, "pyloc")) {
-            c->python++;
-        } else if (starts(p, "maps")) {
-            break;
-        }
+        c->stacks += record == DUMP_STACK;
+        c->blocks += record == DUMP_BLOCK;
+        c->apis += record == DUMP_API;
+        c->threads += record == DUMP_THREAD;
+        c->handles += record == DUMP_HANDLE;
+        c->python += record == DUMP_PYLOC;
         p = eol + 1;
     }
 }
@@ -180,13 +168,66 @@ static void read_counters(struct report *r, struct fields *f)
     r->counters->device_seen[slot] = 1;
 }
 
-static const char *lock_name(const char *text)
+static void read_api(struct report *r, struct fields *f)
 {
-    static const char *known[] = {"taken", "busy", "inside"};
-    for (unsigned i = 0; i < 3; i++)
-        if (text && strcmp(text, known[i]) == 0)
-            return known[i];
-    return "unknown";
+    uint64_t index = number(f);
+    char *name = next_field(f);
+    if (index < MAX_APIS && name && (int)index < r->api_count)
+        ((const char **)r->api_names)[index] = name;
+}
+
+static void read_lost(struct report *r, struct fields *f)
+{
+    uint64_t index = number(f);
+    if (index < LOST_COUNT)
+        r->state.lost[index] = number(f);
+}
+
+static void read_thread(struct report *r, struct fields *f)
+{
+    uint64_t n = number(f);
+    if (n >= 1 && n <= r->state.threads_used) {
+        r->state.threads[n - 1].tid = (int)signed_number(f);
+        hex_bytes(f, r->state.threads[n - 1].name, sizeof(r->state.threads[0].name));
+    }
+}
+
+static void read_python_location(struct report *r, struct fields *f)
+{
+    uint64_t id = number(f);
+    if (id < 1 || id > r->python_count)
+        return;
+    struct python_location *l = &r->python[id - 1];
+    l->line = (int)signed_number(f);
+    /* Decoded in place: the hex text is twice as long as the bytes. */
+    char *file = f->at, *function;
+    hex_bytes(f, file, strlen(file) + 1);
+    function = f->at;
+    hex_bytes(f, function, strlen(function) + 1);
+    l->file = file;
+    l->function = function;
+}
+
+static void read_handle(struct report *r, struct fields *f)
+{
+    uint64_t n = number(f);
+    if (n >= 1 && n <= r->state.handles_used)
+        r->state.handles[n - 1] = hex_number(f);
+}
+
+/* From the line after "maps": the process's maps, up to "end-maps"; the
+ * dump is complete when "end" follows. */
+static void read_maps(struct report *r, char *first, char *end, const char **maps,
+                      size_t *maps_length)
+{
+    char end_maps[32], end_line[32];
+    snprintf(end_maps, sizeof(end_maps), "\n%s", dump_record_names[DUMP_END_MAPS]);
+    snprintf(end_line, sizeof(end_line), "\n%s\n", dump_record_names[DUMP_END]);
+    char *close = first <= end ? strstr(first, end_maps) : NULL;
+    *maps = first;
+    *maps_length = close ? (size_t)(close - first + 1) : (size_t)(end - first);
+    if (close && strstr(close, end_line))
+        r->dump_complete = 1;
 }
 
 static int parse(struct report *r, char *text, size_t length, const char **maps,
@@ -199,76 +240,67 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
         char *eol = memchr(p, '\n', end - p);
         if (!eol)
             eol = end;
-        if (starts(p, "maps")) {
-            char *first = eol + 1;
-            char *close = first <= end ? strstr(first, "\nend-maps") : NULL;
-            *maps = first;
-            *maps_length = close ? (size_t)(close - first + 1) : (size_t)(end - first);
-            if (close && strstr(close, "\nend\n"))
-                r->dump_complete = 1;
+        int record = dump_record_of(p);
+        if (record == DUMP_MAPS) {
+            read_maps(r, eol + 1, end, maps, maps_length);
             break;
         }
         *eol = '\0';
         struct fields f = {p};
-        char *word = next_field(&f);
-        if (!word) {
-        } else if (strcmp(word, "pid") == 0) {
+        next_field(&f);         /* the record's name */
+        switch (record) {
+        case DUMP_PID:
             r->pid = (int)number(&f);
-        } else if (strcmp(word, "ppid") == 0) {
+            break;
+        case DUMP_PPID:
             r->ppid = (int)number(&f);
-        } else if (strcmp(word, "signal") == 0) {
+            break;
+        case DUMP_SIGNAL:
             r->event.signal = (int)number(&f);
-        } else if (strcmp(word, "lock") == 0) {
-            r->event.lock = lock_name(next_field(&f));
-        } else if (strcmp(word, "time_ms") == 0) {
+            break;
+        case DUMP_LOCK:
+            r->event.lock = dump_lock_name(next_field(&f));
+            break;
+        case DUMP_TIME_MS:
             r->now_ms = (uint32_t)number(&f);
-        } else if (strcmp(word, "start_unix_ms") == 0) {
+            break;
+        case DUMP_START_UNIX_MS:
             start_ms = number(&f);
-        } else if (strcmp(word, "cmdline") == 0) {
+            break;
+        case DUMP_CMDLINE:
             r->argv_bytes = hex_bytes(&f, r->argv, sizeof(r->argv));
-        } else if (strcmp(word, "api") == 0) {
-            uint64_t index = number(&f);
-            char *name = next_field(&f);
-            if (index < MAX_APIS && name && (int)index < r->api_count)
-                ((const char **)r->api_names)[index] = name;
-        } else if (strcmp(word, "counters") == 0) {
+            break;
+        case DUMP_API:
+            read_api(r, &f);
+            break;
+        case DUMP_COUNTERS:
             read_counters(r, &f);
-        } else if (strcmp(word, "stack") == 0) {
+            break;
+        case DUMP_STACK:
             read_stack(r, &f, &frames_used);
-        } else if (strcmp(word, "block") == 0) {
+            break;
+        case DUMP_BLOCK:
             read_block(r, &f);
-        } else if (strcmp(word, "failures_total") == 0) {
+            break;
+        case DUMP_FAILURES_TOTAL:
             r->state.failures_total = number(&f);
             failure_number = RING_FIRST(r->state.failures, r->state.failures_total);
-        } else if (strcmp(word, "failure") == 0) {
+            break;
+        case DUMP_FAILURE:
             read_failure(r, &f, &failure_number);
-        } else if (strcmp(word, "lost") == 0) {
-            uint64_t index = number(&f);
-            if (index < LOST_COUNT)
-                r->state.lost[index] = number(&f);
-        } else if (strcmp(word, "thread") == 0) {
-            uint64_t n = number(&f);
-            if (n >= 1 && n <= r->state.threads_used) {
-                r->state.threads[n - 1].tid = (int)signed_number(&f);
-                hex_bytes(&f, r->state.threads[n - 1].name, sizeof(r->state.threads[0].name));
-            }
-        } else if (strcmp(word, "pyloc") == 0) {
-            uint64_t id = number(&f);
-            if (id >= 1 && id <= r->python_count) {
-                struct python_location *l = &r->python[id - 1];
-                l->line = (int)signed_number(&f);
-                /* Decoded in place: the hex text is twice as long as the bytes. */
-                char *file = f.at, *function;
-                hex_bytes(&f, file, strlen(file) + 1);
-                function = f.at;
-                hex_bytes(&f, function, strlen(function) + 1);
-                l->file = file;
-                l->function = function;
-            }
-        } else if (strcmp(word, "handle") == 0) {
-            uint64_t n = number(&f);
-            if (n >= 1 && n <= r->state.handles_used)
-                r->state.handles[n - 1] = hex_number(&f);
+            break;
+        case DUMP_LOST:
+            read_lost(r, &f);
+            break;
+        case DUMP_THREAD:
+            read_thread(r, &f);
+            break;
+        case DUMP_PYLOC:
+            read_python_location(r, &f);
+            break;
+        case DUMP_HANDLE:
+            read_handle(r, &f);
+            break;
         }
         p = eol + 1;
     }
@@ -307,7 +339,10 @@ int dump_read(const char *path, struct report *r)
         return -1;
     length = done;
     text[length] = '\0';
-    if (strncmp(text, "cumemtrace-dump 1\n", 18) != 0) {
+    char header[32];
+    int header_length = snprintf(header, sizeof(header), "%s %d\n",
+                                 dump_record_names[DUMP_HEADER], DUMP_FORMAT_VERSION);
+    if (strncmp(text, header, (size_t)header_length) != 0) {
         errno = EPROTO;
         return -1;
     }

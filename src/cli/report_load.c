@@ -168,8 +168,6 @@ static void load_process(struct loader *l, const struct json_value *root)
 
 static void load_event(struct loader *l, const struct json_value *root)
 {
-    static const char *locks[] = {"taken", "busy", "inside", "unknown"};
-    static const char *retries[] = {"none", "pending", "succeeded", "failed"};
     struct report_event *e = &l->r->event;
     const struct json_value *event = json_get(root, "event");
     const char *type = json_string(json_get(event, "type"));
@@ -180,11 +178,7 @@ static void load_event(struct loader *l, const struct json_value *root)
         e->type = EVENT_SIGNAL;
     } else if (strcmp(type, "crash") == 0) {
         e->type = EVENT_CRASH;
-        const char *lock = json_string(json_get(event, "lock"));
-        e->lock = locks[3];
-        for (int i = 0; lock && i < 3; i++)
-            if (strcmp(lock, locks[i]) == 0)
-                e->lock = locks[i];
+        e->lock = dump_lock_name(json_string(json_get(event, "lock")));
     } else if (strcmp(type, "oom") == 0) {
         e->type = EVENT_OOM;
         e->size = get_u64(event, "size");
@@ -200,8 +194,8 @@ static void load_event(struct loader *l, const struct json_value *root)
             e->total = get_u64(event, "driver_total");
         }
         const char *retry = json_string(json_get(event, "retry"));
-        for (int i = 0; retry && i < 4; i++)
-            if (strcmp(retry, retries[i]) == 0)
+        for (int i = 0; retry && i < RETRY_COUNT; i++)
+            if (strcmp(retry, retry_names[i]) == 0)
                 e->retry = i;
     } else {
         fail(l, "an unknown event type");
@@ -210,11 +204,6 @@ static void load_event(struct loader *l, const struct json_value *root)
 
 static void load_tracer(struct loader *l, const struct json_value *root)
 {
-    static const char *lost_names[LOST_COUNT] = {
-        [LOST_REENTRY] = "reentry",           [LOST_NO_MEMORY] = "no_memory",
-        [LOST_UNRESOLVED] = "unresolved",     [LOST_UNKNOWN_FREE] = "unknown_free",
-        [LOST_MISSED_FREE] = "missed_free",   [LOST_UNWRAPPED] = "unwrapped_lookup",
-    };
     struct report *r = l->r;
     const struct json_value *tracer = json_get(root, "tracer");
     r->registry_bytes = (size_t)get_u64(tracer, "registry_bytes");
@@ -549,16 +538,6 @@ static void load_growth(struct loader *l, const struct json_value *root)
     }
 }
 
-/* The event timeline and the coarse series, when the file has them: what the
- * HTML report and the exports draw memory over time from. */
-static const struct {
-    const char *name;
-    int type;
-} timeline_types[] = {{"alloc", TIMELINE_ALLOC},     {"free", TIMELINE_FREE},
-                      {"free_implicit", TIMELINE_FREE_IMPLICIT},
-                      {"failure", TIMELINE_FAILURE}, {"oom", TIMELINE_OOM},
-                      {"mark", TIMELINE_MARK}};
-
 static uint64_t item_u64(const struct json_value *item)
 {
     uint64_t value = 0;
@@ -574,9 +553,9 @@ static void load_timeline_event(struct loader *l, const struct json_value *e,
          v = v->next)
         item[n++] = v;
     const char *type = n >= 7 ? json_string(item[1]) : NULL;
-    for (size_t t = 0; type && t < sizeof(timeline_types) / sizeof(timeline_types[0]); t++)
-        if (strcmp(type, timeline_types[t].name) == 0)
-            out->type = (uint8_t)timeline_types[t].type;
+    for (int t = TIMELINE_ALLOC; type && t <= TIMELINE_MARK; t++)
+        if (strcmp(type, timeline_type_name(t)) == 0)
+            out->type = (uint8_t)t;
     if (out->type == 0) {
         fail(l, "a timeline event that is not [time_us, event, address, size, ...]");
         return;
@@ -602,6 +581,8 @@ static void load_timeline_event(struct loader *l, const struct json_value *e,
         fail(l, "a timeline event names a stack that is not in \"stacks\"");
 }
 
+/* The event timeline and the coarse series, when the file has them: what the
+ * HTML report and the exports draw memory over time from. */
 static void load_timeline_and_series(struct loader *l, const struct json_value *root)
 {
     struct report *r = l->r;
@@ -763,7 +744,9 @@ int report_load(const char *path, struct loaded_report *loaded, char *error, siz
         return -1;
     }
     int status;
-    if (length >= 16 && strncmp(text, "cumemtrace-dump ", 16) == 0) {
+    size_t dump = strlen(dump_record_names[DUMP_HEADER]);
+    if (length > dump && strncmp(text, dump_record_names[DUMP_HEADER], dump) == 0 &&
+        text[dump] == ' ') {
         free(text);             /* dump_read reads it again, its own way */
         loaded->from_dump = 1;
         status = dump_read(path, &loaded->report);

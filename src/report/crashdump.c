@@ -70,6 +70,12 @@ static void put_str(const char *s)
     put(s, strlen(s));
 }
 
+/* A record's name: the start of its line (records.h). */
+static void put_record(enum dump_record record)
+{
+    put_str(dump_record_names[record]);
+}
+
 static void put_u64(uint64_t value)
 {
     char digits[24];
@@ -144,49 +150,48 @@ static void copy_file(const char *name)
 
 /* ---- the dump ----------------------------------------------------------------- */
 
-static const char *take_lock(int *taken)
+static enum dump_lock take_lock(void)
 {
-    *taken = 0;
     if (tracker_inside())
-        return "inside";
+        return DUMP_LOCK_INSIDE;
     struct timespec pause = {0, 1000000};
     for (int i = 0; i < 200; i++) {
-        if (tracker_trylock()) {
-            *taken = 1;
-            return "taken";
-        }
+        if (tracker_trylock())
+            return DUMP_LOCK_TAKEN;
         nanosleep(&pause, NULL);
     }
-    return "busy";
+    return DUMP_LOCK_BUSY;
 }
 
-static void write_header(int signal, const char *lock)
+static void put_number_line(enum dump_record record, uint64_t value)
 {
-    put_str("cumemtrace-dump");
-    put_u64(DUMP_FORMAT_VERSION);
-    put_str("\npid");
-    put_u64((uint64_t)getpid());
-    put_str("\nppid");
-    put_u64((uint64_t)getppid());
-    put_str("\nsignal");
-    put_u64((uint64_t)signal);
-    put_str("\nlock ");
-    put_str(lock);
-    put_str("\ntime_ms");
-    put_u64(tracker_now_ms());
-    put_str("\nstart_unix_ms");
-    put_u64((uint64_t)(tracker.start_unix * 1000));
+    put_record(record);
+    put_u64(value);
     put_str("\n");
+}
+
+static void write_header(int signal, enum dump_lock lock)
+{
+    put_number_line(DUMP_HEADER, DUMP_FORMAT_VERSION);
+    put_number_line(DUMP_PID, (uint64_t)getpid());
+    put_number_line(DUMP_PPID, (uint64_t)getppid());
+    put_number_line(DUMP_SIGNAL, (uint64_t)signal);
+    put_record(DUMP_LOCK);
+    put_str(" ");
+    put_str(dump_lock_names[lock]);
+    put_str("\n");
+    put_number_line(DUMP_TIME_MS, tracker_now_ms());
+    put_number_line(DUMP_START_UNIX_MS, (uint64_t)(tracker.start_unix * 1000));
     char cmdline[4096];
     int in = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     ssize_t n = in >= 0 ? read(in, cmdline, sizeof(cmdline)) : -1;
     if (in >= 0)
         close(in);
-    put_str("cmdline");
+    put_record(DUMP_CMDLINE);
     put_bytes_hex(cmdline, n > 0 ? (size_t)n : 0);
     put_str("\n");
     for (int api = 0; api < host.api_count; api++) {
-        put_str("api");
+        put_record(DUMP_API);
         put_u64((uint64_t)api);
         put_str(" ");
         put_str(host.api_names[api]);
@@ -202,7 +207,7 @@ static void write_counters(void)
         if (!table.device_seen[slot])
             continue;
         for (int set = 0; set <= KIND_COUNT; set++) {
-            put_str("counters");
+            put_record(DUMP_COUNTERS);
             put_u64((uint64_t)slot);
             put_u64((uint64_t)set);
             for (int i = 0; i < COUNTER_KEY_COUNT; i++)
@@ -218,7 +223,7 @@ static void write_stacks(void)
     for (uint32_t id = 1; id <= count; id++) {
         const struct stack *s = stack_get(id);
         const struct stack_stats *t = &s->stats;
-        put_str("stack");
+        put_record(DUMP_STACK);
         put_u64(id);
         put_u64(t->live_bytes);
         put_u64(t->live_blocks);
@@ -240,7 +245,7 @@ static void write_blocks(void)
     size_t limit = registry_count() + 1;   /* a bound, should a busy table loop */
     struct registry_cursor cursor;
     for (struct block *b = registry_first(&cursor); b && limit-- > 0; b = registry_next(&cursor)) {
-        put_str("block");
+        put_record(DUMP_BLOCK);
         put_hex(block_value(b));
         put_u64(b->size);
         put_u64(b->sequence);
@@ -259,12 +264,10 @@ static void write_blocks(void)
 static void write_rest(void)
 {
     uint64_t total = tracker.failures_total;
-    put_str("failures_total");
-    put_u64(total);
-    put_str("\n");
+    put_number_line(DUMP_FAILURES_TOTAL, total);
     for (uint64_t n = RING_FIRST(tracker.failures, total); n <= total; n++) {
         const struct failure *f = RING_ENTRY(tracker.failures, n);
-        put_str("failure");
+        put_record(DUMP_FAILURE);
         put_u64(f->size);
         put_i64(f->device);
         put_u64((uint64_t)f->kind);
@@ -277,13 +280,13 @@ static void write_rest(void)
         put_str("\n");
     }
     for (int i = 0; i < LOST_COUNT; i++) {
-        put_str("lost");
+        put_record(DUMP_LOST);
         put_u64((uint64_t)i);
         put_u64(tracker.lost[i]);
         put_str("\n");
     }
     for (uint32_t i = 0; tracker.threads && i < tracker.threads_used; i++) {
-        put_str("thread");
+        put_record(DUMP_THREAD);
         put_u64(i + 1);
         put_i64(tracker.threads[i].tid);
         put_bytes_hex(tracker.threads[i].name, strnlen(tracker.threads[i].name, 16));
@@ -291,7 +294,7 @@ static void write_rest(void)
     }
     for (uint32_t id = 1; id <= python_location_count(); id++) {
         const struct python_location *l = python_location_at(id);
-        put_str("pyloc");
+        put_record(DUMP_PYLOC);
         put_u64(id);
         put_i64(l->line);
         put_bytes_hex(l->file, strlen(l->file));
@@ -299,7 +302,7 @@ static void write_rest(void)
         put_str("\n");
     }
     for (uint32_t i = 0; tracker.handles && i < tracker.handles_used; i++) {
-        put_str("handle");
+        put_record(DUMP_HANDLE);
         put_u64(i + 1);
         put_hex(tracker.handles[i]);
         put_str("\n");
@@ -320,8 +323,7 @@ void crashdump_write(int signal)
         return;
     }
     used = 0;
-    int taken;
-    const char *lock = take_lock(&taken);
+    enum dump_lock lock = take_lock();
     write_header(signal, lock);
     flush();
     write_counters();
@@ -330,11 +332,15 @@ void crashdump_write(int signal)
     write_stacks();
     flush();
     write_blocks();
-    if (taken)
+    if (lock == DUMP_LOCK_TAKEN)
         tracker_unlock();
-    put_str("maps\n");
+    put_record(DUMP_MAPS);
+    put_str("\n");
     copy_file("/proc/self/maps");
-    put_str("end-maps\nend\n");
+    put_record(DUMP_END_MAPS);
+    put_str("\n");
+    put_record(DUMP_END);
+    put_str("\n");
     flush();
     close(fd);
     fd = -1;

@@ -9,8 +9,6 @@
 #ifndef CUMEMTRACE_CRASHDUMP_H
 #define CUMEMTRACE_CRASHDUMP_H
 
-#define DUMP_FORMAT_VERSION 1
-
 void crashdump_prepare(void);     /* work out the path; call again after fork */
 /* async-signal-safe; signal 0: exit() was called during a CUDA call, from a
  * signal handler most likely, where the full report could hang. */

@@ -11,6 +11,9 @@
 #include <stdint.h>
 
 #include "counters.h"
+#include "tracker.h"
+
+/* ---- the JSON report (docs/report.schema.json) ---------------------------- */
 
 #define REPORT_FORMAT_VERSION 1
 
@@ -63,5 +66,64 @@ static inline uint64_t counter_value(const struct counters *c, int key)
     X(reserved_peak, "reserved_peak")                                                        \
     X(used, "used_bytes")                                                                    \
     X(used_peak, "used_peak")
+
+
+/* The names of the tracker's reasons for a lost event (tracker.h), as the
+ * JSON report's tracer.lost writes them. */
+extern const char *const lost_names[LOST_COUNT];
+
+/* What became of the retry of an OOM (the report at an OOM is rewritten
+ * when it is seen), as the JSON report's event.retry names it. */
+enum retry_state { RETRY_NONE, RETRY_PENDING, RETRY_SUCCEEDED, RETRY_FAILED, RETRY_COUNT };
+extern const char *const retry_names[RETRY_COUNT];
+
+/* ---- the crash dump (docs/DUMP.md) ----------------------------------------- */
+
+#define DUMP_FORMAT_VERSION 1
+
+/* Its records, one a line, each line starting with the record's name, in
+ * the order the dump writes them. The table of docs/DUMP.md lists the same
+ * names (tests/unit/test_dump_doc.c holds it to this list). */
+#define DUMP_RECORDS(X)                                                                      \
+    X(HEADER, "cumemtrace-dump")                                                             \
+    X(PID, "pid")                                                                            \
+    X(PPID, "ppid")                                                                          \
+    X(SIGNAL, "signal")                                                                      \
+    X(LOCK, "lock")                                                                          \
+    X(TIME_MS, "time_ms")                                                                    \
+    X(START_UNIX_MS, "start_unix_ms")                                                        \
+    X(CMDLINE, "cmdline")                                                                    \
+    X(API, "api")                                                                            \
+    X(COUNTERS, "counters")                                                                  \
+    X(FAILURES_TOTAL, "failures_total")                                                      \
+    X(FAILURE, "failure")                                                                    \
+    X(LOST, "lost")                                                                          \
+    X(THREAD, "thread")                                                                      \
+    X(PYLOC, "pyloc")                                                                        \
+    X(HANDLE, "handle")                                                                      \
+    X(STACK, "stack")                                                                        \
+    X(BLOCK, "block")                                                                        \
+    X(MAPS, "maps")                                                                          \
+    X(END_MAPS, "end-maps")                                                                  \
+    X(END, "end")
+
+enum dump_record {
+#define X(id, name) DUMP_##id,
+    DUMP_RECORDS(X)
+#undef X
+    DUMP_RECORD_COUNT
+};
+extern const char *const dump_record_names[DUMP_RECORD_COUNT];
+
+/* The record a line starts with (its first word); -1 if none. */
+int dump_record_of(const char *line);
+
+/* How the dump found the tracker's lock: taken (the state read under it),
+ * busy (another thread held it) or inside (the crashing thread was in the
+ * tracer). The dump's lock record, the JSON report's event.lock. */
+enum dump_lock { DUMP_LOCK_TAKEN, DUMP_LOCK_BUSY, DUMP_LOCK_INSIDE, DUMP_LOCK_COUNT };
+extern const char *const dump_lock_names[DUMP_LOCK_COUNT];
+/* The name in dump_lock_names that `text` is, or "unknown". */
+const char *dump_lock_name(const char *text);
 
 #endif

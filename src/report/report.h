@@ -50,7 +50,6 @@ struct report_pool {
 
 /* What made the report, when it is not the end of the process. */
 enum event_type { EVENT_NONE, EVENT_OOM, EVENT_SIGNAL, EVENT_CRASH };
-enum retry_state { RETRY_NONE, RETRY_PENDING, RETRY_SUCCEEDED, RETRY_FAILED };
 
 struct report_event {
     int type;

@@ -66,11 +66,6 @@ static void write_process(const struct report *r, struct out *out)
 
 static void write_tracer(const struct report *r, struct out *out)
 {
-    static const char *lost_names[LOST_COUNT] = {
-        [LOST_REENTRY] = "reentry",           [LOST_NO_MEMORY] = "no_memory",
-        [LOST_UNRESOLVED] = "unresolved",     [LOST_UNKNOWN_FREE] = "unknown_free",
-        [LOST_MISSED_FREE] = "missed_free",   [LOST_UNWRAPPED] = "unwrapped_lookup",
-    };
     out_printf(out, ",\"tracer\":{\"version\":\"%s\",\"depth\":%d,\"min_size\":%llu,"
                     "\"block_record_bytes\":%zu,\"registry_bytes\":%zu,\"stack_table_bytes\":%zu,"
                     "\"live_blocks\":%zu,\"stacks\":%u,\"symbolizer\":\"%s\",\"lost\":{",
@@ -362,7 +357,6 @@ static void write_torch(const struct report *r, struct out *out)
 
 static void write_event(const struct report *r, struct out *out)
 {
-    static const char *retry[] = {"none", "pending", "succeeded", "failed"};
     const struct report_event *e = &r->event;
     switch (e->type) {
     case EVENT_SIGNAL:
@@ -384,7 +378,7 @@ static void write_event(const struct report *r, struct out *out)
         else
             out_str(out, ",\"driver_free\":null,\"driver_total\":null");
         out_printf(out, ",\"verdict\":\"%s\",\"retry\":\"%s\"}", report_verdict(e),
-                   retry[e->retry]);
+                   retry_names[e->retry]);
         return;
     default:
         out_str(out, ",\"event\":null");
