@@ -19,12 +19,6 @@
 #include "preload.h"
 #include "triggers.h"
 
-__thread int in_cuda_call;
-
-int cuda_call_in_progress(void)
-{
-    return in_cuda_call > 0;
-}
 static __thread struct runtime_label label = {-1, 0};
 
 struct runtime_label runtime_label_push(int api)

@@ -72,8 +72,16 @@ typedef void *(*dlsym_function)(void *, const char *);
 dlsym_function libc_dlsym(void);
 void *real_dlsym(void *handle, const char *name);
 
-/* real.c: the real functions behind the wrappers. */
+/* init.c: the tracer started, once. */
 void preload_init(void);
+
+/* real.c: the real functions behind the wrappers. in_cuda_call counts real
+ * CUDA calls in progress on this thread (real_call_begin/end, below): an
+ * exit() from a signal handler that interrupted one must not run the full
+ * exit report (the CUDA libraries, or malloc below them, may hold locks it
+ * needs), and real_call_in_progress says so to the core. */
+extern __thread int in_cuda_call;
+int real_call_in_progress(void);
 void *real_function(int api);                 /* NULL if it cannot be found */
 void real_offer(int api, void *function);     /* a real pointer seen by a lookup */
 void *real_driver_symbol(const char *name);   /* any libcuda function, unwrapped */
@@ -82,12 +90,7 @@ int entry_for_lookup(const char *base, int version, uint64_t flags, int *name_kn
 CUresult driver_unresolved(int api);
 cudaError_t runtime_unresolved(int api);
 
-/* hooks.c: what the generated wrappers call. in_cuda_call counts real CUDA
- * calls in progress on this thread: an exit() from a signal handler that
- * interrupted one must not run the full exit report (the CUDA libraries, or
- * malloc below them, may hold locks it needs); see cuda_call_in_progress. */
-extern __thread int in_cuda_call;
-int cuda_call_in_progress(void);
+/* hooks.c: what the generated wrappers call. */
 void hook_call(int api);
 void self_time_stop(void);
 void self_time_start(void);

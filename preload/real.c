@@ -40,6 +40,13 @@ const char *const entry_names[API_COUNT] = {
 
 static void *real_slots[API_COUNT];
 
+__thread int in_cuda_call;
+
+int real_call_in_progress(void)
+{
+    return in_cuda_call > 0;
+}
+
 int entry_by_symbol(const char *name)
 {
     if (!name || name[0] != 'c' || name[1] != 'u')
