@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_common.h"
 #include "config.h"
 #include "dump_read.h"
 #include "output.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_common.h"
 
 int cli_usage_error(const char *command, const char *message, const char *detail)
 {

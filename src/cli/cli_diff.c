@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_common.h"
 
 static const char diff_usage[] =
     "usage: cumemtrace diff A B [--format text|json] [-o PATH] [--top N] [--frames N]\n"

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_common.h"
 #include "merge_html_js.h"
 #include "report_html_css.h"
 

@@ -1,11 +1,13 @@
-/* cli.h - what the parts of the cumemtrace command share (cli*.c).
+/* cli_common.h - what the parts of the cumemtrace command share (cli*.c):
+ * cli_common.c's loading, output and stack names, and the commands that
+ * cli.c hands over to (cli_diff.c, cli_merge.c).
  *
  * Every error is one line on stderr, "cumemtrace: ...", and each command
  * returns the process's exit status: CLI_OK, CLI_USAGE (bad arguments) or
  * CLI_UNREADABLE (an input that cannot be read, an output that cannot be
  * written). */
-#ifndef CUMEMTRACE_CLI_H
-#define CUMEMTRACE_CLI_H
+#ifndef CUMEMTRACE_CLI_COMMON_H
+#define CUMEMTRACE_CLI_COMMON_H
 
 #include <stdint.h>
 
