@@ -28,7 +28,7 @@ struct allocation {
     uint64_t handle;    /* stream or pool it was allocated on, 0 if none */
     int device;         /* -1 if not known */
     int kind;           /* enum kind, optionally | BLOCK_FROM_RUNTIME */
-    int api;            /* entry point index, see tracker_set_api_names */
+    int api;            /* entry point index (host.h: api_names) */
     int context;        /* interned context, 0 if none */
 };
 

@@ -1,7 +1,7 @@
 /* runtime.c - the simulated CUDA runtime (libcudart.so.13 and a static
  * archive), test infrastructure.
  *
- * It reaches the driver exactly as the real cudart does (DESIGN.md): dlopen
+ * It reaches the driver exactly as the real cudart does (docs/DESIGN.md): dlopen
  * libcuda.so.1, dlsym "cuGetProcAddress_v2", ask that for "cuGetProcAddress"
  * at versions 11030 and 12000, and find every other driver function through
  * the 12000 pointer, with the per-thread-default-stream flag for the _ptsz
