@@ -114,7 +114,6 @@ static void reset_state(void)
 static void init_once_fn(void)
 {
     config_load();
-    registry_init();
     reset_state();
     initialized = 1;
 }
