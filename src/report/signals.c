@@ -210,7 +210,7 @@ void signals_start(void)
         else
             log_line("cannot start the snapshot thread; CUMEMTRACE_SIGNAL is off");
     }
-    crashdump_prepare();    /* also for exit() during a CUDA call (tracker.c) */
+    crashdump_prepare();    /* also for exit() during a CUDA call (triggers.c) */
     torch_stats_request();  /* in a Python process: start reading PyTorch's counters */
     if (config.crash) {
         for (unsigned i = 0; i < FATAL_COUNT; i++) {
