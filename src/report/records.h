@@ -48,7 +48,7 @@ struct counter_key {
 };
 extern const struct counter_key counter_keys[COUNTER_KEY_COUNT];
 
-/* The figure named by counter_keys[key] in a set (records.c). */
+/* The figure that counter_keys[key] (records.c) names, in a set. */
 static inline uint64_t *counter_figure(struct counters *c, int key)
 {
     return (uint64_t *)((char *)c + counter_keys[key].offset);
@@ -66,7 +66,6 @@ static inline uint64_t counter_value(const struct counters *c, int key)
     X(reserved_peak, "reserved_peak")                                                        \
     X(used, "used_bytes")                                                                    \
     X(used_peak, "used_peak")
-
 
 /* The names of the tracker's reasons for a lost event (tracker.h), as the
  * JSON report's tracer.lost writes them. */
