@@ -29,6 +29,7 @@ struct config config = {
     .follow = 1,
     .python = 1,
     .sample_ms = 1000,
+    .frameworks = 1,
 };
 
 int config_parse_bool(const char *text, int *out)
@@ -241,6 +242,7 @@ void config_load(void)
     load_bool("CUMEMTRACE_PYTHON", &config.python, "1");
     load_bool("CUMEMTRACE_SELF_TIME", &config.self_time, "0");
     load_int("CUMEMTRACE_SAMPLE_MS", &config.sample_ms, 0, 86400000);
+    load_bool("CUMEMTRACE_FRAMEWORKS", &config.frameworks, "1");
 
     if ((value = env("CUMEMTRACE_SIGNAL")) &&
         config_parse_signal(value, &config.snapshot_signal) < 0)
@@ -275,5 +277,13 @@ void config_load(void)
                      sizeof(config.output) - 1, config.output);
         else
             strcpy(config.output, value);
+    }
+
+    if ((value = env("CUMEMTRACE_TORCH_TRACKER"))) {
+        if (strlen(value) >= sizeof(config.torch_tracker))
+            log_line("CUMEMTRACE_TORCH_TRACKER is longer than %zu characters; using the "
+                     "library beside libcumemtrace.so", sizeof(config.torch_tracker) - 1);
+        else
+            strcpy(config.torch_tracker, value);
     }
 }

@@ -63,6 +63,10 @@ struct config {
     int sample_ms;          /* CUMEMTRACE_SAMPLE_MS: growth samples apart (1000, 0 = off) */
     uint64_t events;        /* CUMEMTRACE_EVENTS: timeline ring entries (0 = off; 1M
                                when unset and a format in FORMATS_WITH_TIMELINE is on) */
+    int frameworks;         /* CUMEMTRACE_FRAMEWORKS: record the blocks frameworks carve
+                               out of their caches (default 1) */
+    char torch_tracker[512];   /* CUMEMTRACE_TORCH_TRACKER: libcumemtrace_torch.so to load
+                                  ("": the one beside libcumemtrace.so) */
 };
 
 enum { OOM_OFF, OOM_FIRST, OOM_EVERY };

@@ -11,12 +11,14 @@ void growth_reset(void)
     growth.mode = GROWTH_TIME;
     growth.samples = 0;
     growth.last_ms = 0;
+    growth.ended = 0;
     series_reset();
 }
 
 int growth_due(uint32_t now_ms)
 {
     return __atomic_load_n(&growth.mode, __ATOMIC_RELAXED) == GROWTH_TIME &&
+           !__atomic_load_n(&growth.ended, __ATOMIC_RELAXED) &&
            config.sample_ms > 0 &&
            now_ms - __atomic_load_n(&growth.last_ms, __ATOMIC_RELAXED) >=
                (uint32_t)config.sample_ms;
@@ -31,6 +33,8 @@ void growth_tick(uint32_t now_ms)
 /* One pass over the stack table: O(stacks), once a second at most by default. */
 void growth_sample(uint32_t now_ms, int mark)
 {
+    if (growth.ended)
+        return;
     if (mark)
         __atomic_store_n(&growth.mode, GROWTH_MARKS, __ATOMIC_RELAXED);
     uint32_t sample = ++growth.samples;
@@ -84,4 +88,13 @@ double growth_rate(const struct stack_growth *g, const struct growth_state *stat
         return state->samples > g->first_sample ? gained / (state->samples - g->first_sample) : 0;
     uint32_t span = g->last_ms - g->first_ms;
     return span ? gained * 1000.0 / span : 0;
+}
+
+void growth_end(uint32_t now_ms)
+{
+    if (growth.ended)
+        return;
+    if (growth.mode == GROWTH_MARKS || config.sample_ms > 0)
+        growth_sample(now_ms, 0);
+    __atomic_store_n(&growth.ended, 1, __ATOMIC_RELAXED);
 }

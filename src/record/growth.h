@@ -28,6 +28,7 @@ struct growth_state {
     enum growth_mode mode;
     uint32_t samples;
     uint32_t last_ms;
+    int ended;          /* the program ended: no more samples (growth_end) */
 };
 extern struct growth_state growth;
 
@@ -38,6 +39,10 @@ int growth_due(uint32_t now_ms);
 void growth_tick(uint32_t now_ms);
 /* Take a sample now; `mark` switches to sampling at marks only. Lock held. */
 void growth_sample(uint32_t now_ms, int mark);
+/* The program ended (tracker_program_end): a last sample, then none. What
+ * the interpreter's teardown frees afterwards is not the program's doing,
+ * so a site that grew to the end stays a suspect. Lock held. */
+void growth_end(uint32_t now_ms);
 
 /* For reports, on copies of a stack and of the state: is it a suspect
  * (`live_bytes` is its live bytes now), and its rate in bytes per second

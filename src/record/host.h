@@ -25,6 +25,8 @@ struct host {
     void *(*lookup)(void *handle, const char *name);
     const char *const *api_names;   /* the entry points, by the index blocks carry */
     int api_count;
+    int cache_api[3];                 /* the index blocks of each cache kind carry
+                                     * (KIND_TORCH_TENSOR, KIND_CUPY_BLOCK, KIND_JAX_ARRAY) */
     int (*call_in_progress)(void);  /* this thread is inside a real CUDA call */
     /* A device's free and total bytes; 0, or -1 when not known. */
     int (*memory_info)(int device, uint64_t *free_bytes, uint64_t *total_bytes);

@@ -6,6 +6,7 @@ static const struct {
     int space;
     int uses_device_memory;
     int freed_by_context;
+    int in_cache;
 } kinds[KIND_COUNT] = {
     [KIND_DEVICE]          = {"device", SPACE_MEMORY, 1, 1},
     [KIND_MANAGED]         = {"managed", SPACE_MEMORY, 0, 1},
@@ -16,6 +17,9 @@ static const struct {
     [KIND_VMM_MAPPING]     = {"vmm_mapping", SPACE_VMM_MAPPING, 0, 0},
     [KIND_VMM_RESERVATION] = {"vmm_reservation", SPACE_VMM_RESERVATION, 0, 0},
     [KIND_ARRAY]           = {"array", SPACE_ARRAY, 1, 1},
+    [KIND_TORCH_TENSOR]    = {"torch_tensor", SPACE_FRAMEWORK, 0, 0, 1},
+    [KIND_CUPY_BLOCK]      = {"cupy_block", SPACE_FRAMEWORK, 0, 0, 1},
+    [KIND_JAX_ARRAY]       = {"jax_array", SPACE_FRAMEWORK, 0, 0, 1},
 };
 
 const char *kind_name(int kind)
@@ -36,4 +40,9 @@ int kind_uses_device_memory(int kind)
 int kind_freed_by_context(int kind)
 {
     return kinds[kind].freed_by_context;
+}
+
+int kind_in_cache(int kind)
+{
+    return kinds[kind].in_cache;
 }

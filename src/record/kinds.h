@@ -3,7 +3,10 @@
  * The kind decides four things: the name in reports, the key space of the
  * block registry (device pointers, VMM handles and array handles are different
  * things and may share numeric values), whether the block occupies device
- * memory, and whether destroying a context frees it implicitly. */
+ * memory, whether destroying a context frees it implicitly, and whether it is
+ * memory of its own or a block a framework carved out of memory it already
+ * took from the driver (a PyTorch tensor inside a cache segment): such
+ * blocks are never counted in the device's memory a second time. */
 #ifndef CUMEMTRACE_KINDS_H
 #define CUMEMTRACE_KINDS_H
 
@@ -17,6 +20,9 @@ enum kind {
     KIND_VMM_MAPPING,       /* cuMemMap */
     KIND_VMM_RESERVATION,   /* cuMemAddressReserve (address space only) */
     KIND_ARRAY,             /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate */
+    KIND_TORCH_TENSOR,      /* a block PyTorch's caching allocator gave a tensor */
+    KIND_CUPY_BLOCK,        /* a block of CuPy's memory pool */
+    KIND_JAX_ARRAY,         /* the buffer of a live JAX array */
     KIND_COUNT
 };
 
@@ -28,11 +34,13 @@ enum space {
     SPACE_VMM_RESERVATION,
     SPACE_VMM_MAPPING,
     SPACE_ARRAY,
+    SPACE_FRAMEWORK,        /* blocks inside frameworks' caches */
 };
 
 const char *kind_name(int kind);          /* "device", "pinned_host", ... */
 int kind_space(int kind);
 int kind_uses_device_memory(int kind);    /* counts toward the device's memory */
 int kind_freed_by_context(int kind);      /* freed implicitly by context destroy */
+int kind_in_cache(int kind);              /* a framework's block inside its cache */
 
 #endif

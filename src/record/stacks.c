@@ -166,6 +166,13 @@ struct stack *stack_get(uint32_t id)
     return &stack_chunks[(id - 1) / STACK_CHUNK][(id - 1) % STACK_CHUNK];
 }
 
+void stack_flag(uint32_t id, uint32_t flags)
+{
+    struct stack *s = stack_get(id);
+    if (s && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & flags) != flags)
+        __atomic_fetch_or(&s->flags, flags, __ATOMIC_RELAXED);
+}
+
 const uintptr_t *stack_frames(const struct stack *stack)
 {
     return frame_chunks[stack->first_frame / FRAME_CHUNK] + stack->first_frame % FRAME_CHUNK;

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "names.h"
+
 struct stack_stats {
     uint64_t live_bytes, live_blocks;
     uint64_t peak_live_bytes;          /* highest live_bytes this stack reached */
@@ -43,10 +45,21 @@ struct stack {
     uint64_t hash;
     uint64_t first_frame;              /* index into the frame array */
     uint32_t depth;
-    uint32_t reserved;
+    uint32_t flags;                    /* STACK_*, only ever added (stack_flag) */
     struct stack_growth growth;
     _Alignas(64) struct stack_stats stats;
 };
+
+/* A stack that took a framework's cache segments from the driver: memory
+ * the framework hands out again as blocks of their own (one bit per
+ * framework, the kinds' order: KIND_TORCH_TENSOR first). Such a stack is
+ * charged with a whole segment for whichever request first needed one, so
+ * where the blocks are known, verdicts rank the blocks' stacks instead. */
+#define STACK_CACHE_SEGMENT(cache_kind) (1u << ((cache_kind) - KIND_TORCH_TENSOR))
+#define STACK_CACHE_ANY 0x7u
+
+/* Add `flags` to stack `id` (any thread, no lock: stacks never move). */
+void stack_flag(uint32_t id, uint32_t flags);
 
 /* Load libunwind, finding its functions with `lookup` (dlsym); without one,
  * or without libunwind, stacks are empty. */

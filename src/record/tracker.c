@@ -20,6 +20,7 @@
  * Lock order: shards (in index order), then the stack table's insert lock or
  * tables_lock. Nothing here decides about reports: the interposer tells
  * report/triggers.c what happened once the event is recorded. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,9 @@ static int initialized;
 struct thread_state {
     uint16_t number;       /* 0 until this thread's first recorded event */
     uint8_t inside;        /* inside the tracer: CUDA calls pass through */
+    uint8_t cache_allocating;        /* tracker_cache_allocating: a cache kind, or 0 */
+    uint32_t physical_stack;         /* of this thread's last cuMemCreate, until a
+                                      * framework event: tracker_cache_segment */
     uint64_t sequence_next, sequence_end;   /* this thread's batch of numbers */
 };
 static __thread struct thread_state this_thread;
@@ -356,16 +360,36 @@ static void account_alloc(const struct block *b, int api)
         count(&tracker.runtime_blocks, 1);
 }
 
+/* A driver allocation made inside a framework's allocator is a segment of
+ * its cache; a framework's own block ends what tracker_cache_segment may
+ * still claim of this thread's allocations. */
+static void note_cache_role(int kind, uint32_t stack_id, int depth)
+{
+    if (kind_in_cache(kind)) {
+        this_thread.physical_stack = 0;
+        return;
+    }
+    if (depth == 0)
+        return;             /* the stack every stackless block shares: not one site */
+    if (this_thread.cache_allocating)
+        stack_flag(stack_id, STACK_CACHE_SEGMENT(this_thread.cache_allocating));
+    if (kind == KIND_VMM_PHYSICAL)
+        this_thread.physical_stack = stack_id;
+}
+
 void tracker_alloc(const struct allocation *a)
 {
     if (!enter_to_record())
         return;
     uintptr_t frames[CONFIG_MAX_DEPTH];
     int depth = 0;
+    frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
     if (config.depth > 0 && a->size >= config.min_size)
         depth = python_capture(frames, stack_capture(frames, config.depth), CONFIG_MAX_DEPTH);
     uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
-    uint64_t key = block_key(a->value, kind_space(a->kind & BLOCK_KIND_MASK));
+    int kind = a->kind & BLOCK_KIND_MASK;
+    note_cache_role(kind, stack_id, depth);
+    uint64_t key = block_key(a->value, kind_space(kind));
     uint32_t now = tracker_now_ms();
     note_traced();
 
@@ -573,6 +597,127 @@ int tracker_has_runtime_blocks(void)
     return __atomic_load_n(&tracker.runtime_blocks, __ATOMIC_RELAXED) != 0;
 }
 
+void tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
+                         uint64_t stream)
+{
+    if (!kind_in_cache(cache_kind) || !config.enabled || address == 0)
+        return;
+    int saved_errno = errno;
+    struct allocation a = {
+        .value = address,
+        .size = size,
+        .handle = stream,
+        .device = device,
+        .kind = cache_kind,
+        .api = host.cache_api[cache_kind - KIND_TORCH_TENSOR],
+    };
+    tracker_alloc(&a);
+    errno = saved_errno;
+}
+
+void tracker_cache_block_free(uint64_t address)
+{
+    if (address == 0 || !config.enabled)
+        return;
+    int saved_errno = errno;
+    struct block saved;
+    tracker_take(address, SPACE_FRAMEWORK, &saved);
+    errno = saved_errno;
+}
+
+/* The stack of the live block at `key`, or 0. */
+static uint32_t stack_of(uint64_t key, uint64_t *size)
+{
+    registry_lock(key);
+    struct block *b = registry_find(key);
+    uint32_t id = b ? b->stack_id : 0;
+    *size = b ? b->size : 0;
+    registry_unlock(key);
+    return id;
+}
+
+static void flag_cache_stack(uint32_t id, uint32_t flag)
+{
+    struct stack *s = stack_get(id);
+    if (s && s->depth > 0)
+        stack_flag(id, flag);
+}
+
+void tracker_cache_segment(int cache_kind, uint64_t address, uint64_t size)
+{
+    if (!kind_in_cache(cache_kind) || !enter_to_record())
+        return;
+    uint32_t flag = STACK_CACHE_SEGMENT(cache_kind);
+    uint64_t bytes;
+    flag_cache_stack(stack_of(block_key(address, SPACE_MEMORY), &bytes), flag);
+    /* Expandable segments: the range is mapped page by page, back to back. */
+    for (uint64_t at = address; at < address + size && at >= address; at += bytes) {
+        uint32_t id = stack_of(block_key(at, SPACE_VMM_MAPPING), &bytes);
+        if (!id || !bytes)
+            break;
+        flag_cache_stack(id, flag);
+    }
+    if (this_thread.physical_stack)
+        flag_cache_stack(this_thread.physical_stack, flag);
+    this_thread.physical_stack = 0;
+    tracker_leave();
+}
+
+void tracker_cache_allocating(int cache_kind)
+{
+    this_thread.cache_allocating = (uint8_t)(kind_in_cache(cache_kind) ? cache_kind : 0);
+}
+
+void tracker_cache_view(int cache_kind, int view, const char *why)
+{
+    if (!kind_in_cache(cache_kind) || !enter_to_record())
+        return;
+    tracker_lock();         /* reports copy `tracker` whole under it */
+    struct cache_state *c = &tracker.caches[cache_kind - KIND_TORCH_TENSOR];
+    c->view = view;
+    if (view == CACHE_BLOCKS)
+        c->since_ms = tracker_now_ms();
+    snprintf(c->why, sizeof(c->why), "%s", why ? why : "");
+    tracker_unlock();
+    tracker_leave();
+}
+
+void tracker_program_end(void)
+{
+    if (!enter_to_record())
+        return;
+    tracker_lock();
+    if (!tracker.program_ended) {
+        uint32_t now = tracker_now_ms();
+        growth_end(now);
+        uint32_t count = stack_count();
+        tracker.end_totals = count ? pages_alloc(count * sizeof(struct end_totals)) : NULL;
+        tracker.end_stacks = tracker.end_totals ? count : 0;
+        for (uint32_t id = 1; id <= tracker.end_stacks; id++) {
+            const struct stack_stats *t = &stack_get(id)->stats;
+            tracker.end_totals[id - 1] = (struct end_totals){t->live_bytes, t->live_blocks, -2, 0, 0};
+        }
+        struct registry_cursor cursor;
+        for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
+            b->kind |= BLOCK_HELD_AT_END;
+            if (b->stack_id == 0 || b->stack_id > tracker.end_stacks)
+                continue;
+            struct end_totals *e = &tracker.end_totals[b->stack_id - 1];
+            if (e->device == -2) {
+                e->device = b->device;
+                e->kind = (uint8_t)block_kind(b);
+                e->api = b->api;
+            } else if (e->device != b->device) {
+                e->device = -1;
+            }
+        }
+        tracker.program_end_ms = now;
+        tracker.program_ended = 1;
+    }
+    tracker_unlock();
+    tracker_leave();
+}
+
 void tracker_oom_retried(int succeeded)
 {
     count(succeeded ? &tracker.oom_retries_succeeded : &tracker.oom_retries_failed, 1);
@@ -604,6 +749,8 @@ void tracker_fork_child(void)
     else
         registry_init();    /* unlocks: the shards were taken before fork */
     this_thread.number = 0;
+    this_thread.cache_allocating = 0;
+    this_thread.physical_stack = 0;
     this_thread.sequence_next = this_thread.sequence_end = 0;
     python_fork_child();
 }

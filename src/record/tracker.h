@@ -19,6 +19,8 @@
 #include "registry.h"
 #include "ring.h"
 
+#define CACHE_KINDS 3        /* KIND_TORCH_TENSOR, KIND_CUPY_BLOCK, KIND_JAX_ARRAY */
+
 #define MAX_APIS 128
 #define MAX_CONTEXTS 255
 
@@ -99,6 +101,58 @@ void tracker_lost(enum lost_reason reason);
 void tracker_mark(const char *label);
 int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live */
 
+/* ---- frameworks' caches ----------------------------------------------------
+ *
+ * PyTorch, CuPy and JAX take memory from the driver in large segments and
+ * carve their tensors, blocks and arrays out of them. Where a framework tells
+ * us about its blocks (frameworks.c in the interposer), each block is a
+ * record of its own (a kind for which kind_in_cache() holds, key space
+ * SPACE_FRAMEWORK), inside a driver allocation that is recorded too: its
+ * bytes count once, as the driver's. The driver allocations that are a
+ * cache's segments are marked by their stacks (STACK_CACHE_SEGMENT). */
+
+/* A block of `cache_kind` handed out inside its cache, on this thread (its
+ * stack is captured here), and its return to the cache. errno is kept. */
+void tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
+                         uint64_t stream);
+void tracker_cache_block_free(uint64_t address);
+
+/* The driver memory at [address, address + size) is a segment of the cache of
+ * `cache_kind` (KIND_TORCH_TENSOR, ...), just taken on this thread: mark the
+ * stacks that allocated it (a cudaMalloc at that address, the VMM mappings
+ * of the range, and the physical memory this thread created for them). */
+void tracker_cache_segment(int cache_kind, uint64_t address, uint64_t size);
+/* While a framework's allocator runs on this thread (`cache_kind`, or 0 when
+ * it returns), every driver allocation it makes is a segment of its cache. */
+void tracker_cache_allocating(int cache_kind);
+
+enum cache_view {
+    CACHE_UNSEEN,        /* the framework did not show up */
+    CACHE_BLOCKS,        /* its blocks are recorded */
+    CACHE_SEGMENTS,      /* only its segments are: `why` says why */
+};
+struct cache_state {
+    int view;                /* enum cache_view */
+    uint32_t since_ms;       /* when blocks began to be recorded */
+    char why[160];
+};
+void tracker_cache_view(int cache_kind, int view, const char *why);
+
+/* ---- the end of the program ------------------------------------------------
+ *
+ * A Python program ends before its process does: the interpreter then tears
+ * down module globals, which frees what they held (model weights, a list of
+ * kept tensors). At the interpreter's exit hooks (report/python_bridge.c)
+ * the program has ended: what is live then is held at the end (blocks get
+ * BLOCK_HELD_AT_END, each stack's live totals are kept), the growth samples
+ * stop, and what is freed afterwards is the teardown's doing. */
+void tracker_program_end(void);
+struct end_totals {
+    uint64_t bytes, blocks;  /* a stack's live totals when the program ended */
+    int8_t device;           /* of its live blocks then; -1 when they were on several */
+    uint8_t kind, api;       /* of one of them */
+};
+
 /* fork handling (pthread_atfork). */
 void tracker_fork_prepare(void);
 void tracker_fork_parent(void);
@@ -128,6 +182,11 @@ struct tracker_state {
     double start_unix;                 /* wall clock at start */
     uint64_t runtime_blocks;           /* live BLOCK_FROM_RUNTIME records */
     int traced;                        /* any CUDA event in this process */
+    struct cache_state caches[CACHE_KINDS];   /* index = kind - KIND_TORCH_TENSOR */
+    int program_ended;
+    uint32_t program_end_ms;
+    struct end_totals *end_totals;     /* index = stack id - 1 */
+    uint32_t end_stacks;               /* stacks when the program ended */
 };
 extern struct tracker_state tracker;
 uint32_t tracker_now_ms(void);
