@@ -14,6 +14,7 @@
         if (!real)                                                                           \
             return driver_unresolved(API_##symbol);                                          \
         hook_call(API_##symbol);                                                             \
+        frameworks_check(__builtin_return_address(0));                                       \
         real_call_begin();                                                                   \
         CUresult result = real args;                                                         \
         real_call_end();                                                                     \

@@ -31,6 +31,12 @@
  *  RUNTIME_ALLOC(symbol, (params), (args), kind, address, size, stream_or_pool)
  *  RUNTIME_FREE(symbol, (params), (args), space, address)
  *  RUNTIME_CALL(symbol, (params), (args))
+ *
+ * Frameworks' allocators whose blocks are recorded inside their caches
+ * (frameworks.c): no CUDA function and no wrapper, only the name such a
+ * block carries where a CUDA block carries its entry point's.
+ *
+ *  CACHE_ALLOCATOR(name)
  */
 
 #ifndef DRIVER_ALLOC
@@ -56,6 +62,9 @@
 #endif
 #ifndef RUNTIME_CALL
 #define RUNTIME_CALL(...)
+#endif
+#ifndef CACHE_ALLOCATOR
+#define CACHE_ALLOCATOR(...)
 #endif
 
 /* ---- driver: lookups ---------------------------------------------------- */
@@ -212,6 +221,11 @@ RUNTIME_FREE(cudaFreeAsync_ptsz, (void *ptr, cudaStream_t stream), (ptr, stream)
              SPACE_MEMORY, ptr)
 RUNTIME_CALL(cudaDeviceReset, (void), ())
 
+/* ---- frameworks' caches --------------------------------------------------- */
+CACHE_ALLOCATOR(torch_caching_allocator)
+CACHE_ALLOCATOR(cupy_memory_pool)
+CACHE_ALLOCATOR(jax_array)
+
 #undef DRIVER_ALLOC
 #undef DRIVER_FREE
 #undef DRIVER_UNMAP
@@ -220,3 +234,4 @@ RUNTIME_CALL(cudaDeviceReset, (void), ())
 #undef RUNTIME_ALLOC
 #undef RUNTIME_FREE
 #undef RUNTIME_CALL
+#undef CACHE_ALLOCATOR

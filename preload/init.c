@@ -35,6 +35,7 @@ static const struct host interposer = {
     .lookup = real_dlsym,
     .api_names = entry_names,
     .api_count = API_COUNT,
+    .cache_api = {API_torch_caching_allocator, API_cupy_memory_pool, API_jax_array},
     .call_in_progress = real_call_in_progress,
     .memory_info = context_memory_info,
     .pool_info = pool_default_info,

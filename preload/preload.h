@@ -39,6 +39,7 @@ enum api {
 #define RUNTIME_ALLOC(symbol, ...) API_##symbol,
 #define RUNTIME_FREE(symbol, ...) API_##symbol,
 #define RUNTIME_CALL(symbol, ...) API_##symbol,
+#define CACHE_ALLOCATOR(name) API_##name,
 #include "entrypoints.h"
     API_COUNT
 };
@@ -136,6 +137,19 @@ uint64_t pitch_bytes(int ok, const size_t *pitch, size_t width, size_t rows);
 uint64_t array_bytes(CUarray_format format, unsigned channels, size_t width, size_t height,
                      size_t depth, unsigned levels);
 uint64_t channel_bytes(const struct cudaChannelFormatDesc *desc);
+
+/* frameworks.c: PyTorch's tensors, from its allocator's trace tracker. Until
+ * frameworks_settled, every allocating wrapper shows its caller to
+ * frameworks_probe(), which attaches the tracker at the first caller inside
+ * PyTorch's allocator. */
+extern int frameworks_settled;
+void frameworks_probe(const void *caller);
+
+static inline void frameworks_check(const void *caller)
+{
+    if (__builtin_expect(!__atomic_load_n(&frameworks_settled, __ATOMIC_RELAXED), 0))
+        frameworks_probe(caller);
+}
 
 /* context.c: contexts, their devices, and their teardown. */
 int context_current(int *device);             /* interned context, 0 if none */

@@ -22,6 +22,7 @@
 #define RUNTIME_ALLOC(symbol, ...) [API_##symbol] = {#symbol, NULL, 0, ANY, (void *)symbol},
 #define RUNTIME_FREE RUNTIME_ALLOC
 #define RUNTIME_CALL RUNTIME_ALLOC
+#define CACHE_ALLOCATOR(name) [API_##name] = {#name, NULL, 0, ANY, NULL},
 const struct entry entries[API_COUNT] = {
 #include "entrypoints.h"
 };
@@ -34,6 +35,7 @@ const struct entry entries[API_COUNT] = {
 #define RUNTIME_ALLOC DRIVER_ALLOC
 #define RUNTIME_FREE DRIVER_ALLOC
 #define RUNTIME_CALL DRIVER_ALLOC
+#define CACHE_ALLOCATOR DRIVER_ALLOC
 const char *const entry_names[API_COUNT] = {
 #include "entrypoints.h"
 };

@@ -16,6 +16,7 @@
         if (!real)                                                                           \
             return runtime_unresolved(API_##symbol);                                         \
         hook_call(API_##symbol);                                                             \
+        frameworks_check(__builtin_return_address(0));                                       \
         struct runtime_label previous = runtime_label_push(API_##symbol);                    \
         real_call_begin();                                                                   \
         cudaError_t result = real args;                                                      \

@@ -1,0 +1,210 @@
+/* frameworks.c - the blocks PyTorch carves out of its cache segments.
+ *
+ * In PyTorch's default mode a cudaMalloc is a whole cache segment: tensors
+ * are carved out of it and go back to the cache, never to the driver. So the
+ * driver view charges each segment to whichever line first needed one. PyTorch's
+ * caching allocator tells its registered trace trackers about every block it
+ * hands out and takes back; libcumemtrace_torch.so (torch_tracker.cpp)
+ * registers one, and this file turns its events into records: a
+ * KIND_TORCH_TENSOR block with its own stack for each tensor, and the mark
+ * STACK_CACHE_SEGMENT on the stacks of the segments.
+ *
+ * When: the tracker can only be registered once the allocator is initialized
+ * (before that PyTorch drops it), and that is certain once it allocates. So
+ * every allocating wrapper asks frameworks_probe() about its caller until the
+ * question is settled: the first caller inside libc10_cuda.so loads the
+ * tracker library and attaches it, before the real call, so that even that
+ * first segment and its first tensor are seen. Callers in other libraries are
+ * remembered by address range, so a program without PyTorch pays a few
+ * compares per allocation.
+ *
+ * Anything that stops it (no tracker library, one built for another PyTorch,
+ * an allocator that refuses trackers, CUMEMTRACE_FRAMEWORKS=0) costs one line
+ * and leaves the driver view, which the report then says it shows. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "modules.h"
+#include "preload.h"
+#include "torch_tracker.h"
+#include "triggers.h"
+
+int frameworks_settled;
+
+#define CHECKED_MODULES 16
+static struct {
+    uintptr_t low, high;
+} checked[CHECKED_MODULES];
+static int checked_count;
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- the tracker's events ------------------------------------------------- */
+
+static void torch_event(const struct torch_tracker_event *e)
+{
+    if (config.self_time)
+        self_time_start();
+    switch (e->action) {
+    case TORCH_ALLOC:
+        tracker_cache_block(KIND_TORCH_TENSOR, e->device, e->address, e->size, e->stream);
+        break;
+    case TORCH_FREE_COMPLETED:   /* as torch.cuda.memory_stats()'s requested_bytes */
+        tracker_cache_block_free(e->address);
+        break;
+    case TORCH_SEGMENT_ALLOC:
+    case TORCH_SEGMENT_MAP:
+        tracker_cache_segment(KIND_TORCH_TENSOR, e->address, e->size);
+        break;
+    case TORCH_OOM:
+        trigger_cache_oom(KIND_TORCH_TENSOR, e->device, e->size, e->address);
+        break;
+    default:
+        break;
+    }
+    if (config.self_time)
+        self_time_stop();
+}
+
+/* ---- attaching ------------------------------------------------------------ */
+
+/* torch.__version__ of the PyTorch whose libc10_cuda.so is at `c10`: its
+ * torch/version.py, one directory up from torch/lib. */
+static int loaded_torch_version(const char *c10, char *version, size_t size)
+{
+    char path[4096];
+    const char *slash = strrchr(c10, '/');
+    if (!slash || snprintf(path, sizeof(path), "%.*s/../version.py", (int)(slash - c10), c10) >=
+                      (int)sizeof(path))
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return -1;
+    char text[4096];
+    ssize_t n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    text[n] = '\0';
+    const char *at = strstr(text, "__version__ = '");
+    if (!at)
+        return -1;
+    at += strlen("__version__ = '");
+    size_t length = strcspn(at, "'\n");
+    if (at[length] != '\'' || length >= size)
+        return -1;
+    memcpy(version, at, length);
+    version[length] = '\0';
+    return 0;
+}
+
+/* The tracker library: CUMEMTRACE_TORCH_TRACKER, else the one beside us. */
+static int tracker_path(char *path, size_t size)
+{
+    if (config.torch_tracker[0])
+        return snprintf(path, size, "%s", config.torch_tracker) < (int)size ? 0 : -1;
+    Dl_info self;
+    if (!dladdr((void *)&frameworks_probe, &self) || !self.dli_fname)
+        return -1;
+    const char *slash = strrchr(self.dli_fname, '/');
+    int dir = slash ? (int)(slash - self.dli_fname) : 1;
+    return snprintf(path, size, "%.*s/libcumemtrace_torch.so", dir,
+                    slash ? self.dli_fname : ".") < (int)size ? 0 : -1;
+}
+
+static void segments_only(const char *why)
+{
+    tracker_cache_view(KIND_TORCH_TENSOR, CACHE_SEGMENTS, why);
+    log_line("PyTorch's tensors are not traced one by one: %s; reports show its cache "
+             "segments", why);
+}
+
+/* Once, with probe_lock held, from inside PyTorch's allocator. */
+static void attach_torch(const char *c10)
+{
+    char why[160], path[4096], loaded[64];
+    if (!config.frameworks) {
+        tracker_cache_view(KIND_TORCH_TENSOR, CACHE_SEGMENTS, "CUMEMTRACE_FRAMEWORKS=0");
+        return;
+    }
+    if (tracker_path(path, sizeof(path)) < 0 || access(path, R_OK) != 0) {
+        segments_only("libcumemtrace_torch.so was not built for this PyTorch "
+                      "(scripts/build-torch-tracker.sh builds it)");
+        return;
+    }
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const char *(*version)(void) = library ? real_dlsym(library, "torch_tracker_version") : NULL;
+    int (*attach)(torch_tracker_sink) =
+        library ? real_dlsym(library, "torch_tracker_attach") : NULL;
+    if (!version || !attach) {
+        const char *error = library ? "not a tracker library" : dlerror();
+        snprintf(why, sizeof(why), "%.50s cannot be loaded (%.80s)", path, error ? error : "?");
+        segments_only(why);
+        return;
+    }
+    if (loaded_torch_version(c10, loaded, sizeof(loaded)) < 0 ||
+        strcmp(loaded, version()) != 0) {
+        snprintf(why, sizeof(why), "libcumemtrace_torch.so was built for PyTorch %s, this is %s",
+                 version(), loaded_torch_version(c10, loaded, sizeof(loaded)) < 0
+                                ? "a PyTorch whose version.py cannot be read" : loaded);
+        segments_only(why);
+        return;
+    }
+    int status = attach(torch_event);
+    if (status == TORCH_TRACKER_ATTACHED) {
+        tracker_cache_view(KIND_TORCH_TENSOR, CACHE_BLOCKS, "");
+        log_debug("tracing PyTorch %s's tensors through its trace tracker", loaded);
+    } else {
+        segments_only(status == TORCH_TRACKER_REFUSED
+                          ? "its allocator takes no trace trackers (the cudaMallocAsync backend, "
+                            "or a pluggable allocator)"
+                          : "its allocator was not initialized");
+    }
+}
+
+static int module_name_is(const char *path, const char *name)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strncmp(base, name, strlen(name)) == 0;
+}
+
+static int known(uintptr_t at)
+{
+    int count = __atomic_load_n(&checked_count, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < count; i++)
+        if (at >= checked[i].low && at < checked[i].high)
+            return 1;
+    return 0;
+}
+
+void frameworks_probe(const void *caller)
+{
+    uintptr_t at = (uintptr_t)caller;
+    if (known(at))
+        return;
+    pthread_mutex_lock(&probe_lock);
+    Dl_info info;
+    uintptr_t low, high;
+    if (!frameworks_settled && !known(at) && dladdr(caller, &info) && info.dli_fname &&
+        module_range(caller, &low, &high) == 0) {
+        if (module_name_is(info.dli_fname, "libc10_cuda.so")) {
+            attach_torch(info.dli_fname);
+            __atomic_store_n(&frameworks_settled, 1, __ATOMIC_RELEASE);
+        } else if (checked_count < CHECKED_MODULES) {
+            checked[checked_count].low = low;
+            checked[checked_count].high = high;
+            __atomic_store_n(&checked_count, checked_count + 1, __ATOMIC_RELEASE);
+        } else {
+            /* A program allocating from that many libraries, none PyTorch's:
+             * stop asking. */
+            __atomic_store_n(&frameworks_settled, 1, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&probe_lock);
+}
