@@ -46,14 +46,18 @@ static int copy_state(struct report *r)
     r->blocks = report_alloc(r, r->block_count * sizeof(struct report_block));
     r->state.threads = report_alloc(r, tracker.threads_used * sizeof(struct thread_info));
     r->state.handles = report_alloc(r, tracker.handles_used * sizeof(uint64_t));
+    r->state.end_totals = report_alloc(r, tracker.end_stacks * sizeof(struct end_totals));
     if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->state.threads ||
-        !r->state.handles) {
+        !r->state.handles || !r->state.end_totals) {
         tracker_unlock();
         return -1;
     }
     counters_snapshot(r->counters);
     memcpy(r->state.threads, tracker.threads, tracker.threads_used * sizeof(struct thread_info));
     memcpy(r->state.handles, tracker.handles, tracker.handles_used * sizeof(uint64_t));
+    if (tracker.end_stacks)
+        memcpy(r->state.end_totals, tracker.end_totals,
+               tracker.end_stacks * sizeof(struct end_totals));
     uint64_t at = 0;
     for (uint32_t id = 1; id <= r->stack_count; id++) {
         struct stack *s = stack_get(id);
@@ -78,6 +82,7 @@ static int copy_state(struct report *r)
         c->kind = (uint8_t)block_kind(b);
         c->api = b->api;
         c->context = b->context;
+        c->held_at_end = (b->kind & BLOCK_HELD_AT_END) != 0;
     }
     if (timeline.events) {
         r->timeline = report_alloc(r, timeline.capacity * sizeof(struct timeline_event));
@@ -159,6 +164,8 @@ static int collect(struct report *r, const char *reason)
     r->api_count = host.api_count < MAX_APIS ? host.api_count : MAX_APIS;
     read_device_memory(r);
     torch_stats_get(&r->torch);
+    if (report_caches(r, 1) < 0 || report_held_at_end(r) < 0)
+        return -1;
     return report_finish(r, symbolizer_open(host.lookup));
 }
 

@@ -187,17 +187,22 @@ static int choose_stacks(struct report *r)
         if (f->stack_id <= r->stack_count)
             wanted[f->stack_id] = 1;
     }
+    for (size_t i = 0; i < r->held_count; i++)
+        if (r->held[i].stack_id <= r->stack_count)
+            wanted[r->held[i].stack_id] = 1;
     /* The timeline's stacks, so that memory at any moment can be drawn by stack. */
     for (size_t i = 0; i < r->timeline_count; i++)
         if (r->timeline[i].stack_id <= r->stack_count)
             wanted[r->timeline[i].stack_id] = 1;
     wanted[0] = 0;
-    /* The top ones by peak: a simple selection, config.top is small. */
+    /* The top ones by peak: a simple selection, config.top is small. A
+     * cache's segments are not a line's doing where its blocks are known. */
     for (int round = 0; round < config.top; round++) {
         uint32_t best = 0;
         for (uint32_t id = 1; id <= r->stack_count; id++)
-            if (wanted[id] != 2 && (!best || r->stacks[id - 1].stats.peak_live_bytes >
-                                             r->stacks[best - 1].stats.peak_live_bytes))
+            if (wanted[id] != 2 && !report_cache_segment(r, id) &&
+                (!best || r->stacks[id - 1].stats.peak_live_bytes >
+                              r->stacks[best - 1].stats.peak_live_bytes))
                 best = id;
         if (!best)
             break;
@@ -228,7 +233,8 @@ static int find_growing(struct report *r)
         return -1;
     for (uint32_t id = 1; r->has_growth && id <= r->stack_count; id++) {
         const struct stack *s = &r->stacks[id - 1];
-        if (growth_suspect(&s->growth, s->stats.live_bytes, &r->growth))
+        if (!report_cache_segment(r, id) &&
+            growth_suspect(&s->growth, report_growth_bytes(r, s), &r->growth))
             r->growing[r->growing_count++] = id;
     }
     qsort_r(r->growing, r->growing_count, sizeof(uint32_t), by_growth_rate, r);
@@ -296,6 +302,11 @@ void report_release(struct report *r)
     for (int i = 0; i < r->page_count; i++)
         pages_free(r->pages[i], r->page_sizes[i]);
     r->page_count = 0;
+}
+
+uint64_t report_growth_bytes(const struct report *r, const struct stack *s)
+{
+    return r->growth.ended ? s->growth.last_bytes : s->stats.live_bytes;
 }
 
 uint32_t report_torch_age_ms(const struct report *r)

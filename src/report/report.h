@@ -29,6 +29,7 @@ struct report_block {
     uint16_t thread, handle;
     int8_t device;
     uint8_t kind, api, context;
+    uint8_t held_at_end;      /* live when the program ended (tracker_program_end) */
 };
 
 /* Live blocks with the same stack, kind, entry point and device. */
@@ -39,6 +40,20 @@ struct report_group {
     uint64_t bytes, blocks, largest;
     uint32_t oldest_ms;
 };
+
+/* A framework's cache on one device, as its recorded segments and blocks
+ * show it (caches.c). */
+struct report_cache {
+    int kind;                        /* KIND_TORCH_TENSOR, KIND_CUPY_BLOCK, KIND_JAX_ARRAY */
+    int device;
+    uint64_t reserved, segments;     /* its segments: the driver allocations behind it */
+    uint64_t block_bytes, blocks;    /* its live blocks, at their requested sizes */
+    uint64_t unused;                 /* reserved - block_bytes */
+    uint64_t hole_bytes, holes, largest_hole;   /* free ranges in segments that hold a
+                                                 * live block: only what fits uses them */
+    uint64_t releasable;             /* in segments that hold none: empty_cache() returns it */
+};
+#define REPORT_MAX_CACHES (CACHE_KINDS * 8)
 
 /* A stream-ordered pool the program created, and what it holds. */
 struct report_pool {
@@ -99,6 +114,12 @@ struct report {
     struct torch_stats torch;            /* PyTorch's own counters, if it was read */
     struct report_pool pools[REPORT_MAX_POOLS];
     int pool_count;
+    struct report_cache *caches;         /* caches.c */
+    int cache_count;
+    /* What was live when the program ended and the interpreter's teardown
+     * freed after, by stack: bytes and blocks of each group (state.program_ended). */
+    struct report_group *held;           /* most bytes first */
+    size_t held_count;
     size_t registry_bytes, stacks_bytes;
     int64_t self_time_ns;                /* our own time in CUDA calls; -1: not timed */
     uint32_t *shown;                     /* stack ids written out, by live bytes */
@@ -142,6 +163,9 @@ const char *report_api_name(const struct report *r, int api);
 /* The label of mark number `number` (1, 2, ...); NULL once the ring has
  * dropped it. */
 const char *report_mark_label(const struct report *r, uint64_t number);
+/* A stack's live bytes as growth sees them: at the end of the program once
+ * it ended (its last sample), else now. */
+uint64_t report_growth_bytes(const struct report *r, const struct stack *s);
 /* How long before the report PyTorch's counters were read (0 if after). */
 uint32_t report_torch_age_ms(const struct report *r);
 /* "nccl", "cublas", ...: the library a stack allocated through; NULL if none. */
@@ -171,8 +195,38 @@ void report_memviz(const struct report *r, struct out *out);
 int report_emit(const struct report *r, const char *template_, int summary);
 int report_write_to(const char *reason, const char *template_, int summary);
 
+/* caches.c: r->caches, from the live blocks (all of them: a report collected
+ * or read from a dump); `live` also marks, in this process's stack table,
+ * the driver allocations found to hold a framework's blocks. 0, or -1 when
+ * out of memory. */
+int report_caches(struct report *r, int live);
+/* The stack allocated a framework's cache segments, and that framework's
+ * blocks are recorded: verdicts are about its blocks, not this stack. */
+int report_cache_segment(const struct report *r, uint32_t stack_id);
+/* held.c: r->held, from state.end_totals and the live blocks. */
+int report_held_at_end(struct report *r);
+
 /* verdicts.c */
-const char *report_verdict(const struct report_event *event);   /* OOM: exhausted/fragmented */
+/* Why an allocation failed, in the report's event: "exhausted" (the driver
+ * had less free than asked) or "fragmented" (more, but no range fitted); and
+ * where a framework's allocator gave up, in its cache's terms
+ * (report_cache_oom). "unknown" without the driver's figures. */
+const char *report_verdict(const struct report *r);
+const struct report_cache *report_cache_on(const struct report *r, int kind, int device);
+/* A framework's OOM: "cache_idle" (its segments that hold no block, with
+ * what the driver has free, would serve the request: empty_cache()),
+ * "cache_fragmented" (what it holds unused, with the driver's free, would;
+ * but in holes between live blocks, none large enough: only a layout that
+ * grows segments in place, PyTorch's expandable_segments:True, helps), else
+ * "others_hold" (memory outside the cache, other processes' and this one's
+ * other allocations, holds at least as much as its blocks) or
+ * "tensors_exhausted" (its live blocks fill the device). `why`, if given,
+ * gets the figures the verdict rests on. */
+struct report_cache_oom {
+    const struct report_cache *cache;   /* the device's cache (zeros if none) */
+    uint64_t others;                    /* used on the device outside the cache */
+};
+const char *report_cache_oom(const struct report *r, struct report_cache_oom *why);
 
 /* Memory held but not in use, and fragmentation, in one place: the default
  * stream-ordered pools' reserve beyond what they hand out, address space

@@ -171,7 +171,12 @@ static void write_stacks(const struct report *r, struct out *out)
             out_json_string(out, label);
         else
             out_str(out, "null");
-        out_str(out, "}");
+        out_str(out, ",\"cache_segment\":");
+        int cache = 0;
+        for (int k = KIND_TORCH_TENSOR; k < KIND_TORCH_TENSOR + CACHE_KINDS && !cache; k++)
+            if (s->flags & STACK_CACHE_SEGMENT(k))
+                cache = k;
+        out_printf(out, cache ? "\"%s\"}" : "null}", kind_name(cache));
     }
     out_str(out, "]");
 }
@@ -289,7 +294,7 @@ static void write_growth(const struct report *r, struct out *out)
                    "%s{\"stack\":%u,\"live_bytes\":%llu,\"first_bytes\":%llu,\"first_ms\":%u,"
                    "\"last_bytes\":%llu,\"last_ms\":%u,\"rises\":%u,\"falls\":%u,"
                    "\"samples_since_first\":%u,\"rate\":%.0f}",
-                   i ? "," : "", r->growing[i], U(s->stats.live_bytes), U(g->first_bytes),
+                   i ? "," : "", r->growing[i], U(report_growth_bytes(r, s)), U(g->first_bytes),
                    g->first_ms, U(g->last_bytes), g->last_ms, g->rises, g->falls,
                    r->growth.samples - g->first_sample, growth_rate(g, &r->growth));
     }
@@ -377,8 +382,20 @@ static void write_event(const struct report *r, struct out *out)
                        U(e->total));
         else
             out_str(out, ",\"driver_free\":null,\"driver_total\":null");
-        out_printf(out, ",\"verdict\":\"%s\",\"retry\":\"%s\"}", report_verdict(e),
+        out_printf(out, ",\"verdict\":\"%s\",\"retry\":\"%s\"", report_verdict(r),
                    retry_names[e->retry]);
+        if (kind_in_cache(e->kind)) {
+            struct report_cache_oom why;
+            report_cache_oom(r, &why);
+            const struct report_cache *c = why.cache;
+            out_printf(out, ",\"cache\":{\"reserved_bytes\":%llu,\"block_bytes\":%llu,"
+                            "\"unused_bytes\":%llu,\"hole_bytes\":%llu,\"holes\":%llu,"
+                            "\"largest_hole_bytes\":%llu,\"releasable_bytes\":%llu,"
+                            "\"others_bytes\":%llu}",
+                       U(c->reserved), U(c->block_bytes), U(c->unused), U(c->hole_bytes),
+                       U(c->holes), U(c->largest_hole), U(c->releasable), U(why.others));
+        }
+        out_str(out, "}");
         return;
     default:
         out_str(out, ",\"event\":null");
@@ -443,6 +460,70 @@ static void write_timeline(const struct report *r, struct out *out)
     out_str(out, "]}");
 }
 
+static const char *const view_names[] = {
+    [CACHE_UNSEEN] = "unseen", [CACHE_BLOCKS] = "blocks", [CACHE_SEGMENTS] = "segments"};
+
+/* Each framework seen: whether its blocks are recorded, and its cache per
+ * device (report.h, struct report_cache). */
+static void write_caches(const struct report *r, struct out *out)
+{
+    out_str(out, ",\"caches\":[");
+    int first = 1;
+    for (int i = 0; i < CACHE_KINDS; i++) {
+        const struct cache_state *state = &r->state.caches[i];
+        int kind = KIND_TORCH_TENSOR + i, devices = 0;
+        for (int c = 0; c < r->cache_count; c++)
+            devices += r->caches[c].kind == kind;
+        if (state->view == CACHE_UNSEEN && !devices)
+            continue;
+        out_printf(out, "%s{\"kind\":\"%s\",\"view\":\"%s\",\"why\":", first ? "" : ",",
+                   kind_name(kind), view_names[state->view]);
+        first = 0;
+        out_json_string(out, state->why);
+        if (state->view == CACHE_BLOCKS)
+            out_printf(out, ",\"since_ms\":%u,\"devices\":[", state->since_ms);
+        else
+            out_str(out, ",\"since_ms\":null,\"devices\":[");
+        for (int c = 0, n = 0; c < r->cache_count; c++) {
+            const struct report_cache *x = &r->caches[c];
+            if (x->kind != kind)
+                continue;
+            out_str(out, n++ ? ",{" : "{");
+            out_printf(out, x->device >= 0 ? "\"device\":%d" : "\"device\":null", x->device);
+            out_printf(out, ",\"reserved_bytes\":%llu,\"segments\":%llu,\"block_bytes\":%llu,"
+                            "\"blocks\":%llu,\"unused_bytes\":%llu,\"hole_bytes\":%llu,"
+                            "\"holes\":%llu,\"largest_hole_bytes\":%llu,"
+                            "\"releasable_bytes\":%llu}",
+                       U(x->reserved), U(x->segments), U(x->block_bytes), U(x->blocks),
+                       U(x->unused), U(x->hole_bytes), U(x->holes), U(x->largest_hole),
+                       U(x->releasable));
+        }
+        out_str(out, "]}");
+    }
+    out_str(out, "]");
+}
+
+/* The end of a Python program, before its interpreter's teardown, and what
+ * was held then and freed by the teardown (held.c). */
+static void write_program_end(const struct report *r, struct out *out)
+{
+    if (!r->state.program_ended) {
+        out_str(out, ",\"program_end\":null,\"held_at_end\":[]");
+        return;
+    }
+    out_printf(out, ",\"program_end\":{\"time_ms\":%u},\"held_at_end\":[",
+               r->state.program_end_ms);
+    for (size_t i = 0; i < r->held_count; i++) {
+        const struct report_group *g = &r->held[i];
+        out_printf(out, "%s{\"stack\":%u,\"kind\":\"%s\",\"api\":", i ? "," : "",
+                   g->stack_id, kind_name(g->kind));
+        out_json_string(out, report_api_name(r, g->api));
+        write_device_field(out, g->device);
+        out_printf(out, ",\"blocks\":%llu,\"bytes\":%llu}", U(g->blocks), U(g->bytes));
+    }
+    out_str(out, "]");
+}
+
 static void write_threads(const struct report *r, struct out *out)
 {
     out_str(out, ",\"threads\":[");
@@ -468,7 +549,9 @@ void report_json(const struct report *r, struct out *out)
     write_devices(r, out);
     write_torch(r, out);
     write_pools(r, out);
+    write_caches(r, out);
     write_live(r, out);
+    write_program_end(r, out);
     write_stacks(r, out);
     write_frames(r, out);
     write_failures(r, out);

@@ -182,6 +182,57 @@ static void write_torch_device(const struct report *r, struct out *out, int devi
     out_str(out, "\n");
 }
 
+static const struct {
+    const char *framework, *blocks, *empty_cache;
+} cache_words[CACHE_KINDS] = {
+    {"PyTorch", "tensors", "torch.cuda.empty_cache()"},
+    {"CuPy", "arrays", "cupy.get_default_memory_pool().free_all_blocks()"},
+    {"JAX", "arrays", "nothing short of deleting the arrays"},
+};
+
+/* Each framework's cache on one device (caches.c): what its live blocks
+ * hold, and where the rest of what it reserved lies unused. */
+static void write_caches_device(const struct report *r, struct out *out, int device)
+{
+    for (int i = 0; i < r->cache_count; i++) {
+        const struct report_cache *c = &r->caches[i];
+        int k = c->kind - KIND_TORCH_TENSOR;
+        if (c->device != device || k < 0 || k >= CACHE_KINDS)
+            continue;
+        const struct cache_state *state = &r->state.caches[k];
+        out_printf(out, "    %s's cache: reserved ", cache_words[k].framework);
+        out_bytes(out, c->reserved);
+        out_printf(out, " in %llu segment%s", (unsigned long long)c->segments,
+                   c->segments == 1 ? "" : "s");
+        if (state->view != CACHE_BLOCKS) {
+            out_printf(out, "; its %s are not traced one by one%s%s\n", cache_words[k].blocks,
+                       state->why[0] ? ": " : "", state->why);
+            continue;
+        }
+        out_printf(out, "; %s ", cache_words[k].blocks);
+        out_bytes(out, c->block_bytes);
+        out_printf(out, " in %llu block%s; unused ", (unsigned long long)c->blocks,
+                   c->blocks == 1 ? "" : "s");
+        out_bytes(out, c->unused);
+        out_str(out, "\n");
+        if (c->hole_bytes) {
+            out_str(out, "      ");
+            out_bytes(out, c->hole_bytes);
+            out_printf(out, " of it in %llu hole%s between live %s (largest ",
+                       (unsigned long long)c->holes, c->holes == 1 ? "" : "s",
+                       cache_words[k].blocks);
+            out_bytes(out, c->largest_hole);
+            out_str(out, "): only requests that fit reuse them\n");
+        }
+        if (c->releasable) {
+            out_str(out, "      ");
+            out_bytes(out, c->releasable);
+            out_printf(out, " of it in segments with no live block: %s returns it\n",
+                       cache_words[k].empty_cache);
+        }
+    }
+}
+
 static void write_counters(const struct report *r, struct out *out)
 {
     out_printf(out, "  %-20s %10s %10s %10s %8s %8s %8s %6s %5s\n", "Memory by device",
@@ -225,25 +276,35 @@ static void write_counters(const struct report *r, struct out *out)
             write_pool(out, label, &r->pools[i].figures);
         }
         write_torch_device(r, out, dev->slot);
+        write_caches_device(r, out, dev->slot);
     }
 }
 
-static void write_live(const struct report *r, struct out *out, int brief)
+/* Groups of live blocks, those of a cache's segments (`segments`) or the others. */
+static void write_groups(const struct report *r, struct out *out, int brief, int segments,
+                         const char *title)
 {
-    int at_exit = strcmp(r->reason, "exit") == 0;
     uint64_t bytes = 0, blocks = 0;
+    size_t sites = 0;
     for (size_t i = 0; i < r->group_count; i++) {
+        if (report_cache_segment(r, r->groups[i].stack_id) != segments)
+            continue;
         bytes += r->groups[i].bytes;
         blocks += r->groups[i].blocks;
+        sites++;
     }
-    out_printf(out, "\n  %s: ", at_exit ? "Leaked (live at exit)" : "Live now");
+    if (segments && !sites)
+        return;
+    out_printf(out, "\n  %s: ", title);
     out_bytes(out, bytes);
     out_printf(out, " in %llu block%s from %zu allocation site%s\n", (unsigned long long)blocks,
-               blocks == 1 ? "" : "s", r->group_count, r->group_count == 1 ? "" : "s");
-    size_t limit = brief && r->group_count > (size_t)config.top ? (size_t)config.top : r->group_count;
-    for (size_t i = 0; i < limit; i++) {
+               blocks == 1 ? "" : "s", sites, sites == 1 ? "" : "s");
+    size_t limit = brief && sites > (size_t)config.top ? (size_t)config.top : sites;
+    for (size_t i = 0, n = 0; i < r->group_count && n < limit; i++) {
         const struct report_group *g = &r->groups[i];
-        out_printf(out, "   #%zu ", i + 1);
+        if (report_cache_segment(r, g->stack_id) != segments)
+            continue;
+        out_printf(out, "   #%zu ", ++n);
         out_bytes(out, g->bytes);
         out_printf(out, " in %llu %s block%s via %s", (unsigned long long)g->blocks,
                    kind_name(g->kind), g->blocks == 1 ? "" : "s", report_api_name(r, g->api));
@@ -255,8 +316,55 @@ static void write_live(const struct report *r, struct out *out, int brief)
         out_printf(out, ", oldest from %.1f s\n", g->oldest_ms / 1000.0);
         write_stack(r, out, g->stack_id, brief);
     }
-    if (limit < r->group_count)
-        out_printf(out, "   ... %zu more sites (CUMEMTRACE_TOP=%d)\n", r->group_count - limit,
+    if (limit < sites)
+        out_printf(out, "   ... %zu more sites (CUMEMTRACE_TOP=%d)\n", sites - limit, config.top);
+}
+
+static void write_live(const struct report *r, struct out *out, int brief)
+{
+    const char *title = "Live now";
+    if (strcmp(r->reason, "exit") == 0)
+        title = r->state.program_ended ? "Leaked (freed by nobody: live at exit, after the "
+                                         "interpreter's teardown)"
+                                       : "Leaked (live at exit)";
+    write_groups(r, out, brief, 0, title);
+    write_groups(r, out, brief, 1,
+                 "Cache segments (memory a framework's cache took from the driver, each "
+                 "charged to the line that first needed one; its blocks are listed above)");
+}
+
+/* Held when the program ended and freed by the interpreter's teardown:
+ * memory kept to the end on purpose (model weights, a data set), or by a
+ * global that grew all along (then it is growing, above). Not a leak. */
+static void write_held(const struct report *r, struct out *out, int brief)
+{
+    if (!r->state.program_ended || !r->held_count)
+        return;
+    uint64_t bytes = 0, blocks = 0;
+    for (size_t i = 0; i < r->held_count; i++) {
+        bytes += r->held[i].bytes;
+        blocks += r->held[i].blocks;
+    }
+    out_str(out, "\n  Held at the end of the program (freed by the interpreter's teardown, "
+                 "not leaked): ");
+    out_bytes(out, bytes);
+    out_printf(out, " in %llu block%s from %zu allocation site%s\n", (unsigned long long)blocks,
+               blocks == 1 ? "" : "s", r->held_count, r->held_count == 1 ? "" : "s");
+    size_t limit = brief && r->held_count > (size_t)config.top ? (size_t)config.top
+                                                               : r->held_count;
+    for (size_t i = 0; i < limit; i++) {
+        const struct report_group *g = &r->held[i];
+        out_printf(out, "   #%zu ", i + 1);
+        out_bytes(out, g->bytes);
+        out_printf(out, " in %llu %s block%s via %s", (unsigned long long)g->blocks,
+                   kind_name(g->kind), g->blocks == 1 ? "" : "s", report_api_name(r, g->api));
+        if (g->device >= 0)
+            out_printf(out, " on device %d", g->device);
+        out_str(out, "\n");
+        write_stack(r, out, g->stack_id, brief);
+    }
+    if (limit < r->held_count)
+        out_printf(out, "   ... %zu more sites (CUMEMTRACE_TOP=%d)\n", r->held_count - limit,
                    config.top);
 }
 
@@ -275,10 +383,11 @@ static void write_growing(const struct report *r, struct out *out, int brief)
         char rate[24], first[24], now[24];
         format_bytes((uint64_t)growth_rate(g, &r->growth), rate, sizeof(rate));
         format_bytes(g->first_bytes, first, sizeof(first));
-        format_bytes(s->stats.live_bytes, now, sizeof(now));
-        out_printf(out, "   #%u +%s %s: from %s at %.1f s to %s now; rose at %u of %u samples\n",
+        format_bytes(report_growth_bytes(r, s), now, sizeof(now));
+        out_printf(out, "   #%u +%s %s: from %s at %.1f s to %s %s; rose at %u of %u samples\n",
                    i + 1, rate, marks ? "per mark" : "per second", first, g->first_ms / 1000.0,
-                   now, g->rises, r->growth.samples - g->first_sample);
+                   now, r->growth.ended ? "when the program ended" : "now", g->rises,
+                   r->growth.samples - g->first_sample);
         write_stack(r, out, r->growing[i], brief);
     }
     if (limit < r->growing_count)
@@ -348,11 +457,13 @@ static void write_peaks(const struct report *r, struct out *out, int brief)
     out_str(out, "\n  Largest holders during the run (highest live bytes per allocation site):\n");
     uint32_t limit = brief && r->shown_count > (uint32_t)config.top ? (uint32_t)config.top
                                                                      : r->shown_count;
-    for (uint32_t i = 0; i < limit; i++) {
+    for (uint32_t i = 0, n = 0; i < r->shown_count && n < limit; i++) {
         const struct stack_stats *s = &r->stacks[r->by_peak[i] - 1].stats;
         if (s->peak_live_bytes == 0)
             break;
-        out_printf(out, "   #%u peak ", i + 1);
+        if (report_cache_segment(r, r->by_peak[i]))
+            continue;
+        out_printf(out, "   #%u peak ", ++n);
         out_bytes(out, s->peak_live_bytes);
         out_str(out, ", now ");
         out_bytes(out, s->live_bytes);
@@ -411,6 +522,52 @@ static const char *retry_text[] = {
     [RETRY_FAILED] = "the same request was made again and failed too",
 };
 
+/* A framework gave up: why, in its cache's terms (report_cache_oom). */
+static void write_cache_oom(const struct report *r, struct out *out)
+{
+    const struct report_event *e = &r->event;
+    struct report_cache_oom why;
+    const char *verdict = report_cache_oom(r, &why);
+    const struct report_cache *c = why.cache;
+    int k = e->kind - KIND_TORCH_TENSOR;
+    const char *framework = cache_words[k].framework, *blocks = cache_words[k].blocks;
+    char a[24], b[24], f[24], t[24], h[24], n[24];
+    format_bytes(c->unused, a, sizeof(a));
+    format_bytes(c->reserved, b, sizeof(b));
+    format_bytes(e->free, f, sizeof(f));
+    format_bytes(e->total, t, sizeof(t));
+    format_bytes(c->largest_hole, h, sizeof(h));
+    format_bytes(e->size, n, sizeof(n));
+    if (strcmp(verdict, "cache_fragmented") == 0) {
+        out_printf(out, "  verdict: cache fragmented: %s held %s of its %s reserved unused, and "
+                        "the driver had %s free: more than the %s asked for, but in %llu holes "
+                        "between live %s, the largest %s.\n", framework, a, b, f, n,
+                   (unsigned long long)c->holes, blocks, h);
+        if (k == 0)
+            out_str(out, "  what helps: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the "
+                         "cache grows its segments in place instead of needing one hole); "
+                         "torch.cuda.empty_cache() cannot: every such segment holds a live "
+                         "tensor\n");
+    } else if (strcmp(verdict, "cache_idle") == 0) {
+        format_bytes(c->releasable, a, sizeof(a));
+        out_printf(out, "  verdict: cache idle: %s keeps %s in segments with no live block, "
+                        "enough with the driver's %s free for the %s asked for: %s returns "
+                        "it\n", framework, a, f, n, cache_words[k].empty_cache);
+    } else if (strcmp(verdict, "others_hold") == 0) {
+        format_bytes(why.others, a, sizeof(a));
+        format_bytes(c->block_bytes, h, sizeof(h));
+        out_printf(out, "  verdict: others hold it: %s of the device's %s is held outside %s's "
+                        "cache (other processes, contexts, libraries, this process's other "
+                        "allocations), against %s in its %s; the driver had %s free for the %s "
+                        "asked for\n", a, t, framework, h, blocks, f, n);
+    } else {
+        format_bytes(c->block_bytes, b, sizeof(b));
+        out_printf(out, "  verdict: %s exhausted the device: live %s hold %s of %s; the %s "
+                        "%s's cache holds unused and the %s free are less than the %s asked "
+                        "for\n", blocks, blocks, b, t, a, framework, f, n);
+    }
+}
+
 static void write_event(const struct report *r, struct out *out, int brief)
 {
     const struct report_event *e = &r->event;
@@ -429,7 +586,9 @@ static void write_event(const struct report *r, struct out *out, int brief)
     out_bytes(out, e->size);
     out_printf(out, " of %s memory via %s on device %d failed (error %d)\n", kind_name(e->kind),
                report_api_name(r, e->api), e->device, e->code);
-    if (e->has_memory_info) {
+    if (e->has_memory_info && kind_in_cache(e->kind)) {
+        write_cache_oom(r, out);
+    } else if (e->has_memory_info) {
         char free_text[24], total_text[24], size_text[24];
         format_bytes(e->free, free_text, sizeof(free_text));
         format_bytes(e->total, total_text, sizeof(total_text));
@@ -478,6 +637,7 @@ static void write_report(const struct report *r, struct out *out, int brief)
     else
         write_counters(r, out);
     write_live(r, out, brief);
+    write_held(r, out, brief);
     write_growing(r, out, brief);
     write_fragmentation(r, out);
     write_implicit(r, out, brief);

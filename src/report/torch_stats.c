@@ -47,6 +47,7 @@ static struct {
     int (*is_initialized)(void);
     int (*is_finalizing)(void);
     int (*gil_ensure)(void);
+    int (*gil_check)(void);
     void (*gil_release)(int);
     PyObject *(*module_dict)(void);
     PyObject *(*dict_get)(PyObject *, const char *);
@@ -111,6 +112,7 @@ static int look_up(void)
         {(void **)&py.is_initialized, "Py_IsInitialized"},
         {(void **)&py.gil_ensure, "PyGILState_Ensure"},
         {(void **)&py.gil_release, "PyGILState_Release"},
+        {(void **)&py.gil_check, "PyGILState_Check"},
         {(void **)&py.module_dict, "PyImport_GetModuleDict"},
         {(void **)&py.dict_get, "PyDict_GetItemString"},
         {(void **)&py.get_attr, "PyObject_GetAttrString"},
@@ -202,6 +204,9 @@ static void publish(const struct torch_stats *reading, int at_exit)
     pthread_mutex_unlock(&lock);
 }
 
+/* Python's exit hooks: the program has ended, its interpreter is about to
+ * tear down what module globals held. The counters are read a last time,
+ * and the tracker told (tracker_program_end). */
 static PyObject *exit_hook(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -214,6 +219,7 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     py.restore(type, value, traceback);
     __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
     publish(&reading, 1);
+    tracker_program_end();
     return py.build_value("");   /* None */
 }
 
@@ -326,6 +332,16 @@ void torch_stats_request(void)
     pthread_mutex_unlock(&lock);
     if (start)
         start_reader();
+    /* The first CUDA call of a Python program is often made with the GIL
+     * held: the exit hook goes in at once, so that a program that ends
+     * before the reader ever gets the GIL still has its end seen. */
+    if (start && py.gil_check() && !hook_registered) {
+        PyObject *type, *value, *traceback;
+        py.fetch(&type, &value, &traceback);
+        register_exit_hook();
+        py.clear();
+        py.restore(type, value, traceback);
+    }
 }
 
 int torch_stats_refresh(int timeout_ms)

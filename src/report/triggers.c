@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -31,11 +32,21 @@ static struct {
     char template_[sizeof(config.output) + 32];
 } pending_oom;
 static int ooms_reported;
+/* The last OOM report whose retry failed: the framework's own OOM that
+ * follows on that thread is the same failure, and rewrites that report. */
+static struct {
+    int failed;
+    pthread_t thread;
+    char template_[sizeof(config.output) + 32];
+} last_oom;
 
 static void finish_pending_oom(int outcome)
 {
     pthread_mutex_lock(&oom_lock);
     if (pending_oom.active) {
+        last_oom.failed = outcome == RETRY_FAILED;
+        last_oom.thread = pending_oom.thread;
+        memcpy(last_oom.template_, pending_oom.template_, sizeof(last_oom.template_));
         pending_oom.active = 0;
         pending_oom.report->event.retry = outcome;
         report_emit(pending_oom.report, pending_oom.template_, 0);
@@ -89,6 +100,55 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
     pending_oom.size = a->size;
     __atomic_store_n(&pending_oom.active, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&oom_lock);
+}
+
+/* A framework gave up (PyTorch after freeing its cache and asking the driver
+ * again): the report of that moment, with its cache's view and a verdict in
+ * its terms. It replaces the report of the driver's failure that led here. */
+void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t driver_free)
+{
+    struct allocation a = {.size = request, .device = device, .kind = cache_kind,
+                           .api = host.cache_api[cache_kind - KIND_TORCH_TENSOR]};
+    uint32_t stack_id = tracker_failure(&a, 0, 1);
+    if (config.oom == OOM_OFF || !tracker_enter())
+        return;
+    if (__atomic_load_n(&pending_oom.active, __ATOMIC_ACQUIRE) &&
+        pthread_equal(pending_oom.thread, pthread_self())) {
+        tracker_oom_retried(0);
+        finish_pending_oom(RETRY_FAILED);
+    }
+    char template_[sizeof(last_oom.template_)];
+    pthread_mutex_lock(&oom_lock);
+    int same = last_oom.failed && pthread_equal(last_oom.thread, pthread_self());
+    last_oom.failed = 0;
+    if (same)
+        memcpy(template_, last_oom.template_, sizeof(template_));
+    else if (config.oom == OOM_FIRST && ooms_reported > 0)
+        template_[0] = '\0';
+    else if (config.oom == OOM_FIRST)
+        snprintf(template_, sizeof(template_), "%s-oom", config.output);
+    else
+        snprintf(template_, sizeof(template_), "%s-oom-%d", config.output, ooms_reported + 1);
+    if (!same && template_[0])
+        ooms_reported++;
+    pthread_mutex_unlock(&oom_lock);
+    struct report *r = template_[0] ? report_new("oom") : NULL;
+    if (r) {
+        struct report_event *e = &r->event;
+        e->type = EVENT_OOM;
+        e->size = request;
+        e->api = a.api;
+        e->kind = cache_kind;
+        e->device = device;
+        e->stack_id = stack_id;
+        e->retry = RETRY_FAILED;
+        e->free = driver_free;
+        e->has_memory_info = host.memory_info && host.memory_info(device, &(uint64_t){0},
+                                                                  &e->total) == 0;
+        report_emit(r, template_, !same);
+        report_delete(r);
+    }
+    tracker_leave();
 }
 
 /* ---- the exit report ------------------------------------------------------ */

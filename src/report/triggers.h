@@ -16,6 +16,10 @@
 void trigger_on_alloc(uint64_t size);
 /* After tracker_failure, which gave `stack_id`: the OOM report. */
 void trigger_on_failure(const struct allocation *a, int code, int oom, uint32_t stack_id);
+/* A framework's allocator gave up on `request` bytes of `cache_kind` on
+ * `device`, with `driver_free` bytes free on the device (from inside its
+ * allocator, its lock held): the OOM report, in the cache's terms. */
+void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t driver_free);
 /* The exit report, once per process that traced anything: at exit, or from
  * the library's destructor when no exit handler of ours was registered. */
 void trigger_exit_report(void);

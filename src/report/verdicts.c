@@ -5,11 +5,48 @@
 
 #include "report.h"
 
-const char *report_verdict(const struct report_event *event)
+const char *report_verdict(const struct report *r)
 {
+    const struct report_event *event = &r->event;
     if (event->type != EVENT_OOM || !event->has_memory_info)
         return "unknown";
+    if (kind_in_cache(event->kind))
+        return report_cache_oom(r, NULL);
     return event->free < event->size ? "exhausted" : "fragmented";
+}
+
+const struct report_cache *report_cache_on(const struct report *r, int kind, int device)
+{
+    for (int i = 0; i < r->cache_count; i++)
+        if (r->caches[i].kind == kind && r->caches[i].device == device)
+            return &r->caches[i];
+    return NULL;
+}
+
+/* In the framework's terms, the moment it gave up (report.h). */
+const char *report_cache_oom(const struct report *r, struct report_cache_oom *why)
+{
+    const struct report_event *e = &r->event;
+    static const struct report_cache none;
+    const struct report_cache *c = report_cache_on(r, e->kind, e->device);
+    if (!c)
+        c = &none;
+    uint64_t used = e->total > e->free ? e->total - e->free : 0;
+    uint64_t others = used > c->reserved ? used - c->reserved : 0;
+    const char *verdict;
+    if (c->releasable + e->free >= e->size)
+        verdict = "cache_idle";
+    else if (c->unused + e->free >= e->size)
+        verdict = "cache_fragmented";
+    else if (others >= c->block_bytes)
+        verdict = "others_hold";
+    else
+        verdict = "tensors_exhausted";
+    if (why) {
+        why->cache = c;
+        why->others = others;
+    }
+    return verdict;
 }
 
 static void torch_fragmentation(const struct report *r, struct report_fragmentation *f)
@@ -53,7 +90,8 @@ void report_fragmentation(const struct report *r, struct report_fragmentation *f
     f->pool_idle = f->pool_reserved > f->pool_used ? f->pool_reserved - f->pool_used : 0;
     f->vmm_unmapped = f->vmm_reserved > f->vmm_mapped ? f->vmm_reserved - f->vmm_mapped : 0;
     f->verdict = "fragmented";
-    if (r->event.type == EVENT_OOM && strcmp(report_verdict(&r->event), "fragmented") == 0)
+    const char *oom = r->event.type == EVENT_OOM ? report_verdict(r) : "";
+    if (strcmp(oom, "fragmented") == 0 || strcmp(oom, "cache_fragmented") == 0)
         f->reason = "an allocation failed with more memory free than it asked for";
     else if (f->torch_inactive_split >= (64u << 20) &&
              f->torch_inactive_split * 4 >= f->torch_reserved && f->torch_holes >= 8 &&

@@ -1,0 +1,144 @@
+"""PyTorch's caching allocator, played by the stand-in libc10_cuda.so
+(tests/sim/c10), under the tracer on the simulator.
+
+    torch_blocks.py SCENARIO
+
+The stand-in hands out blocks carved from cached segments exactly where
+PyTorch would, and tells trace trackers what it does, so the tracer sees
+what it sees under PyTorch's default mode. Scenarios mix real leaks with
+innocent temporaries; lines carry markers frameworks.py checks:
+  LEAK-<scenario>  kept every step: growing, this line named
+  HELD-<scenario>  held by a module global until the interpreter's teardown
+  TEMP-<scenario>  a temporary: never growing, never held
+  OOM-<scenario>   the request that fails
+"""
+import ctypes
+import sys
+import threading
+import time
+
+c10 = ctypes.CDLL("libc10_cuda.so")
+c10.c10sim_malloc.restype = ctypes.c_void_p
+c10.c10sim_malloc.argtypes = [ctypes.c_int, ctypes.c_size_t]
+c10.c10sim_free.argtypes = [ctypes.c_int, ctypes.c_void_p]
+MiB = 1 << 20
+
+
+class Tensor:
+    """Freed when the last reference goes, as a torch.Tensor is."""
+
+    def __init__(self, size, device=0):
+        self.device = device
+        self.pointer = c10.c10sim_malloc(device, size)
+        if not self.pointer:
+            raise MemoryError(f"out of memory asking for {size} bytes")
+
+    def __del__(self):
+        if getattr(self, "pointer", None):
+            c10.c10sim_free(self.device, self.pointer)
+
+
+def stats(device=0):
+    figures = (ctypes.c_uint64 * 5)()
+    c10.c10sim_stats(device, figures)
+    return dict(zip(("allocated", "requested", "reserved", "inactive_split",
+                     "inactive_split_blocks"), figures))
+
+
+def step_pause():
+    time.sleep(0.01)
+
+
+def training_mix(steps=60):
+    weights = [Tensor(4 * MiB) for _ in range(4)]  # HELD-training_mix
+    kept = []
+    for _ in range(steps):
+        scratch = Tensor(48 * MiB)  # TEMP-training_mix
+        kept.append(Tensor(256 << 10))  # LEAK-training_mix
+        activation = Tensor(3 * MiB)  # TEMP-training_mix
+        del scratch, activation
+        step_pause()
+    return weights, kept
+
+
+def held_at_end():
+    return [Tensor(8 * MiB) for _ in range(3)]  # HELD-held_at_end
+
+
+def never_freed():
+    pointers = []
+    for _ in range(4):
+        pointers.append(c10.c10sim_malloc(0, 2 * MiB))  # LEAK-never_freed
+    return pointers
+
+
+def cache_idle():
+    big = Tensor(256 * MiB)  # TEMP-cache_idle
+    del big
+    small = Tensor(1 * MiB)
+    time.sleep(0.05)
+    return small
+
+
+def fragmentation_oom():
+    every = []
+    try:
+        while True:
+            every.append(Tensor(6 * MiB))  # HELD-fragmentation_oom
+    except MemoryError:
+        pass
+    kept = every[::3]
+    del every
+    try:
+        Tensor(40 * MiB)  # OOM-fragmentation_oom
+    except MemoryError:
+        print("fragmentation_oom: out of memory", flush=True)
+    return kept
+
+
+def exhaustion_oom():
+    kept = []
+    try:
+        while True:
+            kept.append(Tensor(64 * MiB))  # OOM-exhaustion_oom
+    except MemoryError:
+        print(f"exhaustion_oom: out of memory after {len(kept)} blocks", flush=True)
+    return kept
+
+
+def threads_and_snapshots(seconds=1.5):
+    """Four threads allocate through the stand-in (its lock, then ours) while
+    the main thread asks for snapshots (our locks) and holds the GIL."""
+    api = ctypes.CDLL(None)
+    stop = time.time() + seconds
+    errors = []
+
+    def churn():
+        try:
+            while time.time() < stop:
+                t = [Tensor(64 << 10) for _ in range(8)]
+                del t
+        except Exception as error:
+            errors.append(error)
+
+    workers = [threading.Thread(target=churn) for _ in range(4)]
+    for w in workers:
+        w.start()
+    snapshots = 0
+    while time.time() < stop:
+        api.cumemtrace_snapshot(b"%s-snap-%d" % (sys.argv[2].encode(), snapshots))
+        snapshots += 1
+    for w in workers:
+        w.join()
+    assert not errors, errors
+    print(f"threads_and_snapshots: {snapshots} snapshots", flush=True)
+
+
+SCENARIOS = {f.__name__: f for f in (training_mix, held_at_end, never_freed, cache_idle,
+                                      fragmentation_oom, exhaustion_oom, threads_and_snapshots)}
+HELD = None
+
+if __name__ == "__main__":
+    c10.c10sim_init(1)
+    HELD = SCENARIOS[sys.argv[1]]()
+    print("stats:", stats(), flush=True)
