@@ -358,6 +358,16 @@ static void load_frames(struct loader *l, const struct json_value *root)
 
 /* Stacks: the ones the writer showed, in its order (by live bytes). Ids
  * keep their numbers; the stacks not shown stay empty. */
+/* A kind named at `key`, if it is a cache's; 0 if not (or null). */
+static int cache_kind_at(const struct json_value *object, const char *key)
+{
+    const char *name = json_string(json_get(object, key));
+    for (int kind = KIND_TORCH_TENSOR; name && kind < KIND_TORCH_TENSOR + CACHE_KINDS; kind++)
+        if (strcmp(kind_name(kind), name) == 0)
+            return kind;
+    return 0;
+}
+
 static void load_stacks(struct loader *l, const struct json_value *root)
 {
     struct report *r = l->r;
@@ -409,6 +419,9 @@ static void load_stacks(struct loader *l, const struct json_value *root)
         stack->stats.allocated_bytes = get_u64(s, "allocated_bytes");
         stack->stats.implicit_bytes = get_u64(s, "freed_implicitly_bytes");
         stack->stats.implicit_blocks = get_u64(s, "freed_implicitly_blocks");
+        int cache = cache_kind_at(s, "cache_segment");
+        if (cache)
+            stack->flags |= STACK_CACHE_SEGMENT(cache);
         r->shown[r->shown_count++] = id;
     }
     memcpy(r->by_peak, r->shown, r->shown_count * sizeof(uint32_t));
@@ -535,6 +548,68 @@ static void load_growth(struct loader *l, const struct json_value *root)
         s->falls = (uint32_t)get_u64(g, "falls");
         s->first_sample = r->growth.samples - (uint32_t)get_u64(g, "samples_since_first");
         r->growing[r->growing_count++] = id;
+    }
+}
+
+/* Each framework's cache (the view, and per device), and the end of the
+ * program with what was held then. */
+static void load_caches_and_end(struct loader *l, const struct json_value *root)
+{
+    static const char *views[] = {[CACHE_UNSEEN] = "unseen", [CACHE_BLOCKS] = "blocks",
+                                  [CACHE_SEGMENTS] = "segments"};
+    struct report *r = l->r;
+    const struct json_value *caches = json_get(root, "caches");
+    r->caches = alloc_array(l, REPORT_MAX_CACHES, sizeof(struct report_cache));
+    if (!r->caches)
+        return;
+    for (const struct json_value *c = caches ? caches->first : NULL; c; c = c->next) {
+        int kind = cache_kind_at(c, "kind");
+        if (!kind) {
+            fail(l, "a cache of a kind that is not a framework's");
+            return;
+        }
+        struct cache_state *state = &r->state.caches[kind - KIND_TORCH_TENSOR];
+        const char *view = json_string(json_get(c, "view"));
+        for (int i = 0; view && i < 3; i++)
+            if (strcmp(view, views[i]) == 0)
+                state->view = i;
+        const char *why = json_string(json_get(c, "why"));
+        snprintf(state->why, sizeof(state->why), "%s", why ? why : "");
+        state->since_ms = (uint32_t)get_u64(c, "since_ms");
+        const struct json_value *devices = json_get(c, "devices");
+        for (const struct json_value *d = devices ? devices->first : NULL; d; d = d->next) {
+            if (r->cache_count == REPORT_MAX_CACHES)
+                break;
+            struct report_cache *x = &r->caches[r->cache_count++];
+            x->kind = kind;
+            x->device = device_of(d);
+            x->reserved = get_u64(d, "reserved_bytes");
+            x->segments = get_u64(d, "segments");
+            x->block_bytes = get_u64(d, "block_bytes");
+            x->blocks = get_u64(d, "blocks");
+            x->unused = get_u64(d, "unused_bytes");
+            x->hole_bytes = get_u64(d, "hole_bytes");
+            x->holes = get_u64(d, "holes");
+            x->largest_hole = get_u64(d, "largest_hole_bytes");
+            x->releasable = get_u64(d, "releasable_bytes");
+        }
+    }
+    const struct json_value *end = json_get(root, "program_end");
+    if (!end || end->type != JSON_OBJECT)
+        return;
+    r->state.program_ended = 1;
+    r->state.program_end_ms = (uint32_t)get_u64(end, "time_ms");
+    r->growth.ended = 1;
+    const struct json_value *held = get_array(l, root, "held_at_end");
+    r->held = held ? alloc_array(l, held->length, sizeof(*r->held)) : NULL;
+    for (const struct json_value *g = r->held ? held->first : NULL; g; g = g->next) {
+        struct report_group *group = &r->held[r->held_count++];
+        group->stack_id = stack_id(l, g);
+        group->kind = (uint8_t)kind_index(l, g);
+        group->api = (uint8_t)api_index(l, json_string(json_get(g, "api")));
+        group->device = (int8_t)device_of(g);
+        group->blocks = get_u64(g, "blocks");
+        group->bytes = get_u64(g, "bytes");
     }
 }
 
@@ -681,6 +756,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     load_live(&l, root);
     load_failures_and_marks(&l, root);
     load_growth(&l, root);
+    load_caches_and_end(&l, root);
     load_threads(&l, root);
     load_timeline_and_series(&l, root);
     return l.failed ? -1 : 0;

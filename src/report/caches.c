@@ -22,7 +22,8 @@ struct range {
     uint64_t start, end;
     uint32_t stack_id;
     int8_t device;
-    uint8_t kind;
+    uint8_t kind;            /* a block's; for a segment, its cache's */
+    uint8_t mapping;         /* a segment that is a VMM mapping */
 };
 
 static int by_start(const void *a, const void *b)
@@ -85,8 +86,9 @@ static void mark_holders(struct report *r, struct range *driver, size_t n, int l
     }
 }
 
-/* Segments of one cache, merged where back to back (expandable segments map
- * a range page by page), then the blocks inside them in address order. */
+/* Segments of one cache, VMM mappings merged where back to back (PyTorch's
+ * expandable segments map a range page by page, and a block may span pages),
+ * then the blocks inside them in address order. */
 static void measure(struct report *r, const struct range *segments, size_t n_segments,
                     const struct range *blocks, size_t n_blocks)
 {
@@ -95,8 +97,9 @@ static void measure(struct report *r, const struct range *segments, size_t n_seg
         struct report_cache *c = cache_of(r, segments[i].kind, segments[i].device);
         struct range seg = segments[i++];
         uint64_t pieces = 1;
-        while (i < n_segments && segments[i].start == seg.end &&
-               segments[i].kind == seg.kind && segments[i].device == seg.device) {
+        while (i < n_segments && seg.mapping && segments[i].mapping &&
+               segments[i].start == seg.end && segments[i].kind == seg.kind &&
+               segments[i].device == seg.device) {
             seg.end = segments[i++].end;
             pieces++;
         }
@@ -154,7 +157,7 @@ int report_caches(struct report *r, int live)
         if (kind_in_cache(b->kind)) {
             uint64_t rounded = (b->size + CACHE_UNIT - 1) / CACHE_UNIT * CACHE_UNIT;
             blocks[k++] = (struct range){b->value, b->value + (rounded ? rounded : CACHE_UNIT),
-                                         b->stack_id, b->device, b->kind};
+                                         b->stack_id, b->device, b->kind, 0};
             struct report_cache *c = cache_of(r, b->kind, b->device);
             if (c) {
                 c->block_bytes += b->size;
@@ -162,7 +165,7 @@ int report_caches(struct report *r, int live)
             }
         } else if (has_address(b->kind)) {
             driver[d++] = (struct range){b->value, b->value + b->size, b->stack_id, b->device,
-                                         b->kind};
+                                         b->kind, b->kind == KIND_VMM_MAPPING};
         }
     }
     qsort(driver, d, sizeof(*driver), by_start);

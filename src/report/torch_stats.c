@@ -229,13 +229,16 @@ static struct method_def exit_hook_def = {"cumemtrace_torch_exit", exit_hook, ME
 /* atexit.register(exit_hook); once, with the GIL. */
 static void register_exit_hook(void)
 {
-    hook_registered = 1;
     PyObject *atexit = py.import("atexit");
     PyObject *function = atexit ? py.new_function(&exit_hook_def, NULL, NULL) : NULL;
     PyObject *done = function ? py.call_method(atexit, "register", "O", function) : NULL;
     release(done);
     release(function);
     release(atexit);
+    pthread_mutex_lock(&lock);
+    hook_registered = 1;
+    pthread_cond_broadcast(&read_done);
+    pthread_mutex_unlock(&lock);
 }
 
 /* One attempt, on the reader thread. */
@@ -313,6 +316,31 @@ static void start_reader(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* At the first CUDA call of a Python program, the exit hook must go in
+ * before the program can end, or its end is never seen. With the GIL held
+ * (a first call often is), it goes in at once; without, the reader puts it
+ * in as soon as it gets the GIL, which is waited for here, a little: a
+ * thread holding the GIL and waiting for a lock this thread holds (a
+ * framework's allocator) would otherwise keep both waiting. */
+static void await_exit_hook(void)
+{
+    if (py.gil_check()) {
+        PyObject *type, *value, *traceback;
+        py.fetch(&type, &value, &traceback);
+        if (!hook_registered)
+            register_exit_hook();
+        py.clear();
+        py.restore(type, value, traceback);
+        return;
+    }
+    struct timespec deadline = deadline_in(200);
+    pthread_mutex_lock(&lock);
+    while (!hook_registered && available > 0 &&
+           pthread_cond_timedwait(&read_done, &lock, &deadline) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&lock);
+}
+
 static void look_up_once(void)
 {
     available = look_up() == 0 ? 1 : -1;
@@ -332,16 +360,8 @@ void torch_stats_request(void)
     pthread_mutex_unlock(&lock);
     if (start)
         start_reader();
-    /* The first CUDA call of a Python program is often made with the GIL
-     * held: the exit hook goes in at once, so that a program that ends
-     * before the reader ever gets the GIL still has its end seen. */
-    if (start && py.gil_check() && !hook_registered) {
-        PyObject *type, *value, *traceback;
-        py.fetch(&type, &value, &traceback);
-        register_exit_hook();
-        py.clear();
-        py.restore(type, value, traceback);
-    }
+    if (start)
+        await_exit_hook();
 }
 
 int torch_stats_refresh(int timeout_ms)

@@ -49,8 +49,25 @@ const char *report_cache_oom(const struct report *r, struct report_cache_oom *wh
     return verdict;
 }
 
+/* PyTorch's cache: as its tensors' records show it where they are recorded
+ * (exact, and there at every report), else as memory_stats() last said. */
 static void torch_fragmentation(const struct report *r, struct report_fragmentation *f)
 {
+    if (r->state.caches[0].view == CACHE_BLOCKS) {
+        for (int i = 0; i < r->cache_count; i++) {
+            const struct report_cache *c = &r->caches[i];
+            if (c->kind != KIND_TORCH_TENSOR)
+                continue;
+            f->has_torch = 1;
+            f->torch_reserved += c->reserved;
+            f->torch_allocated += c->block_bytes;
+            f->torch_inactive_split += c->hole_bytes;
+            f->torch_holes += c->holes;
+        }
+        f->torch_cached = f->torch_reserved > f->torch_allocated
+                              ? f->torch_reserved - f->torch_allocated : 0;
+        return;
+    }
     for (int d = 0; r->torch.valid && d < r->torch.device_count; d++) {
         const uint64_t *t = r->torch.figures[d];
         if (t[TORCH_RESERVED] == TORCH_MISSING || t[TORCH_ALLOCATED] == TORCH_MISSING)

@@ -13,6 +13,7 @@ innocent temporaries; lines carry markers frameworks.py checks:
   OOM-<scenario>   the request that fails
 """
 import ctypes
+import json
 import sys
 import threading
 import time
@@ -106,6 +107,28 @@ def exhaustion_oom():
     return kept
 
 
+def teardown_ctypes(steps=40):
+    """No framework: cudaMalloc'd buffers owned by Python objects, kept in a
+    module global and freed by __del__ at the interpreter's teardown."""
+    cudart = ctypes.CDLL("libcudart.so.13")
+
+    class Buffer:
+        def __init__(self, size):
+            self.pointer = ctypes.c_void_p()
+            assert cudart.cudaMalloc(ctypes.byref(self.pointer), ctypes.c_size_t(size)) == 0
+
+        def __del__(self):
+            cudart.cudaFree(self.pointer)
+
+    kept = []
+    for _ in range(steps):
+        kept.append(Buffer(1 * MiB))  # LEAK-teardown_ctypes
+        scratch = Buffer(8 * MiB)  # TEMP-teardown_ctypes
+        del scratch
+        step_pause()
+    return kept
+
+
 def threads_and_snapshots(seconds=1.5):
     """Four threads allocate through the stand-in (its lock, then ours) while
     the main thread asks for snapshots (our locks) and holds the GIL."""
@@ -126,7 +149,7 @@ def threads_and_snapshots(seconds=1.5):
         w.start()
     snapshots = 0
     while time.time() < stop:
-        api.cumemtrace_snapshot(b"%s-snap-%d" % (sys.argv[2].encode(), snapshots))
+        api.cumemtrace_snapshot(b"snap-%d" % snapshots)
         snapshots += 1
     for w in workers:
         w.join()
@@ -135,10 +158,13 @@ def threads_and_snapshots(seconds=1.5):
 
 
 SCENARIOS = {f.__name__: f for f in (training_mix, held_at_end, never_freed, cache_idle,
-                                      fragmentation_oom, exhaustion_oom, threads_and_snapshots)}
+                                      fragmentation_oom, exhaustion_oom, teardown_ctypes,
+                                      threads_and_snapshots)}
 HELD = None
 
 if __name__ == "__main__":
     c10.c10sim_init(1)
     HELD = SCENARIOS[sys.argv[1]]()
-    print("stats:", stats(), flush=True)
+    if len(sys.argv) > 2:   # a snapshot now, and the stand-in's own figures of the same moment
+        ctypes.CDLL(None).cumemtrace_snapshot(sys.argv[2].encode())
+    print("stats:", json.dumps(stats()), flush=True)

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Integration tests of the blocks frameworks carve out of their caches, and
+of the end of a Python program, on the simulator.
+
+PyTorch is played by the stand-in libc10_cuda.so (tests/sim/c10): it carves
+tensors out of cached segments, frees into its cache, and calls trace
+trackers as PyTorch's caching allocator does. torch_blocks.py runs the
+scenarios; its lines are marked LEAK, HELD, TEMP and OOM, and every verdict
+is checked against those marks: the growing sites must be the LEAK lines and
+no TEMP or HELD line; what module globals held goes to held_at_end, not
+leaked; an OOM says why in the cache's terms. Same harness as cases.py.
+
+    frameworks.py --build BUILD_DIR --source SOURCE_DIR CASE
+"""
+import glob
+import json
+import os
+import shutil
+import sys
+import time
+
+import cases
+from cases import check, run
+
+MiB = 1 << 20
+
+
+def script():
+    return os.path.join(cases.ARGS.source, "tests", "integration", "torch_blocks.py")
+
+
+def marked_lines(tag, scenario):
+    """Line numbers of torch_blocks.py carrying `# TAG-scenario`."""
+    with open(script()) as handle:
+        return {n for n, text in enumerate(handle, 1) if f"# {tag}-{scenario}" in text}
+
+
+def torch_env(**extra):
+    sim = os.path.join(cases.ARGS.build, "sim")
+    env = {"LD_LIBRARY_PATH": f"{sim}:{sim}/torch/lib",
+           "CUMEMTRACE_TORCH_TRACKER": f"{sim}/torch/libcumemtrace_torch.so",
+           "CUMEMTRACE_SAMPLE_MS": "40", "CUMEMTRACE_QUIET": "1"}
+    env.update(extra)
+    return env
+
+
+def scenario(name, args=(), expect_rc=0, **env):
+    """Run one scenario: (stdout, stderr, {reason: report}, the stand-in's figures)."""
+    if not os.path.exists(os.path.join(cases.ARGS.build, "sim", "torch", "lib",
+                                       "libc10_cuda.so")):
+        print("no C++ compiler: the stand-in for PyTorch was not built")
+        sys.exit(77)
+    out, err, reports, _ = run(sys.executable, [script(), name, *args], env=torch_env(**env),
+                               expect_rc=expect_rc)
+    by_reason = {}
+    for report in reports:
+        by_reason.setdefault(report["reason"], []).append(report)
+    figures = {}
+    for line in out.splitlines():
+        if line.startswith("stats: "):
+            figures = json.loads(line[len("stats: "):])
+    return out, err, by_reason, figures
+
+
+def site_line(report, stack_id):
+    """The innermost line of torch_blocks.py in a stack, skipping the Tensor
+    class's own (the line a person would look at)."""
+    frames = {f["id"]: f for f in report["frames"]}
+    stack = next((s for s in report["stacks"] if s["id"] == stack_id), None)
+    for i in (stack or {}).get("frames", []):
+        f = frames[i]
+        if f.get("python") and (f.get("file") or "").endswith("torch_blocks.py") and \
+                not (f.get("function") or "").endswith("__init__"):
+            return f["line"]
+    return None
+
+
+def growing_lines(report):
+    return {site_line(report, g["stack"]) for g in report["growth"]["growing"]}
+
+
+def cache(report, kind="torch_tensor"):
+    found = [c for c in report.get("caches", []) if c["kind"] == kind]
+    return found[0] if found else None
+
+
+def check_verdicts(report, name):
+    """Growing: every LEAK line and no TEMP or HELD line."""
+    grown = growing_lines(report)
+    leaks, innocent = marked_lines("LEAK", name), marked_lines("TEMP", name) | \
+        marked_lines("HELD", name)
+    check(leaks <= grown, f"{name}: LEAK lines {sorted(leaks)} growing: {sorted(grown - {None})}")
+    check(not (innocent & grown), f"{name}: TEMP/HELD lines called growing: "
+                                  f"{sorted(innocent & grown)}")
+
+
+def case_torch_blocks_mix():
+    """Kept tensors next to a 48 MiB temporary per step, in caching mode."""
+    _, err, reports, figures = scenario("training_mix", ["{dir}/at-end"])
+    exit_report, snapshot = reports["exit"][0], reports["snapshot"][0]
+    check_verdicts(exit_report, "training_mix")
+    view = cache(exit_report)
+    check(view and view["view"] == "blocks", f"tensors traced one by one: {view}")
+    check("not traced one by one" not in err, f"no warning: {err[-300:]!r}")
+    # The cache's figures against the stand-in's own, at one moment.
+    now = cache(snapshot)
+    device = now["devices"][0] if now and now["devices"] else {}
+    check(device.get("block_bytes") == figures["requested"] and
+          device.get("reserved_bytes") == figures["reserved"],
+          f"tensors and reserve as the allocator counts them: {device} vs {figures}")
+    check(figures["inactive_split"] <= device.get("hole_bytes", -1) <=
+          figures["inactive_split"] + figures["allocated"] - figures["requested"],
+          f"holes between live tensors as its inactive split blocks: {device} vs {figures}")
+    # The segments are the cache's: not leaked, not growing, listed as such.
+    segments = [s for s in exit_report["stacks"] if s["cache_segment"] == "torch_tensor"]
+    check(segments, "the segments' stacks are marked")
+    grown = {g["stack"] for g in exit_report["growth"]["growing"]}
+    check(not grown & {s["id"] for s in segments}, "no segment stack called growing")
+    # Held at the end (weights, the kept list): freed by the teardown, not leaked.
+    held = {site_line(exit_report, g["stack"]) for g in exit_report["held_at_end"]}
+    expected = marked_lines("HELD", "training_mix") | marked_lines("LEAK", "training_mix")
+    check(expected <= held, f"held at the end: {sorted(expected)} in {sorted(held - {None})}")
+    check(exit_report["program_end"] is not None, "the program's end was seen")
+    tensors = [g for g in exit_report["live"] if g["kind"] == "torch_tensor"]
+    check(not tensors, f"no tensor leaked: {tensors}")
+
+
+def case_torch_blocks_never_freed():
+    """Tensors nobody frees, not even the teardown: leaked, with their line."""
+    _, _, reports, _ = scenario("never_freed")
+    report = reports["exit"][0]
+    leaked = {site_line(report, g["stack"]) for g in report["live"] if g["kind"] == "torch_tensor"}
+    check(marked_lines("LEAK", "never_freed") <= leaked, f"leaked tensors' line: {leaked}")
+    check(not report["held_at_end"] or all(g["kind"] != "torch_tensor"
+                                            for g in report["held_at_end"]),
+          f"nothing of them held at the end: {report['held_at_end']}")
+
+
+def case_torch_blocks_held():
+    _, _, reports, _ = scenario("held_at_end")
+    report = reports["exit"][0]
+    held = [g for g in report["held_at_end"] if g["kind"] == "torch_tensor"]
+    check(len(held) == 1 and held[0]["bytes"] == 24 * MiB and held[0]["blocks"] == 3 and
+          site_line(report, held[0]["stack"]) in marked_lines("HELD", "held_at_end"),
+          f"3 x 8 MiB held at the end by the HELD line: {held}")
+    check(not report["growth"]["growing"], "nothing growing")
+
+
+def case_torch_blocks_cache_idle():
+    _, _, reports, _ = scenario("cache_idle")
+    report = reports["exit"][0]
+    check(report["fragmentation"]["verdict"] == "idle_cache",
+          f"the freed 256 MiB kept by the cache: {report['fragmentation']}")
+    device = cache(report)["devices"][0]
+    check(device["releasable_bytes"] >= 256 * MiB, f"empty_cache() would return it: {device}")
+    check(not report["growth"]["growing"], "nothing growing")
+
+
+def oom_reports(directory):
+    found = []
+    for name in sorted(glob.glob(os.path.join(directory, "report-*-oom*.json"))):
+        with open(name) as handle:
+            found.append(json.load(handle))
+    return found
+
+
+def oom_at(reports, scenario_name):
+    """The OOM report of the framework's own failure at the scenario's OOM
+    line (CUMEMTRACE_OOM=every also writes one for each failed cudaMalloc)."""
+    lines = marked_lines("OOM", scenario_name)
+    for report in reports:
+        if site_line(report, report["event"]["stack"]) in lines and \
+                report["event"]["kind"] == "torch_tensor":
+            return report
+    return None
+
+
+def case_torch_blocks_fragmentation_oom():
+    """Two of every three 6 MiB tensors freed, then 40 MiB: free bytes in the
+    cache, in holes none of which fits."""
+    out, _, _, _ = scenario("fragmentation_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every",
+                            CUMEMTRACE_FORMAT="text,json")
+    check("fragmentation_oom: out of memory" in out, f"the program saw its OOM: {out!r}")
+    report = oom_at(oom_reports(cases.LAST_DIR), "fragmentation_oom")
+    if not check(report is not None, "an OOM report names the OOM line"):
+        return
+    event = report["event"]
+    check(event["verdict"] == "cache_fragmented", f"verdict: {event['verdict']}")
+    check(event["kind"] == "torch_tensor" and event["retry"] == "failed", f"{event}")
+    check(event["cache"]["unused_bytes"] + event["driver_free"] >= event["size"] >
+          event["cache"]["largest_hole_bytes"], f"free enough, no hole fits: {event}")
+    texts = []
+    for name in glob.glob(os.path.join(cases.LAST_DIR, "report-*-oom*.txt")):
+        with open(name) as handle:
+            texts.append(handle.read())
+    check(any("cache fragmented" in t and "expandable_segments:True" in t for t in texts),
+          "the text says it, and what helps")
+
+
+def case_torch_blocks_exhaustion_oom():
+    out, _, _, _ = scenario("exhaustion_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every")
+    report = oom_at(oom_reports(cases.LAST_DIR), "exhaustion_oom")
+    if not check(report is not None, "an OOM report names the OOM line"):
+        return
+    check(report["event"]["verdict"] == "tensors_exhausted", f"verdict: {report['event']}")
+    counters = cases.device_counters(report, 0, "torch_tensor")
+    check(counters["num_ooms"] >= 1, f"the tensors' OOMs counted: {counters}")
+
+
+def case_torch_blocks_teardown():
+    """No framework: buffers freed by __del__ at the teardown are held at the
+    end, and the line that grew all along is still growing."""
+    _, _, reports, _ = scenario("teardown_ctypes")
+    check_verdicts(reports["exit"][0], "teardown_ctypes")
+    held = {site_line(reports["exit"][0], g["stack"]) for g in reports["exit"][0]["held_at_end"]}
+    check(marked_lines("LEAK", "teardown_ctypes") <= held, f"held at the end: {held}")
+
+
+def case_torch_blocks_threads():
+    """Four threads allocating through the stand-in (its lock, then ours)
+    while the main thread takes snapshots (ours only): no deadlock, and the
+    counts stay exact."""
+    start = time.time()
+    out, _, reports, _ = scenario("threads_and_snapshots")
+    check(time.time() - start < 60, "done in time")
+    check("snapshots" in out, f"finished: {out!r}")
+    report = reports["exit"][0]
+    counters = cases.device_counters(report, 0, "torch_tensor")
+    check(counters["allocation"]["current"] == 0 and
+          counters["allocation"]["allocated"] == counters["allocation"]["freed"],
+          f"every tensor freed and seen freed: {counters}")
+    check(report["tracer"]["lost"]["unknown_free"] == 0, "no free of an unknown tensor")
+
+
+def case_torch_tracker_refused():
+    """An allocator that refuses trackers (the cudaMallocAsync backend): one
+    line, the segment view, the program's output unchanged."""
+    out, err, reports, _ = scenario("held_at_end", C10SIM_BACKEND="cudaMallocAsync")
+    lines = [l for l in err.splitlines() if "not traced one by one" in l]
+    check(len(lines) == 1 and "trace trackers" in lines[0], f"one line: {err[-400:]!r}")
+    view = cache(reports["exit"][0])
+    check(view and view["view"] == "segments", f"the segment view: {view}")
+    untraced, _, _, _ = run(sys.executable, [script(), "held_at_end"], env=torch_env(),
+                            preload=False)
+    check(out == untraced, f"output unchanged: {out!r} vs {untraced!r}")
+
+
+def case_torch_tracker_missing():
+    _, err, reports, _ = scenario("held_at_end", CUMEMTRACE_TORCH_TRACKER="/nonexistent.so")
+    check(sum("was not built" in l for l in err.splitlines()) == 1, f"one line: {err[-300:]!r}")
+    check(cache(reports["exit"][0])["view"] == "segments", "the segment view")
+
+
+def case_torch_tracker_other_version():
+    """A tracker built for another PyTorch is never attached."""
+    torch_dir = os.path.join(cases.ARGS.build, "sim", "torch")
+    other = os.path.join(os.path.dirname(torch_dir), "torch-other")
+    shutil.rmtree(other, ignore_errors=True)
+    shutil.copytree(torch_dir, other)
+    with open(os.path.join(other, "version.py"), "w") as handle:
+        handle.write("__version__ = '9.9.9'\n")
+    sim = os.path.join(cases.ARGS.build, "sim")
+    _, err, reports, _ = scenario("held_at_end", LD_LIBRARY_PATH=f"{sim}:{other}/lib")
+    lines = [l for l in err.splitlines() if "built for PyTorch 0.0.0+sim, this is 9.9.9" in l]
+    check(len(lines) == 1, f"one line naming both versions: {err[-300:]!r}")
+    check(cache(reports["exit"][0])["view"] == "segments", "the segment view")
+    check(cases.device_counters(reports["exit"][0], 0, "torch_tensor")["allocation"]["allocated"]
+          == 0, "no tensor recorded")
+    shutil.rmtree(other, ignore_errors=True)
+
+
+def case_frameworks_off():
+    _, err, reports, _ = scenario("held_at_end", CUMEMTRACE_FRAMEWORKS="0")
+    check("not traced one by one" not in err, f"asked for: no warning {err[-300:]!r}")
+    report = reports["exit"][0]
+    check(cache(report)["view"] == "segments" and cache(report)["why"] == "CUMEMTRACE_FRAMEWORKS=0",
+          f"the segment view, and why: {cache(report)}")
+
+
+def case_torch_blocks_fork():
+    """fork() while threads allocate through the stand-in (a child inherits
+    its lock as it was, as with PyTorch, so the child only makes CUDA calls
+    of its own): every child exits, and writes its own report."""
+    program = (
+        "import ctypes, os, signal, sys, threading, time\n"
+        "sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
+        "sys.argv[1:] = ['training_mix']\n"
+        "import torch_blocks as t\n"
+        "t.c10.c10sim_init(1)\n"
+        "cudart = ctypes.CDLL('libcudart.so.13')\n"
+        "stop = time.time() + 1.0\n"
+        "def churn():\n"
+        "    while time.time() < stop:\n"
+        "        x = [t.Tensor(64 << 10) for _ in range(4)]\n"
+        "        del x\n"
+        "workers = [threading.Thread(target=churn) for _ in range(3)]\n"
+        "[w.start() for w in workers]\n"
+        "children = 0\n"
+        "while time.time() < stop:\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        signal.alarm(20)\n"
+        "        p = ctypes.c_void_p()\n"
+        "        assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0\n"
+        "        cudart.cudaFree(p)\n"
+        "        sys.exit(0)\n"
+        "    _, status = os.waitpid(pid, 0)\n"
+        "    assert status == 0, status\n"
+        "    children += 1\n"
+        "[w.join() for w in workers]\n"
+        "print('children', children)\n")
+    path = os.path.join(cases.ARGS.build, "tests", "torch_blocks_fork.py")
+    with open(path, "w") as handle:
+        handle.write(program)
+    start = time.time()
+    out, err, _, _ = run(sys.executable, [path, script()], env=torch_env())
+    check(out.startswith("children ") and int(out.split()[1]) > 0, f"children exited: {out!r}")
+    check(time.time() - start < 60, "done in time")
+
+
+CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
+
+if __name__ == "__main__":
+    sys.exit(cases.main(CASES))
