@@ -166,8 +166,11 @@ def activity(traced, env, label, timed, extra, untraced_ms):
         own.append((end["self_time_ns"] - start["self_time_ns"]) / steps / 1000)
     share = f" = {min(own) / 1000 / untraced_ms:.2%}-{max(own) / 1000 / untraced_ms:.2%} " \
             f"of the untraced step ({untraced_ms:.3f} ms)" if untraced_ms else ""
-    return (f"{label}: the tracer's own time in CUDA calls during the timed steps: "
-            f"{own[0]:.2f} and {own[1]:.2f} us per step{share}; "
+    per_event = [o * steps / max(1, n) for (steps, n, _), o in zip(counts, own)]
+    return (f"{label}: the tracer's own time in CUDA calls and allocator events during the "
+            f"timed steps: {own[0]:.2f} and {own[1]:.2f} us per step{share}, "
+            f"{per_event[0]:.2f} and {per_event[1]:.2f} us per recorded allocation and its "
+            f"free; "
             f"allocations the tracer recorded during the timed steps: "
             f"{counts[0][1]} in {counts[0][0]} steps, {counts[1][1]} in {counts[1][0]}; "
             f"intercepted CUDA calls in the whole run: {counts[0][2]} with {counts[0][0]} "
@@ -200,7 +203,8 @@ def main():
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--large-steps", type=int, default=100)
     parser.add_argument("--only",
-                        default="caching,expandable,per-tensor,large,history,cupy,c",
+                        default="caching,transformer,transformer-segments,expandable,"
+                                "per-tensor,large,history,cupy,c",
                         help="which rows, comma-separated (default: all but parts: the "
                              "tracer's time per per-tensor step without stacks or Python "
                              "frames)")
@@ -214,7 +218,12 @@ def main():
         PIN.extend(["taskset", "-c", args.pin])
     traced = {"LD_PRELOAD": os.path.join(os.path.abspath(args.build), "libcumemtrace.so"),
               "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "none"}
-    modes = [("caching", "caching (default), small step", {}, 1.01, ()),
+    modes = [("caching", "caching (default), small step, tensors traced", {}, 1.05, ()),
+             ("transformer", "caching (default), transformer step, tensors traced", {}, 1.05,
+              ("--model", "transformer")),
+             ("transformer-segments", "caching (default), transformer step, segments only "
+              "(CUMEMTRACE_FRAMEWORKS=0)", {"CUMEMTRACE_FRAMEWORKS": "0"}, 1.01,
+              ("--model", "transformer")),
              ("expandable", "expandable_segments, small step",
               {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, 1.01, ()),
              ("per-tensor", "per-tensor (NO_CUDA_MEMORY_CACHING), small step", PER_TENSOR,
@@ -235,7 +244,8 @@ def main():
     for key, name, env, target, extra in modes:
         if key not in args.only:
             continue
-        steps = args.large_steps if key == "large" else args.steps
+        steps = args.large_steps if key in ("large", "transformer",
+                                            "transformer-segments") else args.steps
         figures = rounds_of(lambda on: step_ms({**env, **traced} if on else env, steps,
                                                extra=extra)[0], args.rounds)
         emit(row(name, *figures, target=target))
@@ -253,11 +263,14 @@ def main():
                          f"{(end['self_time_ns'] - start['self_time_ns']) / args.steps / 1000:.2f}"
                          f" us per step, {end['sequence'] - start['sequence']} allocations")
     if "history" in args.only:      # the reference: PyTorch's own recorder, same rounds
-        figures = rounds_of(lambda on: step_ms({}, args.steps,
-                                               extra=("--history",) if on else ())[0],
-                            max(2, args.rounds // 2))
-        emit(row("caching, small step, torch memory history (reference; 'traced' = "
-                 "recording)", *figures))
+        for how, words in (("default", "its defaults"),
+                           ("python", 'context="alloc", stacks="python"'),
+                           ("none", "context=None")):
+            figures = rounds_of(lambda on: step_ms({}, args.large_steps, extra=(
+                "--model", "transformer", *(("--history", how) if on else ())))[0],
+                                max(2, args.rounds // 2))
+            emit(row(f"transformer step, torch memory history with {words} (reference; "
+                     "'traced' = recording)", *figures))
     others(args, traced, emit, notes)
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if args.sanitizer_steps and os.path.exists(sanitizer):

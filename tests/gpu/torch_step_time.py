@@ -1,6 +1,7 @@
 """Time a PyTorch training step: the median over windows of steps after a warm-up.
 
-    python3 tests/gpu/torch_step_time.py STEPS [--model small|large] [--history]
+    python3 tests/gpu/torch_step_time.py STEPS [--model small|large|transformer]
+                                         [--history default|python|none]
 
 Run it with and without the tracer (same mode) and compare; prints one JSON
 line. The step time is the median of 10 windows of STEPS/10 steps, so a pause
@@ -9,8 +10,13 @@ in one window (a collection, another process) does not move it.
   launching kernels is the limit, so any CPU time the tracer took would show.
 - large: a 4-layer MLP, width 8192, batch 8192, bf16 autocast. Several ms a
   step, the GPU the limit: a training job's step.
+- transformer: a 6-layer transformer encoder (width 512, 8 heads, sequence
+  256, batch 32), AdamW, bf16 autocast: about 400 tensors allocated and freed
+  a step, each a trace-tracker event when tensors are traced one by one.
 `--history` turns on torch.cuda.memory._record_memory_history, the reference
-cumemtrace is compared with. Used by bench/gpu_cost.py.
+cumemtrace is compared with: `default` (its defaults: C++ and Python stacks
+at every event), `python` (context="alloc", stacks="python"), `none`
+(context=None: events, no stacks). Used by bench/gpu_cost.py.
 """
 import ctypes
 import json
@@ -32,7 +38,24 @@ def mark(label):
         function(label.encode())
 
 
+class Encoder(torch.nn.Module):
+    def __init__(self, width=512, heads=8, layers=6):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(width, heads, 4 * width, batch_first=True,
+                                                 dropout=0.1)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
 def build(kind):
+    if kind == "transformer":
+        model = Encoder().cuda()
+        x = torch.randn(32, 256, 512, device="cuda")
+        y = torch.randn(32, 256, 512, device="cuda")
+        return model, x, y
     if kind == "large":
         width, batch = 8192, 8192
         layers = []
@@ -52,14 +75,18 @@ def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 2000
     kind = sys.argv[sys.argv.index("--model") + 1] if "--model" in sys.argv else "small"
     if "--history" in sys.argv:    # the field's reference: PyTorch's own recorder
-        torch.cuda.memory._record_memory_history(max_entries=100000)
+        how = sys.argv[sys.argv.index("--history") + 1]
+        options = {"default": {}, "python": {"context": "alloc", "stacks": "python"},
+                   "none": {"context": None}}[how]
+        torch.cuda.memory._record_memory_history(max_entries=100000, **options)
     torch.manual_seed(0)
     model, x, y = build(kind)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    adam = torch.optim.AdamW if kind == "transformer" else torch.optim.Adam
+    optimizer = adam(model.parameters(), lr=1e-3)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=kind == "large"):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=kind != "small"):
             loss = torch.nn.functional.mse_loss(model(x).float(), y)
         loss.backward()
         optimizer.step()

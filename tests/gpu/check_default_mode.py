@@ -1,0 +1,153 @@
+"""Run tests/gpu/default_mode.py's scenarios under the tracer, in the
+frameworks' default modes, and check each verdict against the markers.
+
+    python3 tests/gpu/check_default_mode.py --build build [--out DIR] [SCENARIO ...]
+
+For each scenario: the report must name every LEAK line among the growing
+sites and no TEMP or HELD line there; HELD lines are held at the end, not
+leaked; an OOM scenario's report must carry the expected verdict and name
+its OOM line. Prints one table row per scenario, with PyTorch's own
+figures (printed by the program) beside the tracer's; exits 1 on any miss.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "tests", "gpu", "default_mode.py")
+OOM_VERDICT = {"fragmentation_oom": "cache_fragmented", "exhaustion_oom": "tensors_exhausted"}
+CACHE_KIND = {"cupy_mix": "cupy_block", "jax_kept": "jax_array"}
+
+
+def markers():
+    found = {}
+    with open(SCRIPT) as handle:
+        for number, text in enumerate(handle, 1):
+            for tag in ("LEAK", "HELD", "TEMP", "OOM"):
+                key = f"# {tag}-"
+                if key in text:
+                    scenario = text.split(key)[1].split()[0]
+                    found.setdefault((tag, scenario), set()).add(number)
+    return found
+
+
+def script_lines(report, stack_id):
+    frames = {f["id"]: f for f in report["frames"]}
+    stack = next((s for s in report["stacks"] if s["id"] == stack_id), None)
+    if not stack:
+        return set()
+    return {frames[i]["line"] for i in stack["frames"]
+            if frames[i].get("python") and frames[i].get("file", "").endswith("default_mode.py")}
+
+
+def site_line(report, stack_id):
+    """The innermost line of default_mode.py in the stack: the site."""
+    frames = {f["id"]: f for f in report["frames"]}
+    stack = next((s for s in report["stacks"] if s["id"] == stack_id), None)
+    for i in (stack or {}).get("frames", []):
+        f = frames[i]
+        if f.get("python") and f.get("file", "").endswith("default_mode.py"):
+            return f["line"]
+    return None
+
+
+def run(scenario, build, out):
+    base = os.path.join(out, scenario)
+    for name in glob.glob(base + ".*") + glob.glob(base + "-oom*"):
+        os.unlink(name)
+    env = dict(os.environ, LD_PRELOAD=os.path.join(build, "libcumemtrace.so"),
+               CUMEMTRACE_OUTPUT=base, CUMEMTRACE_FORMAT="text,json", CUMEMTRACE_QUIET="1",
+               CUMEMTRACE_SAMPLE_MS="100", CUMEMTRACE_OOM="every", PYTHONUNBUFFERED="1")
+    done = subprocess.run([sys.executable, SCRIPT, scenario], env=env, capture_output=True,
+                          text=True, timeout=400)
+    printed = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("torch: "):
+            printed = json.loads(line[len("torch: "):])
+    return done, base, printed
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--out", default="/tmp/cumemtrace-default-mode")
+    parser.add_argument("scenarios", nargs="*")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    marks = markers()
+    all_scenarios = sorted({s for _, s in marks})
+    failures = 0
+    print("| scenario | verdict | growing lines (LEAK expected) | held at end | OOM verdict | "
+          "tracer: blocks / reserved / holes | framework's own figures |")
+    print("|---|---|---|---|---|---|---|")
+    for scenario in args.scenarios or all_scenarios:
+        done, base, printed = run(scenario, os.path.abspath(args.build), args.out)
+        misses = []
+        try:
+            report = json.load(open(base + ".json"))
+        except OSError:
+            print(f"| {scenario} | no report (exit {done.returncode}) | {done.stderr[-300:]!r} |")
+            failures += 1
+            continue
+        leak = marks.get(("LEAK", scenario), set())
+        temp = marks.get(("TEMP", scenario), set())
+        held = marks.get(("HELD", scenario), set())
+        growing = report["growth"]["growing"]
+        grown_lines = set()
+        for g in growing:
+            grown_lines |= {site_line(report, g["stack"])}
+        for line in leak - grown_lines:
+            misses.append(f"LEAK line {line} not growing")
+        for line in (temp | held) & grown_lines:
+            misses.append(f"line {line} (TEMP/HELD) called growing")
+        held_lines = {site_line(report, g["stack"]) for g in report.get("held_at_end", [])}
+        segments = {s["id"] for s in report["stacks"] if s.get("cache_segment")}
+        leaked_lines = {site_line(report, g["stack"]) for g in report["live"]
+                        if g["stack"] not in segments}
+        if held - (held_lines | leaked_lines) and scenario not in OOM_VERDICT:
+            misses.append(f"HELD lines {sorted(held - held_lines)} not held at the end")
+        for line in held & leaked_lines:
+            misses.append(f"HELD line {line} called leaked")
+        oom_cell = "-"
+        if scenario in OOM_VERDICT:
+            oom = None
+            for name in sorted(glob.glob(base + "-oom*.json")):
+                candidate = json.load(open(name))
+                if candidate["event"]["kind"] == "torch_tensor" and site_line(
+                        candidate, candidate["event"]["stack"]) in marks.get(("OOM", scenario), ()):
+                    oom = candidate
+            try:
+                if oom is None:
+                    raise OSError
+                event = oom["event"]
+                oom_cell = f"{event.get('verdict')} at line {site_line(oom, event['stack'])}"
+                if event.get("verdict") != OOM_VERDICT[scenario]:
+                    misses.append(f"OOM verdict {event.get('verdict')}, expected {OOM_VERDICT[scenario]}")
+                if site_line(oom, event["stack"]) not in marks.get(("OOM", scenario), set()):
+                    misses.append("OOM line not named")
+                if "cache" not in event and not oom.get("torch"):
+                    misses.append("PyTorch's figures missing from the OOM report")
+            except OSError:
+                misses.append("no OOM report")
+        view = "-"
+        for cache in report.get("caches", []):
+            if cache["kind"] == CACHE_KIND.get(scenario, "torch_tensor"):
+                view = cache["view"]
+                for d in cache.get("devices", []):
+                    view = (f"{cache['view']}: {d['block_bytes'] >> 20} MiB / "
+                            f"{d['reserved_bytes'] >> 20} MiB / {d['hole_bytes'] >> 20} MiB "
+                            f"in {d['holes']}")
+        own = ", ".join(f"{k.split('.')[0]} {v >> 20 if isinstance(v, int) else v} MiB"
+                        for k, v in printed.items() if k != "num_ooms" and v is not None) or "-"
+        verdict = "ok" if not misses else "MISS: " + "; ".join(misses)
+        failures += bool(misses)
+        print(f"| {scenario} | {verdict} | {sorted(l for l in grown_lines if l)} ({sorted(leak)}) | "
+              f"{sorted(l for l in held_lines if l)} | {oom_cell} | {view} | {own} |")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
