@@ -251,17 +251,27 @@ def main():
         emit(row(name, *figures, target=target))
         notes.append(activity(traced, env, name, steps, extra,
                               statistics.median(figures[0]) if figures[0] else None))
-    if "parts" in args.only:     # what the tracer's time per per-tensor step is made of
+    # What the tracer's time per step is made of: per-tensor mode (small
+    # step), and tensors traced in caching mode (transformer step).
+    parts = [("per-tensor", "parts", PER_TENSOR, args.steps, ()),
+             ("transformer, tensors traced", "transformer-parts", {}, args.large_steps,
+              ("--model", "transformer"))]
+    for name, key, env, steps, extra in parts:
+        if key not in args.only:
+            continue
         for label, switches in (("native stack and Python frames", {}),
+                                ("16 native frames (CUMEMTRACE_DEPTH=16)", {"CUMEMTRACE_DEPTH": "16"}),
                                 ("no Python frames (CUMEMTRACE_PYTHON=0)", {"CUMEMTRACE_PYTHON": "0"}),
                                 ("no stacks at all (CUMEMTRACE_DEPTH=0)", {"CUMEMTRACE_DEPTH": "0"})):
-            _, start, end, failure = timed_steps(traced, {**PER_TENSOR, **switches}, args.steps)
+            _, start, end, failure = timed_steps(traced, {**env, **switches}, steps, extra)
             if failure:
-                notes.append(f"per-tensor, {label}: {failure}")
+                notes.append(f"{name}, {label}: {failure}")
                 continue
-            notes.append(f"per-tensor, {label}: the tracer's own time "
-                         f"{(end['self_time_ns'] - start['self_time_ns']) / args.steps / 1000:.2f}"
-                         f" us per step, {end['sequence'] - start['sequence']} allocations")
+            own = (end['self_time_ns'] - start['self_time_ns']) / steps / 1000
+            allocations = (end['sequence'] - start['sequence']) / steps
+            notes.append(f"{name}, {label}: the tracer's own time {own:.2f} us per step, "
+                         f"{allocations:.0f} allocations per step, "
+                         f"{own / max(1, allocations):.3f} us per allocation and its free")
     if "history" in args.only:      # the reference: PyTorch's own recorder, same rounds
         for how, words in (("default", "its defaults"),
                            ("python", 'context="alloc", stacks="python"'),
