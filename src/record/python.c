@@ -261,7 +261,7 @@ static inline int peek(const char *address, void *out, size_t size)
     return peek_checked(address, out, size);
 }
 
-static const char *pointer_at(const char *base, size_t offset, int *bad)
+static inline const char *pointer_at(const char *base, size_t offset, int *bad)
 {
     const char *p = NULL;
     if (!base || peek(base + offset, &p, sizeof(p)) < 0)
@@ -269,7 +269,7 @@ static const char *pointer_at(const char *base, size_t offset, int *bad)
     return p;
 }
 
-static int is_a(const char *object, const void *type, int *bad)
+static inline int is_a(const char *object, const void *type, int *bad)
 {
     return object && pointer_at(object, sizeof(void *), bad) == type;
 }
@@ -361,11 +361,15 @@ static int frame_offset(const char *frame, const char *code, int *offset, int *b
 static uint32_t location_at(const char *code, int offset, int *bad)
 {
     uintptr_t check = (uintptr_t)pointer_at(code, layout->code_filename, bad);
-    if (*bad || grow() < 0)
+    if (*bad)
         return 0;
-    struct location_key *slot = find((uintptr_t)code, check, offset);
-    if (slot->id)
+    /* Nearly always known: looked up before making room for a new one. */
+    struct location_key *slot = index_slots ? find((uintptr_t)code, check, offset) : NULL;
+    if (slot && slot->id)
         return slot->id;
+    if (grow() < 0)
+        return 0;
+    slot = find((uintptr_t)code, check, offset);
     int line = py.address_to_line(code, offset);
     struct location_key *by_line = find((uintptr_t)code, check, LINE_KEY | line);
     uint32_t id = by_line->id;
