@@ -243,6 +243,7 @@ void config_load(void)
     load_bool("CUMEMTRACE_SELF_TIME", &config.self_time, "0");
     load_int("CUMEMTRACE_SAMPLE_MS", &config.sample_ms, 0, 86400000);
     load_bool("CUMEMTRACE_FRAMEWORKS", &config.frameworks, "1");
+    load_int("CUMEMTRACE_BLOCK_DEPTH", &config.block_depth, 0, CONFIG_MAX_DEPTH);
 
     if ((value = env("CUMEMTRACE_SIGNAL")) &&
         config_parse_signal(value, &config.snapshot_signal) < 0)

@@ -65,6 +65,9 @@ struct config {
                                when unset and a format in FORMATS_WITH_TIMELINE is on) */
     int frameworks;         /* CUMEMTRACE_FRAMEWORKS: record the blocks frameworks carve
                                out of their caches (default 1) */
+    int block_depth;        /* CUMEMTRACE_BLOCK_DEPTH: native frames of such a block
+                               allocated by a thread running Python (default 0: its
+                               Python frames say where); other threads: depth */
     char torch_tracker[512];   /* CUMEMTRACE_TORCH_TRACKER: libcumemtrace_torch.so to load
                                   ("": the one beside libcumemtrace.so) */
 };

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "clock.h"
 #include "config.h"
 #include "host.h"
 #include "log.h"
@@ -443,26 +444,47 @@ static int main_state_is_static(void)
  * strings are copied through checked reads, and a walk that meets anything
  * unexpected gives no frames. The last walk is kept and reused while the
  * main thread stays in the same frame at the same instruction, the usual
- * case while it waits. Lock held. */
+ * case while it waits.
+ *
+ * Whether it is still at the same instruction takes a checked read, a
+ * system call, dearer than the rest of the event: a backward pass makes
+ * hundreds of them a step from one engine thread, while loss.backward()
+ * waits in one frame. So the same thread finding the main thread in the same
+ * frame asks again only after BORROWED_REUSES walks or BORROWED_NS: a main
+ * thread that went on to another line of the same function within that
+ * window has its next few borrowed walks show the line before. Lock held. */
+#define BORROWED_REUSES 64
+#define BORROWED_NS 2000000
+
 static int walk_main_thread(uintptr_t *frames, int n, int max)
 {
     static uint32_t marker;
     static const char *last_frame, *last_instruction;
     static uintptr_t last[64];
-    static int last_count;
+    static int last_count, reuses;
+    static uint64_t last_checked_ns;
+    static pthread_t last_walker;
     if (!main_state || !validated || n >= max)
         return n;
     int bad = 0;
     foreign = !main_state_is_static();
     const char *frame = first_frame(main_state, &bad);
     foreign = 1;          /* the frame itself may be in a chunk freed meanwhile */
-    /* Where the frame is: its instruction pointer (3.11+), or f_lasti and the
-     * field after it (3.10); only compared with the last walk's. */
-    const char *instruction = frame ? pointer_at(frame, layout->frame_instruction, &bad) : NULL;
-    if (!bad && frame && (frame != last_frame || instruction != last_instruction)) {
-        last_count = walk_state(main_state, last, 0, (int)(sizeof(last) / sizeof(last[0])));
-        last_frame = frame;
-        last_instruction = instruction;
+    uint64_t now = monotonic_ns();
+    int recent = frame == last_frame && pthread_equal(last_walker, pthread_self()) &&
+                 ++reuses < BORROWED_REUSES && now - last_checked_ns < BORROWED_NS;
+    if (!bad && frame && !recent) {
+        /* Where the frame is: its instruction pointer (3.11+), or f_lasti and
+         * the field after it (3.10); only compared with the last walk's. */
+        const char *instruction = pointer_at(frame, layout->frame_instruction, &bad);
+        if (!bad && (frame != last_frame || instruction != last_instruction)) {
+            last_count = walk_state(main_state, last, 0, (int)(sizeof(last) / sizeof(last[0])));
+            last_frame = frame;
+            last_instruction = instruction;
+        }
+        last_walker = pthread_self();
+        last_checked_ns = now;
+        reuses = 0;
     }
     foreign = 0;
     if (bad || !frame || last_count <= 0)
@@ -574,6 +596,15 @@ void python_fork_child(void)
     thread_role = 0;
     main_state = NULL;
     pthread_mutex_unlock(&lock);       /* taken by this thread before fork */
+}
+
+int python_runs_here(void)
+{
+    if (!config.python || available <= 0 || !layout || !validated)
+        return 0;
+    const char *thread_state = py.this_thread_state();
+    int bad = 0;
+    return thread_state && first_frame(thread_state, &bad) && !bad;
 }
 
 int python_capture(uintptr_t *frames, int depth, int max)

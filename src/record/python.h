@@ -19,6 +19,9 @@ struct python_location {
  * the new depth. */
 int python_capture(uintptr_t *frames, int depth, int max);
 
+/* This thread is running Python (it has frames of its own): cheap, no lock. */
+int python_runs_here(void);
+
 /* Fork (from tracker.c's handlers, after the registry's locks are taken):
  * the location table is held across it; in the child, the one thread left
  * is the main one. */

@@ -113,7 +113,7 @@ int stack_capture(uintptr_t *out, int max)
     int wanted = max + 32;
     if (wanted > (int)(sizeof(raw) / sizeof(raw[0])))
         wanted = sizeof(raw) / sizeof(raw[0]);
-    if (!backtrace_fn)
+    if (!backtrace_fn || max <= 0)
         return 0;
     int n = backtrace_fn(raw, wanted);
 

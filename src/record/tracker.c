@@ -360,6 +360,21 @@ static void account_alloc(const struct block *b, int api)
         count(&tracker.runtime_blocks, 1);
 }
 
+/* Native frames to capture for a block of `kind`. A framework's block
+ * allocated by a thread that runs Python is placed by its Python frames
+ * (the user's line, and the framework's own Python down to the operation);
+ * its native frames, the allocator's and the dispatcher's, cost more than
+ * all the rest of the event (measured on a transformer step: docs/
+ * PERFORMANCE.md), so only CUMEMTRACE_BLOCK_DEPTH of them are taken. A
+ * thread that runs no Python (PyTorch's autograd engine) gets them all:
+ * they name the operation it runs for the main thread. */
+static int native_depth(int kind)
+{
+    if (kind_in_cache(kind) && config.block_depth < config.depth && python_runs_here())
+        return config.block_depth;
+    return config.depth;
+}
+
 /* A driver allocation made inside a framework's allocator is a segment of
  * its cache; a framework's own block ends what tracker_cache_segment may
  * still claim of this thread's allocations. */
@@ -382,12 +397,12 @@ void tracker_alloc(const struct allocation *a)
     if (!enter_to_record())
         return;
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    int depth = 0;
+    int depth = 0, kind = a->kind & BLOCK_KIND_MASK;
     frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
     if (config.depth > 0 && a->size >= config.min_size)
-        depth = python_capture(frames, stack_capture(frames, config.depth), CONFIG_MAX_DEPTH);
+        depth = python_capture(frames, stack_capture(frames, native_depth(kind)),
+                               CONFIG_MAX_DEPTH);
     uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
-    int kind = a->kind & BLOCK_KIND_MASK;
     note_cache_role(kind, stack_id, depth);
     uint64_t key = block_key(a->value, kind_space(kind));
     uint32_t now = tracker_now_ms();
