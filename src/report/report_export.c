@@ -5,7 +5,10 @@
  *           The outermost frame is the kind in brackets ("[device]"), so host
  *           and device memory are never summed into one bar. VMM mappings
  *           and reservations are left out: they are address space, and the
- *           memory behind them is already counted as vmm_physical.
+ *           memory behind them is already counted as vmm_physical. Where a
+ *           framework's blocks are known ("[torch_tensor]"), its cache's
+ *           segments are shown only by what they hold unused, so nothing
+ *           is counted twice.
  * perfetto: Chrome's Trace Event format (JSON), loaded by ui.perfetto.dev
  *           and chrome://tracing: a counter track of live bytes per device
  *           and kind, one per device for all device memory, and instant
@@ -66,7 +69,8 @@ void report_folded(const struct report *r, struct out *out)
     char name[1024];
     for (size_t i = 0; i < r->group_count; i++) {
         const struct report_group *g = &r->groups[i];
-        if (g->kind == KIND_VMM_MAPPING || g->kind == KIND_VMM_RESERVATION || g->bytes == 0)
+        if (g->kind == KIND_VMM_MAPPING || g->kind == KIND_VMM_RESERVATION || g->bytes == 0 ||
+            report_cache_segment(r, g->stack_id))
             continue;
         out_printf(out, "[%s]", kind_name(g->kind));
         const struct stack *s =
@@ -80,6 +84,14 @@ void report_folded(const struct report *r, struct out *out)
             out_str(out, name);
         }
         out_printf(out, " %llu\n", U(g->bytes));
+    }
+    /* A cache's segments hold its blocks, listed above by their own stacks:
+     * only what they hold besides is left to show, once per cache. */
+    for (int i = 0; i < r->cache_count; i++) {
+        const struct report_cache *c = &r->caches[i];
+        if (c->unused && r->state.caches[c->kind - KIND_TORCH_TENSOR].view == CACHE_BLOCKS)
+            out_printf(out, "[device];[%s cache: reserved, unused] %llu\n", kind_name(c->kind),
+                       U(c->unused));
     }
 }
 

@@ -96,8 +96,15 @@ def check_verdicts(report, name):
 
 def case_torch_blocks_mix():
     """Kept tensors next to a 48 MiB temporary per step, in caching mode."""
-    _, err, reports, figures = scenario("training_mix", ["{dir}/at-end"])
+    _, err, reports, figures = scenario("training_mix", ["{dir}/at-end"],
+                                        CUMEMTRACE_FORMAT="json,folded")
     exit_report, snapshot = reports["exit"][0], reports["snapshot"][0]
+    # The folded stacks count the device's memory once: tensors by their
+    # stacks, the cache's unused rest as one entry, no segment twice.
+    with open(os.path.join(cases.LAST_DIR, "at-end.folded")) as handle:
+        folded = sum(int(line.rsplit(" ", 1)[1]) for line in handle if line.strip())
+    live = cases.device_counters(snapshot, 0, "device_memory")["allocated_bytes"]["current"]
+    check(folded == live, f"folded stacks sum to the device's live memory: {folded} vs {live}")
     check_verdicts(exit_report, "training_mix")
     view = cache(exit_report)
     check(view and view["view"] == "blocks", f"tensors traced one by one: {view}")
