@@ -458,6 +458,8 @@ static void load_live(struct loader *l, const struct json_value *root)
         group->bytes = get_u64(g, "bytes");
         group->largest = get_u64(g, "largest");
         group->oldest_ms = (uint32_t)get_u64(g, "oldest_ms");
+        group->held_at_end = json_get(g, "held_at_end") && json_get(g, "held_at_end")->type ==
+                                 JSON_TRUE;
     }
     /* The blocks listed one by one (all of them, or the largest). */
     const struct json_value *items = json_get(json_get(root, "blocks"), "items");
@@ -610,6 +612,8 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
         group->device = (int8_t)device_of(g);
         group->blocks = get_u64(g, "blocks");
         group->bytes = get_u64(g, "bytes");
+        group->held_at_end = 1;
+        group->freed_at_teardown = get_u64(g, "freed_at_teardown_bytes");
     }
 }
 

@@ -36,6 +36,8 @@ static int by_group_key(const void *a, const void *b)
         return x->api < y->api ? -1 : 1;
     if (x->device != y->device)
         return x->device < y->device ? -1 : 1;
+    if (x->held_at_end != y->held_at_end)
+        return x->held_at_end < y->held_at_end ? -1 : 1;
     return 0;
 }
 
@@ -153,6 +155,7 @@ static int make_groups(struct report *r)
             g->kind = b->kind;
             g->api = b->api;
             g->device = b->device;
+            g->held_at_end = b->held_at_end;
             g->oldest_ms = b->time_ms;
         }
         g->bytes += b->size;

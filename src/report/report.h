@@ -32,13 +32,18 @@ struct report_block {
     uint8_t held_at_end;      /* live when the program ended (tracker_program_end) */
 };
 
-/* Live blocks with the same stack, kind, entry point and device. */
+/* Live blocks with the same stack, kind, entry point and device, and
+ * whether they were live when the program ended (held_at_end). In r->held:
+ * what a stack held when the program ended, and how much of it the
+ * interpreter's teardown freed. */
 struct report_group {
     uint32_t stack_id;
     uint8_t kind, api;
     int8_t device;
+    uint8_t held_at_end;
     uint64_t bytes, blocks, largest;
     uint32_t oldest_ms;
+    uint64_t freed_at_teardown;       /* r->held only */
 };
 
 /* A framework's cache on one device, as its recorded segments and blocks
@@ -116,8 +121,8 @@ struct report {
     int pool_count;
     struct report_cache *caches;         /* caches.c */
     int cache_count;
-    /* What was live when the program ended and the interpreter's teardown
-     * freed after, by stack: bytes and blocks of each group (state.program_ended). */
+    /* What was live when the program ended, by stack (state.program_ended):
+     * held to the end, whether the interpreter's teardown freed it or not. */
     struct report_group *held;           /* most bytes first */
     size_t held_count;
     size_t registry_bytes, stacks_bytes;

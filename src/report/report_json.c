@@ -219,8 +219,9 @@ static void write_live(const struct report *r, struct out *out)
                    kind_name(g->kind));
         out_json_string(out, report_api_name(r, g->api));
         write_device_field(out, g->device);
-        out_printf(out, ",\"blocks\":%llu,\"bytes\":%llu,\"largest\":%llu,\"oldest_ms\":%u}",
-                   U(g->blocks), U(g->bytes), U(g->largest), g->oldest_ms);
+        out_printf(out, ",\"blocks\":%llu,\"bytes\":%llu,\"largest\":%llu,\"oldest_ms\":%u,"
+                        "\"held_at_end\":%s}", U(g->blocks), U(g->bytes), U(g->largest),
+                   g->oldest_ms, g->held_at_end ? "true" : "false");
     }
     size_t listed = r->block_count < (size_t)config.max_blocks ? r->block_count
                                                                 : (size_t)config.max_blocks;
@@ -519,7 +520,8 @@ static void write_program_end(const struct report *r, struct out *out)
                    g->stack_id, kind_name(g->kind));
         out_json_string(out, report_api_name(r, g->api));
         write_device_field(out, g->device);
-        out_printf(out, ",\"blocks\":%llu,\"bytes\":%llu}", U(g->blocks), U(g->bytes));
+        out_printf(out, ",\"blocks\":%llu,\"bytes\":%llu,\"freed_at_teardown_bytes\":%llu}",
+                   U(g->blocks), U(g->bytes), U(g->freed_at_teardown));
     }
     out_str(out, "]");
 }

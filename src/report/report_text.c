@@ -280,14 +280,23 @@ static void write_counters(const struct report *r, struct out *out)
     }
 }
 
-/* Groups of live blocks, those of a cache's segments (`segments`) or the others. */
+/* Whether a group of live blocks goes in the section of a cache's segments
+ * (`segments`) or the other: not at all if it was held when the program
+ * ended, at exit (write_held lists it). */
+static int in_section(const struct report *r, const struct report_group *g, int segments)
+{
+    if (report_cache_segment(r, g->stack_id))
+        return segments;
+    return !segments && !(g->held_at_end && strcmp(r->reason, "exit") == 0);
+}
+
 static void write_groups(const struct report *r, struct out *out, int brief, int segments,
                          const char *title)
 {
     uint64_t bytes = 0, blocks = 0;
     size_t sites = 0;
     for (size_t i = 0; i < r->group_count; i++) {
-        if (report_cache_segment(r, r->groups[i].stack_id) != segments)
+        if (!in_section(r, &r->groups[i], segments))
             continue;
         bytes += r->groups[i].bytes;
         blocks += r->groups[i].blocks;
@@ -302,7 +311,7 @@ static void write_groups(const struct report *r, struct out *out, int brief, int
     size_t limit = brief && sites > (size_t)config.top ? (size_t)config.top : sites;
     for (size_t i = 0, n = 0; i < r->group_count && n < limit; i++) {
         const struct report_group *g = &r->groups[i];
-        if (report_cache_segment(r, g->stack_id) != segments)
+        if (!in_section(r, g, segments))
             continue;
         out_printf(out, "   #%zu ", ++n);
         out_bytes(out, g->bytes);
@@ -324,8 +333,8 @@ static void write_live(const struct report *r, struct out *out, int brief)
 {
     const char *title = "Live now";
     if (strcmp(r->reason, "exit") == 0)
-        title = r->state.program_ended ? "Leaked (freed by nobody: live at exit, after the "
-                                         "interpreter's teardown)"
+        title = r->state.program_ended ? "Leaked (allocated after the program ended, by the "
+                                         "interpreter's teardown, and never freed)"
                                        : "Leaked (live at exit)";
     write_groups(r, out, brief, 0, title);
     write_groups(r, out, brief, 1,
@@ -333,23 +342,27 @@ static void write_live(const struct report *r, struct out *out, int brief)
                  "charged to the line that first needed one; its blocks are listed above)");
 }
 
-/* Held when the program ended and freed by the interpreter's teardown:
- * memory kept to the end on purpose (model weights, a data set), or by a
- * global that grew all along (then it is growing, above). Not a leak. */
+/* Held when the program ended: memory kept to the end on purpose (model
+ * weights, a data set), or by a global that grew all along (then it is
+ * growing, below). Not a leak, whether the interpreter's teardown freed it
+ * or left it to the process's exit. */
 static void write_held(const struct report *r, struct out *out, int brief)
 {
     if (!r->state.program_ended || !r->held_count)
         return;
-    uint64_t bytes = 0, blocks = 0;
+    uint64_t bytes = 0, blocks = 0, freed = 0;
     for (size_t i = 0; i < r->held_count; i++) {
         bytes += r->held[i].bytes;
         blocks += r->held[i].blocks;
+        freed += r->held[i].freed_at_teardown;
     }
-    out_str(out, "\n  Held at the end of the program (freed by the interpreter's teardown, "
-                 "not leaked): ");
+    out_str(out, "\n  Held at the end of the program (not leaked): ");
     out_bytes(out, bytes);
-    out_printf(out, " in %llu block%s from %zu allocation site%s\n", (unsigned long long)blocks,
-               blocks == 1 ? "" : "s", r->held_count, r->held_count == 1 ? "" : "s");
+    out_printf(out, " in %llu block%s from %zu allocation site%s; the interpreter's teardown "
+                    "freed ", (unsigned long long)blocks, blocks == 1 ? "" : "s", r->held_count,
+               r->held_count == 1 ? "" : "s");
+    out_bytes(out, freed);
+    out_str(out, " of it, the process's exit the rest\n");
     size_t limit = brief && r->held_count > (size_t)config.top ? (size_t)config.top
                                                                : r->held_count;
     for (size_t i = 0; i < limit; i++) {
@@ -360,7 +373,9 @@ static void write_held(const struct report *r, struct out *out, int brief)
                    kind_name(g->kind), g->blocks == 1 ? "" : "s", report_api_name(r, g->api));
         if (g->device >= 0)
             out_printf(out, " on device %d", g->device);
-        out_str(out, "\n");
+        out_str(out, "; ");
+        out_bytes(out, g->freed_at_teardown);
+        out_str(out, " freed by the teardown\n");
         write_stack(r, out, g->stack_id, brief);
     }
     if (limit < r->held_count)

@@ -69,7 +69,7 @@ def held_at_end():
 def never_freed():
     pointers = []
     for _ in range(4):
-        pointers.append(c10.c10sim_malloc(0, 2 * MiB))  # LEAK-never_freed
+        pointers.append(c10.c10sim_malloc(0, 2 * MiB))  # HELD-never_freed
     return pointers
 
 
