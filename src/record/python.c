@@ -462,8 +462,9 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
     static const char *last_frame, *last_instruction;
     static uintptr_t last[64];
     static int last_count, reuses;
-    static uint64_t last_checked_ns;
-    static pthread_t last_walker;
+    static uint64_t last_checked_ns, last_walker;
+    static uint64_t walkers;
+    static __thread uint64_t walker;   /* this thread's number; threads' ids are reused */
     if (!main_state || !validated || n >= max)
         return n;
     int bad = 0;
@@ -471,7 +472,9 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
     const char *frame = first_frame(main_state, &bad);
     foreign = 1;          /* the frame itself may be in a chunk freed meanwhile */
     uint64_t now = monotonic_ns();
-    int recent = frame == last_frame && pthread_equal(last_walker, pthread_self()) &&
+    if (!walker)
+        walker = ++walkers;
+    int recent = frame == last_frame && walker == last_walker &&
                  ++reuses < BORROWED_REUSES && now - last_checked_ns < BORROWED_NS;
     if (!bad && frame && !recent) {
         /* Where the frame is: its instruction pointer (3.11+), or f_lasti and
@@ -482,7 +485,7 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
             last_frame = frame;
             last_instruction = instruction;
         }
-        last_walker = pthread_self();
+        last_walker = walker;
         last_checked_ns = now;
         reuses = 0;
     }
