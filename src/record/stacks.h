@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "names.h"
+#include "kinds.h"
 
 struct stack_stats {
     uint64_t live_bytes, live_blocks;
