@@ -381,7 +381,13 @@ int dump_read(const char *path, struct report *r)
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
         if (r->counters->device_seen[slot])
             r->devices[r->device_count++].slot = slot;
-    if (report_finish(r, symbolizer_open_maps(maps, maps_length, dlsym)) < 0) {
+    /* A framework whose blocks are in the dump had them recorded: its
+     * cache's segments are the ones holding them (report_caches). */
+    for (size_t i = 0; i < r->block_count; i++)
+        if (kind_in_cache(r->blocks[i].kind))
+            r->state.caches[r->blocks[i].kind - KIND_TORCH_TENSOR].view = CACHE_BLOCKS;
+    if (report_caches(r, 0) < 0 ||
+        report_finish(r, symbolizer_open_maps(maps, maps_length, dlsym)) < 0) {
         errno = ENOMEM;
         return -1;
     }

@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -228,6 +229,31 @@ def case_torch_blocks_teardown():
     check_verdicts(reports["exit"][0], "teardown_ctypes")
     held = {site_line(reports["exit"][0], g["stack"]) for g in reports["exit"][0]["held_at_end"]}
     check(marked_lines("LEAK", "teardown_ctypes") <= held, f"held at the end: {held}")
+
+
+def case_torch_blocks_crash():
+    """A crash dump of a program holding tensors, symbolized: the tensors
+    are live with their line, their cache's segments apart, counted once."""
+    scenario("crash_with_tensors", expect_rc=-6)
+    dumps = glob.glob(os.path.join(cases.LAST_DIR, "report-*.dump"))
+    if not check(len(dumps) == 1, f"one crash dump: {dumps}"):
+        return
+    base = os.path.join(cases.LAST_DIR, "symbolized")
+    done = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "symbolize", dumps[0],
+                           "--output", base, "--format", "json"], capture_output=True, text=True)
+    check(done.returncode == 0, f"symbolized: {done.stderr!r}")
+    with open(base + ".json") as handle:
+        report = json.load(handle)
+    cases.validate(report, base + ".json")
+    tensors = [g for g in report["live"] if g["kind"] == "torch_tensor"]
+    check(len(tensors) == 1 and tensors[0]["bytes"] == 12 * MiB and
+          site_line(report, tensors[0]["stack"]) in marked_lines("HELD", "crash_with_tensors"),
+          f"4 x 3 MiB tensors with their line: {tensors}")
+    view = cache(report)
+    check(view and view["view"] == "blocks" and view["devices"] and
+          view["devices"][0]["block_bytes"] == 12 * MiB, f"the cache's view: {view}")
+    segments = [s["id"] for s in report["stacks"] if s["cache_segment"] == "torch_tensor"]
+    check(segments, "the segments are known as such")
 
 
 def case_torch_blocks_threads():

@@ -14,6 +14,7 @@ innocent temporaries; lines carry markers frameworks.py checks:
 """
 import ctypes
 import json
+import os
 import sys
 import threading
 import time
@@ -107,6 +108,13 @@ def exhaustion_oom():
     return kept
 
 
+def crash_with_tensors():
+    """Tensors live when the program crashes: the dump names them."""
+    kept = [Tensor(3 * MiB) for _ in range(4)]  # HELD-crash_with_tensors
+    os.abort()
+    return kept
+
+
 def teardown_ctypes(steps=40):
     """No framework: cudaMalloc'd buffers owned by Python objects, kept in a
     module global and freed by __del__ at the interpreter's teardown."""
@@ -159,7 +167,7 @@ def threads_and_snapshots(seconds=1.5):
 
 SCENARIOS = {f.__name__: f for f in (training_mix, held_at_end, never_freed, cache_idle,
                                       fragmentation_oom, exhaustion_oom, teardown_ctypes,
-                                      threads_and_snapshots)}
+                                      crash_with_tensors, threads_and_snapshots)}
 HELD = None
 
 if __name__ == "__main__":
