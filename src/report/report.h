@@ -58,7 +58,7 @@ struct report_cache {
                                                  * live block: only what fits uses them */
     uint64_t releasable;             /* in segments that hold none: empty_cache() returns it */
 };
-#define REPORT_MAX_CACHES (CACHE_KINDS * 8)
+#define REPORT_MAX_CACHES (CACHE_KINDS * (MAX_DEVICES + 1))
 
 /* A stream-ordered pool the program created, and what it holds. */
 struct report_pool {

@@ -598,9 +598,16 @@ static void write_event(const struct report *r, struct out *out, int brief)
     if (e->type != EVENT_OOM)
         return;
     out_str(out, "\n  OUT OF MEMORY: ");
-    out_bytes(out, e->size);
-    out_printf(out, " of %s memory via %s on device %d failed (error %d)\n", kind_name(e->kind),
-               report_api_name(r, e->api), e->device, e->code);
+    if (kind_in_cache(e->kind)) {
+        out_printf(out, "%s's allocator gave up on ", cache_words[e->kind - KIND_TORCH_TENSOR]
+                                                          .framework);
+        out_bytes(out, e->size);
+        out_printf(out, " on device %d, after freeing its cache and asking again\n", e->device);
+    } else {
+        out_bytes(out, e->size);
+        out_printf(out, " of %s memory via %s on device %d failed (error %d)\n",
+                   kind_name(e->kind), report_api_name(r, e->api), e->device, e->code);
+    }
     if (e->has_memory_info && kind_in_cache(e->kind)) {
         write_cache_oom(r, out);
     } else if (e->has_memory_info) {
