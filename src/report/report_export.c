@@ -18,15 +18,18 @@
  *           page (pytorch.org/memory_viz) and torch.cuda._memory_viz read:
  *           "segments" and "device_traces". PyTorch's snapshot describes its
  *           caching allocator (segments from cudaMalloc, split into blocks);
- *           cumemtrace sees driver-level allocations, so each live block is
- *           a segment holding one block of the same size, and each traced
- *           allocation is a segment_alloc followed by an alloc. Only memory
+ *           where a framework's blocks are known, its segments hold them at
+ *           their addresses, with the free ranges between as inactive
+ *           blocks, and its blocks' events are allocs and frees in them;
+ *           other driver allocations are each a segment holding one block of
+ *           the same size, traced as a segment_alloc and an alloc. Only memory
  *           with device addresses is exported (device, stream-ordered and
  *           managed blocks): VMM handles and arrays are handles, not
  *           addresses, and the page lays memory out by address.
  *
  * All three are written from struct report only. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
@@ -394,6 +397,12 @@ static int memviz_kind(int kind)
     return kind == KIND_DEVICE || kind == KIND_STREAM_ORDERED || kind == KIND_MANAGED;
 }
 
+/* In the device traces too: a framework's blocks, inside those segments. */
+static int memviz_traced(int kind)
+{
+    return memviz_kind(kind) || kind_in_cache(kind);
+}
+
 static void pickle_trace_entry(const struct report *r, struct out *out, const char *action,
                                const struct timeline_event *e, uint8_t *written)
 {
@@ -414,6 +423,97 @@ static void pickle_trace_entry(const struct report *r, struct out *out, const ch
     pickle_end_dict(out);
 }
 
+/* The live blocks of frameworks' caches (kind_in_cache), by address; NULL
+ * when there are none (or no memory for the list). */
+static int by_value(const void *a, const void *b)
+{
+    uint64_t x = (*(const struct report_block *const *)a)->value;
+    uint64_t y = (*(const struct report_block *const *)b)->value;
+    return x < y ? -1 : x > y;
+}
+
+static const struct report_block **sorted_cache_blocks(const struct report *r)
+{
+    const struct report_block **list = pages_alloc((r->block_count + 1) * sizeof(*list));
+    size_t n = 0;
+    for (size_t i = 0; list && i < r->block_count; i++)
+        if (kind_in_cache(r->blocks[i].kind))
+            list[n++] = &r->blocks[i];
+    if (list)
+        qsort(list, n, sizeof(*list), by_value);
+    return list;
+}
+
+static void pickle_block(const struct report *r, struct out *out, uint64_t address,
+                         uint64_t size, uint64_t requested, const char *state,
+                         uint32_t stack_id, uint8_t *written)
+{
+    pickle_begin_dict(out);
+    pickle_key_int(out, "address", address);
+    pickle_key_int(out, "size", size);
+    pickle_key_int(out, "requested_size", requested);
+    pickle_key_str(out, "state", state);
+    pickle_str(out, "frames");
+    pickle_frames(r, out, stack_id, written);
+    pickle_end_dict(out);
+}
+
+/* One driver allocation as a segment: of a framework's cache whose blocks
+ * are known, with its live blocks at their addresses and the free ranges
+ * between them, as PyTorch's own snapshot lays a segment out; else one
+ * block the size of the segment. */
+static void pickle_segment(const struct report *r, struct out *out, const struct report_block *b,
+                           const struct report_block **inside, uint8_t *written)
+{
+    int cache = report_cache_segment(r, b->stack_id) && inside;
+    uint64_t end = b->value + b->size, allocated = 0, requested = 0;
+    size_t first = 0, n = 0;
+    while (cache && inside[n])
+        n++;
+    for (size_t low = 0, high = n; cache && low < high;) {  /* the first block at or after */
+        size_t mid = low + (high - low) / 2;
+        if (inside[mid]->value < b->value)
+            low = first = mid + 1;
+        else
+            high = mid;
+    }
+    for (size_t i = first; cache && i < n && inside[i]->value < end; i++) {
+        allocated += (inside[i]->size + 511) / 512 * 512;
+        requested += inside[i]->size;
+    }
+    pickle_begin_dict(out);
+    pickle_key_int(out, "device", (uint64_t)b->device);
+    pickle_key_int(out, "address", b->value);
+    pickle_key_int(out, "total_size", b->size);
+    pickle_key_int(out, "allocated_size", cache ? allocated : b->size);
+    pickle_key_int(out, "active_size", cache ? allocated : b->size);
+    pickle_key_int(out, "requested_size", cache ? requested : b->size);
+    pickle_key_int(out, "stream", 0);
+    pickle_key_str(out, "segment_type", "large");
+    pickle_str(out, "frames");
+    pickle_frames(r, out, b->stack_id, written);
+    pickle_str(out, "blocks");
+    pickle_begin_list(out);
+    if (!cache) {
+        pickle_block(r, out, b->value, b->size, b->size, "active_allocated", b->stack_id, written);
+    } else {
+        uint64_t at = b->value;
+        for (size_t i = first; i < n && inside[i]->value < end; i++) {
+            const struct report_block *t = inside[i];
+            uint64_t size = (t->size + 511) / 512 * 512;
+            if (t->value > at)
+                pickle_block(r, out, at, t->value - at, 0, "inactive", 0, written);
+            pickle_block(r, out, t->value, size, t->size, "active_allocated", t->stack_id,
+                         written);
+            at = t->value + size;
+        }
+        if (at < end)
+            pickle_block(r, out, at, end - at, 0, "inactive", 0, written);
+    }
+    pickle_end_list(out);
+    pickle_end_dict(out);
+}
+
 void report_memviz(const struct report *r, struct out *out)
 {
     uint8_t *written = pages_alloc(r->stack_count + 1);
@@ -426,7 +526,7 @@ void report_memviz(const struct report *r, struct out *out)
         if (memviz_kind(r->blocks[i].kind) && r->blocks[i].device >= devices)
             devices = r->blocks[i].device + 1;
     for (size_t i = 0; i < r->timeline_count; i++)
-        if (memviz_kind(r->timeline[i].kind) && r->timeline[i].device >= devices)
+        if (memviz_traced(r->timeline[i].kind) && r->timeline[i].device >= devices)
             devices = r->timeline[i].device + 1;
 
     pickle_byte(out, 0x80);
@@ -435,35 +535,15 @@ void report_memviz(const struct report *r, struct out *out)
 
     pickle_str(out, "segments");
     pickle_begin_list(out);
+    const struct report_block **inside = sorted_cache_blocks(r);
     for (size_t i = 0; i < r->block_count; i++) {
         const struct report_block *b = &r->blocks[i];
         if (!memviz_kind(b->kind) || b->device < 0)
             continue;
-        pickle_begin_dict(out);
-        pickle_key_int(out, "device", (uint64_t)b->device);
-        pickle_key_int(out, "address", b->value);
-        pickle_key_int(out, "total_size", b->size);
-        pickle_key_int(out, "allocated_size", b->size);
-        pickle_key_int(out, "active_size", b->size);
-        pickle_key_int(out, "requested_size", b->size);
-        pickle_key_int(out, "stream", 0);
-        pickle_key_str(out, "segment_type", "large");
-        pickle_str(out, "frames");
-        pickle_frames(r, out, b->stack_id, written);
-        pickle_str(out, "blocks");
-        pickle_begin_list(out);
-        pickle_begin_dict(out);
-        pickle_key_int(out, "address", b->value);
-        pickle_key_int(out, "size", b->size);
-        pickle_key_int(out, "requested_size", b->size);
-        pickle_key_str(out, "state", "active_allocated");
-        pickle_str(out, "frames");
-        pickle_frames(r, out, b->stack_id, written);
-        pickle_end_dict(out);
-        pickle_end_list(out);
-        pickle_end_dict(out);
+        pickle_segment(r, out, b, inside, written);
     }
     pickle_end_list(out);
+    pages_free(inside, (r->block_count + 1) * sizeof(*inside));
 
     pickle_str(out, "device_traces");
     pickle_begin_list(out);
@@ -471,18 +551,26 @@ void report_memviz(const struct report *r, struct out *out)
         pickle_begin_list(out);
         for (size_t i = 0; i < r->timeline_count; i++) {
             const struct timeline_event *e = &r->timeline[i];
-            if (e->device != device || !memviz_kind(e->kind))
+            if (e->device != device || !memviz_traced(e->kind))
                 continue;
+            /* A framework's block is an alloc in its segment; the segment is
+             * a segment_alloc of its own. Other memory is both at once. */
+            int block = kind_in_cache(e->kind), segment = report_cache_segment(r, e->stack_id);
             switch (e->type) {
             case TIMELINE_ALLOC:
-                pickle_trace_entry(r, out, "segment_alloc", e, written);
-                pickle_trace_entry(r, out, "alloc", e, written);
+                if (!block)
+                    pickle_trace_entry(r, out, "segment_alloc", e, written);
+                if (!segment)
+                    pickle_trace_entry(r, out, "alloc", e, written);
                 break;
             case TIMELINE_FREE:
             case TIMELINE_FREE_IMPLICIT:
-                pickle_trace_entry(r, out, "free_requested", e, written);
-                pickle_trace_entry(r, out, "free_completed", e, written);
-                pickle_trace_entry(r, out, "segment_free", e, written);
+                if (!segment) {
+                    pickle_trace_entry(r, out, "free_requested", e, written);
+                    pickle_trace_entry(r, out, "free_completed", e, written);
+                }
+                if (!block)
+                    pickle_trace_entry(r, out, "segment_free", e, written);
                 break;
             case TIMELINE_OOM:
                 pickle_trace_entry(r, out, "oom", e, written);

@@ -15,6 +15,7 @@ leaked; an OOM says why in the cache's terms. Same harness as cases.py.
 import glob
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -98,7 +99,7 @@ def check_verdicts(report, name):
 def case_torch_blocks_mix():
     """Kept tensors next to a 48 MiB temporary per step, in caching mode."""
     _, err, reports, figures = scenario("training_mix", ["{dir}/at-end"],
-                                        CUMEMTRACE_FORMAT="json,folded")
+                                        CUMEMTRACE_FORMAT="json,folded,memviz")
     exit_report, snapshot = reports["exit"][0], reports["snapshot"][0]
     # The folded stacks count the device's memory once: tensors by their
     # stacks, the cache's unused rest as one entry, no segment twice.
@@ -106,6 +107,16 @@ def case_torch_blocks_mix():
         folded = sum(int(line.rsplit(" ", 1)[1]) for line in handle if line.strip())
     live = cases.device_counters(snapshot, 0, "device_memory")["allocated_bytes"]["current"]
     check(folded == live, f"folded stacks sum to the device's live memory: {folded} vs {live}")
+    # PyTorch's memory_viz page gets segments laid out as PyTorch's own
+    # snapshot would: the tensors at their addresses, the free ranges between.
+    with open(os.path.join(cases.LAST_DIR, "at-end.pickle"), "rb") as handle:
+        snapshot_pickle = pickle.load(handle)
+    segments = snapshot_pickle["segments"]
+    active = [b for seg in segments for b in seg["blocks"] if b["state"] == "active_allocated"]
+    check(sum(seg["total_size"] for seg in segments) == figures["reserved"] and
+          sum(b["requested_size"] for b in active) == figures["requested"] and
+          all(sum(b["size"] for b in seg["blocks"]) == seg["total_size"] for seg in segments),
+          f"memviz segments hold the tensors: {len(segments)} segments, {len(active)} tensors")
     check_verdicts(exit_report, "training_mix")
     view = cache(exit_report)
     check(view and view["view"] == "blocks", f"tensors traced one by one: {view}")
