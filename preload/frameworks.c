@@ -208,3 +208,18 @@ void frameworks_probe(const void *caller)
     }
     pthread_mutex_unlock(&probe_lock);
 }
+
+void frameworks_fork_prepare(void)
+{
+    pthread_mutex_lock(&probe_lock);
+}
+
+void frameworks_fork_parent(void)
+{
+    pthread_mutex_unlock(&probe_lock);
+}
+
+void frameworks_fork_child(void)
+{
+    pthread_mutex_init(&probe_lock, NULL);
+}

@@ -21,8 +21,24 @@
 #include "torch_stats.h"
 #include "triggers.h"
 
+/* Around fork: a probe for PyTorch's allocator (frameworks.c) may be under
+ * way, holding its lock and loading a library; it is let finish first, and
+ * its lock comes before the registry's, as on the probe's own path. */
+static void before_fork(void)
+{
+    frameworks_fork_prepare();
+    tracker_fork_prepare();
+}
+
+static void after_fork_parent(void)
+{
+    tracker_fork_parent();
+    frameworks_fork_parent();
+}
+
 static void after_fork_child(void)
 {
+    frameworks_fork_child();
     context_after_fork();
     pools_after_fork();
     tracker_fork_child();
@@ -48,7 +64,7 @@ static void init_once(void)
     uintptr_t low, high;
     if (module_range((const void *)&preload_init, &low, &high) == 0)
         stack_set_skip_range(low, high);
-    pthread_atfork(tracker_fork_prepare, tracker_fork_parent, after_fork_child);
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     if (config.enabled)
         signals_start();
     log_debug("cumemtrace %s active in pid %d (%d entry points)", CUMEMTRACE_VERSION,

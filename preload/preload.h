@@ -144,6 +144,10 @@ uint64_t channel_bytes(const struct cudaChannelFormatDesc *desc);
  * PyTorch's allocator. */
 extern int frameworks_settled;
 void frameworks_probe(const void *caller);
+/* Around fork (init.c): a probe under way finishes before the fork. */
+void frameworks_fork_prepare(void);
+void frameworks_fork_parent(void);
+void frameworks_fork_child(void);
 
 static inline void frameworks_check(const void *caller)
 {
