@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli_common.h"
+#include "frames.h"
 
 int cli_usage_error(const char *command, const char *message, const char *detail)
 {
@@ -125,21 +126,12 @@ char *cli_stack_key(const struct report *r, uint32_t stack_id)
     return key;
 }
 
-/* The CUDA libraries' own frames (cudaMalloc inside libcudart): the same
- * in every stack, left out where frames are shown to a person. */
-static int is_cuda_library(const struct symbol *s)
+/* Where a short list of frames starts: the framework call the site made, or
+ * the site; the CUDA call inside is the same in every stack. */
+static uint32_t first_shown(const struct frame_view *view)
 {
-    const char *name = s && !s->python && s->module ? base_name(s->module) : "";
-    return strncmp(name, "libcuda", 7) == 0;
-}
-
-/* The index of the first frame worth showing. */
-static uint32_t first_shown(const struct report *r, const struct stack *s)
-{
-    uint32_t first = 0;
-    while (first < s->depth && is_cuda_library(symbol_at(r, r->frames[s->first_frame + first])))
-        first++;
-    return first < s->depth ? first : 0;
+    long first = view->call >= 0 ? view->call : view->site;
+    return first > 0 ? (uint32_t)first : 0;
 }
 
 void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id, int limit,
@@ -150,24 +142,39 @@ void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id
         out_printf(out, "%s(no stack recorded)\n", indent);
         return;
     }
-    uint32_t first = first_shown(r, s), i = first;
-    for (; i < s->depth && (int)(i - first) < limit; i++) {
+    struct frame_view view;
+    frames_view(r, s, &view);
+    int written = 0, more = 0;
+    for (uint32_t i = first_shown(&view); i < s->depth; i++) {
+        if (frames_left_out(r, s, i, &view))
+            continue;
+        if (written == limit) {
+            more++;
+            continue;
+        }
         char frame[2048];
         frame_text(symbol_at(r, r->frames[s->first_frame + i]), frame, sizeof(frame));
-        out_printf(out, "%s%s\n", indent, frame);
+        out_printf(out, "%s%s%s\n", indent, frame, (long)i == view.site ? "   <- site" : "");
+        written++;
     }
-    if (i < s->depth)
-        out_printf(out, "%s... %u more frames\n", indent, s->depth - i);
+    if (more)
+        out_printf(out, "%s... %d more frames\n", indent, more);
 }
 
 void cli_write_frames_json(struct out *out, const struct report *r, uint32_t stack_id, int limit)
 {
     const struct stack *s = stack_at(r, stack_id);
+    struct frame_view view = {-1, -1};
+    if (s)
+        frames_view(r, s, &view);
     out_str(out, "[");
-    uint32_t first = s ? first_shown(r, s) : 0;
-    for (uint32_t i = first; s && i < s->depth && (int)(i - first) < limit; i++) {
-        const struct symbol *symbol = symbol_at(r, r->frames[s->first_frame + i]);
-        out_str(out, i > first ? ",{\"function\":" : "{\"function\":");
+    int written = 0;
+    for (uint32_t i = first_shown(&view); s && i < s->depth && written < limit; i++) {
+        if (frames_left_out(r, s, i, &view))
+            continue;
+        uintptr_t address = r->frames[s->first_frame + i];
+        const struct symbol *symbol = symbol_at(r, address);
+        out_str(out, written++ ? ",{\"function\":" : "{\"function\":");
         out_json_string(out, symbol ? symbol->function : NULL);
         out_str(out, ",\"file\":");
         out_json_string(out, symbol ? symbol->file : NULL);
@@ -177,7 +184,10 @@ void cli_write_frames_json(struct out *out, const struct report *r, uint32_t sta
             out_str(out, ",\"line\":null");
         out_str(out, ",\"module\":");
         out_json_string(out, symbol && symbol->module ? base_name(symbol->module) : NULL);
-        out_printf(out, ",\"python\":%s}", symbol && symbol->python ? "true" : "false");
+        out_printf(out, ",\"python\":%s,\"origin\":\"%s\",\"site\":%s}",
+                   symbol && symbol->python ? "true" : "false",
+                   origin_name(frames_origin(r, address)),
+                   (long)i == view.site ? "true" : "false");
     }
     out_str(out, "]");
 }

@@ -36,11 +36,14 @@ int cli_output_close(struct cli_output *output);                    /* CLI_OK or
  * per line, never a raw address (those change from run to run). Returns a
  * malloc'ed string, NULL when out of memory. */
 char *cli_stack_key(const struct report *r, uint32_t stack_id);
-/* Up to `limit` frames of a stack, the CUDA libraries' own frames at the
- * top left out, each on its own line after `indent`. */
+/* Up to `limit` frames of a stack from its site outwards (from the
+ * framework call the site made, when there is one), those frames.h hides
+ * left out unless the report shows all frames, the site marked, each on its
+ * own line after `indent`. */
 void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id, int limit,
                       const char *indent);
-/* The same frames as a JSON list of {function, file, line, module, python}. */
+/* The same frames as a JSON list of {function, file, line, module, python,
+ * origin, site}. */
 void cli_write_frames_json(struct out *out, const struct report *r, uint32_t stack_id, int limit);
 
 /* Live bytes per stack across several reports, stacks matched by their

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "dump_read.h"
 #include "kinds.h"
 #include "report_load.h"
@@ -211,6 +212,8 @@ static void load_tracer(struct loader *l, const struct json_value *root)
     const struct json_value *self_time = json_get(tracer, "self_time_ns");
     r->self_time_ns = self_time && self_time->type == JSON_NUMBER
                           ? (int64_t)get_u64(tracer, "self_time_ns") : -1;
+    const struct json_value *all_frames = json_get(tracer, "all_frames");
+    r->all_frames = config.all_frames || (all_frames && all_frames->type == JSON_TRUE);
     const struct json_value *lost = json_get(tracer, "lost");
     for (int i = 0; i < LOST_COUNT; i++)
         r->state.lost[i] = get_u64(lost, lost_names[i]);
@@ -753,6 +756,10 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     load_devices(&l, root);
     load_pools_and_torch(&l, root);
     load_frames(&l, root);
+    if (!l.failed && report_classify_frames(r) < 0) {
+        snprintf(error, error_size, "out of memory");
+        return -1;
+    }
     load_stacks(&l, root);
     if (l.failed)
         return -1;

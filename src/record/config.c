@@ -241,6 +241,7 @@ void config_load(void)
     load_bool("CUMEMTRACE_FOLLOW", &config.follow, "1");
     load_bool("CUMEMTRACE_PYTHON", &config.python, "1");
     load_bool("CUMEMTRACE_SELF_TIME", &config.self_time, "0");
+    load_bool("CUMEMTRACE_ALL_FRAMES", &config.all_frames, "0");
     load_int("CUMEMTRACE_SAMPLE_MS", &config.sample_ms, 0, 86400000);
     load_bool("CUMEMTRACE_FRAMEWORKS", &config.frameworks, "1");
     load_int("CUMEMTRACE_BLOCK_DEPTH", &config.block_depth, 0, CONFIG_MAX_DEPTH);

@@ -60,6 +60,7 @@ struct config {
     int follow;             /* CUMEMTRACE_FOLLOW: trace exec'd children (default 1) */
     int python;             /* CUMEMTRACE_PYTHON: Python frames in stacks (default 1) */
     int self_time;          /* CUMEMTRACE_SELF_TIME: time our own work in CUDA calls (0) */
+    int all_frames;         /* CUMEMTRACE_ALL_FRAMES: no frame hidden in reports (0) */
     int sample_ms;          /* CUMEMTRACE_SAMPLE_MS: growth samples apart (1000, 0 = off) */
     uint64_t events;        /* CUMEMTRACE_EVENTS: timeline ring entries (0 = off; 1M
                                when unset and a format in FORMATS_WITH_TIMELINE is on) */

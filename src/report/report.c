@@ -9,6 +9,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "origins.h"
 #include "report.h"
 
 void *report_alloc(struct report *r, size_t bytes)
@@ -290,11 +291,22 @@ static int symbolize_frames(struct report *r)
     return 0;
 }
 
+int report_classify_frames(struct report *r)
+{
+    r->origins = report_alloc(r, r->address_count);
+    if (!r->origins)
+        return -1;
+    for (size_t i = 0; i < r->address_count; i++)
+        r->origins[i] = (uint8_t)origin_of(&r->symbols[i]);
+    return 0;
+}
+
 int report_finish(struct report *r, struct symbolizer *symbolizer)
 {
     r->symbolizer = symbolizer;
+    r->all_frames = config.all_frames;
     if (make_groups(r) < 0 || choose_stacks(r) < 0 || find_growing(r) < 0 ||
-        symbolize_frames(r) < 0)
+        symbolize_frames(r) < 0 || report_classify_frames(r) < 0)
         return -1;
     return 0;
 }

@@ -132,6 +132,8 @@ struct report {
     uint32_t *by_peak;                   /* the same ids, highest peak first */
     uintptr_t *addresses;                /* distinct frames of shown stacks, sorted */
     struct symbol *symbols;              /* symbols[i] is addresses[i] */
+    uint8_t *origins;                    /* origins[i]: symbols[i]'s (origins.h) */
+    int all_frames;                      /* no frame hidden (CUMEMTRACE_ALL_FRAMES) */
     size_t address_count;
     struct symbolizer *symbolizer;
     char hostname[256];                  /* gethostname */
@@ -159,6 +161,9 @@ void *report_alloc(struct report *r, size_t bytes);    /* zeroed, released with 
 /* For a report whose state is filled in (collected, or a crash dump read
  * back): group, choose stacks, symbolize. 0, or -1 when out of memory. */
 int report_finish(struct report *r, struct symbolizer *symbolizer);
+/* Fill r->origins (origins.h) for r->symbols: done by report_finish, and by
+ * a loader that fills the symbols itself. 0, or -1 when out of memory. */
+int report_classify_frames(struct report *r);
 void report_release(struct report *r);
 /* Stack ids by the stacks' peak live bytes, highest first (r->by_peak's order). */
 void report_order_by_peak(const struct report *r, uint32_t *ids, uint32_t count);

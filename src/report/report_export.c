@@ -1,7 +1,8 @@
 /* report_export.c - the report in other tools' formats.
  *
  * folded:   "outer;...;inner bytes" lines of the memory live at exit, one per
- *           group of live blocks, for flamegraph.pl, speedscope and inferno.
+ *           group of live blocks, for flamegraph.pl, speedscope and inferno;
+ *           the frames frames.h hides are left out (CUMEMTRACE_ALL_FRAMES).
  *           The outermost frame is the kind in brackets ("[device]"), so host
  *           and device memory are never summed into one bar. VMM mappings
  *           and reservations are left out: they are address space, and the
@@ -34,6 +35,7 @@
 
 #include "arena.h"
 #include "counters.h"
+#include "frames.h"
 #include "kinds.h"
 #include "report.h"
 
@@ -45,21 +47,11 @@ static const struct symbol *frame_symbol(const struct report *r, uintptr_t addre
     return index >= 0 ? &r->symbols[index] : NULL;
 }
 
-/* A frame's name for folded stacks: the function, "function (file:line)" for
- * Python, else "module+0xoffset". ';' and line breaks would break the format. */
+/* A frame's name for folded stacks (frames_name); ';' and line breaks
+ * would break the format. */
 static void folded_frame_name(const struct symbol *s, uintptr_t address, char *text, size_t size)
 {
-    if (s && s->python)
-        snprintf(text, size, "%s (%s:%d)", s->function ? s->function : "?",
-                 s->file ? s->file : "?", s->line);
-    else if (s && s->function)
-        snprintf(text, size, "%s", s->function);
-    else if (s && s->module)
-        snprintf(text, size, "%s+0x%lx", strrchr(s->module, '/') ? strrchr(s->module, '/') + 1
-                                                                 : s->module,
-                 (unsigned long)s->module_offset);
-    else
-        snprintf(text, size, "0x%lx", (unsigned long)address);
+    frames_name(s, address, text, size);
     for (char *p = text; *p; p++)
         if (*p == ';' || *p == '\n' || *p == '\r')
             *p = ':';
@@ -80,7 +72,12 @@ void report_folded(const struct report *r, struct out *out)
             g->stack_id >= 1 && g->stack_id <= r->stack_count ? &r->stacks[g->stack_id - 1] : NULL;
         if (!s || s->depth == 0)
             out_str(out, ";[no stack]");
+        struct frame_view view = {-1, -1};
+        if (s)
+            frames_view(r, s, &view);
         for (uint32_t f = s ? s->depth : 0; f > 0; f--) {
+            if (frames_left_out(r, s, f - 1, &view))
+                continue;
             uintptr_t address = r->frames[s->first_frame + f - 1];
             folded_frame_name(frame_symbol(r, address), address, name, sizeof(name));
             out_str(out, ";");
@@ -374,15 +371,17 @@ static void pickle_frames(const struct report *r, struct out *out, uint32_t stac
         const struct symbol *sym = frame_symbol(r, address);
         char name[1024];
         pickle_begin_dict(out);
+        /* Named as in every other export (frames_name), the file apart. */
+        const char *module = sym && sym->module ? sym->module : "??";
         if (sym && sym->file)
             pickle_key_str(out, "filename", sym->file);
         else
-            pickle_key_str(out, "filename", sym && sym->module ? sym->module : "??");
+            pickle_key_str(out, "filename", strrchr(module, '/') ? strrchr(module, '/') + 1 : module);
         pickle_key_int(out, "line", sym && sym->file && sym->line > 0 ? (uint64_t)sym->line : 0);
-        if (sym && sym->function)
-            snprintf(name, sizeof(name), "%s", sym->function);
+        if (sym && sym->python)
+            snprintf(name, sizeof(name), "%s", sym->function ? sym->function : "?");
         else
-            snprintf(name, sizeof(name), "0x%lx", (unsigned long)address);
+            frames_name(sym, address, name, sizeof(name));
         pickle_key_str(out, "name", name);
         pickle_end_dict(out);
     }

@@ -124,33 +124,33 @@
       return (f.function || '??') + '  ' + where;
     }
 
-    function isCudaLibrary(id) {
-      var module = basename((frames[id] || {}).module || '');
-      return module.indexOf('libcudart') === 0 || module.indexOf('libcuda') === 0 ||
-        module.indexOf('libcumemtrace') === 0;
-    }
-
     return {
-      /* Outermost first, for flame graphs. */
+      /* Outermost first, for flame graphs; the frames the report hides
+       * (stack.hidden, src/report/frames.h) left out unless report.tracer.all_frames. */
       path: function (stackId) {
         var stack = byId[stackId];
         if (!stack || stack.frames.length === 0) {
           return ['[no stack]'];
         }
-        return stack.frames.slice().reverse().map(frameLabel);
+        var hidden = {};
+        if (!(report.tracer || {}).all_frames) {
+          (stack.hidden || []).forEach(function (i) {
+            hidden[i] = true;
+          });
+        }
+        return stack.frames.map(function (id, i) {
+          return hidden[i] ? null : frameLabel(id);
+        }).filter(function (name) {
+          return name !== null;
+        }).reverse();
       },
-      /* The first frame that is the program's own, innermost first. */
+      /* The stack's site: its innermost frame in the program's own code. */
       site: function (stackId) {
         var stack = byId[stackId];
         if (!stack || stack.frames.length === 0) {
           return '[no stack]';
         }
-        for (var i = 0; i < stack.frames.length; i++) {
-          if (!isCudaLibrary(stack.frames[i])) {
-            return frameLabel(stack.frames[i]);
-          }
-        }
-        return frameLabel(stack.frames[0]);
+        return frameLabel(stack.frames[stack.site === null || stack.site === undefined ? 0 : stack.site]);
       },
       detail: function (stackId) {
         var stack = byId[stackId];

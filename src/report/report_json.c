@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "frames.h"
 #include "kinds.h"
 #include "report.h"
 
@@ -68,10 +69,12 @@ static void write_tracer(const struct report *r, struct out *out)
 {
     out_printf(out, ",\"tracer\":{\"version\":\"%s\",\"depth\":%d,\"min_size\":%llu,"
                     "\"block_record_bytes\":%zu,\"registry_bytes\":%zu,\"stack_table_bytes\":%zu,"
-                    "\"live_blocks\":%zu,\"stacks\":%u,\"symbolizer\":\"%s\",\"lost\":{",
+                    "\"live_blocks\":%zu,\"stacks\":%u,\"symbolizer\":\"%s\","
+                    "\"all_frames\":%s,\"lost\":{",
                CUMEMTRACE_VERSION, config.depth, U(config.min_size), sizeof(struct block),
                r->registry_bytes, r->stacks_bytes, r->block_count, r->stack_count,
-               symbolizer_has_lines(r->symbolizer) ? "libdw" : "dladdr");
+               symbolizer_has_lines(r->symbolizer) ? "libdw" : "dladdr",
+               r->all_frames ? "true" : "false");
     for (int i = 0; i < LOST_COUNT; i++)
         out_printf(out, "%s\"%s\":%llu", i ? "," : "", lost_names[i], U(r->state.lost[i]));
     if (r->self_time_ns >= 0)
@@ -159,6 +162,15 @@ static void write_stacks(const struct report *r, struct out *out)
         for (uint32_t f = 0; f < s->depth; f++)
             out_printf(out, "%s%ld", f ? "," : "",
                        report_frame_index(r, r->frames[s->first_frame + f]));
+        struct frame_view view;
+        frames_view(r, s, &view);
+        if (view.site >= 0)
+            out_printf(out, "],\"site\":%ld,\"hidden\":[", view.site);
+        else
+            out_str(out, "],\"site\":null,\"hidden\":[");
+        for (uint32_t f = 0, n = 0; f < s->depth; f++)
+            if (frames_hidden(r, s, f, &view))
+                out_printf(out, "%s%u", n++ ? "," : "", f);
         out_printf(out, "],\"live_bytes\":%llu,\"live_blocks\":%llu,\"peak_live_bytes\":%llu,"
                         "\"allocations\":%llu,\"allocated_bytes\":%llu,"
                         "\"freed_implicitly_bytes\":%llu,\"freed_implicitly_blocks\":%llu",
@@ -197,7 +209,8 @@ static void write_frames(const struct report *r, struct out *out)
             out_printf(out, ",\"line\":%d", s->line);
         else
             out_str(out, ",\"line\":null");
-        out_printf(out, ",\"python\":%s}", s->python ? "true" : "false");
+        out_printf(out, ",\"python\":%s,\"origin\":\"%s\"}", s->python ? "true" : "false",
+                   origin_name(r->origins ? r->origins[i] : ORIGIN_USER));
     }
     out_str(out, "]");
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "frames.h"
 #include "kinds.h"
 #include "python.h"
 #include "report.h"
@@ -42,27 +43,29 @@ static const char *short_name(const char *name, char *buffer, size_t size)
     return buffer;
 }
 
-static void write_frame(const struct report *r, struct out *out, int index, uintptr_t address)
+/* One frame: "function+0xoffset at file:line [module+0xoffset]", as much of
+ * it as is known; "module+0xoffset" without a symbol, never a bare address
+ * when the module is known (addresses change from run to run). */
+static void write_frame_text(struct out *out, const struct symbol *s, uintptr_t address)
 {
-    long i = report_frame_index(r, address);
-    const struct symbol *s = i >= 0 ? &r->symbols[i] : NULL;
-    out_printf(out, "      #%-2d ", index);
     if (s && s->python) {
-        out_printf(out, "%s at %s:%d [python]\n", s->function ? s->function : "?",
+        out_printf(out, "%s at %s:%d [python]", s->function ? s->function : "?",
                    s->file ? s->file : "?", s->line);
         return;
     }
     char name[256];
-    if (s && s->function)
+    if (s && s->function) {
         out_printf(out, "%s+0x%lx", short_name(s->function, name, sizeof(name)),
                    (unsigned long)s->function_offset);
-    else
+        if (s->file)
+            out_printf(out, " at %s:%d", s->file, s->line);
+        if (s->module)
+            out_printf(out, " [%s+0x%lx]", base_name(s->module), (unsigned long)s->module_offset);
+    } else if (s && s->module) {
+        out_printf(out, "%s+0x%lx", base_name(s->module), (unsigned long)s->module_offset);
+    } else {
         out_printf(out, "0x%lx", (unsigned long)address);
-    if (s && s->file)
-        out_printf(out, " at %s:%d", s->file, s->line);
-    if (s && s->module)
-        out_printf(out, " [%s+0x%lx]", base_name(s->module), (unsigned long)s->module_offset);
-    out_str(out, "\n");
+    }
 }
 
 static const struct stack *stack_of(const struct report *r, uint32_t stack_id)
@@ -70,26 +73,50 @@ static const struct stack *stack_of(const struct report *r, uint32_t stack_id)
     return stack_id >= 1 && stack_id <= r->stack_count ? &r->stacks[stack_id - 1] : NULL;
 }
 
-/* The line a person would look at first: the innermost Python frame, else
- * the innermost frame with a source line, else none. */
-static const struct symbol *site_of(const struct report *r, uint32_t stack_id)
+static const struct symbol *symbol_at(const struct report *r, uintptr_t address)
 {
-    const struct stack *s = stack_of(r, stack_id);
-    const struct symbol *with_line = NULL;
-    for (uint32_t i = 0; s && i < s->depth; i++) {
-        long k = report_frame_index(r, r->frames[s->first_frame + i]);
-        const struct symbol *symbol = k >= 0 ? &r->symbols[k] : NULL;
-        if (symbol && symbol->python && symbol->line > 0)   /* line 0: a marker frame */
-            return symbol;
-        if (symbol && symbol->file && !with_line)
-            with_line = symbol;
-    }
-    return with_line;
+    long i = report_frame_index(r, address);
+    return i >= 0 ? &r->symbols[i] : NULL;
 }
 
-/* The brief summary shows the Python frames of a stack that has them (the
- * native ones are in the full report), else its first native frames. The
- * site (site_of) comes first when the frames shown do not start with it. */
+/* The site (frames.h) in one line: "at file:line in function", or the
+ * frame as written when it has no source line. */
+static void write_site(const struct report *r, struct out *out, uintptr_t address)
+{
+    const struct symbol *s = symbol_at(r, address);
+    char name[256];
+    out_str(out, "      at ");
+    if (s && s->file && (s->python || s->function))
+        out_printf(out, "%s:%d in %s", s->file, s->line,
+                   s->python ? s->function : short_name(s->function, name, sizeof(name)));
+    else
+        write_frame_text(out, s, address);
+    out_str(out, "\n");
+}
+
+static const char *const hidden_words[ORIGIN_COUNT] = {
+    [ORIGIN_CUDA] = "CUDA", [ORIGIN_FRAMEWORK] = "framework",
+    [ORIGIN_INTERPRETER] = "interpreter", [ORIGIN_SYSTEM] = "C runtime",
+    [ORIGIN_STARTUP] = "start-up",
+};
+
+/* "(5 frames hidden: interpreter, start-up)": what the frames left out were. */
+static void write_hidden_note(struct out *out, uint32_t hidden, const int *origins_hidden)
+{
+    out_printf(out, "      (%u frame%s hidden:", hidden, hidden == 1 ? "" : "s");
+    for (int o = 0, first = 1; o < ORIGIN_COUNT; o++) {
+        if (!origins_hidden[o] || !hidden_words[o])
+            continue;
+        out_printf(out, "%s %s", first ? "" : ",", hidden_words[o]);
+        first = 0;
+    }
+    out_str(out, ")\n");
+}
+
+/* The site first, then the frames a person needs (frames.h: start-up,
+ * runtime, interpreter and framework frames hidden unless
+ * CUMEMTRACE_ALL_FRAMES), numbered as in the whole stack. The brief summary
+ * stops after BRIEF_FRAMES of them. */
 static void write_stack(const struct report *r, struct out *out, uint32_t stack_id, int brief)
 {
     const struct stack *s = stack_of(r, stack_id);
@@ -101,26 +128,29 @@ static void write_stack(const struct report *r, struct out *out, uint32_t stack_
         out_str(out, "      (no stack recorded: CUMEMTRACE_DEPTH=0 or below CUMEMTRACE_MIN_SIZE)\n");
         return;
     }
-    uint32_t first = 0;
-    if (brief) {
-        while (first < s->depth && !is_python_frame(r->frames[s->first_frame + first]))
-            first++;
-        if (first == s->depth)
-            first = 0;
+    const uintptr_t *frames = r->frames + s->first_frame;
+    struct frame_view view;
+    frames_view(r, s, &view);
+    write_site(r, out, frames[view.site]);
+    uint32_t written = 0, hidden = 0, unwritten = 0;
+    int origins_hidden[ORIGIN_COUNT] = {0};
+    for (uint32_t i = 0; i < s->depth; i++) {
+        if (frames_left_out(r, s, i, &view)) {
+            hidden++;
+            origins_hidden[frames_origin(r, frames[i])] = 1;
+        } else if (brief && written == BRIEF_FRAMES) {
+            unwritten++;
+        } else {
+            out_printf(out, "      #%-2u ", i);
+            write_frame_text(out, symbol_at(r, frames[i]), frames[i]);
+            out_str(out, "\n");
+            written++;
+        }
     }
-    uint32_t shown = brief && s->depth - first > BRIEF_FRAMES ? BRIEF_FRAMES : s->depth - first;
-    const struct symbol *site = site_of(r, stack_id);
-    long top = report_frame_index(r, r->frames[s->first_frame + first]);
-    char name[256];
-    if (site && (top < 0 || &r->symbols[top] != site))   /* the site, unless it leads anyway */
-        out_printf(out, "      at %s:%d in %s\n", site->file, site->line,
-                   site->function ? short_name(site->function, name, sizeof(name)) : "?");
-    for (uint32_t i = first; i < first + shown; i++)
-        write_frame(r, out, (int)i, r->frames[s->first_frame + i]);
-    if (first > 0)
-        out_printf(out, "      (%u native frames above these, in the full report)\n", first);
-    else if (shown < s->depth)
-        out_printf(out, "      ... %u more frames in the full report\n", s->depth - shown);
+    if (unwritten)
+        out_printf(out, "      ... %u more frames in the full report\n", unwritten);
+    if (hidden)
+        write_hidden_note(out, hidden, origins_hidden);
 }
 
 static void write_counter_row(struct out *out, const char *label, const struct counters *c)
@@ -511,6 +541,19 @@ static void write_failures(const struct report *r, struct out *out, int brief)
     }
 }
 
+static int any_frame_left_out(const struct report *r)
+{
+    for (uint32_t i = 0; i < r->shown_count; i++) {
+        const struct stack *s = &r->stacks[r->shown[i] - 1];
+        struct frame_view view;
+        frames_view(r, s, &view);
+        for (uint32_t f = 0; f < s->depth; f++)
+            if (frames_left_out(r, s, f, &view))
+                return 1;
+    }
+    return 0;
+}
+
 static void write_lost(const struct report *r, struct out *out)
 {
     static const char *what[LOST_COUNT] = {
@@ -524,6 +567,10 @@ static void write_lost(const struct report *r, struct out *out)
     for (int i = 0; i < LOST_COUNT; i++)
         if (r->state.lost[i])
             out_printf(out, "  note: %llu %s\n", (unsigned long long)r->state.lost[i], what[i]);
+    if (any_frame_left_out(r))
+        out_str(out, "  note: frames of start-up, the C runtime, the interpreter and frameworks, "
+                     "and CUDA's inner ones, are hidden; CUMEMTRACE_ALL_FRAMES=1 (or cumemtrace "
+                     "report --all-frames) shows them\n");
     if (r->self_time_ns >= 0)
         out_printf(out, "  note: the tracer's own time in CUDA calls: %.3f ms (CUMEMTRACE_SELF_TIME)\n",
                    r->self_time_ns / 1e6);

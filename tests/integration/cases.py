@@ -13,6 +13,7 @@ import collections
 import glob
 import json
 import os
+import re
 import socket
 import shutil
 import subprocess
@@ -475,7 +476,7 @@ def case_bad_environment():
     out, err, reports, _ = run("examples/leak_loop", ["5"], env=env)
     untraced, _, _, _ = run("examples/leak_loop", ["5"], preload=False)
     check(out == untraced, "program output unchanged")
-    lines = [line for line in err.splitlines() if "CUMEMTRACE_" in line]
+    lines = [line for line in err.splitlines() if line.startswith("cumemtrace: CUMEMTRACE_")]
     check(len(lines) == 5, f"one line per bad variable: {lines}")
     for name, value in env.items():
         check(any(f"{name}='{value}'" in line and "using" in line for line in lines),
@@ -710,6 +711,35 @@ def python_stack(report, size):
     return [frames[i] for i in stacks[held[0]["stack"]]["frames"] if frames[i]["python"]]
 
 
+def check_python_sites(report, script, line, err):
+    """The site rule (src/report/frames.h) on a Python program calling the
+    simulator's libcudart through ctypes: the site is the Python line of the
+    cudaMalloc call, not libffi's frame; libffi, _ctypes and threading.py are
+    hidden; the cudaMalloc frame and the user's lines are not."""
+    frames = {f["id"]: f for f in report.get("frames", [])}
+    stacks = {s["id"]: s for s in report.get("stacks", [])}
+    for group in report.get("live", []):
+        stack = stacks[group["stack"]]
+        site = frames[stack["frames"][stack["site"]]]
+        if group["bytes"] in (3 << 20, 5 << 20, 7 << 20, 22 << 20, 13 << 20):
+            check(site["python"] and site["file"] == script and site["line"] == line,
+                  f"{group['bytes'] >> 20} MiB: the site is the ALLOCATE-LINE: {site}")
+        hidden = [frames[stack["frames"][i]] for i in stack["hidden"]]
+        shown = [frames[f] for i, f in enumerate(stack["frames"]) if i not in stack["hidden"]]
+        check(shown[0]["function"] == "cudaMalloc" and shown[0]["origin"] == "cuda",
+              f"the call into CUDA is shown: {shown[:1]}")
+        check(all(f["origin"] == "user" or f is shown[0] for f in shown),
+              f"only the user's frames besides it: {[(f['function'], f['origin']) for f in shown]}")
+        check(all(f["origin"] in ("interpreter", "startup", "system") for f in hidden),
+              f"hidden: the interpreter's, start-up: {[(f['function'], f['module'], f['origin']) for f in hidden]}")
+        if group["bytes"] == 7 << 20:
+            check(any(f["python"] and f["file"].endswith("threading.py") for f in hidden),
+                  "threading.py's frames are Python's own, hidden")
+    check(f"at {script}:{line} in allocate" in err, "the summary names the site first")
+    check("frames hidden: interpreter" in err and "libffi" not in err,
+          f"and hides libffi's and _ctypes' frames: {err[-1500:]}")
+
+
 def case_python_frames():
     script = os.path.join(ARGS.source, "tests", "integration", "python_frames.py")
     with open(script) as handle:
@@ -747,8 +777,14 @@ def case_python_frames():
                   f"{python}: {size >> 20} MiB from a thread running no Python names the line "
                   f"the main thread waits at: {seen}")
         check("leak_in_python at " in err, "the summary shows Python lines")
-        check("native frames above these, in the full report" in err,
-              "and leaves the native frames to the full report")
+        check_python_sites(report, script, line, err)
+    # Every frame on request, unresolved ones named module+offset, never by address.
+    out, err, reports, texts = run(sys.executable, [script],
+                                   env={"CUMEMTRACE_ALL_FRAMES": "1", "CUMEMTRACE_FORMAT": "text"})
+    text = "".join(texts.values())
+    check("libffi.so" in text and "frames hidden" not in text and
+          not any(re.search(r"#\d+ +0x[0-9a-f]+ ", l) for l in text.splitlines()),
+          f"CUMEMTRACE_ALL_FRAMES=1 shows libffi's frames by module+offset: {text[:2000]}")
     out, err, reports, _ = run(sys.executable, [script], env={"CUMEMTRACE_PYTHON": "0"})
     report = only(reports)
     check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")

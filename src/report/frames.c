@@ -1,0 +1,98 @@
+/* frames.c - the site of a stack and its hidden frames (see frames.h),
+ * from the origins report_finish gave its frames (origins.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "frames.h"
+#include "python.h"
+#include "report.h"
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+int frames_origin(const struct report *r, uintptr_t address)
+{
+    long i = report_frame_index(r, address);
+    return i >= 0 && r->origins ? r->origins[i] : ORIGIN_USER;
+}
+
+static const struct symbol *symbol_of(const struct report *r, uintptr_t address)
+{
+    long i = report_frame_index(r, address);
+    return i >= 0 ? &r->symbols[i] : NULL;
+}
+
+static long find_site(const struct report *r, const struct stack *s)
+{
+    const uintptr_t *frames = r->frames + s->first_frame;
+    long native = -1, outside_cuda = -1;
+    for (uint32_t i = 0; i < s->depth; i++) {
+        int origin = frames_origin(r, frames[i]);
+        if (is_python_frame(frames[i])) {
+            const struct symbol *symbol = symbol_of(r, frames[i]);
+            /* line 0: a marker, not a line of code (python.h) */
+            if (origin == ORIGIN_USER && symbol && symbol->line > 0)
+                return i;
+        } else if (origin == ORIGIN_USER && native < 0) {
+            native = i;
+        }
+        if (origin != ORIGIN_CUDA && outside_cuda < 0)
+            outside_cuda = i;
+    }
+    if (native >= 0)
+        return native;
+    if (outside_cuda >= 0)
+        return outside_cuda;
+    return s->depth ? 0 : -1;
+}
+
+void frames_view(const struct report *r, const struct stack *s, struct frame_view *v)
+{
+    const uintptr_t *frames = r->frames + s->first_frame;
+    v->site = find_site(r, s);
+    v->call = -1;
+    long python = -1, native = -1;
+    for (long i = 0; i < v->site; i++) {
+        if (frames_origin(r, frames[i]) != ORIGIN_FRAMEWORK)
+            continue;
+        if (!is_python_frame(frames[i]))
+            native = i;
+        else if (python < 0)
+            python = i;
+    }
+    v->call = python >= 0 ? python : native;
+}
+
+int frames_hidden(const struct report *r, const struct stack *s, uint32_t index,
+                  const struct frame_view *v)
+{
+    const uintptr_t *frames = r->frames + s->first_frame;
+    int origin = frames_origin(r, frames[index]);
+    if ((long)index == v->site || (long)index == v->call || origin == ORIGIN_USER)
+        return 0;
+    if (origin == ORIGIN_CUDA)
+        return index + 1 < s->depth && frames_origin(r, frames[index + 1]) == ORIGIN_CUDA;
+    return 1;
+}
+
+int frames_left_out(const struct report *r, const struct stack *s, uint32_t index,
+                    const struct frame_view *v)
+{
+    return !r->all_frames && frames_hidden(r, s, index, v);
+}
+
+void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t size)
+{
+    if (s && s->python)
+        snprintf(text, size, "%s (%s:%d)", s->function ? s->function : "?",
+                 s->file ? s->file : "?", s->line);
+    else if (s && s->function)
+        snprintf(text, size, "%s", s->function);
+    else if (s && s->module)
+        snprintf(text, size, "%s+0x%lx", base_name(s->module), (unsigned long)s->module_offset);
+    else
+        snprintf(text, size, "0x%lx", (unsigned long)address);
+}

@@ -1,0 +1,51 @@
+/* frames.h - which frames of a stack matter to the person reading it.
+ *
+ * One rule, used by every writer (text, JSON, HTML, folded, memviz, diff,
+ * merge, the live view), so that every view of a run names the same line.
+ * From the origin of each frame (origins.h):
+ *  - The site of a stack is its innermost Python frame in the user's own
+ *    code, if there is one; else its innermost native frame in the user's own
+ *    code; else its innermost frame outside CUDA's libraries.
+ *  - Hidden by default: start-up, C runtime, interpreter and framework
+ *    frames, and CUDA's frames but the outermost of each run of them (the
+ *    call the program made). Never hidden: the user's own frames, the site,
+ *    and the one framework frame that names what the site asked for (see
+ *    struct frame_view). CUMEMTRACE_ALL_FRAMES=1 (--all-frames) shows every frame; the JSON
+ *    report always keeps every frame and says which are hidden. */
+#ifndef CUMEMTRACE_FRAMES_H
+#define CUMEMTRACE_FRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "origins.h"
+#include "stacks.h"
+#include "symbolize.h"
+
+struct report;
+
+/* The origin of a frame of the report, by address (origins.h). */
+int frames_origin(const struct report *r, uintptr_t address);
+
+/* What a stack shows: `site`, the index of its site (-1 for a stack without
+ * frames), and `call`, the framework frame kept below the site (-1: none):
+ * the innermost framework Python frame inside it (linear.py's forward), else
+ * its outermost native framework frame (the binding the site called). */
+struct frame_view {
+    long site, call;
+};
+void frames_view(const struct report *r, const struct stack *s, struct frame_view *v);
+/* 1 if frame `index` of `s` is hidden by default, whatever
+ * CUMEMTRACE_ALL_FRAMES says. */
+int frames_hidden(const struct report *r, const struct stack *s, uint32_t index,
+                  const struct frame_view *v);
+/* 1 if the writers leave frame `index` out: hidden, and not r->all_frames. */
+int frames_left_out(const struct report *r, const struct stack *s, uint32_t index,
+                    const struct frame_view *v);
+
+/* A frame's name, the same in every export: "function" for a native frame,
+ * "function (file:line)" for a Python one, "module+0xoffset" without a
+ * symbol, "0xaddress" outside any module. */
+void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t size);
+
+#endif

@@ -1,0 +1,151 @@
+/* origins.c - where a frame's code comes from (see origins.h).
+ *
+ * Told from names only (a module's file name and folder, a Python file's
+ * path), so the traced process and `cumemtrace report` reading its JSON back
+ * give every frame the same origin. */
+#include <string.h>
+
+#include "origins.h"
+
+static const char *const origin_names[ORIGIN_COUNT] = {
+    [ORIGIN_USER] = "user",           [ORIGIN_CUDA] = "cuda",
+    [ORIGIN_FRAMEWORK] = "framework", [ORIGIN_INTERPRETER] = "interpreter",
+    [ORIGIN_SYSTEM] = "system",       [ORIGIN_STARTUP] = "startup",
+};
+
+const char *origin_name(int origin)
+{
+    return origin >= 0 && origin < ORIGIN_COUNT ? origin_names[origin] : "user";
+}
+
+/* Packages whose files, Python or native, are a framework's (a folder right
+ * under site-packages or dist-packages). */
+static const char *const framework_packages[] = {
+    "torch", "functorch", "cupy", "cupyx", "cupy_backends", "jax", "jaxlib",
+    "numpy", "triton", "nvidia",
+};
+
+/* Native libraries by the start of their file name. */
+static const char *const cuda_libraries[] = {"libcuda", "libcumemtrace", "libnvidia-"};
+static const char *const framework_libraries[] = {
+    "libc10", "libtorch", "libcaffe2", "libshm", "libnccl", "libcublas", "libcudnn",
+    "libcufft", "libcurand", "libcusparse", "libcusolver", "libnvrtc", "libnvJitLink",
+    "libnvToolsExt", "libcupti", "libtriton", "libxla", "xla_extension", "libjax",
+};
+static const char *const interpreter_libraries[] = {"python", "libpython", "libffi", "libpypy"};
+static const char *const system_libraries[] = {
+    "libc.so", "libc-", "ld-linux", "ld-", "libpthread", "libdl", "libm.so", "libm-",
+    "librt", "libstdc++", "libgcc_s", "libasan", "libubsan",
+};
+/* Functions that start a process or a thread, in the C runtime. */
+static const char *const startup_functions[] = {
+    "__libc_start_main", "__libc_start_call_main", "start_thread", "clone", "clone3",
+    "__clone", "__clone3", "__clone_internal",
+};
+
+static int starts_with_any(const char *text, const char *const *prefixes, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strncmp(text, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The package folder under site-packages/dist-packages is a framework's. */
+static int in_framework_package(const char *path)
+{
+    static const char *const markers[] = {"/site-packages/", "/dist-packages/"};
+    for (size_t m = 0; m < COUNT(markers); m++) {
+        const char *at = strstr(path, markers[m]);
+        if (!at)
+            continue;
+        const char *package = at + strlen(markers[m]);
+        size_t n = strcspn(package, "/");
+        for (size_t i = 0; i < COUNT(framework_packages); i++)
+            if (n == strlen(framework_packages[i]) &&
+                strncmp(package, framework_packages[i], n) == 0 && package[n] == '/')
+                return 1;
+        return 0;
+    }
+    return 0;
+}
+
+static int in_site_packages(const char *path)
+{
+    return strstr(path, "/site-packages/") || strstr(path, "/dist-packages/");
+}
+
+/* Python's own library: .../lib/python3.11/..., .../lib64/python3.11/...,
+ * PyPy's lib folders, lib-dynload; not what is installed in site-packages. */
+static int in_standard_library(const char *path)
+{
+    if (in_site_packages(path))
+        return 0;
+    if (strstr(path, "/lib-dynload/") || strstr(path, "/lib/pypy") || strstr(path, "/lib-python/"))
+        return 1;
+    for (const char *at = strstr(path, "/python"); at; at = strstr(at + 1, "/python")) {
+        const char *digits = at + 7;
+        int lib = (at - path >= 4 && strncmp(at - 4, "/lib", 4) == 0) ||
+                  (at - path >= 6 && strncmp(at - 6, "/lib64", 6) == 0);
+        if (lib && digits[0] >= '2' && digits[0] <= '9' && digits[1] == '.')
+            return 1;
+    }
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static int is_startup_function(const char *function)
+{
+    for (size_t i = 0; i < COUNT(startup_functions); i++) {
+        size_t n = strlen(startup_functions[i]);
+        if (strncmp(function, startup_functions[i], n) == 0 &&
+            (function[n] == '\0' || function[n] == '@'))
+            return 1;
+    }
+    return 0;
+}
+
+static int classify_python(const struct symbol *s)
+{
+    const char *file = s->file;
+    if (!file)
+        return ORIGIN_USER;
+    if (strncmp(file, "<frozen ", 8) == 0)
+        return ORIGIN_INTERPRETER;
+    if (in_framework_package(file))
+        return ORIGIN_FRAMEWORK;
+    if (in_standard_library(file))
+        return ORIGIN_INTERPRETER;
+    return ORIGIN_USER;
+}
+
+int origin_of(const struct symbol *s)
+{
+    if (!s)
+        return ORIGIN_USER;
+    if (s->python)
+        return classify_python(s);
+    if (s->function && strcmp(s->function, "_start") == 0)
+        return ORIGIN_STARTUP;
+    if (!s->module)
+        return ORIGIN_USER;
+    const char *name = base_name(s->module);
+    if (starts_with_any(name, cuda_libraries, COUNT(cuda_libraries)))
+        return ORIGIN_CUDA;
+    if (starts_with_any(name, framework_libraries, COUNT(framework_libraries)) ||
+        in_framework_package(s->module))
+        return ORIGIN_FRAMEWORK;
+    if (starts_with_any(name, interpreter_libraries, COUNT(interpreter_libraries)) ||
+        in_standard_library(s->module))
+        return ORIGIN_INTERPRETER;
+    if (starts_with_any(name, system_libraries, COUNT(system_libraries)))
+        return s->function && is_startup_function(s->function) ? ORIGIN_STARTUP : ORIGIN_SYSTEM;
+    return ORIGIN_USER;
+}

@@ -1,0 +1,27 @@
+/* origins.h - where a frame's code comes from: the user's own code, CUDA's
+ * libraries, a framework (PyTorch, CuPy, JAX, NumPy, Triton, NCCL and the
+ * CUDA math libraries), the Python interpreter (its executable and
+ * libpython, libffi, the standard library, frozen modules), the C runtime,
+ * or process and thread start-up. frames.h decides from it what a stack
+ * shows. */
+#ifndef CUMEMTRACE_ORIGINS_H
+#define CUMEMTRACE_ORIGINS_H
+
+#include "symbolize.h"
+
+enum frame_origin {
+    ORIGIN_USER,
+    ORIGIN_CUDA,
+    ORIGIN_FRAMEWORK,
+    ORIGIN_INTERPRETER,
+    ORIGIN_SYSTEM,          /* the C and C++ runtimes, the dynamic loader */
+    ORIGIN_STARTUP,         /* _start, __libc_start_main, start_thread, clone */
+    ORIGIN_COUNT
+};
+
+/* "user", "cuda", "framework", "interpreter", "system", "startup". */
+const char *origin_name(int origin);
+/* The origin of one symbolized frame; NULL (nothing known) is the user's. */
+int origin_of(const struct symbol *s);
+
+#endif

@@ -1,0 +1,217 @@
+/* test_frames.c - frame origins, the site of a stack and hidden frames
+ * (src/report/frames.c) on hand-made stacks: a PyTorch step seen from
+ * Python, a PyTorch autograd thread with no Python, a C program, a CuPy
+ * call, a stack of the standard library only. */
+#include <string.h>
+
+#include "check.h"
+#include "frames.h"
+#include "python.h"
+#include "report.h"
+
+#define MAX_FRAMES 64
+
+/* A report holding one stack made of `symbols`, innermost first; addresses
+ * are given in order, so r->addresses stays sorted. */
+struct fixture {
+    struct report r;
+    struct stack stack;
+    uintptr_t frames[MAX_FRAMES], addresses[MAX_FRAMES];
+    struct symbol symbols[MAX_FRAMES];
+    uint8_t origins[MAX_FRAMES];
+};
+
+static void build(struct fixture *f, const struct symbol *symbols, uint32_t depth)
+{
+    memset(f, 0, sizeof(*f));
+    for (uint32_t i = 0; i < depth; i++) {
+        f->symbols[i] = symbols[i];
+        /* Python frames carry the tag; the order of addresses is kept. */
+        uintptr_t address = (symbols[i].python ? PYTHON_FRAME_TAG : 0x400000) + 16 * (i + 1);
+        f->symbols[i].address = f->addresses[i] = f->frames[i] = address;
+        f->origins[i] = (uint8_t)origin_of(&symbols[i]);
+    }
+    /* Native addresses sort below tagged Python ones: sort the pairs. */
+    for (uint32_t i = 1; i < depth; i++)
+        for (uint32_t k = i; k > 0 && f->addresses[k - 1] > f->addresses[k]; k--) {
+            uintptr_t a = f->addresses[k];
+            f->addresses[k] = f->addresses[k - 1];
+            f->addresses[k - 1] = a;
+            struct symbol s = f->symbols[k];
+            f->symbols[k] = f->symbols[k - 1];
+            f->symbols[k - 1] = s;
+            uint8_t o = f->origins[k];
+            f->origins[k] = f->origins[k - 1];
+            f->origins[k - 1] = o;
+        }
+    f->stack.depth = depth;
+    f->r.stacks = &f->stack;
+    f->r.stack_count = 1;
+    f->r.frames = f->frames;
+    f->r.addresses = f->addresses;
+    f->r.symbols = f->symbols;
+    f->r.origins = f->origins;
+    f->r.address_count = depth;
+}
+
+static long site_of(struct fixture *f)
+{
+    struct frame_view view;
+    frames_view(&f->r, &f->stack, &view);
+    return view.site;
+}
+
+/* The frames a reader sees by default, as a string of 0/1 (1: shown). */
+static const char *shown(struct fixture *f)
+{
+    static char text[MAX_FRAMES + 1];
+    struct frame_view view;
+    frames_view(&f->r, &f->stack, &view);
+    for (uint32_t i = 0; i < f->stack.depth; i++)
+        text[i] = frames_left_out(&f->r, &f->stack, i, &view) ? '0' : '1';
+    text[f->stack.depth] = '\0';
+    return text;
+}
+
+#define NATIVE(function, module) {0, function, 0, module, 0, NULL, 0, 0}
+#define PY(function, file, line) {0, function, 0, NULL, 0, file, line, 1}
+
+static void torch_from_python(void)
+{
+    const char *site = "/home/me/.venv/lib/python3.11/site-packages/torch";
+    static struct symbol stack[16];
+    struct symbol frames[] = {
+        NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("at::native::empty_cuda", "/x/site-packages/torch/lib/libtorch_cuda.so"),
+        NATIVE("at::_ops::linear::call", "/x/site-packages/torch/lib/libtorch_cpu.so"),
+        NATIVE("torch::autograd::THPVariable_linear", "/x/site-packages/torch/lib/libtorch_python.so"),
+        PY("forward", NULL, 116),                                    /* torch/nn/modules/linear.py */
+        PY("Module._call_impl", NULL, 1527),
+        PY("forward", "/home/me/model.py", 30),                     /* the site */
+        PY("Module._call_impl", NULL, 1527),
+        PY("train", "/home/me/train.py", 50),
+        PY("<module>", "<frozen runpy>", 88),
+        NATIVE("_start", "/usr/bin/python3.11"),
+    };
+    char linear[128], module[128];
+    snprintf(linear, sizeof(linear), "%s/nn/modules/linear.py", site);
+    snprintf(module, sizeof(module), "%s/nn/modules/module.py", site);
+    frames[5].file = linear;
+    frames[6].file = module;
+    frames[8].file = module;
+    uint32_t depth = sizeof(frames) / sizeof(frames[0]);
+    memcpy(stack, frames, sizeof(frames));
+    struct fixture f;
+    build(&f, stack, depth);
+    CHECK_EQ(site_of(&f), 7);
+    CHECK_EQ(origin_of(&stack[1]), ORIGIN_FRAMEWORK);
+    CHECK_EQ(origin_of(&stack[5]), ORIGIN_FRAMEWORK);
+    CHECK_EQ(origin_of(&stack[10]), ORIGIN_INTERPRETER);
+    CHECK_EQ(origin_of(&stack[11]), ORIGIN_STARTUP);
+    /* cudaMalloc; linear.py's forward (what the site called); the user's lines */
+    CHECK(strcmp(shown(&f), "100001010100") == 0);
+    f.r.all_frames = 1;
+    CHECK(strcmp(shown(&f), "111111111111") == 0);
+}
+
+static void autograd_thread(void)
+{
+    struct symbol frames[] = {
+        NATIVE(NULL, "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+        NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("torch::autograd::Engine::thread_main", "/x/site-packages/torch/lib/libtorch_cpu.so"),
+        NATIVE("execute_native_thread_routine", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"),
+        NATIVE("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+        NATIVE("__clone3", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+    };
+    struct fixture f;
+    build(&f, frames, 7);
+    /* No code of the user's: the innermost frame outside CUDA. */
+    CHECK_EQ(site_of(&f), 2);
+    CHECK_EQ(origin_of(&frames[4]), ORIGIN_SYSTEM);
+    CHECK_EQ(origin_of(&frames[5]), ORIGIN_STARTUP);
+    CHECK(strcmp(shown(&f), "0110000") == 0);
+}
+
+static void c_program(void)
+{
+    struct symbol frames[] = {
+        NATIVE("cudaMalloc", "/opt/sim/libcudart.so.13"),
+        NATIVE("leak_scratch_buffer", "/home/me/leak_loop"),
+        NATIVE("main", "/home/me/leak_loop"),
+        NATIVE("__libc_start_call_main", "/lib/x86_64-linux-gnu/libc.so.6"),
+        NATIVE("__libc_start_main@@GLIBC_2.34", "/lib/x86_64-linux-gnu/libc.so.6"),
+        NATIVE("_start", "/home/me/leak_loop"),
+    };
+    struct fixture f;
+    build(&f, frames, 6);
+    CHECK_EQ(site_of(&f), 1);
+    CHECK(strcmp(shown(&f), "111000") == 0);
+}
+
+static void cupy_and_ctypes(void)
+{
+    struct symbol frames[] = {
+        NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
+        NATIVE(NULL, "/usr/lib/python3/dist-packages/cupy_backends/cuda/api/runtime.cpython-311-x86_64-linux-gnu.so"),
+        NATIVE(NULL, "/usr/lib/x86_64-linux-gnu/libffi.so.8"),
+        NATIVE("PyCFuncPtr_call", "/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so"),
+        PY("_malloc", "/usr/lib/python3/dist-packages/cupy/_core/core.py", 10),
+        PY("zeros", "/usr/lib/python3/dist-packages/yourlib/ops.py", 7),  /* not a framework */
+        PY("main", "/srv/job.py", 3),
+    };
+    struct fixture f;
+    build(&f, frames, 7);
+    CHECK_EQ(origin_of(&frames[1]), ORIGIN_FRAMEWORK);
+    CHECK_EQ(origin_of(&frames[2]), ORIGIN_INTERPRETER);
+    CHECK_EQ(origin_of(&frames[3]), ORIGIN_INTERPRETER);
+    CHECK_EQ(origin_of(&frames[5]), ORIGIN_USER);
+    /* A package that is not a framework's is the user's code. */
+    CHECK_EQ(site_of(&f), 5);
+    CHECK(strcmp(shown(&f), "1000111") == 0);
+}
+
+static void standard_library_only(void)
+{
+    struct symbol frames[] = {
+        NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
+        PY("run", "/usr/lib/python3.11/threading.py", 982),
+        PY("_bootstrap", "/root/.pyenv/versions/3.11.7/lib/python3.11/threading.py", 1002),
+        PY("[main thread, at that moment]", "<this thread runs no Python>", 0),
+        NATIVE("helper", "/home/me/libmine.so"),
+    };
+    struct fixture f;
+    build(&f, frames, 5);
+    CHECK_EQ(origin_of(&frames[1]), ORIGIN_INTERPRETER);
+    CHECK_EQ(origin_of(&frames[2]), ORIGIN_INTERPRETER);
+    /* No Python line of the user's (a marker has line 0): the native one. */
+    CHECK_EQ(site_of(&f), 4);
+    CHECK(strcmp(shown(&f), "10011") == 0);
+}
+
+static void names(void)
+{
+    char text[128];
+    struct symbol unresolved = NATIVE(NULL, "/usr/lib/x86_64-linux-gnu/libffi.so.8");
+    unresolved.module_offset = 0x6f7a;
+    frames_name(&unresolved, 0x7f5873cbbf7a, text, sizeof(text));
+    CHECK(strcmp(text, "libffi.so.8+0x6f7a") == 0);
+    struct symbol python = PY("allocate", "/srv/job.py", 22);
+    frames_name(&python, 0, text, sizeof(text));
+    CHECK(strcmp(text, "allocate (/srv/job.py:22)") == 0);
+    frames_name(NULL, 0x1234, text, sizeof(text));
+    CHECK(strcmp(text, "0x1234") == 0);
+}
+
+int main(void)
+{
+    torch_from_python();
+    autograd_thread();
+    c_program();
+    cupy_and_ctypes();
+    standard_library_only();
+    names();
+    return check_done("frames");
+}
