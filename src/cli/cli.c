@@ -1,19 +1,23 @@
 /* cli.c - the cumemtrace command.
  *
  *   cumemtrace run [options] -- COMMAND [ARGS...]   trace a command
- *   cumemtrace report FILE [--format text|json] [-o PATH]
- *   cumemtrace html FILE -o PATH
- *   cumemtrace export --format NAME FILE -o PATH
+ *   cumemtrace report FILE                           the text report of FILE
+ *   cumemtrace html FILE -o PATH                     its HTML page
+ *   cumemtrace export --format NAME FILE -o PATH     for other tools
  *   cumemtrace diff A B                              what grew, by stack (cli_diff.c)
  *   cumemtrace merge FILES...                        one view across ranks (cli_merge.c)
- *   cumemtrace symbolize DUMP [options]              turn a crash dump into reports
+ *   cumemtrace symbolize DUMP                        a crash dump made a report
  *
  * FILE is a JSON report or a crash dump (report_load.c tells them apart).
- * Exit status: `run` becomes the command (its status is the command's; 127 if
- * it cannot be started); otherwise 0 on success, 1 for a usage error, 2 when
- * an input cannot be read or an output cannot be written. Errors are one line
- * on stderr. */
+ * Every command parses its arguments with getopt_long (--opt=value works)
+ * and has its own --help; `cumemtrace --help` prints each command's
+ * synopsis, the first line of its own usage, so the two never disagree.
+ * Exit status: `run` becomes the command (its status is the command's; 127
+ * if it cannot be started); otherwise 0 on success, 1 for a usage error, 2
+ * when an input cannot be read or an output cannot be written. Errors are
+ * one line on stderr. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,36 +31,76 @@
 #include "output.h"
 #include "report.h"
 
-static const char usage[] =
-    "usage: cumemtrace run [--output TEMPLATE] [--format LIST] [--depth N] [--quiet]\n"
-    "                      [--signal SIG|off] [--] COMMAND [ARGS...]\n"
-    "       cumemtrace report FILE [--format text|json] [-o PATH]\n"
-    "       cumemtrace html FILE -o PATH\n"
-    "       cumemtrace export --format folded|perfetto|memviz FILE -o PATH\n"
-    "       cumemtrace diff A B [--format text|json] [-o PATH]\n"
-    "       cumemtrace merge FILES... [--format text|json] [-o PATH]\n"
-    "       cumemtrace symbolize DUMP [--output BASE] [--format LIST]\n"
-    "       cumemtrace --version | --help | COMMAND --help\n"
-    "\n"
-    "run        runs COMMAND with libcumemtrace.so preloaded; options set the\n"
-    "           CUMEMTRACE_* variables of the same names (see README.md)\n"
-    "report     prints the text report of a JSON report or a crash dump\n"
-    "html       writes the HTML report of a report or dump\n"
-    "export     writes a report or dump for other tools (flame graphs, Perfetto,\n"
-    "           PyTorch's memory_viz)\n"
-    "diff       what grew between two reports or snapshots, by stack\n"
-    "merge      one view across the ranks of a job: totals side by side, the\n"
-    "           stacks that hold most, the rank that diverges\n"
-    "symbolize  reads a crash dump (CUMEMTRACE_OUTPUT.dump) and prints the report;\n"
-    "           --output BASE also writes BASE.txt / BASE.json (--format, default json)\n"
-    "\n"
-    "exit status: run: the command's own (127 if it cannot be started);\n"
-    "             others: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
+#define EXIT_STATUS_LINE \
+    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n"
 
-static int fail_usage(const char *message, const char *detail)
-{
-    return cli_usage_error(NULL, message, detail);
-}
+static const char run_usage[] =
+    "usage: cumemtrace run [OPTIONS] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with libcumemtrace.so preloaded (found next to this program or in\n"
+    "../lib). Each option sets the CUMEMTRACE_* variable of the same name (README.md,\n"
+    "Settings); the first argument that is not an option is COMMAND.\n"
+    "  -o, --output TEMPLATE   report path template (CUMEMTRACE_OUTPUT)\n"
+    "  -f, --format LIST       text,json,html,folded,perfetto,memviz or none\n"
+    "  --depth N               native frames per stack\n"
+    "  --min-size SIZE         smaller blocks get no stack\n"
+    "  --top N                 entries per section in the summary\n"
+    "  --events N              event timeline entries (0 off)\n"
+    "  --signal SIG|off        the snapshot signal\n"
+    "  --all-frames            hide no frame in the reports\n"
+    "  -q, --quiet             no summary on stderr\n"
+    "Without a GPU, CUDA programs need the simulator built with the tests: run them\n"
+    "with LD_LIBRARY_PATH=build/sim (scripts/demo.sh does).\n"
+    "exit status: the command's own; 127 if it cannot be started, 1 usage error,\n"
+    "             2 no libcumemtrace.so found\n";
+
+static const char report_usage[] =
+    "usage: cumemtrace report FILE [--format text|json] [-o PATH] [--all-frames]\n"
+    "\n"
+    "Prints the report in FILE, a JSON report (cumemtrace-*.json) or a crash dump\n"
+    "(*.dump), as text (the .txt report the library writes) or as JSON. Frames of a\n"
+    "JSON report are printed as they were symbolized when it was written; a dump is\n"
+    "symbolized now, against the files its maps name.\n"
+    "  -f, --format text|json  what to write (default text)\n"
+    "  -o, --output PATH       write to PATH instead of stdout (replaced if it exists)\n"
+    "  --all-frames            hide no frame (start-up, interpreter, frameworks)\n"
+    EXIT_STATUS_LINE;
+
+static const char html_usage[] =
+    "usage: cumemtrace html FILE -o PATH [--all-frames]\n"
+    "\n"
+    "Writes the HTML report of FILE (a JSON report or a crash dump) to PATH: one\n"
+    "self-contained page.\n"
+    "  -o, --output PATH       the page to write (.html is added when missing)\n"
+    "  --all-frames            its icicles and tables show every frame at first\n"
+    EXIT_STATUS_LINE;
+
+static const char export_usage[] =
+    "usage: cumemtrace export --format folded|perfetto|memviz FILE -o PATH\n"
+    "       [--all-frames]\n"
+    "\n"
+    "Writes FILE (a JSON report or a crash dump) for another tool:\n"
+    "  folded     folded stacks, for flamegraph.pl and speedscope\n"
+    "  perfetto   a Chrome trace / Perfetto JSON with counter tracks\n"
+    "  memviz     a snapshot for PyTorch's memory_viz page\n"
+    "  -o, --output PATH       the file to write (the format's extension is added)\n"
+    "  --all-frames            folded: hide no frame\n"
+    EXIT_STATUS_LINE;
+
+static const char symbolize_usage[] =
+    "usage: cumemtrace symbolize DUMP [--output BASE] [--format LIST] [--all-frames]\n"
+    "\n"
+    "Reads a crash dump (CUMEMTRACE_OUTPUT.dump), symbolizes it against the files its\n"
+    "maps name, and prints the text report.\n"
+    "  -o, --output BASE       also write BASE.json, BASE.txt, ... (--format)\n"
+    "  -f, --format LIST       the files --output writes (default json)\n"
+    "  --all-frames            hide no frame\n"
+    EXIT_STATUS_LINE;
+
+static const struct option file_options[] = {
+    {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
+    {"all-frames", no_argument, NULL, 'a'},   {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
 
 /* libcumemtrace.so next to this program (a build tree) or in ../lib. */
 static int find_library(char *path, size_t size)
@@ -82,41 +126,42 @@ static int find_library(char *path, size_t size)
 
 static int command_run(int argc, char **argv)
 {
+    static const struct option longs[] = {
+        {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'f'},
+        {"depth", required_argument, NULL, 'd'},  {"min-size", required_argument, NULL, 'm'},
+        {"top", required_argument, NULL, 't'},    {"events", required_argument, NULL, 'e'},
+        {"signal", required_argument, NULL, 's'}, {"all-frames", no_argument, NULL, 'a'},
+        {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     static const struct {
-        const char *option, *variable;
-    } options[] = {{"--output", "CUMEMTRACE_OUTPUT"}, {"--format", "CUMEMTRACE_FORMAT"},
-                   {"--depth", "CUMEMTRACE_DEPTH"}, {"--signal", "CUMEMTRACE_SIGNAL"},
-                   {"--min-size", "CUMEMTRACE_MIN_SIZE"}, {"--top", "CUMEMTRACE_TOP"}};
-    int i = 0;
-    for (; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
+        int option;
+        const char *variable;
+    } variables[] = {{'o', "CUMEMTRACE_OUTPUT"}, {'f', "CUMEMTRACE_FORMAT"},
+                     {'d', "CUMEMTRACE_DEPTH"},  {'m', "CUMEMTRACE_MIN_SIZE"},
+                     {'t', "CUMEMTRACE_TOP"},    {'e', "CUMEMTRACE_EVENTS"},
+                     {'s', "CUMEMTRACE_SIGNAL"}, {'a', "CUMEMTRACE_ALL_FRAMES"},
+                     {'q', "CUMEMTRACE_QUIET"}};
+    struct cli_args args = {"run", argc, argv, "+:o:f:qh", longs, 0};
+    for (int c; (c = cli_getopt(&args)) != -1;) {
+        if (c == 'h') {
+            fputs(run_usage, stdout);
+            return CLI_OK;
         }
-        if (strcmp(argv[i], "--quiet") == 0) {
-            setenv("CUMEMTRACE_QUIET", "1", 1);
-            continue;
-        }
-        if (argv[i][0] != '-')
-            break;
-        unsigned k = 0;
-        for (; k < sizeof(options) / sizeof(options[0]); k++)
-            if (strcmp(argv[i], options[k].option) == 0)
-                break;
-        if (k == sizeof(options) / sizeof(options[0]))
-            return fail_usage("unknown option", argv[i]);
-        if (i + 1 >= argc)
-            return fail_usage("missing value for", argv[i]);
-        setenv(options[k].variable, argv[++i], 1);
+        size_t k = 0;
+        while (k < sizeof(variables) / sizeof(variables[0]) && variables[k].option != c)
+            k++;
+        if (k == sizeof(variables) / sizeof(variables[0]))
+            return CLI_USAGE;
+        setenv(variables[k].variable, optarg ? optarg : "1", 1);
     }
-    if (i >= argc)
-        return fail_usage("no command to run", NULL);
+    if (optind >= argc)
+        return cli_usage_error("run", "no command to run", NULL);
 
     char library[PATH_MAX];
     if (find_library(library, sizeof(library)) < 0) {
         fprintf(stderr, "cumemtrace: cannot find libcumemtrace.so next to this program or in "
                         "../lib\n");
-        return 2;
+        return CLI_UNREADABLE;
     }
     /* After what is already preloaded: a sanitizer runtime must stay first. */
     const char *old = getenv("LD_PRELOAD");
@@ -124,29 +169,33 @@ static int command_run(int argc, char **argv)
     snprintf(preload, sizeof(preload), "%s%s%s", old ? old : "", old && *old ? " " : "",
              library);
     setenv("LD_PRELOAD", preload, 1);
-    execvp(argv[i], argv + i);
-    fprintf(stderr, "cumemtrace: cannot run '%s': %s\n", argv[i], strerror(errno));
+    execvp(argv[optind], argv + optind);
+    fprintf(stderr, "cumemtrace: cannot run '%s': %s\n", argv[optind], strerror(errno));
     return 127;
 }
 
 static int command_symbolize(int argc, char **argv)
 {
-    const char *dump = NULL, *base = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--output") == 0 && i + 1 < argc)
-            base = argv[++i];
-        else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            if (config_parse_formats(argv[++i], &config.formats) < 0)
-                return fail_usage("--format takes text, json, text,json or none", argv[i]);
-        } else if (argv[i][0] == '-')
-            return fail_usage("unknown option", argv[i]);
-        else if (!dump)
-            dump = argv[i];
-        else
-            return fail_usage("one dump at a time", argv[i]);
+    const char *base = NULL;
+    struct cli_args args = {"symbolize", argc, argv, ":o:f:h", file_options, 0};
+    for (int c; (c = cli_getopt(&args)) != -1;) {
+        switch (c) {
+        case 'o': base = optarg; break;
+        case 'a': config.all_frames = 1; break;
+        case 'f':
+            if (config_parse_formats(optarg, &config.formats) < 0)
+                return cli_usage_error("symbolize", "--format takes a list of text, json, html, "
+                                       "folded, perfetto, memviz, or none", optarg);
+            break;
+        case 'h': fputs(symbolize_usage, stdout); return CLI_OK;
+        default: return CLI_USAGE;
+        }
     }
-    if (!dump)
-        return fail_usage("no dump given", NULL);
+    if (optind >= argc)
+        return cli_usage_error("symbolize", "no dump given", NULL);
+    if (optind + 1 < argc)
+        return cli_usage_error("symbolize", "one dump at a time", argv[optind + 1]);
+    const char *dump = argv[optind];
 
     struct report *r = calloc(1, sizeof(*r));
     if (!r || dump_read(dump, r) < 0) {
@@ -155,7 +204,7 @@ static int command_symbolize(int argc, char **argv)
         if (r)
             report_release(r);
         free(r);
-        return 2;
+        return CLI_UNREADABLE;
     }
     if (!r->dump_complete)
         fprintf(stderr, "cumemtrace: '%s' is incomplete (the process died while writing it); "
@@ -164,78 +213,42 @@ static int command_symbolize(int argc, char **argv)
     out_fd(&out, STDOUT_FILENO);
     report_text(r, &out);
     out_flush(&out);
-    int status = 0;
+    int status = CLI_OK;
     if (base && config.formats && report_emit(r, base, 0) < 0)
-        status = 2;
+        status = CLI_UNREADABLE;
     report_release(r);
     free(r);
     return status;
 }
 
-static const char report_usage[] =
-    "usage: cumemtrace report FILE [--format text|json] [-o PATH]\n"
-    "\n"
-    "Prints the report in FILE, a JSON report (cumemtrace-*.json) or a crash dump\n"
-    "(*.dump), as text (the .txt report the library writes) or as JSON. Frames of a\n"
-    "JSON report are printed as they were symbolized when it was written; a dump is\n"
-    "symbolized now, against the files its maps name.\n"
-    "  --format text|json   what to write (default text)\n"
-    "  -o, --output PATH    write to PATH instead of stdout (replaced if it exists)\n"
-    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
-
-static const char html_usage[] =
-    "usage: cumemtrace html FILE -o PATH\n"
-    "\n"
-    "Writes the HTML report of FILE (a JSON report or a crash dump) to PATH.\n"
-    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
-
-static const char export_usage[] =
-    "usage: cumemtrace export --format folded|perfetto|memviz FILE -o PATH\n"
-    "\n"
-    "Writes FILE (a JSON report or a crash dump) for another tool:\n"
-    "  folded     folded stacks, for flamegraph.pl and speedscope\n"
-    "  perfetto   a Chrome trace / Perfetto JSON with counter tracks\n"
-    "  memviz     a snapshot for PyTorch's memory_viz page\n"
-    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
-
-static int wants_help(int argc, char **argv)
-{
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            return 0;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* Options shared by report, html and export: FILE, --format, -o. */
+/* Options of report, html and export: FILE, --format, -o, --all-frames;
+ * `usage` printed for --help (then *help is set). */
 struct file_options {
     const char *file, *format, *output;
+    int help;
 };
 
-static int parse_file_options(const char *command, int argc, char **argv,
+static int parse_file_options(const char *command, const char *usage, int argc, char **argv,
                               struct file_options *o)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--format") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc)
-                return cli_usage_error(command, "missing value for", a);
-            if (strcmp(a, "--format") == 0)
-                o->format = argv[++i];
-            else
-                o->output = argv[++i];
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return cli_usage_error(command, "unknown option", a);
-        } else if (!o->file) {
-            o->file = a;
-        } else {
-            return cli_usage_error(command, "one file at a time", a);
+    struct cli_args args = {command, argc, argv, ":f:o:h", file_options, 0};
+    for (int c; (c = cli_getopt(&args)) != -1;) {
+        switch (c) {
+        case 'f': o->format = optarg; break;
+        case 'o': o->output = optarg; break;
+        case 'a': config.all_frames = 1; break;
+        case 'h':
+            fputs(usage, stdout);
+            o->help = 1;
+            return CLI_OK;
+        default: return CLI_USAGE;
         }
     }
-    if (!o->file)
+    if (optind >= argc)
         return cli_usage_error(command, "no report file given", NULL);
+    if (optind + 1 < argc)
+        return cli_usage_error(command, "one file at a time", argv[optind + 1]);
+    o->file = argv[optind];
     return CLI_OK;
 }
 
@@ -257,9 +270,9 @@ static struct loaded_report *load_file(const char *file)
 
 static int command_report(int argc, char **argv)
 {
-    struct file_options o = {NULL, "text", NULL};
-    int status = parse_file_options("report", argc, argv, &o);
-    if (status != CLI_OK)
+    struct file_options o = {NULL, "text", NULL, 0};
+    int status = parse_file_options("report", report_usage, argc, argv, &o);
+    if (status != CLI_OK || o.help)
         return status;
     int json = strcmp(o.format, "json") == 0;
     if (!json && strcmp(o.format, "text") != 0)
@@ -300,11 +313,12 @@ static const struct emitted_format {
 /* html and export: load, then report_emit with one format bit. */
 static int command_emit(const char *command, int argc, char **argv)
 {
-    struct file_options o = {NULL, NULL, NULL};
-    int status = parse_file_options(command, argc, argv, &o);
-    if (status != CLI_OK)
+    int html = strcmp(command, "html") == 0;
+    struct file_options o = {NULL, NULL, NULL, 0};
+    int status = parse_file_options(command, html ? html_usage : export_usage, argc, argv, &o);
+    if (status != CLI_OK || o.help)
         return status;
-    if (strcmp(command, "html") == 0) {
+    if (html) {
         if (o.format && strcmp(o.format, "html") != 0)
             return cli_usage_error(command, "html writes html only", o.format);
         o.format = "html";
@@ -338,46 +352,71 @@ static int command_emit(const char *command, int argc, char **argv)
     return status;
 }
 
+/* Every command, in the order `cumemtrace --help` lists them. */
+static int command_html(int argc, char **argv)
+{
+    return command_emit("html", argc, argv);
+}
+
+static int command_export(int argc, char **argv)
+{
+    return command_emit("export", argc, argv);
+}
+
+static const struct command {
+    const char *name;
+    const char *usage;              /* its first line is the synopsis */
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"run", run_usage, "trace COMMAND: libcumemtrace.so preloaded", command_run},
+    {"report", report_usage, "the text (or JSON) report of a JSON report or a crash dump",
+     command_report},
+    {"html", html_usage, "the HTML page of a report", command_html},
+    {"export", export_usage, "a report for flame graphs, Perfetto, PyTorch's memory_viz",
+     command_export},
+    {"diff", diff_usage, "what grew between two reports, by stack", command_diff},
+    {"merge", merge_usage, "the ranks of a job side by side, the one that diverges",
+     command_merge},
+    {"symbolize", symbolize_usage, "a crash dump made a report", command_symbolize},
+};
+#define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
+
+static void print_usage(FILE *to)
+{
+    fputs("usage: cumemtrace COMMAND [OPTIONS] [ARGS...]\n\n", to);
+    /* Each synopsis: the lines before the first blank one, "usage: " and
+     * the indentation that aligns the lines after the first taken off. */
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        for (const char *line = commands[i].usage; *line && *line != '\n';) {
+            size_t n = strcspn(line, "\n");
+            fprintf(to, "  %s%.*s\n", line == commands[i].usage ? "" : "    ", (int)n - 7,
+                    line + 7);
+            line += n + (line[n] == '\n');
+        }
+    fputs("  cumemtrace --version | --help | COMMAND --help\n\n", to);
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        fprintf(to, "%-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\nFILE is a JSON report (cumemtrace-*.json) or a crash dump (*.dump).\n"
+          "exit status: run: the command's own (127 if it cannot be started);\n"
+          "             others: 0 success, 1 usage error, 2 unreadable input or unwritable "
+          "output\n", to);
+}
+
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        const char *usage;
-    } helps[] = {{"report", report_usage}, {"html", html_usage}, {"export", export_usage}};
     if (argc < 2)
-        return fail_usage("no command", NULL);
+        return cli_usage_error(NULL, "no command", NULL);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage, stdout);
-        return 0;
+        print_usage(stdout);
+        return CLI_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("cumemtrace %s\n", CUMEMTRACE_VERSION);
-        return 0;
+        return CLI_OK;
     }
-    if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "symbolize") == 0) {
-        /* run: only its own first argument; later ones may be the command's */
-        if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
-            fputs(usage, stdout);
-            return 0;
-        }
-    }
-    for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++) {
-        if (strcmp(argv[1], helps[i].name) == 0 && wants_help(argc - 2, argv + 2)) {
-            fputs(helps[i].usage, stdout);
-            return 0;
-        }
-    }
-    if (strcmp(argv[1], "run") == 0)
-        return command_run(argc - 2, argv + 2);
-    if (strcmp(argv[1], "symbolize") == 0)
-        return command_symbolize(argc - 2, argv + 2);
-    if (strcmp(argv[1], "report") == 0)
-        return command_report(argc - 2, argv + 2);
-    if (strcmp(argv[1], "html") == 0 || strcmp(argv[1], "export") == 0)
-        return command_emit(argv[1], argc - 2, argv + 2);
-    if (strcmp(argv[1], "diff") == 0)
-        return command_diff(argc - 2, argv + 2);
-    if (strcmp(argv[1], "merge") == 0)
-        return command_merge(argc - 2, argv + 2);
-    return fail_usage("unknown command", argv[1]);
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    return cli_usage_error(NULL, "unknown command", argv[1]);
 }

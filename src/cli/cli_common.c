@@ -1,11 +1,13 @@
 /* cli_common.c - loading, output and stack names shared by the commands. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli_common.h"
+#include "config.h"
 #include "frames.h"
 
 int cli_usage_error(const char *command, const char *message, const char *detail)
@@ -309,48 +311,82 @@ void cli_free_sums(struct stack_sums *sums)
 }
 
 /* A count for --top or --frames: 0 to a million. */
-static int parse_count(const char *text, long *out)
+int cli_parse_count(const char *command, const char *text, long *out)
 {
     char *end;
     long n = strtol(text, &end, 10);
     if (!*text || *end || n < 0 || n > 1000000)
-        return -1;
+        return cli_usage_error(command, "not a count", text);
     *out = n;
-    return 0;
+    return CLI_OK;
+}
+
+/* The text of the argument getopt_long just refused, for the message. */
+static void refused(const struct cli_args *a, char *text, size_t size)
+{
+    const char *arg = optind >= 1 && optind <= a->argc ? a->argv[optind - 1] : "";
+    if (optopt && (arg[0] != '-' || arg[1] != '-'))
+        snprintf(text, size, "-%c", optopt);
+    else
+        snprintf(text, size, "%s", arg);
+}
+
+int cli_getopt(struct cli_args *a)
+{
+    if (!a->started) {
+        optind = 0;             /* glibc: start afresh for this argument list */
+        opterr = 0;
+        a->started = 1;
+    }
+    char text[256];
+    int c = getopt_long(a->argc, a->argv, a->shorts, a->longs, NULL);
+    if (c == ':') {
+        refused(a, text, sizeof(text));
+        char *equals = strchr(text, '=');
+        if (equals)
+            *equals = '\0';
+        cli_usage_error(a->command, "missing value for", text);
+        return '?';
+    }
+    if (c == '?') {
+        refused(a, text, sizeof(text));
+        if (optopt && strncmp(text, "--", 2) == 0 && strchr(text, '='))
+            cli_usage_error(a->command, "this option takes no value", text);
+        else
+            cli_usage_error(a->command, "unknown option", text);
+    }
+    return c;
 }
 
 int cli_parse_compare(const char *command, const char *usage, int argc, char **argv,
                       struct compare_options *o)
 {
+    static const struct option longs[] = {
+        {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
+        {"top", required_argument, NULL, 't'},    {"frames", required_argument, NULL, 'n'},
+        {"all-frames", no_argument, NULL, 'a'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    struct cli_args args = {command, argc, argv, ":o:h", longs, 0};
     o->format = "text";
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    for (int c; (c = cli_getopt(&args)) != -1;) {
+        switch (c) {
+        case 'f': o->format = optarg; break;
+        case 'o': o->output = optarg; break;
+        case 'a': config.all_frames = 1; break;
+        case 't':
+        case 'n':
+            if (cli_parse_count(command, optarg, c == 't' ? &o->top : &o->frames) != CLI_OK)
+                return CLI_USAGE;
+            break;
+        case 'h':
             fputs(usage, stdout);
             o->help = 1;
             return CLI_OK;
+        default: return CLI_USAGE;
         }
-        int takes_value = strcmp(a, "--format") == 0 || strcmp(a, "-o") == 0 ||
-                          strcmp(a, "--output") == 0 || strcmp(a, "--top") == 0 ||
-                          strcmp(a, "--frames") == 0;
-        if (!takes_value && a[0] == '-' && a[1] != '\0')
-            return cli_usage_error(command, "unknown option", a);
-        if (!takes_value) {
-            o->files[o->file_count++] = argv[i];
-            continue;
-        }
-        if (i + 1 >= argc)
-            return cli_usage_error(command, "missing value for", a);
-        const char *value = argv[++i];
-        if (strcmp(a, "--format") == 0)
-            o->format = value;
-        else if (strcmp(a, "--top") == 0 && parse_count(value, &o->top) < 0)
-            return cli_usage_error(command, "not a count", value);
-        else if (strcmp(a, "--frames") == 0 && parse_count(value, &o->frames) < 0)
-            return cli_usage_error(command, "not a count", value);
-        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
-            o->output = value;
     }
+    for (int i = optind; i < argc; i++)
+        o->files[o->file_count++] = argv[i];
     int html = strcmp(command, "merge") == 0 && strcmp(o->format, "html") == 0;
     if (strcmp(o->format, "text") != 0 && strcmp(o->format, "json") != 0 && !html)
         return cli_usage_error(command, strcmp(command, "merge") == 0

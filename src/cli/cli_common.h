@@ -69,6 +69,24 @@ uint64_t cli_peak_bytes(const struct report *r);
 /* "+1.50 MiB", "-512 B", "0 B" */
 void cli_format_change(long long change, char *text, size_t size);
 
+/* getopt_long over a command's arguments, argv[0] being the command's name:
+ * `shorts` starts with ':' ("+:" to stop at the first operand, for run).
+ * Returns the next option as getopt_long does, -1 after the last (optind
+ * then indexes the first operand), or '?' once a one-line usage error
+ * ("unknown option: --colour", "missing value for: --top") is printed. */
+struct option;
+struct cli_args {
+    const char *command;
+    int argc;
+    char **argv;
+    const char *shorts;
+    const struct option *longs;
+    int started;
+};
+int cli_getopt(struct cli_args *args);
+/* A count (0 to 1000000) into *out: CLI_OK, or CLI_USAGE after "not a count". */
+int cli_parse_count(const char *command, const char *text, long *out);
+
 /* The options diff and merge share. Files are the arguments that are not
  * options, in order, in `files` (room for argc of them). */
 struct compare_options {
@@ -79,10 +97,15 @@ struct compare_options {
     char **files;
     int file_count;
 };
-/* CLI_OK, or CLI_USAGE with the error printed. `usage` is printed for --help. */
+/* CLI_OK, or CLI_USAGE with the error printed. `usage` is printed for --help.
+ * argv[0] is the command's name. --all-frames sets config.all_frames. */
 int cli_parse_compare(const char *command, const char *usage, int argc, char **argv,
                       struct compare_options *o);
 
+/* The commands of cli_diff.c and cli_merge.c, and their usage texts (the
+ * first line, "usage: cumemtrace NAME ...", is the synopsis). argv[0] is
+ * the command's name. */
+extern const char diff_usage[], merge_usage[];
 int command_diff(int argc, char **argv);
 int command_merge(int argc, char **argv);
 

@@ -13,8 +13,9 @@
 
 #include "cli_common.h"
 
-static const char diff_usage[] =
-    "usage: cumemtrace diff A B [--format text|json] [-o PATH] [--top N] [--frames N]\n"
+const char diff_usage[] =
+    "usage: cumemtrace diff A B [--format text|json] [-o PATH] [--top N]\n"
+    "       [--frames N] [--all-frames]\n"
     "\n"
     "What grew between two reports or snapshots A and B (JSON reports or crash\n"
     "dumps), by allocation stack: live bytes in A, in B, and the change, the\n"
@@ -25,6 +26,7 @@ static const char diff_usage[] =
     "  -o, --output PATH    write to PATH instead of stdout (replaced if it exists)\n"
     "  --top N              stacks listed (default 20; 0: all)\n"
     "  --frames N           frames shown per stack in the text (default 6)\n"
+    "  --all-frames         hide no frame (start-up, interpreter, frameworks)\n"
     "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
 
 struct change {

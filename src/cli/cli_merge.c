@@ -22,8 +22,9 @@
 
 #define DIVERGENCE_MIN_BYTES (1ull << 20)
 
-static const char merge_usage[] =
-    "usage: cumemtrace merge FILES... [--format text|json|html] [-o PATH] [--top N] [--frames N]\n"
+const char merge_usage[] =
+    "usage: cumemtrace merge FILES... [--format text|json|html] [-o PATH] [--top N]\n"
+    "       [--frames N] [--all-frames]\n"
     "\n"
     "One view across the ranks of a job, from one report per rank (JSON reports\n"
     "or crash dumps): per-rank totals side by side (host, devices, device memory\n"
@@ -36,6 +37,7 @@ static const char merge_usage[] =
     "  -o, --output PATH    write to PATH instead of stdout (replaced if it exists)\n"
     "  --top N              stacks listed (default 10; 0: all)\n"
     "  --frames N           frames shown per stack in the text (default 6)\n"
+    "  --all-frames         hide no frame (start-up, interpreter, frameworks)\n"
     "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
 
 struct rank {

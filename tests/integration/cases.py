@@ -1286,11 +1286,57 @@ def case_command_inputs():
         check(completed.returncode == status and words in completed.stderr and
               completed.stderr.count("\n") == 1 and completed.stdout == "",
               f"{args}: status {completed.returncode} (expected {status}), {completed.stderr!r}")
-    for command in ("run", "symbolize", "report", "html", "export", "diff", "merge"):
+    commands = ("run", "symbolize", "report", "html", "export", "diff", "merge")
+    for command in commands:
         completed = tool(command, "--help")
-        check(completed.returncode == 0 and completed.stdout.startswith("usage: cumemtrace") and
-              "exit status" in completed.stdout and f"cumemtrace {command}" in completed.stdout,
-              f"{command} --help: {completed.returncode} {completed.stdout[:200]!r}")
+        check(completed.returncode == 0 and
+              completed.stdout.startswith(f"usage: cumemtrace {command} ") and
+              "exit status" in completed.stdout,
+              f"{command} --help prints its own usage: {completed.returncode} "
+              f"{completed.stdout[:200]!r}")
+    # getopt_long: --opt=value, options after operands, -- before a file named like an option.
+    target = os.path.join(directory, "as-json.txt")
+    for args in (["report", good, "--format=json", "--output=" + target],
+                 ["report", "--format", "json", "-o", target, good],
+                 ["report", "-fjson", "-o" + target, "--", good]):
+        if os.path.exists(target):
+            os.unlink(target)
+        completed = tool(*args)
+        check(completed.returncode == 0 and os.path.exists(target) and
+              open(target).read().startswith('{"format":"cumemtrace-report"'),
+              f"{args}: {completed.returncode} {completed.stderr!r}")
+    for args, words in ((["diff", good, good, "--top=x"], "not a count: x"),
+                        (["merge", good, "--frames"], "missing value for: --frames"),
+                        (["report", good, "--all-frames=yes"], "this option takes no value"),
+                        (["run", "--depth"], "missing value for: --depth")):
+        completed = tool(*args)
+        check(completed.returncode == 1 and words in completed.stderr and
+              completed.stderr.count("\n") == 1, f"{args}: {completed.returncode} {completed.stderr!r}")
+    # The run options reach the traced program as settings, --opt=value too.
+    out, err, reports, _ = run(os.path.join(ARGS.build, "cumemtrace"),
+                               ["run", "--format=json", "--depth=2", "--quiet", "--",
+                                os.path.join(ARGS.build, "examples", "leak_loop"), "2"],
+                               preload=False)
+    check(len(reports) == 1 and reports[0]["tracer"]["depth"] == 2 and "====" not in err,
+          f"run --format=json --depth=2 --quiet: {err[-300:]!r}")
+    check_help_matches_readme(commands)
+
+
+def check_help_matches_readme(commands):
+    """`cumemtrace --help` lists each command's own synopsis, and the README's
+    block of commands is that list, line for line."""
+    overview = tool("--help").stdout
+    synopses = [line for line in overview.splitlines()
+                if line.startswith("  cumemtrace ") or line.startswith("      [")]
+    for command in commands:
+        own = tool(command, "--help").stdout.split("\n\n")[0]
+        first = own.splitlines()[0][len("usage: "):]
+        check(f"  {first}" in synopses, f"{command}: its synopsis is in --help: {first!r}")
+    with open(os.path.join(ARGS.source, "README.md")) as handle:
+        readme = handle.read()
+    block = readme.split("<!-- cumemtrace --help -->\n```\n", 1)[-1].split("```", 1)[0]
+    check(block.splitlines() == synopses,
+          f"README's commands are cumemtrace --help's:\n{block}\nvs\n" + "\n".join(synopses))
 
 
 def case_report_malformed():
