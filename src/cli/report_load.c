@@ -425,6 +425,8 @@ static void load_stacks(struct loader *l, const struct json_value *root)
         int cache = cache_kind_at(s, "cache_segment");
         if (cache)
             stack->flags |= STACK_CACHE_SEGMENT(cache);
+        if (json_string(json_get(s, "kind")))
+            stack_note_use(stack, kind_index(l, s), api_index(l, json_string(json_get(s, "api"))));
         r->shown[r->shown_count++] = id;
     }
     memcpy(r->by_peak, r->shown, r->shown_count * sizeof(uint32_t));

@@ -45,7 +45,7 @@ struct stack {
     uint64_t hash;
     uint64_t first_frame;              /* index into the frame array */
     uint32_t depth;
-    uint32_t flags;                    /* STACK_*, only ever added (stack_flag) */
+    uint32_t flags;                    /* STACK_* bits and the first use, only ever added */
     struct stack_growth growth;
     _Alignas(64) struct stack_stats stats;
 };
@@ -57,6 +57,13 @@ struct stack {
  * where the blocks are known, verdicts rank the blocks' stacks instead. */
 #define STACK_CACHE_SEGMENT(cache_kind) (1u << ((cache_kind) - KIND_TORCH_TENSOR))
 #define STACK_CACHE_ANY 0x7u
+
+/* The rest of `flags` holds what the stack's first allocation was
+ * (stack_note_use): bits 8-15 its entry point, 16-23 its kind, and bit 31
+ * says they are set. Bits 3-7 and 24-30 are free. */
+#define STACK_USE_API_SHIFT 8
+#define STACK_USE_KIND_SHIFT 16
+#define STACK_USE_SET (1u << 31)
 
 /* Add `flags` to stack `id` (any thread, no lock: stacks never move). */
 void stack_flag(uint32_t id, uint32_t flags);
@@ -78,6 +85,13 @@ uint64_t stack_hash(const uintptr_t *frames, int depth);
 uint32_t stack_intern(const uintptr_t *frames, int depth, uint64_t hash);
 struct stack *stack_get(uint32_t id);   /* NULL for 0 or an unknown id */
 const uintptr_t *stack_frames(const struct stack *stack);
+/* What the stack's first allocation was: its kind and entry point, kept for
+ * reports (a call site nearly always allocates one kind through one entry
+ * point). Written once, by whichever allocation comes first; then read only,
+ * so the line lookups read is not written again. */
+void stack_note_use(struct stack *stack, int kind, int api);
+/* 1 and the kind and entry point, or 0 when the stack never allocated. */
+int stack_first_use(const struct stack *stack, int *kind, int *api);
 uint32_t stack_count(void);             /* ids run from 1 to stack_count() */
 size_t stack_table_bytes(void);
 

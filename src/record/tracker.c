@@ -352,8 +352,10 @@ static void account_alloc(const struct block *b, int api)
     timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b), b->api,
                     b->stack_id);
     struct stack *s = stack_get(b->stack_id);
-    if (s)
+    if (s) {
         stack_totals_alloc(this_thread.number, s, b->stack_id, b->size);
+        stack_note_use(s, block_kind(b), b->api);
+    }
     if (api >= 0 && api < MAX_APIS)
         count_in_stripe(api, 1);
     if (b->kind & BLOCK_FROM_RUNTIME)

@@ -12,7 +12,8 @@
  *           is counted twice.
  * perfetto: Chrome's Trace Event format (JSON), loaded by ui.perfetto.dev
  *           and chrome://tracing: a counter track of live bytes per device
- *           and kind, one per device for all device memory, and instant
+ *           and kind, one per device for all device memory when it sums
+ *           several kinds, and instant
  *           events for failed allocations (OOMs) and marks. From the event
  *           timeline; without it, from the coarse series (series.h).
  * memviz:   a pickle of the snapshot dictionary that PyTorch's memory_viz
@@ -98,7 +99,9 @@ void report_folded(const struct report *r, struct out *out)
 /* ---- Chrome trace events (Perfetto) ------------------------------------ */
 
 /* Live bytes per (slot, kind), and per slot for all device memory
- * (index KIND_COUNT), as the timeline is replayed. */
+ * (index KIND_COUNT), as the timeline is replayed. A track is active when
+ * it is written: a kind the slot used; the total only when it sums two
+ * kinds or more (else it would repeat the one kind's track, line on line). */
 struct replay {
     int64_t bytes[MAX_DEVICES + 1][KIND_COUNT + 1];
     uint8_t active[MAX_DEVICES + 1][KIND_COUNT + 1];
@@ -109,12 +112,16 @@ static void replay_start(const struct report *r, struct replay *p)
     memset(p, 0, sizeof(*p));
     for (int d = 0; d < r->device_count; d++) {
         int slot = r->devices[d].slot;
+        int summed = 0;
         for (int kind = 0; kind <= KIND_COUNT; kind++) {
             const struct counters *c = report_counters(r, slot, kind);
             p->bytes[slot][kind] = (int64_t)c->bytes_current;
-            if (c->blocks_allocated)
+            if (c->blocks_allocated && kind < KIND_COUNT) {
                 p->active[slot][kind] = 1;
+                summed += kind_uses_device_memory(kind);
+            }
         }
+        p->active[slot][KIND_COUNT] = summed > 1;
     }
     for (size_t i = 0; i < r->timeline_count; i++) {
         const struct timeline_event *e = &r->timeline[i];
@@ -137,7 +144,8 @@ static void write_counter(const struct report *r, struct out *out, int slot, int
         snprintf(device, sizeof(device), "device %d", slot);
     out_printf(out, ",\n{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%llu,\"name\":\"%s: %s\","
                     "\"args\":{\"bytes\":%lld}}",
-               r->pid, U(time_us), device, kind == KIND_COUNT ? "device memory" : kind_name(kind),
+               r->pid, U(time_us), device,
+               kind == KIND_COUNT ? "all device memory" : kind_name(kind),
                (long long)bytes);
 }
 
@@ -211,8 +219,8 @@ void report_perfetto(const struct report *r, struct out *out)
         write_counter(r, out, slot, e->kind, e->time_us, p->bytes[slot][e->kind]);
         if (kind_uses_device_memory(e->kind)) {
             p->bytes[slot][KIND_COUNT] += timeline_delta(e);
-            p->active[slot][KIND_COUNT] = 1;
-            write_counter(r, out, slot, KIND_COUNT, e->time_us, p->bytes[slot][KIND_COUNT]);
+            if (p->active[slot][KIND_COUNT])
+                write_counter(r, out, slot, KIND_COUNT, e->time_us, p->bytes[slot][KIND_COUNT]);
         }
     }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cuda_errors.h"
 #include "frames.h"
 #include "kinds.h"
 #include "report.h"
@@ -177,6 +178,13 @@ static void write_stacks(const struct report *r, struct out *out)
                    U(s->stats.live_bytes), U(s->stats.live_blocks), U(s->stats.peak_live_bytes),
                    U(s->stats.allocations), U(s->stats.allocated_bytes),
                    U(s->stats.implicit_bytes), U(s->stats.implicit_blocks));
+        int kind, api;
+        if (stack_first_use(s, &kind, &api)) {
+            out_printf(out, ",\"kind\":\"%s\",\"api\":", kind_name(kind));
+            out_json_string(out, report_api_name(r, api));
+        } else {
+            out_str(out, ",\"kind\":null,\"api\":null");
+        }
         const char *label = report_stack_label(r, r->shown[i]);
         out_str(out, ",\"label\":");
         if (label)
@@ -269,8 +277,10 @@ static void write_failures(const struct report *r, struct out *out)
                    U(f->size), kind_name(f->kind));
         out_json_string(out, report_api_name(r, f->api));
         write_device_field(out, f->device);
-        out_printf(out, ",\"code\":%d,\"oom\":%s,\"stack\":%u,\"thread\":%u,\"time_ms\":%u}",
-                   f->code, f->oom ? "true" : "false", f->stack_id, f->thread, f->time_ms);
+        out_printf(out, ",\"code\":%d,\"error\":", f->code);
+        out_json_string(out, cuda_error_name(report_api_name(r, f->api), f->code));
+        out_printf(out, ",\"oom\":%s,\"stack\":%u,\"thread\":%u,\"time_ms\":%u}",
+                   f->oom ? "true" : "false", f->stack_id, f->thread, f->time_ms);
     }
     out_str(out, "]}");
 }
@@ -390,7 +400,9 @@ static void write_event(const struct report *r, struct out *out)
                    U(e->size), kind_name(e->kind));
         out_json_string(out, report_api_name(r, e->api));
         write_device_field(out, e->device);
-        out_printf(out, ",\"code\":%d,\"stack\":%u", e->code, e->stack_id);
+        out_printf(out, ",\"code\":%d,\"error\":", e->code);
+        out_json_string(out, cuda_error_name(report_api_name(r, e->api), e->code));
+        out_printf(out, ",\"stack\":%u", e->stack_id);
         if (e->has_memory_info)
             out_printf(out, ",\"driver_free\":%llu,\"driver_total\":%llu", U(e->free),
                        U(e->total));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "cuda_errors.h"
 #include "frames.h"
 #include "kinds.h"
 #include "python.h"
@@ -274,13 +275,18 @@ static void write_counters(const struct report *r, struct out *out)
         else
             out_printf(out, "  device %d\n", dev->slot);
         const struct counters *all = report_counters(r, dev->slot, COUNTER_DEVICE_MEMORY);
-        if (all->blocks_allocated || all->failures)
-            write_counter_row(out, "device memory", all);
+        int summed = 0;
         for (int kind = 0; kind < KIND_COUNT; kind++) {
             const struct counters *c = report_counters(r, dev->slot, kind);
-            if (c->blocks_allocated || c->failures)
-                write_counter_row(out, kind_name(kind), c);
+            if (!c->blocks_allocated && !c->failures)
+                continue;
+            write_counter_row(out, kind_name(kind), c);
+            summed += kind_uses_device_memory(kind);
         }
+        /* The sum of the kinds that occupy device memory, when it is a sum:
+         * with one such kind it would repeat that kind's row. */
+        if (summed > 1)
+            write_counter_row(out, "all device memory", all);
         if (dev->has_memory_info) {
             char free_text[24], total_text[24], tracked[24], untracked[24];
             uint64_t used = dev->total - dev->free;
@@ -499,26 +505,46 @@ static void write_implicit(const struct report *r, struct out *out, int brief)
 
 static void write_peaks(const struct report *r, struct out *out, int brief)
 {
+    uint32_t first = 0;   /* the first entry: cache segments are listed apart */
+    while (first < r->shown_count && report_cache_segment(r, r->by_peak[first]))
+        first++;
+    if (first == r->shown_count || r->stacks[r->by_peak[first] - 1].stats.peak_live_bytes == 0)
+        return;
     out_str(out, "\n  Largest holders during the run (highest live bytes per allocation site):\n");
     uint32_t limit = brief && r->shown_count > (uint32_t)config.top ? (uint32_t)config.top
                                                                      : r->shown_count;
     for (uint32_t i = 0, n = 0; i < r->shown_count && n < limit; i++) {
-        const struct stack_stats *s = &r->stacks[r->by_peak[i] - 1].stats;
+        const struct stack *stack = &r->stacks[r->by_peak[i] - 1];
+        const struct stack_stats *s = &stack->stats;
         if (s->peak_live_bytes == 0)
             break;
         if (report_cache_segment(r, r->by_peak[i]))
             continue;
         out_printf(out, "   #%u peak ", ++n);
         out_bytes(out, s->peak_live_bytes);
+        int kind, api;
+        if (stack_first_use(stack, &kind, &api))
+            out_printf(out, " of %s via %s", kind_name(kind), report_api_name(r, api));
         out_str(out, ", now ");
         out_bytes(out, s->live_bytes);
-        out_printf(out, "; %llu allocations, ", (unsigned long long)s->allocations);
+        out_printf(out, "; %llu allocation%s, ", (unsigned long long)s->allocations,
+                   s->allocations == 1 ? "" : "s");
         out_bytes(out, s->allocated_bytes);
         out_str(out, " in total");
         write_label(r, out, r->by_peak[i]);
         out_str(out, "\n");
         write_stack(r, out, r->by_peak[i], brief);
     }
+}
+
+/* "error 35 (cudaErrorInsufficientDriver)": the number alone means little,
+ * and the same number means different things to the runtime and the driver. */
+static void write_error(const struct report *r, struct out *out, int api, int code)
+{
+    const char *name = cuda_error_name(report_api_name(r, api), code);
+    out_printf(out, "error %d", code);
+    if (name)
+        out_printf(out, " (%s)", name);
 }
 
 static void write_failures(const struct report *r, struct out *out, int brief)
@@ -534,11 +560,19 @@ static void write_failures(const struct report *r, struct out *out, int brief)
         const struct failure *f = RING_ENTRY(r->state.failures, n);
         out_str(out, "   ");
         out_bytes(out, f->size);
-        out_printf(out, " %s via %s on device %d failed with error %d%s at %.1f s\n",
-                   kind_name(f->kind), report_api_name(r, f->api), f->device, f->code,
-                   f->oom ? " (out of memory)" : "", f->time_ms / 1000.0);
+        out_printf(out, " %s via %s", kind_name(f->kind), report_api_name(r, f->api));
+        if (f->device >= 0)
+            out_printf(out, " on device %d", f->device);
+        out_str(out, " failed with ");
+        write_error(r, out, f->api, f->code);
+        out_printf(out, "%s at %.1f s\n", f->oom ? " (out of memory)" : "", f->time_ms / 1000.0);
         write_stack(r, out, f->stack_id, brief);
     }
+    /* The one failure a newcomer meets first: no GPU, or no driver for it. */
+    const struct failure *last = &r->state.failures[(total - 1) % FAILURE_RING];
+    if (cuda_error_no_driver(report_api_name(r, last->api), last->code))
+        out_str(out, "   CUDA found no usable driver or GPU here. Without a GPU, the CUDA "
+                     "simulator built with the tests stands in: LD_LIBRARY_PATH=build/sim\n");
 }
 
 static int any_frame_left_out(const struct report *r)
@@ -652,8 +686,10 @@ static void write_event(const struct report *r, struct out *out, int brief)
         out_printf(out, " on device %d, after freeing its cache and asking again\n", e->device);
     } else {
         out_bytes(out, e->size);
-        out_printf(out, " of %s memory via %s on device %d failed (error %d)\n",
-                   kind_name(e->kind), report_api_name(r, e->api), e->device, e->code);
+        out_printf(out, " of %s memory via %s on device %d failed (", kind_name(e->kind),
+                   report_api_name(r, e->api), e->device);
+        write_error(r, out, e->api, e->code);
+        out_str(out, ")\n");
     }
     if (e->has_memory_info && kind_in_cache(e->kind)) {
         write_cache_oom(r, out);

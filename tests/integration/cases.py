@@ -711,6 +711,50 @@ def python_stack(report, size):
     return [frames[i] for i in stacks[held[0]["stack"]]["frames"] if frames[i]["python"]]
 
 
+def case_report_reads_right():
+    """What a newcomer meets: no driver found (the simulator's libcudart
+    without its libcuda), VMM sites, several kinds of memory on one device."""
+    lonely = tempfile.mkdtemp(prefix="cumemtrace-nodriver-")
+    os.symlink(os.path.join(ARGS.build, "sim", "libcudart.so.13"),
+               os.path.join(lonely, "libcudart.so.13"))
+    out, err, reports, texts = run("examples/leak_loop", ["2"], expect_rc=1,
+                                   env={"LD_LIBRARY_PATH": lonely, "CUMEMTRACE_FORMAT": "text,json"})
+    text = "".join(texts.values())
+    check("failed with error 35 (cudaErrorInsufficientDriver)" in text,
+          f"the error code has its CUDA name: {text[-1500:]}")
+    check("LD_LIBRARY_PATH=build/sim" in text and text.count("no usable driver") == 1,
+          "and one line says what to do without a GPU")
+    failures = only(reports).get("failures", {}).get("recent", [])
+    check([f["error"] for f in failures] == ["cudaErrorInsufficientDriver"], f"JSON: {failures}")
+    lines = text.splitlines()
+    headings = [i for i, l in enumerate(lines) if l.startswith("  ") and l.rstrip().endswith(":")
+                and not l.startswith("   ")]
+    check(all(i + 1 < len(lines) and lines[i + 1].startswith("   ") for i in headings),
+          f"no heading without entries: {[lines[i] for i in headings]}")
+    check("Largest holders" not in text, "nothing was ever held: no largest holders")
+    json_path = glob.glob(os.path.join(LAST_DIR, "*.json"))[0]
+    hidden, shown = tool("report", json_path).stdout, tool("report", json_path, "--all-frames").stdout
+    check("_start" not in hidden and "(3 frames hidden: start-up)" in hidden and
+          "_start" in shown and "frames hidden" not in shown,
+          f"report --all-frames shows the start-up frames the default hides:\n{shown[-800:]}")
+
+    out, err, reports, texts = run("examples/vmm_unreleased", env={"CUMEMTRACE_FORMAT": "text,json"})
+    text = "".join(texts.values())
+    holders = [l for l in text.splitlines() if l.startswith("   #") and " peak " in l]
+    check(any("16.0 MiB of vmm_reservation via cuMemAddressReserve" in l for l in holders) and
+          any("16.0 MiB of vmm_mapping via cuMemMap" in l for l in holders) and
+          any("16.0 MiB of vmm_physical via cuMemCreate" in l for l in holders),
+          f"largest holders name their kind and entry point: {holders}")
+    stacks = only(reports).get("stacks", [])
+    check(all(s["kind"] and s["api"] for s in stacks), f"and so does the JSON: {stacks}")
+    # The total row only where it sums several kinds.
+    check("all device memory" not in text, "one kind of device memory: no total row repeating it")
+    out, err, reports, texts = run("tests/all_entry_points", ["keep"],
+                                   env={"CUMEMTRACE_FORMAT": "text"})
+    text = "".join(texts.values())
+    check(text.count("    all device memory ") >= 1, "several kinds: the total row, named as one")
+
+
 def check_python_sites(report, script, line, err):
     """The site rule (src/report/frames.h) on a Python program calling the
     simulator's libcudart through ctypes: the site is the Python line of the
