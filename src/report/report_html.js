@@ -1,15 +1,26 @@
 /* report_html.js - draws the cumemtrace report embedded in this page.
  *
  * The JSON report (docs/report.schema.json) sits in the element
- * #report-data; this script reads it and builds the page: summary figures,
- * live bytes over time (from the event timeline when it was recorded), an
- * icicle graph of live device memory by stack at exit and at the peak, and
- * the tables. Plain DOM and SVG, no libraries, nothing fetched.
+ * #report-data; this script reads it and builds the page: summary cards,
+ * live bytes over time per device and kind, an icicle of live memory by
+ * stack at one moment, and the tables. Plain DOM and SVG, no library,
+ * nothing fetched.
+ *
+ * What a reader can do: switch kinds of memory on and off (the legend),
+ * hover the chart to see the top sites at that moment, click it to see the
+ * icicle at that moment or drag across it to see the highest point of that
+ * range (the icicle at a moment is rebuilt from the event timeline: live at
+ * the start of the timeline plus every change up to that moment, stack by
+ * stack, replayed from the nearest of a few hundred checkpoints), click a
+ * frame of the icicle to zoom into it, search frames by name, and show the
+ * frames the report hides (start-up, interpreter, frameworks; the JSON marks
+ * them, src/report/frames.h).
  *
  * For tests and tools: script errors are counted in the body's
  * data-script-errors attribute (and listed in #errors); data-rendered="1"
- * says the page was drawn; every summary figure carries its exact value in
- * a data-value attribute. Compiled into the library by scripts/embed.cmake. */
+ * says the page was drawn; every summary figure carries its exact value in a
+ * data-value attribute; #icicle carries data-total, data-moment, data-focus
+ * and data-search-bytes. Compiled into the library by scripts/embed.cmake. */
 'use strict';
 
 (function () {
@@ -31,13 +42,17 @@
     recordError(message + ' (line ' + line + ')' + (error && error.stack ? '\n' + error.stack : ''));
   };
 
-  /* Kinds whose bytes occupy device memory (src/record/kinds.c). */
+  /* Kinds whose bytes occupy device memory (src/record/kinds.c); the VMM
+   * mappings and reservations are address space, off at first. */
   var DEVICE_MEMORY_KINDS = { device: true, stream_ordered: true, vmm_physical: true, array: true };
+  var ADDRESS_SPACE_KINDS = { vmm_mapping: true, vmm_reservation: true };
+  var TOTAL = 'all device memory';
   var KIND_COLORS = {
     device: '#1e88e5', stream_ordered: '#43a047', managed: '#fb8c00', pinned_host: '#8e24aa',
     registered_host: '#6d4c41', vmm_physical: '#00897b', vmm_mapping: '#90a4ae',
-    vmm_reservation: '#cfd8dc', array: '#f4511e', 'device memory': '#263238'
+    vmm_reservation: '#b0bec5', array: '#f4511e'
   };
+  KIND_COLORS[TOTAL] = '#263238';
 
   /* ---- small helpers ------------------------------------------------- */
 
@@ -53,16 +68,26 @@
     return node;
   }
 
-  function svgElement(tag, attributes) {
+  function svgElement(tag, attributes, text) {
     var node = document.createElementNS('http://www.w3.org/2000/svg', tag);
     var name;
     for (name in attributes || {}) {
       node.setAttribute(name, attributes[name]);
     }
+    if (text !== undefined) {
+      node.textContent = text;
+    }
     return node;
   }
 
-  /* "1.50 GiB", as src/output.c's format_bytes. */
+  function clear(node) {
+    while (node.firstChild) {
+      node.removeChild(node.firstChild);
+    }
+    return node;
+  }
+
+  /* "1.50 GiB", as src/report/output.c's format_bytes. */
   function formatBytes(bytes) {
     var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
     var value = Math.abs(bytes);
@@ -80,7 +105,7 @@
 
   function formatSeconds(us) {
     var s = us / 1e6;
-    return (s < 10 ? s.toFixed(2) : s < 100 ? s.toFixed(1) : s.toFixed(0)) + ' s';
+    return (s < 10 ? s.toFixed(s < 1 ? 3 : 2) : s < 100 ? s.toFixed(1) : s.toFixed(0)) + ' s';
   }
 
   function basename(path) {
@@ -89,6 +114,66 @@
 
   function deviceName(device) {
     return device === null || device === undefined ? 'no device' : 'device ' + device;
+  }
+
+  /* ---- rounded axis ticks ---------------------------------------------- */
+
+  /* A step of 1, 2, 2.5 or 5 times a power of ten, giving about `count`
+   * steps over `range`; and the decimals its labels need, so that no two
+   * labels read the same. */
+  function niceStep(range, count) {
+    var raw = range / Math.max(1, count);
+    var power = Math.pow(10, Math.floor(Math.log(raw) / Math.LN10));
+    var factors = [1, 2, 2.5, 5, 10];
+    for (var i = 0; i < factors.length; i++) {
+      if (factors[i] * power >= raw * 0.999) {
+        return factors[i] * power;
+      }
+    }
+    return 10 * power;
+  }
+
+  function decimalsOf(step) {
+    var decimals = 0;
+    while (decimals < 6 && Math.abs(Math.round(step * Math.pow(10, decimals)) - step * Math.pow(10, decimals)) > 1e-9) {
+      decimals += 1;
+    }
+    return decimals;
+  }
+
+  /* Byte ticks in one binary unit (0, 50, 100, 150 MiB); `top` is the
+   * axis' top, a whole number of steps at or above `max`. */
+  function byteTicks(max) {
+    var units = [['B', 1], ['KiB', 1024], ['MiB', 1048576], ['GiB', 1073741824], ['TiB', 1099511627776]];
+    var unit = units[0];
+    units.forEach(function (u) {
+      if (max >= u[1]) {
+        unit = u;
+      }
+    });
+    var step = niceStep(max / unit[1], 4);
+    if (unit[0] === 'B') {
+      step = Math.max(1, Math.round(step));
+    }
+    var decimals = decimalsOf(step);
+    var top = Math.max(step, Math.ceil(max / unit[1] / step - 1e-9) * step);
+    var ticks = [];
+    for (var k = 0; k * step <= top + step * 1e-6; k++) {
+      ticks.push({ value: k * step * unit[1], label: (k * step).toFixed(decimals) + ' ' + unit[0] });
+    }
+    return { ticks: ticks, top: top * unit[1] };
+  }
+
+  /* Time ticks (microseconds) in ms below 2 s, else in s. */
+  function timeTicks(end) {
+    var unit = end < 2e6 ? [1e3, 'ms'] : [1e6, 's'];
+    var step = niceStep(end / unit[0], 5);
+    var decimals = decimalsOf(step);
+    var ticks = [];
+    for (var k = 0; k * step * unit[0] <= end * (1 + 1e-9); k++) {
+      ticks.push({ value: k * step * unit[0], label: (k * step).toFixed(decimals) + ' ' + unit[1] });
+    }
+    return ticks;
   }
 
   /* ---- the report's stacks ------------------------------------------ */
@@ -100,7 +185,8 @@
       byId[stack.id] = stack;
     });
 
-    function frameLabel(id) {
+    /* As src/report/frames.c's frames_name, the file shortened. */
+    function label(id) {
       var f = frames[id];
       if (!f) {
         return '?';
@@ -111,52 +197,211 @@
       if (f.function) {
         return f.function;
       }
-      return basename(f.module) + '+0x' + Number(f.module_offset || 0).toString(16);
+      if (f.module) {
+        return basename(f.module) + '+0x' + Number(f.module_offset || 0).toString(16);
+      }
+      return f.address || '?';
     }
 
-    function frameDetail(id) {
+    function detailLine(id) {
       var f = frames[id];
       if (!f) {
         return '?';
       }
-      var where = f.file ? f.file + ':' + f.line : basename(f.module) + '+0x' +
-        Number(f.module_offset || 0).toString(16);
-      return (f.function || '??') + '  ' + where;
+      if (f.python) {
+        return (f.function || '?') + '  ' + f.file + ':' + f.line;
+      }
+      var where = f.file ? f.file + ':' + f.line : '';
+      var module = f.module ? basename(f.module) + '+0x' + Number(f.module_offset || 0).toString(16) : '';
+      return (f.function || module || f.address) + (where ? '  ' + where : '') +
+        (f.function && module ? '  [' + module + ']' : '');
+    }
+
+    function shown(stack, allFrames) {
+      var hidden = {};
+      if (!allFrames) {
+        (stack.hidden || []).forEach(function (i) {
+          hidden[i] = true;
+        });
+      }
+      return stack.frames.filter(function (id, i) {
+        return !hidden[i];
+      });
     }
 
     return {
-      /* Outermost first, for flame graphs; the frames the report hides
-       * (stack.hidden, src/report/frames.h) left out unless report.tracer.all_frames. */
-      path: function (stackId) {
+      stack: function (stackId) {
+        return byId[stackId];
+      },
+      /* Outermost first, for the icicle. */
+      path: function (stackId, allFrames) {
         var stack = byId[stackId];
-        if (!stack || stack.frames.length === 0) {
+        if (!stack) {
+          return ['[stack ' + stackId + ' not in the report]'];
+        }
+        if (stack.frames.length === 0) {
           return ['[no stack]'];
         }
-        var hidden = {};
-        if (!(report.tracer || {}).all_frames) {
-          (stack.hidden || []).forEach(function (i) {
-            hidden[i] = true;
-          });
-        }
-        return stack.frames.map(function (id, i) {
-          return hidden[i] ? null : frameLabel(id);
-        }).filter(function (name) {
-          return name !== null;
-        }).reverse();
+        return shown(stack, allFrames).map(label).reverse();
       },
       /* The stack's site: its innermost frame in the program's own code. */
       site: function (stackId) {
         var stack = byId[stackId];
         if (!stack || stack.frames.length === 0) {
-          return '[no stack]';
+          return stack ? '[no stack]' : '[stack ' + stackId + ' not in the report]';
         }
-        return frameLabel(stack.frames[stack.site === null || stack.site === undefined ? 0 : stack.site]);
+        var f = frames[stack.frames[stack.site === null || stack.site === undefined ? 0 : stack.site]];
+        if (f && f.file && (f.python || f.function)) {
+          return basename(f.file) + ':' + f.line + ' in ' + f.function;
+        }
+        return label(stack.frames[stack.site || 0]);
       },
-      detail: function (stackId) {
+      detail: function (stackId, allFrames) {
         var stack = byId[stackId];
-        return stack ? stack.frames.map(frameDetail).join('\n') : '(no stack recorded)';
+        if (!stack) {
+          return '(no stack recorded)';
+        }
+        var lines = shown(stack, allFrames).map(detailLine);
+        var hidden = stack.frames.length - lines.length;
+        if (hidden) {
+          lines.push('(' + hidden + ' frame' + (hidden === 1 ? '' : 's') +
+            ' hidden: start-up, interpreter, frameworks; "all frames" shows them)');
+        }
+        return lines.join('\n');
+      },
+      matches: function (stackId, query, allFrames) {
+        var stack = byId[stackId];
+        return !!stack && shown(stack, allFrames).some(function (id) {
+          return label(id).toLowerCase().indexOf(query) >= 0;
+        });
       }
     };
+  }
+
+  /* ---- the timeline, replayed -------------------------------------------- */
+
+  function delta(e) {
+    return e[1] === 'alloc' ? e[3] : e[1] === 'free' || e[1] === 'free_implicit' ? -e[3] : 0;
+  }
+
+  /* Live bytes per (kind, stack) after any event: the state at the start
+   * of the timeline is the end (the live groups) minus every change; from
+   * it, checkpoints every few events, so that any moment is one checkpoint
+   * and a short replay away. */
+  function Replay(report) {
+    var events = report.timeline.events;
+    var index = {};
+    var kinds = [];
+    var stacks = [];
+    function key(kind, stack) {
+      var k = kind + '|' + stack;
+      if (index[k] === undefined) {
+        index[k] = kinds.length;
+        kinds.push(kind);
+        stacks.push(stack);
+      }
+      return index[k];
+    }
+    var endBytes = {};
+    (report.live || []).forEach(function (g) {
+      var k = key(g.kind, g.stack);
+      endBytes[k] = (endBytes[k] || 0) + g.bytes;
+    });
+    var keys = events.map(function (e) {
+      return delta(e) ? key(e[5], e[6]) : -1;
+    });
+    var start = new Float64Array(kinds.length);
+    Object.keys(endBytes).forEach(function (k) {
+      start[k] = endBytes[k];
+    });
+    events.forEach(function (e, i) {
+      if (keys[i] >= 0) {
+        start[keys[i]] -= delta(e);
+      }
+    });
+    var checkpointCount = Math.max(1, Math.min(256, Math.floor(4e6 / Math.max(1, kinds.length))));
+    var every = Math.max(1, Math.ceil(events.length / checkpointCount));
+    var checkpoints = [start];
+    var state = new Float64Array(start);
+    events.forEach(function (e, i) {
+      if (keys[i] >= 0) {
+        state[keys[i]] += delta(e);
+      }
+      if ((i + 1) % every === 0) {
+        checkpoints.push(new Float64Array(state));
+      }
+    });
+    return {
+      kinds: kinds,
+      stacks: stacks,
+      events: events,
+      /* The state after event i (i = -1: before the first). */
+      after: function (i) {
+        var k = Math.floor((i + 1) / every);
+        var s = new Float64Array(checkpoints[k]);
+        for (var j = k * every; j <= i; j++) {
+          if (keys[j] >= 0) {
+            s[keys[j]] += delta(events[j]);
+          }
+        }
+        return s;
+      },
+      /* The last event at or before `time`; -1 before the first. */
+      indexAt: function (time) {
+        var low = 0;
+        var high = events.length;
+        while (low < high) {
+          var mid = (low + high) >> 1;
+          if (events[mid][0] <= time) {
+            low = mid + 1;
+          } else {
+            high = mid;
+          }
+        }
+        return low - 1;
+      }
+    };
+  }
+
+  /* Live bytes of the kinds in `on` (all devices) after each event, and
+   * before the first: what "the highest point" means for those kinds. */
+  function totals(report, on) {
+    var events = report.timeline.events;
+    var now = 0;
+    (report.devices || []).forEach(function (d) {
+      Object.keys(d.counters).forEach(function (kind) {
+        if (kind !== 'device_memory' && on[kind]) {
+          now += d.counters[kind].allocated_bytes.current;
+        }
+      });
+    });
+    events.forEach(function (e) {
+      if (on[e[5]]) {
+        now -= delta(e);
+      }
+    });
+    var after = new Float64Array(events.length);
+    var before = now;
+    events.forEach(function (e, i) {
+      if (on[e[5]]) {
+        now += delta(e);
+      }
+      after[i] = now;
+    });
+    return { before: before, after: after };
+  }
+
+  /* The highest point of `on` kinds among events [from, to]: its index. */
+  function highest(sums, from, to) {
+    var best = from - 1;
+    var bytes = from > 0 ? sums.after[from - 1] : sums.before;
+    for (var i = Math.max(0, from); i <= to; i++) {
+      if (sums.after[i] > bytes) {
+        bytes = sums.after[i];
+        best = i;
+      }
+    }
+    return { index: best, bytes: bytes };
   }
 
   /* ---- memory over time ---------------------------------------------- */
@@ -165,43 +410,47 @@
     var devices = report.devices || [];
     for (var i = 0; i < devices.length; i++) {
       if (devices[i].device === device) {
-        var c = devices[i].counters[kind];
+        var c = devices[i].counters[kind === TOTAL ? 'device_memory' : kind];
         return c ? c.allocated_bytes.current : 0;
       }
     }
     return 0;
   }
 
-  /* Replays the timeline into step series per "device/kind" and per device
-   * for all device memory. Live bytes before the first recorded event are
-   * the counters at the end minus every recorded change. */
+  /* A device's total is drawn only when it sums several kinds: with one,
+   * it would lie on that kind's line. */
+  function summedDevices(report) {
+    var summed = {};
+    (report.devices || []).forEach(function (d) {
+      var kinds = Object.keys(d.counters).filter(function (kind) {
+        return DEVICE_MEMORY_KINDS[kind] && d.counters[kind].allocation.allocated > 0;
+      });
+      summed[d.device] = kinds.length > 1;
+    });
+    return summed;
+  }
+
+  /* Step series per device and kind from the timeline. */
   function buildSeries(report) {
-    var timeline = report.timeline;
-    var events = timeline.events;
+    var events = report.timeline.events;
+    var summed = summedDevices(report);
     var series = {};
     var order = [];
-
-    function key(device, kind) {
-      return deviceName(device) + ': ' + kind;
-    }
-
     function ensure(device, kind) {
-      var k = key(device, kind);
+      var k = deviceName(device) + ': ' + kind;
       if (!series[k]) {
-        series[k] = { name: k, device: device, kind: kind, start: counterBytes(report, device, kind === 'device memory' ? 'device_memory' : kind), points: [] };
+        series[k] = { name: k, device: device, kind: kind, start: counterBytes(report, device, kind), points: [] };
         order.push(k);
       }
       return series[k];
     }
-
     events.forEach(function (e) {
-      var delta = e[1] === 'alloc' ? e[3] : e[1] === 'free' || e[1] === 'free_implicit' ? -e[3] : 0;
-      if (delta === 0) {
-        return;
-      }
-      ensure(e[4], e[5]).start -= delta;
-      if (DEVICE_MEMORY_KINDS[e[5]]) {
-        ensure(e[4], 'device memory').start -= delta;
+      var d = delta(e);
+      if (d) {
+        ensure(e[4], e[5]).start -= d;
+        if (DEVICE_MEMORY_KINDS[e[5]] && summed[e[4]]) {
+          ensure(e[4], TOTAL).start -= d;
+        }
       }
     });
     var first = events.length ? events[0][0] : 0;
@@ -210,16 +459,16 @@
       series[k].value = series[k].start;
     });
     events.forEach(function (e) {
-      var delta = e[1] === 'alloc' ? e[3] : e[1] === 'free' || e[1] === 'free_implicit' ? -e[3] : 0;
-      if (delta === 0) {
+      var d = delta(e);
+      if (!d) {
         return;
       }
-      var s = series[key(e[4], e[5])];
-      s.value += delta;
+      var s = series[deviceName(e[4]) + ': ' + e[5]];
+      s.value += d;
       s.points.push([e[0], s.value]);
-      if (DEVICE_MEMORY_KINDS[e[5]]) {
-        var total = series[key(e[4], 'device memory')];
-        total.value += delta;
+      if (DEVICE_MEMORY_KINDS[e[5]] && summed[e[4]]) {
+        var total = series[deviceName(e[4]) + ': ' + TOTAL];
+        total.value += d;
         total.points.push([e[0], total.value]);
       }
     });
@@ -234,9 +483,10 @@
   }
 
   /* Without the timeline: the coarse series (growth samples), ending at the
-   * counters; or, for a report without it, the marks' device bytes. */
+   * counters; or, without it too, the marks' device bytes. */
   function seriesFromSamples(report) {
     var endUs = Math.round(report.process.duration_s * 1e6);
+    var summed = summedDevices(report);
     var list = [];
     var totals = {};
     if (report.series) {
@@ -246,7 +496,7 @@
         });
         points.push([endUs, counterBytes(report, track.device, track.kind)]);
         list.push({ name: deviceName(track.device) + ': ' + track.kind, device: track.device, kind: track.kind, points: points });
-        if (DEVICE_MEMORY_KINDS[track.kind]) {
+        if (DEVICE_MEMORY_KINDS[track.kind] && summed[track.device]) {
           if (!totals[track.device]) {
             totals[track.device] = points.map(function (p) {
               return [p[0], 0];
@@ -258,7 +508,7 @@
         }
       });
       Object.keys(totals).forEach(function (device) {
-        list.push({ name: deviceName(Number(device)) + ': device memory', device: Number(device), kind: 'device memory', points: totals[device] });
+        list.push({ name: deviceName(Number(device)) + ': ' + TOTAL, device: Number(device), kind: TOTAL, points: totals[device] });
       });
     } else {
       var points = ((report.marks || {}).recent || []).map(function (m) {
@@ -269,42 +519,220 @@
         now += d.counters.device_memory.allocated_bytes.current;
       });
       points.push([endUs, now]);
-      list.push({ name: 'device memory, all devices (at marks and at the end)', kind: 'device memory', points: points });
+      list.push({ name: 'all device memory, all devices (at marks and at the end)', kind: TOTAL, points: points });
     }
     return { list: list, end: endUs };
   }
 
-  /* The moment device memory (all devices) was highest in the timeline:
-   * the index of the last event at that moment, and the bytes then. */
-  function findPeak(report) {
-    var events = report.timeline.events;
-    var total = 0;
-    var devices = report.devices || [];
-    devices.forEach(function (d) {
-      total += d.counters.device_memory.allocated_bytes.current;
-    });
-    events.forEach(function (e) {
-      if (DEVICE_MEMORY_KINDS[e[5]]) {
-        total -= e[1] === 'alloc' ? e[3] : e[1] === 'free' || e[1] === 'free_implicit' ? -e[3] : 0;
-      }
-    });
-    var best = { index: -1, bytes: total, time: events.length ? events[0][0] : 0 };
-    events.forEach(function (e, i) {
-      if (DEVICE_MEMORY_KINDS[e[5]]) {
-        total += e[1] === 'alloc' ? e[3] : e[1] === 'free' || e[1] === 'free_implicit' ? -e[3] : 0;
-        if (total > best.bytes) {
-          best = { index: i, bytes: total, time: e[0] };
+  /* ---- the page's state and its parts ------------------------------------ */
+
+  function Page(report) {
+    var stacks = Stacks(report);
+    var replay = report.timeline && report.timeline.events.length ? Replay(report) : null;
+    var present = {};
+    (report.devices || []).forEach(function (d) {
+      Object.keys(d.counters).forEach(function (kind) {
+        if (kind !== 'device_memory' && d.counters[kind].allocation.allocated > 0) {
+          present[kind] = true;
         }
-      }
+      });
     });
-    return best;
+    var state = {
+      on: {},                 /* kinds shown: chart lines and icicle */
+      allFrames: !!(report.tracer || {}).all_frames,
+      search: '',
+      zoom: [],               /* the focus: names from the root down */
+      moment: null            /* {kind: 'end'|'peak'|'event'|'site-peaks', index, label} */
+    };
+    Object.keys(present).forEach(function (kind) {
+      state.on[kind] = !ADDRESS_SPACE_KINDS[kind];
+    });
+    state.on[TOTAL] = true;
+    var sums = null;
+    function currentSums() {
+      if (!sums && replay) {
+        sums = totals(report, state.on);
+      }
+      return sums;
+    }
+    var redraws = [];
+    var page = { report: report, stacks: stacks, replay: replay, present: present, state: state,
+      sums: currentSums, redraws: redraws, hashMoment: null };
+    page.changed = function (what) {
+      if (what === 'kinds') {
+        sums = null;
+      }
+      redraws.forEach(function (redraw) {
+        redraw(what);
+      });
+      writeHash(page);
+    };
+    readHash(page);
+    return page;
   }
 
-  function drawChart(report, container) {
+  /* The memory live at a moment, as {stack, kind, bytes} for the kinds
+   * shown. */
+  function entriesAt(page, moment) {
+    var report = page.report;
+    var on = page.state.on;
+    var list = [];
+    if (moment.kind === 'end') {
+      (report.live || []).forEach(function (g) {
+        if (on[g.kind]) {
+          list.push({ stack: g.stack, kind: g.kind, bytes: g.bytes });
+        }
+      });
+    } else if (moment.kind === 'site-peaks') {
+      (report.stacks || []).forEach(function (s) {
+        if (on[s.kind || 'device']) {
+          list.push({ stack: s.id, kind: s.kind || 'device', bytes: s.peak_live_bytes });
+        }
+      });
+    } else {
+      var state = page.replay.after(moment.index);
+      for (var k = 0; k < state.length; k++) {
+        if (state[k] > 0 && on[page.replay.kinds[k]]) {
+          list.push({ stack: page.replay.stacks[k], kind: page.replay.kinds[k], bytes: state[k] });
+        }
+      }
+    }
+    return list;
+  }
+
+  /* The top sites of a list of entries: [site, bytes], most first. */
+  function topSites(page, entries, count) {
+    var bySite = {};
+    entries.forEach(function (e) {
+      var site = page.stacks.site(e.stack);
+      bySite[site] = (bySite[site] || 0) + e.bytes;
+    });
+    return Object.keys(bySite).map(function (site) {
+      return [site, bySite[site]];
+    }).sort(function (a, b) {
+      return b[1] - a[1];
+    }).slice(0, count);
+  }
+
+  /* Moments the icicle can show; `hash` names each in the address. */
+  function peakMoment(page) {
+    var best = highest(page.sums(), 0, page.replay.events.length - 1);
+    return { kind: 'peak', index: best.index, hash: 'peak',
+      label: 'at the highest point of the timeline (' +
+        formatSeconds(best.index >= 0 ? page.replay.events[best.index][0] : 0) + ')' };
+  }
+
+  function endMoment(page) {
+    return { kind: 'end', hash: 'end',
+      label: page.report.reason === 'exit' ? 'at the end of the run' : 'when the report was written' };
+  }
+
+  function sitePeaksMoment() {
+    return { kind: 'site-peaks', hash: 'site-peaks',
+      label: 'each allocation site at its own highest (sites did not necessarily peak together; no timeline recorded)' };
+  }
+
+  /* A click on the chart at `time` (microseconds). */
+  function timeMoment(page, time) {
+    return { kind: 'event', index: page.replay.indexAt(time), hash: 't:' + Math.round(time),
+      label: 'at ' + formatSeconds(time) + ' (clicked on the chart)' };
+  }
+
+  /* A range dragged across the chart: its highest point. */
+  function rangeMoment(page, t0, t1) {
+    var best = highest(page.sums(), page.replay.indexAt(t0) + 1, page.replay.indexAt(t1));
+    return { kind: 'event', index: best.index, range: [t0, t1], hash: 'range:' + Math.round(t0) + '-' + Math.round(t1),
+      label: 'at the highest point between ' + formatSeconds(t0) + ' and ' + formatSeconds(t1) +
+        (best.index >= 0 ? ' (' + formatSeconds(page.replay.events[best.index][0]) + ')' : '') };
+  }
+
+  /* A moment from its hash name; null if it names none this page has. */
+  function namedMoment(page, name) {
+    var numbers = (name || '').split(/[:-]/).slice(1).map(Number);
+    if (name === 'end') {
+      return endMoment(page);
+    }
+    if (!page.replay) {
+      return name === 'site-peaks' ? sitePeaksMoment() : null;
+    }
+    if (name === 'peak') {
+      return peakMoment(page);
+    }
+    if (/^t:\d+$/.test(name)) {
+      return timeMoment(page, numbers[0]);
+    }
+    if (/^range:\d+-\d+$/.test(name)) {
+      return rangeMoment(page, numbers[0], numbers[1]);
+    }
+    return null;
+  }
+
+  /* The view in the page's address: #moment=peak&zoom=main/train_step&
+   * search=alloc&all=1&off=device, so that a link shows what its sender
+   * saw (and the screenshots in docs/ are made from such links). */
+  function readHash(page) {
+    (window.location.hash || '').replace(/^#/, '').split('&').forEach(function (pair) {
+      var at = pair.indexOf('=');
+      var key = pair.slice(0, at);
+      var raw = pair.slice(at + 1);
+      if (at < 0) {
+        return;
+      }
+      if (key === 'zoom') {
+        page.state.zoom = raw ? raw.split('/').map(decodeURIComponent) : [];
+      } else if (key === 'search') {
+        page.state.search = decodeURIComponent(raw).trim().toLowerCase();
+      } else if (key === 'all') {
+        page.state.allFrames = raw === '1';
+      } else if (key === 'off' || key === 'on') {
+        raw.split(',').map(decodeURIComponent).forEach(function (kind) {
+          page.state.on[kind] = key === 'on';
+        });
+      } else if (key === 'moment') {
+        page.hashMoment = decodeURIComponent(raw);
+      }
+    });
+  }
+
+  function writeHash(page) {
+    var state = page.state;
+    var parts = ['moment=' + state.moment.hash];
+    if (state.zoom.length) {
+      parts.push('zoom=' + state.zoom.map(encodeURIComponent).join('/'));
+    }
+    if (state.search) {
+      parts.push('search=' + encodeURIComponent(state.search));
+    }
+    if (state.allFrames !== !!(page.report.tracer || {}).all_frames) {
+      parts.push('all=' + (state.allFrames ? '1' : '0'));
+    }
+    var off = Object.keys(state.on).filter(function (kind) {
+      return !state.on[kind] && (page.present[kind] || kind === TOTAL) && !ADDRESS_SPACE_KINDS[kind];
+    });
+    var on = Object.keys(state.on).filter(function (kind) {
+      return state.on[kind] && ADDRESS_SPACE_KINDS[kind];
+    });
+    if (off.length) {
+      parts.push('off=' + off.map(encodeURIComponent).join(','));
+    }
+    if (on.length) {
+      parts.push('on=' + on.map(encodeURIComponent).join(','));
+    }
+    try {
+      window.history.replaceState(null, '', '#' + parts.join('&'));
+    } catch (error) {
+      /* an address that cannot change (some file: views): the view still works */
+    }
+  }
+
+  /* ---- the chart: lines, legend toggles, hover, click and brush ---------------- */
+
+  function drawChart(page, container) {
+    var report = page.report;
     var width = 1000;
     var height = 300;
     var left = 78;
-    var right = 10;
+    var right = 12;
     var top = 10;
     var bottom = 28;
     var data;
@@ -332,147 +760,278 @@
       container.appendChild(element('p', { 'class': 'note', id: 'series-info', 'data-samples': String(report.series ? report.series.samples : 0) }, [
         'No event timeline in this report (CUMEMTRACE_EVENTS=0): the lines join the growth samples ' +
         '(every CUMEMTRACE_SAMPLE_MS at an allocation, or at marks) and the end. ' +
-        'Run with CUMEMTRACE_EVENTS=1M to see every allocation and free.']));
+        'Run with CUMEMTRACE_EVENTS=1M to see every allocation and free, and the icicle at any moment.']));
     }
-    var peaks = [];
-    (report.devices || []).forEach(function (d) {
-      var peak = d.counters.device_memory.allocated_bytes.peak;
-      if (peak > 0) {
-        peaks.push([d.device, peak]);
-      }
-    });
-    var maxBytes = 1;
-    data.list.forEach(function (s) {
-      s.points.forEach(function (p) {
-        maxBytes = Math.max(maxBytes, p[1]);
-      });
-    });
-    peaks.forEach(function (p) {
-      maxBytes = Math.max(maxBytes, p[1]);
-    });
-    maxBytes *= 1.05;
     var endTime = Math.max(data.end, 1);
+    var legend = element('div', { 'class': 'legend', id: 'kind-toggles' });
+    var box = element('div', { 'class': 'chart-box' });
+    var tip = element('div', { 'class': 'tip', id: 'chart-tip' });
+    container.appendChild(legend);
+    container.appendChild(box);
+    /* data-*: where time runs in the drawing, for tools that point at a moment. */
+    var svg = svgElement('svg', { viewBox: '0 0 ' + width + ' ' + height, preserveAspectRatio: 'none', id: 'memory-chart',
+      'data-end-us': String(endTime), 'data-plot-left': String(left), 'data-plot-right': String(width - right) });
+    box.appendChild(svg);
+    box.appendChild(tip);
+
     function x(t) {
       return left + (width - left - right) * t / endTime;
     }
-    function y(b) {
-      return top + (height - top - bottom) * (1 - b / maxBytes);
+    function timeAt(px) {
+      return Math.max(0, Math.min(endTime, (px - left) / (width - left - right) * endTime));
     }
-    var svg = svgElement('svg', { viewBox: '0 0 ' + width + ' ' + height, preserveAspectRatio: 'none', id: 'memory-chart' });
-    for (var i = 0; i <= 4; i++) {
-      var b = maxBytes * i / 4;
-      svg.appendChild(svgElement('line', { 'class': 'grid', x1: left, x2: width - right, y1: y(b), y2: y(b) }));
-      var label = svgElement('text', { x: left - 6, y: y(b) + 4, 'text-anchor': 'end' });
-      label.textContent = formatBytes(Math.round(b));
-      svg.appendChild(label);
-    }
-    for (i = 0; i <= 5; i++) {
-      var t = endTime * i / 5;
-      var tick = svgElement('text', { x: x(t), y: height - 8, 'text-anchor': i === 0 ? 'start' : i === 5 ? 'end' : 'middle' });
-      tick.textContent = formatSeconds(t);
-      svg.appendChild(tick);
-    }
-    svg.appendChild(svgElement('line', { 'class': 'axis', x1: left, x2: left, y1: top, y2: height - bottom }));
-    svg.appendChild(svgElement('line', { 'class': 'axis', x1: left, x2: width - right, y1: height - bottom, y2: height - bottom }));
 
-    peaks.forEach(function (p) {
-      svg.appendChild(svgElement('line', { 'class': 'peak', x1: left, x2: width - right, y1: y(p[1]), y2: y(p[1]) }));
-      var text = svgElement('text', { x: width - right - 4, y: y(p[1]) - 4, 'text-anchor': 'end' });
-      text.textContent = 'peak ' + deviceName(p[0]) + ': ' + formatBytes(p[1]);
-      svg.appendChild(text);
-    });
-    markTimes.forEach(function (m) {
-      var line = svgElement('line', { 'class': 'mark', x1: x(m[0]), x2: x(m[0]), y1: top, y2: height - bottom });
-      var title = svgElement('title');
-      title.textContent = 'mark: ' + m[1] + ' at ' + formatSeconds(m[0]);
-      line.appendChild(title);
-      svg.appendChild(line);
-    });
-    oomTimes.forEach(function (t) {
-      var line = svgElement('line', { 'class': 'oom', x1: x(t), x2: x(t), y1: top, y2: height - bottom });
-      var title = svgElement('title');
-      title.textContent = 'out of memory at ' + formatSeconds(t);
-      line.appendChild(title);
-      svg.appendChild(line);
-    });
-
-    /* Step lines, at most a few points per pixel column: the highest and
-     * the last value of each column. */
-    var legend = element('div', { 'class': 'legend' });
-    data.list.forEach(function (s) {
-      var color = KIND_COLORS[s.kind] || '#555';
-      var path = '';
-      var column = null;
-      var columnMax = 0;
-      var last = null;
-      function flush() {
-        if (column !== null) {
-          path += ' V' + y(columnMax).toFixed(1) + ' V' + y(last).toFixed(1);
-        }
-      }
-      s.points.forEach(function (p, index) {
-        var px = Math.round(x(p[0]));
-        if (index === 0) {
-          path = 'M' + px + ' ' + y(p[1]).toFixed(1);
-          column = px;
-          columnMax = p[1];
-          last = p[1];
-          return;
-        }
-        if (px !== column) {
-          flush();
-          path += ' H' + px;
-          column = px;
-          columnMax = p[1];
-        }
-        columnMax = Math.max(columnMax, p[1]);
-        last = p[1];
+    /* The legend: one toggle per kind of memory the report holds. */
+    var kinds = Object.keys(page.present).concat(data.list.some(function (s) {
+      return s.kind === TOTAL;
+    }) ? [TOTAL] : []);
+    kinds.forEach(function (kind) {
+      var input = element('input', { type: 'checkbox', 'data-kind': kind });
+      input.checked = !!page.state.on[kind];
+      input.addEventListener('change', function () {
+        page.state.on[kind] = input.checked;
+        page.changed('kinds');
       });
-      flush();
-      var attributes = { d: path, fill: 'none', stroke: color, 'stroke-width': s.kind === 'device memory' ? 2.5 : 1.5 };
-      if (s.kind === 'device memory') {
-        attributes['stroke-opacity'] = '0.5';
-      }
-      var line = svgElement('path', attributes);
-      var title = svgElement('title');
-      title.textContent = s.name;
-      line.appendChild(title);
-      svg.appendChild(line);
-      legend.appendChild(element('span', {}, [element('i', { style: 'background:' + color }), s.name]));
+      legend.appendChild(element('label', { title: kind === TOTAL ? 'the sum of the kinds that occupy device memory' : '' }, [
+        input, element('i', { style: 'background:' + (KIND_COLORS[kind] || '#555') }), kind]));
     });
-    if (report.timeline) {
-      var peak = findPeak(report);
-      if (peak.index >= 0) {
-        var dot = svgElement('circle', { cx: x(peak.time), cy: y(peak.bytes), r: 4, fill: '#6a1b9a' });
-        var dotTitle = svgElement('title');
-        dotTitle.textContent = 'highest device memory in the timeline: ' + formatBytes(peak.bytes) + ' at ' + formatSeconds(peak.time);
-        dot.appendChild(dotTitle);
-        svg.appendChild(dot);
+
+    var overlay;
+    var brush;
+    var cursor;
+    var momentLine;
+    function draw() {
+      clear(svg);
+      var shown = data.list.filter(function (s) {
+        return page.state.on[s.kind];
+      });
+      var maxBytes = 1;
+      shown.forEach(function (s) {
+        s.points.forEach(function (p) {
+          maxBytes = Math.max(maxBytes, p[1]);
+        });
+      });
+      var axis = byteTicks(maxBytes * 1.02);
+      function y(b) {
+        return top + (height - top - bottom) * (1 - b / axis.top);
+      }
+      axis.ticks.forEach(function (t) {
+        svg.appendChild(svgElement('line', { 'class': 'grid', x1: left, x2: width - right, y1: y(t.value), y2: y(t.value) }));
+        svg.appendChild(svgElement('text', { x: left - 6, y: y(t.value) + 4, 'text-anchor': 'end', 'class': 'tick' }, t.label));
+      });
+      timeTicks(endTime).forEach(function (t) {
+        svg.appendChild(svgElement('line', { 'class': 'axis', x1: x(t.value), x2: x(t.value), y1: height - bottom, y2: height - bottom + 4 }));
+        svg.appendChild(svgElement('text', { x: x(t.value), y: height - 8, 'text-anchor': 'middle', 'class': 'tick' }, t.label));
+      });
+      svg.appendChild(svgElement('line', { 'class': 'axis', x1: left, x2: left, y1: top, y2: height - bottom }));
+      svg.appendChild(svgElement('line', { 'class': 'axis', x1: left, x2: width - right, y1: height - bottom, y2: height - bottom }));
+
+      /* Marks: dashed lines when they are few and apart; else short ticks
+       * along the top, so that thirty of them do not make a dark block. */
+      var spacing = Infinity;
+      markTimes.forEach(function (m, i) {
+        if (i) {
+          spacing = Math.min(spacing, x(m[0]) - x(markTimes[i - 1][0]));
+        }
+      });
+      var sparse = markTimes.length <= 12 && spacing >= 12;
+      markTimes.forEach(function (m) {
+        var line = svgElement('line', { 'class': sparse ? 'mark' : 'mark-tick', x1: x(m[0]), x2: x(m[0]), y1: top, y2: sparse ? height - bottom : top + 7 });
+        line.appendChild(svgElement('title', {}, 'mark: ' + m[1] + ' at ' + formatSeconds(m[0])));
+        svg.appendChild(line);
+      });
+      oomTimes.forEach(function (t) {
+        var line = svgElement('line', { 'class': 'oom', x1: x(t), x2: x(t), y1: top, y2: height - bottom });
+        line.appendChild(svgElement('title', {}, 'out of memory at ' + formatSeconds(t)));
+        svg.appendChild(line);
+      });
+
+      /* Step lines, at most a few points per pixel column: the highest and
+       * the last value of each column. */
+      shown.forEach(function (s) {
+        var path = '';
+        var column = null;
+        var columnMax = 0;
+        var last = null;
+        function flush() {
+          if (column !== null) {
+            path += ' V' + y(columnMax).toFixed(1) + ' V' + y(last).toFixed(1);
+          }
+        }
+        s.points.forEach(function (p, i) {
+          var px = Math.round(x(p[0]));
+          if (i === 0) {
+            path = 'M' + px + ' ' + y(p[1]).toFixed(1);
+            column = px;
+            columnMax = p[1];
+            last = p[1];
+            return;
+          }
+          if (px !== column) {
+            flush();
+            path += ' H' + px;
+            column = px;
+            columnMax = p[1];
+          }
+          columnMax = Math.max(columnMax, p[1]);
+          last = p[1];
+        });
+        flush();
+        var line = svgElement('path', { d: path, fill: 'none', stroke: KIND_COLORS[s.kind] || '#555',
+          'stroke-width': s.kind === TOTAL ? 2.5 : 1.5, 'stroke-dasharray': s.kind === TOTAL ? '6 3' : 'none',
+          'data-series': s.name });
+        line.appendChild(svgElement('title', {}, s.name));
+        svg.appendChild(line);
+      });
+      if (page.replay) {
+        var peak = highest(page.sums(), 0, page.replay.events.length - 1);
+        if (peak.index >= 0) {
+          var dot = svgElement('circle', { cx: x(page.replay.events[peak.index][0]), cy: y(peak.bytes), r: 4, 'class': 'peak-dot' });
+          dot.appendChild(svgElement('title', {}, 'highest point of the kinds shown: ' + formatBytes(peak.bytes) +
+            ' at ' + formatSeconds(page.replay.events[peak.index][0])));
+          svg.appendChild(dot);
+        }
+      }
+      brush = svgElement('rect', { 'class': 'brush', x: 0, y: top, width: 0, height: height - top - bottom, visibility: 'hidden' });
+      cursor = svgElement('line', { 'class': 'cursor', y1: top, y2: height - bottom, visibility: 'hidden' });
+      momentLine = svgElement('line', { 'class': 'moment', y1: top, y2: height - bottom, visibility: 'hidden' });
+      overlay = svgElement('rect', { 'class': 'overlay', x: left, y: top, width: width - left - right, height: height - top - bottom });
+      svg.appendChild(brush);
+      svg.appendChild(momentLine);
+      svg.appendChild(cursor);
+      svg.appendChild(overlay);
+      showMoment();
+    }
+
+    function showMoment() {
+      var m = page.state.moment;
+      if (m && (m.kind === 'event' || m.kind === 'peak') && m.index >= 0) {
+        var px = x(page.replay.events[m.index][0]);
+        momentLine.setAttribute('x1', px);
+        momentLine.setAttribute('x2', px);
+        momentLine.setAttribute('visibility', 'visible');
+      } else {
+        momentLine.setAttribute('visibility', 'hidden');
+      }
+      if (m && m.range) {
+        brush.setAttribute('x', x(m.range[0]));
+        brush.setAttribute('width', Math.max(0, x(m.range[1]) - x(m.range[0])));
+        brush.setAttribute('visibility', 'visible');
+      } else {
+        brush.setAttribute('visibility', 'hidden');
       }
     }
-    container.appendChild(svg);
-    if (oomTimes.length) {
-      legend.appendChild(element('span', {}, [element('i', { style: 'background:#c62828' }), 'out of memory (' + oomTimes.length + ')']));
+
+    function svgX(event) {
+      var rect = svg.getBoundingClientRect();
+      return (event.clientX - rect.left) / Math.max(1, rect.width) * width;
     }
-    if (markTimes.length) {
-      legend.appendChild(element('span', {}, [element('i', { style: 'background:#777' }), 'marks (' + markTimes.length + ')']));
+
+    /* Hover: the top sites at that moment, from the replay. */
+    var hovered = null;
+    function hover(event) {
+      var px = svgX(event);
+      var time = timeAt(px);
+      cursor.setAttribute('x1', x(time));
+      cursor.setAttribute('x2', x(time));
+      cursor.setAttribute('visibility', 'visible');
+      var rows = [element('div', { 'class': 'tip-time' }, ['at ' + formatSeconds(time)])];
+      if (page.replay) {
+        var index = page.replay.indexAt(time);
+        hovered = index;
+        var sums = page.sums();
+        rows.push(element('div', {}, [formatBytes(index >= 0 ? sums.after[index] : sums.before) + ' of the kinds shown']));
+        var entries = entriesAt(page, { kind: 'event', index: index });
+        topSites(page, entries, 5).forEach(function (site) {
+          rows.push(element('div', { 'class': 'tip-site' }, [element('b', {}, [formatBytes(site[1])]), ' ' + site[0]]));
+        });
+      } else {
+        rows.push(element('div', {}, ['(no event timeline: no sites per moment)']));
+      }
+      clear(tip);
+      rows.forEach(function (row) {
+        tip.appendChild(row);
+      });
+      var rect = svg.getBoundingClientRect();
+      var fraction = (event.clientX - rect.left) / Math.max(1, rect.width);
+      tip.style.left = fraction < 0.6 ? (fraction * 100 + 1) + '%' : 'auto';
+      tip.style.right = fraction < 0.6 ? 'auto' : ((1 - fraction) * 100 + 1) + '%';
+      tip.style.display = 'block';
+      tip.setAttribute('data-index', String(page.replay ? hovered : -1));
     }
-    container.appendChild(legend);
+
+    var dragFrom = null;
+    box.addEventListener('mousemove', function (event) {
+      hover(event);
+      if (dragFrom !== null) {
+        var a = Math.max(left, Math.min(dragFrom, svgX(event)));
+        var b = Math.min(width - right, Math.max(dragFrom, svgX(event)));
+        brush.setAttribute('x', a);
+        brush.setAttribute('width', Math.max(0, b - a));
+        brush.setAttribute('visibility', 'visible');
+      }
+    });
+    box.addEventListener('mouseleave', function () {
+      tip.style.display = 'none';
+      cursor.setAttribute('visibility', 'hidden');
+    });
+    box.addEventListener('mousedown', function (event) {
+      if (page.replay) {
+        dragFrom = svgX(event);
+        event.preventDefault();
+      }
+    });
+    box.addEventListener('mouseup', function (event) {
+      if (dragFrom === null) {
+        return;
+      }
+      var to = svgX(event);
+      var t0 = timeAt(Math.min(dragFrom, to));
+      var t1 = timeAt(Math.max(dragFrom, to));
+      var wide = Math.abs(to - dragFrom) >= 4;
+      dragFrom = null;
+      selectTime(t0, t1, wide);
+    });
+
+    /* A click: the icicle at that moment; a range: at its highest point. */
+    function selectTime(t0, t1, wide) {
+      page.state.moment = wide ? rangeMoment(page, t0, t1) : timeMoment(page, t0);
+      page.changed('moment');
+    }
+
+    legend.appendChild(element('span', { 'class': 'legend-note' }, [
+      (oomTimes.length ? 'red: out of memory (' + oomTimes.length + '); ' : '') +
+      (markTimes.length ? 'grey: marks (' + markTimes.length + '); ' : '') +
+      (page.replay ? 'hover for the top sites, click or drag for the icicle below' : '')]));
+    draw();
+    page.redraws.push(function (what) {
+      if (what === 'kinds') {
+        draw();
+      } else if (what === 'moment') {
+        showMoment();
+      }
+    });
   }
 
-  /* ---- icicle graph --------------------------------------------------- */
+  /* ---- the icicle ------------------------------------------------------ */
 
-  function buildTree(entries, stacks) {
-    var root = { name: 'all', value: 0, children: {} };
+  function buildTree(page, entries) {
+    var root = { name: 'all', value: 0, children: {}, stacks: [] };
+    var kinds = {};
+    entries.forEach(function (e) {
+      kinds[e.kind] = true;
+    });
+    var byKind = Object.keys(kinds).length > 1;
     entries.forEach(function (entry) {
       if (entry.bytes <= 0) {
         return;
       }
       var node = root;
       root.value += entry.bytes;
-      stacks.path(entry.stack).forEach(function (name) {
+      var path = page.stacks.path(entry.stack, page.state.allFrames);
+      (byKind ? ['[' + entry.kind + ']'].concat(path) : path).forEach(function (name) {
         if (!node.children[name]) {
-          node.children[name] = { name: name, value: 0, children: {} };
+          node.children[name] = { name: name, value: 0, children: {}, parent: node };
         }
         node = node.children[name];
         node.value += entry.bytes;
@@ -491,79 +1050,148 @@
     return 'hsl(' + hue + ',85%,' + light + '%)';
   }
 
-  function drawIcicle(container, root, id) {
-    var box = element('div', { 'class': 'icicle', id: id, 'data-total': String(root.value) });
-    var rowHeight = 18;
-    var depth = 0;
-    function place(node, level, start) {
-      var fraction = node.value / root.value;
-      if (fraction < 0.002) {
-        return;
+  function childrenOf(node) {
+    return Object.keys(node.children).map(function (k) {
+      return node.children[k];
+    }).sort(function (a, b) {
+      return b.value - a.value || (a.name < b.name ? -1 : 1);
+    });
+  }
+
+  function drawIcicle(page, section) {
+    var controls = element('div', { 'class': 'controls' });
+    var title = element('h3', { id: 'icicle-title' });
+    var searchNote = element('span', { 'class': 'note', id: 'search-note' });
+    var box = element('div', { 'class': 'icicle', id: 'icicle' });
+    section.appendChild(controls);
+    section.appendChild(title);
+    section.appendChild(box);
+
+    var moments = [];
+    if (page.replay) {
+      moments.push(['peak', 'At the highest point']);
+    }
+    moments.push(['end', page.report.reason === 'exit' ? 'At the end' : 'Now']);
+    if (!page.replay) {
+      moments.push(['site-peaks', 'Each site at its own highest']);
+    }
+    moments.forEach(function (m) {
+      var button = element('button', { type: 'button', 'data-moment': m[0] }, [m[1]]);
+      button.addEventListener('click', function () {
+        page.state.moment = namedMoment(page, m[0]);
+        page.changed('moment');
+      });
+      controls.appendChild(button);
+    });
+    var search = element('input', { type: 'search', id: 'search', placeholder: 'search frames', size: 28 });
+    search.value = page.state.search;
+    search.addEventListener('input', function () {
+      page.state.search = search.value.trim().toLowerCase();
+      page.changed('search');
+    });
+    var all = element('input', { type: 'checkbox', id: 'all-frames' });
+    all.checked = page.state.allFrames;
+    all.addEventListener('change', function () {
+      page.state.allFrames = all.checked;
+      page.state.zoom = [];
+      page.changed('frames');
+    });
+    controls.appendChild(search);
+    controls.appendChild(element('label', { title: 'start-up, the interpreter\'s and the frameworks\' frames, hidden by default' }, [all, 'all frames']));
+    controls.appendChild(searchNote);
+
+    function draw() {
+      var entries = entriesAt(page, page.state.moment);
+      var root = buildTree(page, entries);
+      var query = page.state.search;
+      clear(box);
+      /* The focus: the zoomed node, or as deep as the path still leads. */
+      var focus = root;
+      var ancestors = [];
+      page.state.zoom.forEach(function (name) {
+        if (focus.children[name]) {
+          ancestors.push(focus);
+          focus = focus.children[name];
+        }
+      });
+      var rowHeight = 18;
+      var depth = 0;
+      function bar(node, level, start, fraction, extra) {
+        var text = node === root ? 'all: ' + formatBytes(node.value) : node.name;
+        var matched = query && node !== root && node.name.toLowerCase().indexOf(query) >= 0;
+        var div = element('div', {
+          'class': 'frame' + (node === root ? ' root' : '') + (matched ? ' match' : '') +
+            (query && !matched && node !== root && !extra ? ' dim' : '') + (extra || ''),
+          style: 'left:' + (start * 100) + '%;width:' + (fraction * 100) + '%;top:' + (level * rowHeight) + 'px;' +
+            (node === root || extra ? '' : 'background:' + colorFor(node.name)),
+          title: node.name + '\n' + formatBytes(node.value) + ' (' + (node.value / Math.max(1, root.value) * 100).toFixed(1) + '% of the icicle)',
+          'data-name': node.name, 'data-bytes': String(node.value)
+        }, [text]);
+        div.addEventListener('click', function () {
+          var path = [];
+          for (var n = node; n && n !== root; n = n.parent) {
+            path.unshift(n.name);
+          }
+          page.state.zoom = path;
+          page.changed('zoom');
+        });
+        box.appendChild(div);
+        depth = Math.max(depth, level + 1);
       }
-      depth = Math.max(depth, level + 1);
-      var label = level === 0 ? 'all: ' + formatBytes(node.value) : node.name;
-      var div = element('div', {
-        style: 'left:' + (start * 100) + '%;width:' + (fraction * 100) + '%;top:' + (level * rowHeight) + 'px;background:' + (level === 0 ? '#cfd8dc' : colorFor(node.name)),
-        title: node.name + '\n' + formatBytes(node.value) + ' (' + (fraction * 100).toFixed(1) + '%)'
-      }, [label]);
-      box.appendChild(div);
-      var offset = start;
-      Object.keys(node.children).map(function (k) {
-        return node.children[k];
-      }).sort(function (a, b) {
-        return b.value - a.value;
-      }).forEach(function (child) {
-        place(child, level + 1, offset);
-        offset += child.value / root.value;
+      ancestors.forEach(function (node, level) {
+        bar(node, level, 0, 1, ' ancestor');
+      });
+      function place(node, level, start) {
+        var fraction = node.value / Math.max(1, focus.value);
+        if (fraction < 0.002) {
+          return;
+        }
+        bar(node, level, start, fraction, node === focus && ancestors.length ? ' focus' : '');
+        var offset = start;
+        childrenOf(node).forEach(function (child) {
+          place(child, level + 1, offset);
+          offset += child.value / Math.max(1, focus.value);
+        });
+      }
+      if (root.value > 0) {
+        place(focus, ancestors.length, 0);
+      } else {
+        box.appendChild(element('p', { 'class': 'note' }, ['No memory of the kinds shown is live here.']));
+        depth = 2;
+      }
+      box.style.height = (depth * rowHeight + 2) + 'px';
+      box.setAttribute('data-total', String(root.value));
+      box.setAttribute('data-moment', page.state.moment.kind + (page.state.moment.index !== undefined ? ':' + page.state.moment.index : ''));
+      box.setAttribute('data-focus', focus === root ? '' : focus.name);
+      box.setAttribute('data-focus-bytes', String(focus.value));
+      title.textContent = 'Live memory by stack ' + page.state.moment.label + ': ' + formatBytes(root.value) +
+        (focus !== root ? '; zoomed into ' + focus.name + ' (' + formatBytes(focus.value) + '; click a bar above to zoom out)' : '');
+      var searched = 0;
+      if (query) {
+        entries.forEach(function (e) {
+          if (page.stacks.matches(e.stack, query, page.state.allFrames)) {
+            searched += e.bytes;
+          }
+        });
+        searchNote.textContent = '"' + query + '": ' + formatBytes(searched) + ' (' +
+          (searched / Math.max(1, root.value) * 100).toFixed(1) + '%) of this icicle';
+      } else {
+        searchNote.textContent = '';
+      }
+      box.setAttribute('data-search-bytes', String(searched));
+      Array.prototype.forEach.call(controls.querySelectorAll('button'), function (button) {
+        button.className = button.getAttribute('data-moment') === page.state.moment.kind ? 'on' : '';
       });
     }
-    if (root.value > 0) {
-      place(root, 0, 0);
-    } else {
-      box.appendChild(element('p', { 'class': 'note' }, ['No device memory live here.']));
-      depth = 2;
-    }
-    box.style.height = (depth * rowHeight + 2) + 'px';
-    container.appendChild(box);
-  }
-
-  function liveByStack(report) {
-    var bytes = {};
-    (report.live || []).forEach(function (group) {
-      if (DEVICE_MEMORY_KINDS[group.kind]) {
-        bytes[group.stack] = (bytes[group.stack] || 0) + group.bytes;
-      }
-    });
-    return bytes;
-  }
-
-  function toEntries(bytes) {
-    return Object.keys(bytes).map(function (stack) {
-      return { stack: Number(stack), bytes: bytes[stack] };
-    });
-  }
-
-  /* At the peak of the timeline: live at exit, minus every change after the
-   * peak, stack by stack. Exact: every change after it is in the timeline. */
-  function peakByStack(report, peak) {
-    var bytes = liveByStack(report);
-    var events = report.timeline.events;
-    for (var i = events.length - 1; i > peak.index; i--) {
-      var e = events[i];
-      if (!DEVICE_MEMORY_KINDS[e[5]]) {
-        continue;
-      }
-      var delta = e[1] === 'alloc' ? e[3] : e[1] === 'free' || e[1] === 'free_implicit' ? -e[3] : 0;
-      bytes[e[6]] = (bytes[e[6]] || 0) - delta;
-    }
-    return bytes;
+    draw();
+    page.redraws.push(draw);
   }
 
   /* ---- tables ---------------------------------------------------------- */
 
   function table(headers, rows, id) {
     var numeric = headers.map(function (h) {
-      return /^#$|bytes|blocks|rate|current|peak|allocated|ooms|failures/.test(h);
+      return /^#$|bytes|blocks|rate|current|peak|allocated|now|ooms|failures|total/.test(h);
     });
     var head = element('tr', {}, headers.map(function (h, i) {
       return element('th', { 'class': numeric[i] ? 'num' : '' }, [h]);
@@ -579,22 +1207,142 @@
     return element('table', id ? { id: id } : {}, [element('thead', {}, [head]), element('tbody', {}, body)]);
   }
 
-  function stackCell(stacks, stackId) {
-    return element('details', {}, [element('summary', {}, [stacks.site(stackId)]),
-      element('pre', {}, [stacks.detail(stackId)])]);
+  function stackCell(page, stackId) {
+    return element('details', {}, [element('summary', {}, [page.stacks.site(stackId)]),
+      element('pre', {}, [page.stacks.detail(stackId, page.state.allFrames)])]);
   }
 
-  function card(id, label, value, text, bad) {
-    return element('div', { 'class': 'card' + (bad ? ' bad' : ''), id: id, 'data-value': String(value) }, [
+  function card(id, label, value, text, tone) {
+    return element('div', { 'class': 'card' + (tone ? ' ' + tone : ''), id: id, 'data-value': String(value) }, [
       element('div', { 'class': 'label' }, [label]), element('div', { 'class': 'value' }, [text])]);
   }
 
-  /* ---- the page ---------------------------------------------------------- */
+  function section(id, heading, children, tone) {
+    return element('section', { id: id, 'class': tone || '' }, [element('h2', {}, [heading])].concat(children));
+  }
+
+  /* Leaked and held tables: groups of live blocks by site. */
+  function groupSection(page, id, heading, groups, note, tone) {
+    var rows = groups.slice(0, 100).map(function (g, i) {
+      return [i + 1, formatBytes(g.bytes), g.blocks, g.kind, g.api, deviceName(g.device),
+        formatSeconds(g.oldest_ms * 1000), stackCell(page, g.stack)];
+    });
+    return section(id, heading + (groups.length > 100 ? ' (first 100 of ' + groups.length + ')' : ''),
+      [element('p', { 'class': 'note' }, [note])].concat(rows.length
+        ? [table(['#', 'bytes', 'blocks', 'kind', 'api', 'device', 'oldest from', 'site'], rows, id + '-table')]
+        : [element('p', {}, ['Nothing.'])]), tone);
+  }
+
+  function drawTables(page, container) {
+    var report = page.report;
+    clear(container);
+    var atExit = report.reason === 'exit';
+    var held = report.held_at_end;
+    container.appendChild(groupSection(page, 'leaks', atExit ? 'Leaked: live at the end, freed by nobody' : 'Live now',
+      report.live || [], atExit ? (held ? 'Memory no code freed, not even the interpreter\'s teardown.'
+        : 'Memory live when the process ended.') : 'Memory live when this report was written.',
+      atExit && (report.live || []).length ? 'bad' : ''));
+    if (held) {
+      container.appendChild(groupSection(page, 'held-at-end', 'Held until the end, freed at teardown', held,
+        'Memory the program kept to its last line (model weights, caches) and the interpreter\'s teardown freed: not a leak.',
+        'neutral'));
+    }
+
+    var growing = report.growth ? report.growth.growing : [];
+    var growRows = growing.map(function (g, i) {
+      var rate = report.growth.mode === 'marks' ? formatBytes(g.rate) + ' per mark' : formatBytes(g.rate) + '/s';
+      return [i + 1, formatBytes(g.live_bytes), rate, g.rises + ' of ' + g.samples_since_first, stackCell(page, g.stack)];
+    });
+    container.appendChild(section('growing', 'Growing (leak suspects)', [growRows.length
+      ? table(['#', 'live bytes', 'rate', 'rose at samples', 'site'], growRows, 'growing-table')
+      : element('p', {}, [report.growth ? 'None of ' + report.growth.samples + ' samples showed a site that keeps growing.'
+        : 'Not known (no samples in this report).'])]));
+
+    var holders = (report.stacks || []).filter(function (s) {
+      return s.peak_live_bytes > 0;
+    }).sort(function (a, b) {
+      return b.peak_live_bytes - a.peak_live_bytes || a.id - b.id;
+    });
+    if (holders.length) {
+      container.appendChild(section('largest-holders', 'Largest holders during the run (highest live bytes per allocation site)' +
+        (holders.length > 50 ? ' (first 50)' : ''), [table(['#', 'peak', 'now', 'allocations', 'allocated in total', 'kind', 'api', 'site'],
+        holders.slice(0, 50).map(function (s, i) {
+          return [i + 1, formatBytes(s.peak_live_bytes), formatBytes(s.live_bytes), s.allocations, formatBytes(s.allocated_bytes),
+            s.kind || '', s.api || '', stackCell(page, s.id)];
+        }), 'holders-table')]));
+    }
+
+    var counterRows = [];
+    (report.devices || []).forEach(function (d) {
+      var summed = summedDevices(report)[d.device];
+      Object.keys(d.counters).forEach(function (kind) {
+        var c = d.counters[kind];
+        if (kind === 'device_memory' ? !summed : c.allocation.allocated === 0 && c.num_alloc_failures === 0) {
+          return;
+        }
+        counterRows.push([deviceName(d.device), kind === 'device_memory' ? TOTAL : kind, formatBytes(c.allocated_bytes.current),
+          formatBytes(c.allocated_bytes.peak), formatBytes(c.allocated_bytes.allocated), c.allocation.current,
+          c.allocation.allocated, c.num_alloc_failures, c.num_ooms]);
+      });
+      if (d.driver_total !== null) {
+        counterRows.push([deviceName(d.device), 'driver', formatBytes(d.driver_total - d.driver_free) + ' used', formatBytes(d.driver_total) + ' total',
+          'untracked ' + formatBytes(d.untracked_bytes), '', '', '', '']);
+      }
+    });
+    if (counterRows.length) {
+      container.appendChild(section('counters', 'Counters per device and kind', [
+        element('p', { 'class': 'note' }, ['all device memory: the kinds that occupy device memory, summed (shown when there are several).']),
+        table(['device', 'kind', 'current', 'peak', 'allocated', 'blocks current', 'blocks allocated', 'failures', 'ooms'], counterRows, 'counter-table')]));
+    }
+    if (report.torch) {
+      var torchRows = [];
+      report.torch.devices.forEach(function (d) {
+        Object.keys(d).forEach(function (name) {
+          if (name !== 'device' && d[name] !== null) {
+            torchRows.push([deviceName(d.device), name, /bytes|split$/.test(name) ? formatBytes(d[name]) : d[name]]);
+          }
+        });
+      });
+      container.appendChild(section('torch', 'PyTorch\'s own counters (torch.cuda.memory_stats(), read ' +
+        (report.torch.read === 'python_exit' ? 'at Python\'s exit' : (report.torch.age_ms / 1000).toFixed(1) + ' s before this report') + ')',
+        [table(['device', 'figure', 'value'], torchRows, 'torch-table')]));
+    }
+
+    var f = report.fragmentation || {};
+    var verdict = f.verdict || 'none';
+    var fragmentationRows = [
+      ['stream-ordered pools: reserved', formatBytes(f.pool_reserved_bytes || 0)],
+      ['stream-ordered pools: used', formatBytes(f.pool_used_bytes || 0)],
+      ['stream-ordered pools: idle', formatBytes(f.pool_idle_bytes || 0)],
+      ['VMM address space reserved', formatBytes(f.vmm_reserved_bytes || 0)],
+      ['VMM mapped', formatBytes(f.vmm_mapped_bytes || 0)],
+      ['VMM reserved, not mapped', formatBytes(f.vmm_unmapped_bytes || 0)]];
+    if (f.torch_reserved_bytes !== null && f.torch_reserved_bytes !== undefined) {
+      fragmentationRows.push(['PyTorch: reserved', formatBytes(f.torch_reserved_bytes)],
+        ['PyTorch: cached, unused', formatBytes(f.torch_cached_bytes)],
+        ['PyTorch: free in holes between tensors', formatBytes(f.torch_inactive_split_bytes) + ' in ' + f.torch_inactive_split_blocks]);
+    }
+    container.appendChild(section('fragmentation', 'Fragmentation and idle reserves', [
+      element('p', {}, ['Verdict: ', element('span', { 'class': verdict === 'none' ? 'verdict-none' : 'verdict-bad' }, [verdict]),
+        f.reason ? ' (' + f.reason + ')' : '']),
+      table(['what', 'bytes'], fragmentationRows)]));
+
+    var failures = (report.failures || {}).recent || [];
+    if (failures.length) {
+      container.appendChild(section('failures', 'Failed allocations (' + report.failures.total + ')', [
+        table(['#', 'bytes', 'kind', 'api', 'device', 'error', 'at', 'site'], failures.map(function (x, i) {
+          return [i + 1, formatBytes(x.size), x.kind, x.api, deviceName(x.device),
+            x.code + (x.error ? ' ' + x.error : '') + (x.oom ? ' (out of memory)' : ''),
+            formatSeconds(x.time_ms * 1000), stackCell(page, x.stack)];
+        }), 'failures-table')]));
+    }
+  }
+
+  /* ---- the page -------------------------------------------------------- */
 
   function render(report) {
-    var stacks = Stacks(report);
-    var app = document.getElementById('app');
-    app.textContent = '';
+    var page = Page(report);
+    var app = clear(document.getElementById('app'));
     var argv = (report.process.argv || []).join(' ');
     app.appendChild(element('header', {}, [
       element('h1', {}, ['cumemtrace ' + report.reason + ' report: ' + (argv || 'pid ' + report.process.pid)]),
@@ -616,117 +1364,68 @@
         }
       });
     });
-    var leakedBytes = 0;
-    var leakedBlocks = 0;
-    var sites = {};
-    (report.live || []).forEach(function (g) {
-      leakedBytes += g.bytes;
-      leakedBlocks += g.blocks;
-      sites[g.stack] = true;
-    });
-    var leakedSites = Object.keys(sites).length;
+    function sum(groups) {
+      var total = { bytes: 0, blocks: 0, sites: {} };
+      (groups || []).forEach(function (g) {
+        total.bytes += g.bytes;
+        total.blocks += g.blocks;
+        total.sites[g.stack] = true;
+      });
+      total.sites = Object.keys(total.sites).length;
+      return total;
+    }
+    var leaked = sum(report.live);
+    var atExit = report.reason === 'exit';
     var growing = report.growth ? report.growth.growing : [];
     var verdict = (report.fragmentation || {}).verdict || 'none';
-    var live = report.reason === 'exit' ? 'Leaked (live at exit)' : 'Live now';
-    main.appendChild(element('section', {}, [element('div', { 'class': 'cards' }, [
-      card('live-device-bytes', 'Device memory live', liveDevice, formatBytes(liveDevice)),
+    var cards = [
+      card('live-device-bytes', 'All device memory live', liveDevice, formatBytes(liveDevice)),
       card('peak-device-bytes', 'Peak device memory (one device)', peakDevice, formatBytes(peakDevice)),
-      card('leaked-bytes', live + ', all kinds', leakedBytes, formatBytes(leakedBytes), report.reason === 'exit' && leakedBytes > 0),
-      card('leaked-blocks', 'Live blocks', leakedBlocks, String(leakedBlocks)),
-      card('leaked-sites', 'Allocation sites holding them', leakedSites, String(leakedSites), report.reason === 'exit' && leakedSites > 0),
-      card('growing-sites', 'Growing sites (leak suspects)', growing.length, String(growing.length), growing.length > 0),
-      card('ooms', 'Out-of-memory failures', ooms, String(ooms), ooms > 0),
-      card('fragmentation-verdict', 'Fragmentation', verdict, verdict, verdict !== 'none')
-    ])]));
+      card('leaked-bytes', atExit ? 'Leaked (freed by nobody), all kinds' : 'Live now, all kinds', leaked.bytes,
+        formatBytes(leaked.bytes), atExit && leaked.bytes > 0 ? 'bad' : ''),
+      card('leaked-blocks', atExit ? 'Leaked blocks' : 'Live blocks', leaked.blocks, String(leaked.blocks)),
+      card('leaked-sites', 'Allocation sites holding them', leaked.sites, String(leaked.sites), atExit && leaked.sites > 0 ? 'bad' : '')];
+    if (report.held_at_end) {
+      var held = sum(report.held_at_end);
+      cards.push(card('held-bytes', 'Held until the end, freed at teardown', held.bytes, formatBytes(held.bytes), 'neutral'));
+    }
+    cards.push(card('growing-sites', 'Growing sites (leak suspects)', growing.length, String(growing.length), growing.length > 0 ? 'bad' : ''),
+      card('ooms', 'Out-of-memory failures', ooms, String(ooms), ooms > 0 ? 'bad' : ''),
+      card('fragmentation-verdict', 'Fragmentation', verdict, verdict, verdict !== 'none' ? 'bad' : ''));
+    main.appendChild(element('section', {}, [element('div', { 'class': 'cards' }, cards)]));
 
     if (report.event && report.event.type === 'oom') {
       var e = report.event;
-      main.appendChild(element('section', { id: 'oom-event' }, [element('h2', {}, ['Out of memory']),
+      main.appendChild(section('oom-event', 'Out of memory', [
         element('p', {}, [formatBytes(e.size) + ' of ' + e.kind + ' memory via ' + e.api + ' on ' + deviceName(e.device) +
-          ' failed; the driver had ' + (e.driver_free === null ? 'unknown' : formatBytes(e.driver_free)) +
-          ' free: ' + e.verdict + '. Retry: ' + e.retry + '.']),
-        stackCell(stacks, e.stack)]));
+          ' failed (error ' + e.code + (e.error ? ' ' + e.error : '') + '); the driver had ' +
+          (e.driver_free === null ? 'unknown' : formatBytes(e.driver_free)) + ' free: ' + e.verdict + '. Retry: ' + e.retry + '.']),
+        stackCell(page, e.stack)], 'bad'));
     }
 
-    var chart = element('section', { 'class': 'chart', id: 'chart-section' }, [element('h2', {}, ['Live bytes over time, per device and kind'])]);
+    page.state.moment = namedMoment(page, page.hashMoment) || namedMoment(page, page.replay ? 'peak' : 'end');
+    var chart = section('chart-section', 'Live bytes over time, per device and kind', [], 'chart');
     if (report.timeline) {
       chart.appendChild(element('p', { 'class': 'note', id: 'timeline-info', 'data-events': String(report.timeline.events.length), 'data-dropped': String(report.timeline.dropped) }, [
         report.timeline.events.length + ' events recorded' + (report.timeline.dropped ? ', the oldest ' + report.timeline.dropped + ' dropped (ring of ' + report.timeline.capacity + ')' : '') +
-        '. The thick grey line is all device memory of a device; dashed lines: the peaks; red: out of memory; grey dashes: marks.']));
+        '. Dashed dark line: all device memory of a device (when several kinds make it); red: out of memory; grey: marks.']));
     }
     main.appendChild(chart);
-    drawChart(report, chart);
+    drawChart(page, chart);
 
-    var flames = element('section', { id: 'flame-section' }, [element('h2', {}, ['Live device memory by stack (outermost frame on top)'])]);
+    var flames = section('flame-section', 'Live memory by stack (outermost frame on top; click a frame to zoom)', []);
     main.appendChild(flames);
-    flames.appendChild(element('h3', {}, ['At the end of the run' + (report.reason === 'exit' ? ' (leaked)' : '')]));
-    drawIcicle(flames, buildTree(toEntries(liveByStack(report)), stacks), 'icicle-exit');
-    if (report.timeline && report.timeline.events.length) {
-      var peak = findPeak(report);
-      var title = 'At the highest point of the timeline: ' + formatBytes(peak.bytes) + ' of device memory (all devices) at ' + formatSeconds(peak.time);
-      if (peak.bytes < peakDevice && report.timeline.dropped) {
-        title += '; the run went higher before the oldest recorded event';
-      }
-      flames.appendChild(element('h3', {}, [title]));
-      drawIcicle(flames, buildTree(toEntries(peakByStack(report, peak)), stacks), 'icicle-peak');
-    } else {
-      flames.appendChild(element('h3', {}, ['Each allocation site at its own highest (sites did not necessarily peak together; no timeline recorded)']));
-      drawIcicle(flames, buildTree((report.stacks || []).map(function (s) {
-        return { stack: s.id, bytes: s.peak_live_bytes };
-      }), stacks), 'icicle-site-peaks');
-    }
+    drawIcicle(page, flames);
 
-    var leakRows = (report.live || []).slice(0, 100).map(function (g, i) {
-      return [i + 1, formatBytes(g.bytes), g.blocks, g.kind, g.api, deviceName(g.device), formatSeconds(g.oldest_ms * 1000), stackCell(stacks, g.stack)];
-    });
-    main.appendChild(element('section', { id: 'leaks' }, [element('h2', {}, [live + ' by allocation site' + ((report.live || []).length > 100 ? ' (first 100)' : '')]),
-      leakRows.length ? table(['#', 'bytes', 'blocks', 'kind', 'api', 'device', 'oldest from', 'site'], leakRows, 'leak-table')
-        : element('p', {}, ['Nothing live.'])]));
-
-    var growRows = growing.map(function (g, i) {
-      var rate = report.growth.mode === 'marks' ? formatBytes(g.rate) + ' per mark' : formatBytes(g.rate) + '/s';
-      return [i + 1, formatBytes(g.live_bytes), rate, g.rises + ' of ' + g.samples_since_first, stackCell(stacks, g.stack)];
-    });
-    main.appendChild(element('section', { id: 'growing' }, [element('h2', {}, ['Growing (leak suspects)']),
-      growRows.length ? table(['#', 'live bytes', 'rate', 'rose at samples', 'site'], growRows, 'growing-table')
-        : element('p', {}, [report.growth ? 'None of ' + report.growth.samples + ' samples showed a site that keeps growing.' : 'Not known (no samples in this report).'])]));
-
-    var counterRows = [];
-    (report.devices || []).forEach(function (d) {
-      Object.keys(d.counters).forEach(function (kind) {
-        var c = d.counters[kind];
-        if (c.allocation.allocated === 0 && c.num_alloc_failures === 0 && kind !== 'device_memory') {
-          return;
-        }
-        counterRows.push([deviceName(d.device), kind, formatBytes(c.allocated_bytes.current), formatBytes(c.allocated_bytes.peak),
-          formatBytes(c.allocated_bytes.allocated), c.allocation.current, c.allocation.allocated, c.num_alloc_failures, c.num_ooms]);
-      });
-      if (d.driver_total !== null) {
-        counterRows.push([deviceName(d.device), 'driver', formatBytes(d.driver_total - d.driver_free) + ' used', formatBytes(d.driver_total) + ' total',
-          'untracked ' + formatBytes(d.untracked_bytes), '', '', '', '']);
+    var tables = element('div', { id: 'tables' });
+    main.appendChild(tables);
+    drawTables(page, tables);
+    page.redraws.push(function (what) {
+      if (what === 'frames') {
+        drawTables(page, tables);
       }
     });
-    main.appendChild(element('section', { id: 'counters' }, [element('h2', {}, ['Counters (as in torch.cuda.memory_stats())']),
-      table(['device', 'kind', 'current', 'peak', 'allocated', 'blocks current', 'blocks allocated', 'failures', 'ooms'], counterRows, 'counter-table')]));
-
-    var f = report.fragmentation || {};
-    main.appendChild(element('section', { id: 'fragmentation' }, [element('h2', {}, ['Fragmentation and idle reserves']),
-      element('p', {}, ['Verdict: ', element('span', { 'class': verdict === 'none' ? 'verdict-none' : 'verdict-bad' }, [verdict])]),
-      table(['what', 'bytes'], [
-        ['stream-ordered pools: reserved', formatBytes(f.pool_reserved_bytes || 0)],
-        ['stream-ordered pools: used', formatBytes(f.pool_used_bytes || 0)],
-        ['stream-ordered pools: idle', formatBytes(f.pool_idle_bytes || 0)],
-        ['VMM address space reserved', formatBytes(f.vmm_reserved_bytes || 0)],
-        ['VMM mapped', formatBytes(f.vmm_mapped_bytes || 0)],
-        ['VMM reserved, not mapped', formatBytes(f.vmm_unmapped_bytes || 0)]])]));
-
-    var failures = (report.failures || {}).recent || [];
-    if (failures.length) {
-      main.appendChild(element('section', { id: 'failures' }, [element('h2', {}, ['Failed allocations (' + report.failures.total + ')']),
-        table(['#', 'bytes', 'kind', 'api', 'device', 'oom', 'at', 'site'], failures.map(function (x, i) {
-          return [i + 1, formatBytes(x.size), x.kind, x.api, deviceName(x.device), x.oom ? 'yes' : 'no', formatSeconds(x.time_ms * 1000), stackCell(stacks, x.stack)];
-        }))]));
-    }
+    return page;
   }
 
   try {

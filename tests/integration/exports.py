@@ -426,10 +426,30 @@ def check_page(html, report):
     for element_id, expected in shown.items():
         value = attribute(dom, element_id)
         check(value == str(expected), f"#{element_id} shows {value}, the JSON says {expected}")
-    exit_total = sum(g["bytes"] for g in live if g["kind"] in DEVICE_MEMORY_KINDS)
-    check(attribute(dom, "icicle-exit", "data-total") == str(exit_total),
-          f"the icicle at exit holds {exit_total} bytes: {attribute(dom, 'icicle-exit', 'data-total')}")
+    # The icicle at first: at the highest point of the timeline when there is
+    # one, else at the end; of every kind but the VMM address space.
+    kinds = {kind for d in devices for kind, c in d["counters"].items()
+             if kind != "device_memory" and c["allocation"]["allocated"] and kind not in ADDRESS_SPACE}
+    end_total = sum(g["bytes"] for g in live if g["kind"] in kinds)
+    events = (report.get("timeline") or {}).get("events", [])
+    expected = max(icicle_totals(report, kinds)) if events else end_total
+    check(attribute(dom, "icicle", "data-total") == str(expected),
+          f"the icicle holds {expected} bytes: {attribute(dom, 'icicle', 'data-total')}")
     return dom
+
+
+ADDRESS_SPACE = {"vmm_mapping", "vmm_reservation"}
+
+
+def icicle_totals(report, kinds):
+    """Live bytes of `kinds` before the first timeline event and after each."""
+    now = sum(g["bytes"] for g in report["live"] if g["kind"] in kinds)
+    totals = [now]
+    for event in reversed(report["timeline"]["events"]):
+        if event[5] in kinds:
+            now -= delta(event)
+        totals.append(now)
+    return totals[::-1]
 
 
 def case_html_browser():
@@ -452,12 +472,12 @@ def case_html_browser():
     dom = check_page(html, report)
     check('id="injected"' not in dom, "text from the report cannot end the embedded JSON")
     check(hostile.replace("<", "&lt;").replace(">", "&gt;") in dom, "the argument is shown as text")
-    check(attribute(dom, "icicle-peak", "data-total") ==
+    check(attribute(dom, "icicle", "data-total") ==
           str(report["devices"][0]["counters"]["device_memory"]["allocated_bytes"]["peak"]),
           "the icicle at the peak holds the peak's bytes (nothing dropped from the timeline)")
     check(attribute(dom, "timeline-info", "data-events") == str(len(report["timeline"]["events"])),
           "the timeline's event count")
-    check('id="memory-chart"' in dom and dom.count("<path") >= 2, "the chart has its lines")
+    check('id="memory-chart"' in dom and 'data-series="device 0: device"' in dom, "the chart has its line")
     check("leak_scratch_buffer" in dom, "the leaking function is named")
 
     shot = os.path.join(cases.LAST_DIR, "page.png")
@@ -482,6 +502,249 @@ def case_html_browser():
     html = output_file(".html")
     if html:
         check_page(html, one(reports))
+
+
+# ---- the HTML page, driven ----------------------------------------------------------
+
+# Helpers for the actions: real DOM events on the page's own elements.
+DRIVER = """
+function fire(element, type, clientX) {
+  var box = element.getBoundingClientRect();
+  element.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true,
+    clientX: clientX === undefined ? box.left + box.width / 2 : clientX, clientY: box.top + box.height / 2}));
+}
+function chartX(time) {
+  var svg = document.getElementById('memory-chart');
+  var box = svg.getBoundingClientRect();
+  var left = +svg.dataset.plotLeft, right = +svg.dataset.plotRight, end = +svg.dataset.endUs;
+  return box.left + box.width * (left + (right - left) * time / end) / 1000;
+}
+function chart() { return document.querySelector('.chart-box'); }
+function icicle() {
+  var box = document.getElementById('icicle');
+  return {total: +box.dataset.total, moment: box.dataset.moment, focus: box.dataset.focus,
+          focusBytes: +box.dataset.focusBytes, search: +box.dataset.searchBytes,
+          bars: [].map.call(box.querySelectorAll('.frame'), function (d) {
+            return [d.dataset.name, +d.dataset.bytes, d.className]; })};
+}
+function bar(name) {
+  return [].filter.call(document.querySelectorAll('#icicle .frame'), function (d) {
+    return d.dataset.name === name && d.className.indexOf('ancestor') < 0; })[0];
+}
+function type(element, text) { element.value = text; element.dispatchEvent(new Event('input', {bubbles: true})); }
+function toggle(element) { element.checked = !element.checked; element.dispatchEvent(new Event('change', {bubbles: true})); }
+"""
+
+
+def drive(html, actions, suffix=""):
+    """Load the page in headless Chromium with `actions` run once it has
+    rendered (a script added at its end); `result` in the actions comes back."""
+    with open(html) as handle:
+        text = handle.read()
+    script = ("<script>\n(function () { var result = {};\n" + DRIVER + "try {\n" + actions +
+              "\n} catch (e) { result.error = String(e.stack || e); }\n"
+              "var pre = document.createElement('pre'); pre.id = 'driver-result';\n"
+              "pre.textContent = JSON.stringify(result); document.body.appendChild(pre); })();\n</script>\n")
+    at = text.rindex("</body>")
+    driven = html[:-len(".html")] + "-driven.html"
+    with open(driven, "w") as handle:
+        handle.write(text[:at] + script + text[at:])
+    dom = browser(driven + suffix, "--dump-dom", "--window-size=1280,1000").stdout
+    body = re.search(r"<body[^>]*>", dom)
+    check(body and 'data-script-errors="0"' in body.group(0), f"no script error: {body and body.group(0)} "
+          f"{re.findall(r'<pre id=.errors.>(.*?)</pre>', dom, re.S)}")
+    found = re.search(r'<pre id="driver-result">(.*?)</pre>', dom, re.S)
+    result = json.loads(__import__("html").unescape(found.group(1))) if found else {}
+    check(found and "error" not in result, f"the actions ran: {result.get('error')}")
+    return result, dom
+
+
+def live_after(report, index, kinds):
+    """Live bytes per stack of `kinds` after timeline event `index` (-1: before
+    the first), computed here from the JSON: the live groups at the end minus
+    every change after it."""
+    events = report["timeline"]["events"]
+    bytes_ = collections.Counter()
+    for group in report["live"]:
+        if group["kind"] in kinds:
+            bytes_[group["stack"]] += group["bytes"]
+    for event in events[index + 1:]:
+        if event[5] in kinds:
+            bytes_[event[6]] -= delta(event)
+    return bytes_
+
+
+def case_html_interactions():
+    """The page's own controls, clicked: moments, zoom, search, hover, brush,
+    kinds, all frames; rounded ticks; marks as ticks; the address keeps the view."""
+    if not find_browser():
+        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1", "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
+        return
+    _, _, reports, _ = run("examples/leak_loop", ["20"],
+                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    html = output_file(".html")
+    events = report["timeline"]["events"]
+    frames = {f["id"]: f for f in report["frames"]}
+    stacks = {s["id"]: s for s in report["stacks"]}
+    kinds = {"device"}
+    totals = [sum(live_after(report, i, kinds).values()) for i in range(-1, len(events))]
+    peak = max(totals)
+    end = sum(g["bytes"] for g in report["live"] if g["kind"] in kinds)
+    # Two moments in the middle of the widest gaps between events, one in each
+    # half of the run: a mouse event's position is a whole pixel.
+    half = len(events) // 2
+    gap = lambda i: events[i + 1][0] - events[i][0]
+    first_gap = max(range(1, half), key=gap)
+    second_gap = max(range(half, len(events) - 2), key=gap)
+    t1 = (events[first_gap][0] + events[first_gap + 1][0]) / 2
+    t2 = (events[second_gap][0] + events[second_gap + 1][0]) / 2
+    at_t1 = first_gap
+    range_peak = max(totals[i + 1] for i in range(at_t1 + 1, max(i for i, e in enumerate(events) if e[0] <= t2) + 1))
+    actions = f"""
+    result.first = icicle();
+    fire(document.querySelector('button[data-moment=end]'), 'click');
+    result.end = icicle();
+    fire(bar('train_step'), 'click');
+    result.zoomed = icicle();
+    result.hashZoomed = location.hash;
+    fire(document.querySelector('#icicle .frame.root'), 'click');
+    result.unzoomed = icicle();
+    type(document.getElementById('search'), 'Scratch');
+    result.searched = icicle();
+    type(document.getElementById('search'), '');
+    fire(chart(), 'mousemove', chartX({t1}));
+    result.tip = document.getElementById('chart-tip').textContent;
+    fire(chart(), 'mousedown', chartX({t1})); fire(chart(), 'mouseup', chartX({t1}));
+    result.clicked = icicle();
+    fire(chart(), 'mousedown', chartX({t1})); fire(chart(), 'mousemove', chartX({t2}));
+    fire(chart(), 'mouseup', chartX({t2}));
+    result.brushed = icicle();
+    result.brush = document.querySelector('#memory-chart .brush').getAttribute('visibility');
+    toggle(document.getElementById('all-frames'));
+    result.all = icicle();
+    toggle(document.getElementById('all-frames'));
+    toggle(document.querySelector('#kind-toggles input[data-kind=device]'));
+    result.off = icicle();
+    result.paths = document.querySelectorAll('#memory-chart path').length;
+    result.hash = location.hash;
+    result.yticks = [].map.call(document.querySelectorAll('#memory-chart text.tick'), function (t) {{ return t.textContent; }});
+    result.torch = [].some.call(document.querySelectorAll('h2'), function (h) {{ return /torch/i.test(h.textContent); }});
+    result.holders = document.querySelectorAll('#holders-table tbody tr').length;
+    """
+    result, dom = drive(html, actions)
+    first, end_view = result.get("first", {}), result.get("end", {})
+    check(first.get("moment", "").startswith("peak") and first.get("total") == peak,
+          f"at first: the highest point, {peak} bytes: {first.get('moment')} {first.get('total')}")
+    check(end_view.get("moment") == "end" and end_view.get("total") == end,
+          f"At the end: {end} bytes: {end_view.get('total')}")
+    zoomed = result.get("zoomed", {})
+    names = [b[0] for b in zoomed.get("bars", []) if "ancestor" not in b[2]]
+    check(zoomed.get("focus") == "train_step" and names[:1] == ["train_step"] and
+          "main" not in names and zoomed.get("focusBytes") == end,
+          f"a click zooms into train_step: {zoomed.get('focus')} {names}")
+    check("zoom=main/train_step" in result.get("hashZoomed", ""), f"the address says so: {result.get('hashZoomed')}")
+    check(result.get("unzoomed", {}).get("focus") == "", "a click on the root zooms out")
+    searched = result.get("searched", {})
+    check(searched.get("search") == end and
+          [b[0] for b in searched.get("bars", []) if "match" in b[2]] == ["leak_scratch_buffer"],
+          f"the search finds leak_scratch_buffer, case aside: {searched.get('search')}")
+    # Hover: the top sites at that moment, most first, named by their site.
+    expected = live_after(report, at_t1, kinds).most_common()
+    tip = result.get("tip", "")
+    sites = []
+    for stack_id, held in expected:
+        if held <= 0:
+            continue
+        f = frames[stacks[stack_id]["frames"][stacks[stack_id]["site"]]]
+        sites.append(f"{os.path.basename(f['file'])}:{f['line']} in {f['function']}")
+    positions = [tip.find(site) for site in sites]
+    check(sites and all(p >= 0 for p in positions) and positions == sorted(positions),
+          f"the hover names the sites live then, most first: {sites} in {tip!r}")
+    clicked = result.get("clicked", {})
+    check(clicked.get("moment") == f"event:{at_t1}" and clicked.get("total") == totals[at_t1 + 1],
+          f"a click shows that moment: {clicked.get('moment')} {clicked.get('total')} vs {totals[at_t1 + 1]}")
+    brushed = result.get("brushed", {})
+    check(brushed.get("total") == range_peak and result.get("brush") == "visible",
+          f"a range shows its highest point: {brushed.get('total')} vs {range_peak}")
+    all_names = [b[0] for b in result.get("all", {}).get("bars", [])]
+    check("_start" in all_names and "_start" not in [b[0] for b in brushed.get("bars", [])],
+          "start-up frames only with all frames")
+    check(result.get("off", {}).get("total") == 0 and result.get("paths") == 0,
+          f"device memory toggled off: {result.get('off', {}).get('total')} {result.get('paths')}")
+    check("off=device" in result.get("hash", "") and "moment=range:" in result.get("hash", ""),
+          f"the address keeps the view: {result.get('hash')}")
+    check(not result.get("torch"), "no PyTorch section for a program without PyTorch")
+    check(result.get("holders") == sum(1 for s in report["stacks"] if s["peak_live_bytes"] > 0),
+          "the largest holders, one row per site")
+    check_ticks(result.get("yticks", []))
+
+    # The view from the address alone: what a link or a screenshot shows.
+    result, _ = drive(html, "result.view = icicle(); result.search = document.getElementById('search').value;",
+                      suffix="#moment=end&zoom=main/train_step&search=scratch")
+    view = result.get("view", {})
+    check(view.get("focus") == "train_step" and view.get("search") == end and result.get("search") == "scratch",
+          f"#moment=end&zoom=...&search=...: {view.get('focus')} {view.get('search')}")
+
+    # Sixty marks: ticks along the top, not sixty full-height lines.
+    _, _, reports, _ = run("tests/growth", ["leak-marks"],
+                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    result, _ = drive(output_file(".html"), """
+    result.lines = document.querySelectorAll('#memory-chart line.mark').length;
+    result.ticks = document.querySelectorAll('#memory-chart line.mark-tick').length;""")
+    check(result.get("lines") == 0 and result.get("ticks") == 60, f"60 marks as ticks: {result}")
+
+
+def check_ticks(labels):
+    """Axis labels: round numbers in one unit, evenly spaced, none repeated."""
+    by_unit = collections.defaultdict(list)
+    for label in labels:
+        number, unit = label.split(" ")
+        by_unit[unit].append(float(number))
+    check(len(labels) == len(set(labels)), f"no label twice: {labels}")
+    for unit, numbers in by_unit.items():
+        steps = {round(b - a, 6) for a, b in zip(numbers, numbers[1:])}
+        check(numbers[0] == 0 and len(steps) == 1, f"{unit}: from 0 in equal steps: {numbers}")
+        step = steps.pop() if steps else 1
+        check(any(abs(step - f * 10 ** k) < 1e-9 for f in (1, 2, 2.5, 5) for k in range(-3, 6)),
+              f"{unit}: a round step: {step}")
+
+
+def case_html_held_at_end():
+    """A report with a held_at_end section (a Python program's memory freed by
+    the interpreter's teardown, issue 14): held in a neutral colour, only what
+    nobody freed in red. The page is fed a hand-made report."""
+    if not find_browser():
+        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1", "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
+        return
+    _, _, reports, _ = run("examples/leak_loop", ["3"],
+                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    report = one(reports)
+    html = output_file(".html")
+    made = json.loads(json.dumps(report))
+    made["held_at_end"] = [dict(made["live"][0], bytes=64 << 20, blocks=1)]
+    with open(html) as handle:
+        text = handle.read()
+    start = text.index('id="report-data">') + len('id="report-data">')
+    stop = text.index("</script>", start)
+    page = os.path.join(cases.LAST_DIR, "held.html")
+    with open(page, "w") as handle:
+        handle.write(text[:start] + json.dumps(made).replace("<", "\\u003c") + text[stop:])
+    result, _ = drive(page, """
+    function tone(id) { var e = document.getElementById(id); return e ? e.className : null; }
+    function colour(selector) { var e = document.querySelector(selector); return e ? getComputedStyle(e).color : null; }
+    result.held = tone('held-at-end'); result.leaks = tone('leaks');
+    result.heldCard = tone('held-bytes'); result.leakCard = tone('leaked-bytes');
+    result.heldColour = colour('#held-at-end h2'); result.leakColour = colour('#leaks h2');
+    result.heldValue = document.getElementById('held-bytes').dataset.value;""")
+    check(result.get("held") == "neutral" and result.get("heldCard") == "card neutral" and
+          result.get("heldValue") == str(64 << 20), f"held at the end: neutral: {result}")
+    check(result.get("leaks") == "bad" and result.get("leakCard") == "card bad" and
+          result.get("leakColour") == "rgb(198, 40, 40)" and result.get("heldColour") != result.get("leakColour"),
+          f"leaked: red: {result}")
+    # Without the section (a C program): everything live at exit is leaked, in red.
+    result, _ = drive(html, "result.held = !!document.getElementById('held-at-end');")
+    check(result.get("held") is False, "no held section without held_at_end")
 
 
 def case_series_without_timeline():
@@ -582,7 +845,7 @@ def case_command_html_export():
     if find_browser():
         dom = check_page(page, report)
         check(attribute(dom, "timeline-info", "data-events") == "62", "the timeline came back")
-        check(attribute(dom, "icicle-peak", "data-total") ==
+        check(attribute(dom, "icicle", "data-total") ==
               str(report["devices"][0]["counters"]["device_memory"]["allocated_bytes"]["peak"]),
               "the icicle at the peak, from the file's timeline")
     elif os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") != "1":
