@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "live.h"
 #include "log.h"
 #include "modules.h"
 #include "preload.h"
@@ -44,6 +45,7 @@ static void after_fork_child(void)
     tracker_fork_child();
     torch_stats_reset();
     signals_after_fork();
+    live_after_fork();
 }
 
 /* What the core cannot do without us (host.h): lent once, kept across fork. */
@@ -65,8 +67,10 @@ static void init_once(void)
     if (module_range((const void *)&preload_init, &low, &high) == 0)
         stack_set_skip_range(low, high);
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-    if (config.enabled)
+    if (config.enabled) {
         signals_start();
+        live_start();
+    }
     log_debug("cumemtrace %s active in pid %d (%d entry points)", CUMEMTRACE_VERSION,
               (int)getpid(), API_COUNT);
 }

@@ -6,14 +6,15 @@
 # Needs the CUDA toolkit's headers (found through nvcc, CUDAToolkit_ROOT or
 # /usr/local/cuda). Installs libunwind, pkg-config, cmake and the
 # Python JSON-schema checker with apt-get when run as root and they are missing,
-# g++ for the tests' stand-in for PyTorch's allocator,
-# and Chromium, in which the tests load the HTML report (headless).
+# g++ for the tests' stand-in for PyTorch's allocator, Chromium, in which
+# the tests load the HTML report (headless), and tmux, in which they watch
+# `cumemtrace live`.
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 
-packages="cmake gcc g++ make pkg-config libunwind-dev python3 python3-jsonschema libdw1 valgrind chromium"
+packages="cmake gcc g++ make pkg-config libunwind-dev python3 python3-jsonschema libdw1 valgrind chromium tmux"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

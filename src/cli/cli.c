@@ -6,6 +6,7 @@
  *   cumemtrace export --format NAME FILE -o PATH     for other tools
  *   cumemtrace diff A B                              what grew, by stack (cli_diff.c)
  *   cumemtrace merge FILES...                        one view across ranks (cli_merge.c)
+ *   cumemtrace live PID                              a running process (cli_live.c)
  *   cumemtrace symbolize DUMP                        a crash dump made a report
  *
  * FILE is a JSON report or a crash dump (report_load.c tells them apart).
@@ -30,9 +31,6 @@
 #include "dump_read.h"
 #include "output.h"
 #include "report.h"
-
-#define EXIT_STATUS_LINE \
-    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n"
 
 static const char run_usage[] =
     "usage: cumemtrace run [OPTIONS] [--] COMMAND [ARGS...]\n"
@@ -64,7 +62,7 @@ static const char report_usage[] =
     "  -f, --format text|json  what to write (default text)\n"
     "  -o, --output PATH       write to PATH instead of stdout (replaced if it exists)\n"
     "  --all-frames            hide no frame (start-up, interpreter, frameworks)\n"
-    EXIT_STATUS_LINE;
+    CLI_EXIT_STATUS;
 
 static const char html_usage[] =
     "usage: cumemtrace html FILE -o PATH [--all-frames]\n"
@@ -73,7 +71,7 @@ static const char html_usage[] =
     "self-contained page.\n"
     "  -o, --output PATH       the page to write (.html is added when missing)\n"
     "  --all-frames            its icicles and tables show every frame at first\n"
-    EXIT_STATUS_LINE;
+    CLI_EXIT_STATUS;
 
 static const char export_usage[] =
     "usage: cumemtrace export --format folded|perfetto|memviz FILE -o PATH\n"
@@ -85,7 +83,7 @@ static const char export_usage[] =
     "  memviz     a snapshot for PyTorch's memory_viz page\n"
     "  -o, --output PATH       the file to write (the format's extension is added)\n"
     "  --all-frames            folded: hide no frame\n"
-    EXIT_STATUS_LINE;
+    CLI_EXIT_STATUS;
 
 static const char symbolize_usage[] =
     "usage: cumemtrace symbolize DUMP [--output BASE] [--format LIST] [--all-frames]\n"
@@ -95,7 +93,7 @@ static const char symbolize_usage[] =
     "  -o, --output BASE       also write BASE.json, BASE.txt, ... (--format)\n"
     "  -f, --format LIST       the files --output writes (default json)\n"
     "  --all-frames            hide no frame\n"
-    EXIT_STATUS_LINE;
+    CLI_EXIT_STATUS;
 
 static const struct option file_options[] = {
     {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
@@ -378,6 +376,7 @@ static const struct command {
     {"diff", diff_usage, "what grew between two reports, by stack", command_diff},
     {"merge", merge_usage, "the ranks of a job side by side, the one that diverges",
      command_merge},
+    {"live", live_usage, "a traced process's memory, refreshed every second", command_live},
     {"symbolize", symbolize_usage, "a crash dump made a report", command_symbolize},
 };
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))

@@ -15,6 +15,8 @@
 #include "report_load.h"
 
 enum { CLI_OK = 0, CLI_USAGE = 1, CLI_UNREADABLE = 2 };
+#define CLI_EXIT_STATUS \
+    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n"
 
 /* "cumemtrace: MESSAGE: DETAIL (see cumemtrace COMMAND --help)"; CLI_USAGE. */
 int cli_usage_error(const char *command, const char *message, const char *detail);
@@ -102,11 +104,12 @@ struct compare_options {
 int cli_parse_compare(const char *command, const char *usage, int argc, char **argv,
                       struct compare_options *o);
 
-/* The commands of cli_diff.c and cli_merge.c, and their usage texts (the
+/* The commands of cli_diff.c, cli_merge.c and cli_live.c, and their usage texts (the
  * first line, "usage: cumemtrace NAME ...", is the synopsis). argv[0] is
  * the command's name. */
-extern const char diff_usage[], merge_usage[];
+extern const char diff_usage[], merge_usage[], live_usage[];
 int command_diff(int argc, char **argv);
 int command_merge(int argc, char **argv);
+int command_live(int argc, char **argv);     /* cli_live.c */
 
 #endif

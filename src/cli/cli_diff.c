@@ -27,7 +27,7 @@ const char diff_usage[] =
     "  --top N              stacks listed (default 20; 0: all)\n"
     "  --frames N           frames shown per stack in the text (default 6)\n"
     "  --all-frames         hide no frame (start-up, interpreter, frameworks)\n"
-    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
+    CLI_EXIT_STATUS;
 
 struct change {
     const struct stack_sum *sum;

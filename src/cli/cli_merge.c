@@ -38,7 +38,7 @@ const char merge_usage[] =
     "  --top N              stacks listed (default 10; 0: all)\n"
     "  --frames N           frames shown per stack in the text (default 6)\n"
     "  --all-frames         hide no frame (start-up, interpreter, frameworks)\n"
-    "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n";
+    CLI_EXIT_STATUS;
 
 struct rank {
     const char *path;

@@ -28,6 +28,7 @@ struct config config = {
     .dump_on_term = 0,
     .follow = 1,
     .python = 1,
+    .live = 1,
     .sample_ms = 1000,
     .frameworks = 1,
 };
@@ -242,6 +243,7 @@ void config_load(void)
     load_bool("CUMEMTRACE_PYTHON", &config.python, "1");
     load_bool("CUMEMTRACE_SELF_TIME", &config.self_time, "0");
     load_bool("CUMEMTRACE_ALL_FRAMES", &config.all_frames, "0");
+    load_bool("CUMEMTRACE_LIVE", &config.live, "1");
     load_int("CUMEMTRACE_SAMPLE_MS", &config.sample_ms, 0, 86400000);
     load_bool("CUMEMTRACE_FRAMEWORKS", &config.frameworks, "1");
     load_int("CUMEMTRACE_BLOCK_DEPTH", &config.block_depth, 0, CONFIG_MAX_DEPTH);

@@ -61,6 +61,7 @@ struct config {
     int python;             /* CUMEMTRACE_PYTHON: Python frames in stacks (default 1) */
     int self_time;          /* CUMEMTRACE_SELF_TIME: time our own work in CUDA calls (0) */
     int all_frames;         /* CUMEMTRACE_ALL_FRAMES: no frame hidden in reports (0) */
+    int live;               /* CUMEMTRACE_LIVE: answer `cumemtrace live` (default 1) */
     int sample_ms;          /* CUMEMTRACE_SAMPLE_MS: growth samples apart (1000, 0 = off) */
     uint64_t events;        /* CUMEMTRACE_EVENTS: timeline ring entries (0 = off; 1M
                                when unset and a format in FORMATS_WITH_TIMELINE is on) */

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -109,6 +110,7 @@ int out_open(struct out *out, const char *path)
     out->used = 0;
     out->failed = 0;
     out->escape_html = 0;
+    out->socket = 0;
     out->fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     return out->fd < 0 ? -1 : 0;
 }
@@ -119,13 +121,16 @@ void out_fd(struct out *out, int fd)
     out->used = 0;
     out->failed = 0;
     out->escape_html = 0;
+    out->socket = 0;
 }
 
 void out_flush(struct out *out)
 {
     size_t done = 0;
     while (done < out->used) {
-        ssize_t n = write(out->fd, out->buffer + done, out->used - done);
+        ssize_t n = out->socket
+                        ? send(out->fd, out->buffer + done, out->used - done, MSG_NOSIGNAL)
+                        : write(out->fd, out->buffer + done, out->used - done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {

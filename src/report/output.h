@@ -14,6 +14,7 @@ struct out {
     int fd;
     int failed;             /* a write failed: the file is incomplete */
     int escape_html;        /* write '<' as \u003c: JSON inside an HTML <script> */
+    int socket;             /* fd is a socket: a peer gone is a failed write, not SIGPIPE */
     size_t used;
     char buffer[16384];
 };

@@ -755,6 +755,175 @@ def case_report_reads_right():
     check(text.count("    all device memory ") >= 1, "several kinds: the total row, named as one")
 
 
+def traced_environment(directory, **settings):
+    """The environment run() gives a traced program, for one started with Popen."""
+    environment = {k: v for k, v in os.environ.items()
+                   if not k.startswith("CUMEMTRACE_") and not k.startswith("SIMCUDA_")}
+    first = [os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]] \
+        if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") else []
+    environment.update(LD_LIBRARY_PATH=os.path.join(ARGS.build, "sim"),
+                       LD_PRELOAD=" ".join(first + [os.path.join(ARGS.build, "libcumemtrace.so")]),
+                       CUMEMTRACE_OUTPUT=os.path.join(directory, "report-%p"), **settings)
+    return environment
+
+
+def live_sockets():
+    with open("/proc/net/unix") as handle:
+        return [line.split()[-1] for line in handle if "@cumemtrace-live-" in line]
+
+
+def start_target(directory, *args, watched=True):
+    """live_target.py under the tracer; its pids once it holds its weights."""
+    ready = os.path.join(directory, "ready")
+    script = os.path.join(ARGS.source, "tests", "integration", "live_target.py")
+    process = subprocess.Popen([sys.executable, script, ready, *args], cwd=directory,
+                               env=traced_environment(directory, CUMEMTRACE_SAMPLE_MS="100",
+                                                      CUMEMTRACE_QUIET="1",
+                                                      CUMEMTRACE_LIVE="1" if watched else "0"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(300):
+        if os.path.exists(ready) or process.poll() is not None:
+            break
+        __import__("time").sleep(0.02)
+    pids = [int(p) for p in open(ready).read().split()] if os.path.exists(ready) else []
+    check(pids, f"live_target started: {process.poll()}")
+    return process, pids
+
+
+def site_line(script, marker):
+    with open(script) as handle:
+        return next(i for i, text in enumerate(handle, 1) if marker in text)
+
+
+def live_groups(directory):
+    """The exit report's live groups, as (bytes, blocks, site function) sorted."""
+    found = []
+    for name in glob.glob(os.path.join(directory, "report-*.json")):
+        report = json.load(open(name))
+        frames = {f["id"]: f for f in report["frames"]}
+        stacks = {s["id"]: s for s in report["stacks"]}
+        for g in report["live"]:
+            stack = stacks[g["stack"]]
+            caller = [frames[i]["function"] for i in stack["frames"] if frames[i]["python"]][1:2]
+            found.append((g["bytes"], g["blocks"], tuple(caller)))
+    return sorted(found)
+
+
+def case_live_view():
+    """cumemtrace live in tmux: the view, q, nothing left behind, the
+    process's results unchanged, fork, another user refused."""
+    import time
+    tmux = shutil.which("tmux")
+    if not check(tmux, "tmux is installed (scripts/setup.sh installs it)"):
+        return
+    tool_path = os.path.join(ARGS.build, "cumemtrace")
+    script = os.path.join(ARGS.source, "tests", "integration", "live_target.py")
+    remember_line = site_line(script, "REMEMBER-LINE")
+    directory = tempfile.mkdtemp(prefix="cumemtrace-live-")
+    process, pids = start_target(directory)
+    if not pids:
+        return
+    pid = pids[0]
+    check(live_sockets().count(f"@cumemtrace-live-{pid}") == 1, f"one socket, by pid: {live_sockets()}")
+    check(not glob.glob(os.path.join(directory, "*cumemtrace*")), "and no file for it")
+
+    once = tool("live", str(pid), "--once")
+    check(once.returncode == 0 and f"pid {pid}" in once.stdout and "device 0" in once.stdout and
+          "in load_weights" not in once.stdout and "< load_weights:" in once.stdout and
+          f"< remember:{remember_line}" in once.stdout and "\033[" not in once.stdout,
+          f"live --once: {once.returncode} {once.stdout} {once.stderr}")
+
+    # Another user: the process closes the connection without a word.
+    if os.geteuid() == 0:
+        reader, writer = os.pipe()
+        child = os.fork()
+        if child == 0:
+            os.close(reader)
+            answer = b"?"
+            try:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                peer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                peer.settimeout(5)
+                peer.connect(f"\0cumemtrace-live-{pid}")
+                answer = peer.recv(1 << 16)
+            except Exception as error:
+                answer = repr(error).encode()
+            os.write(writer, b"[" + answer[:200] + b"]")
+            os._exit(0)
+        os.close(writer)
+        os.waitpid(child, 0)
+        said = os.read(reader, 512)
+        os.close(reader)
+        check(said == b"[]", f"another user is answered nothing: {said!r}")
+
+    # The terminal view, in tmux: refreshed, then q.
+    server = f"cumemtrace-test-{os.getpid()}"
+    environment = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TMUX")}
+    if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
+        environment["LD_PRELOAD"] = os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]
+    tmux_command = [tmux, "-L", server, "-f", "/dev/null"]
+    started = subprocess.run(tmux_command + ["new-session", "-d", "-x", "140", "-y", "40", "-s", "live",
+                                             f"exec {tool_path} live {pid}"],
+                             env=environment, capture_output=True, text=True)
+    check(started.returncode == 0, f"tmux started: {started.stderr}")
+    time.sleep(2.6)
+    capture = subprocess.run(tmux_command + ["capture-pane", "-p", "-t", "live"],
+                             capture_output=True, text=True).stdout
+    with open(os.path.join(ARGS.build, "live-view.txt"), "w") as handle:
+        handle.write(capture)
+    check(f"cumemtrace live: pid {pid}" in capture and "q quits" in capture and
+          "Top sites by live bytes" in capture and f"< remember:{remember_line}" in capture,
+          f"the view in tmux:\n{capture}")
+    growing = capture.split("Growing", 1)[-1]
+    check(f"< remember:{remember_line}" in growing and "load_weights" not in growing,
+          f"remember() is growing, the weights are not:\n{capture}")
+    changes = [l.split()[4] for l in capture.splitlines()
+               if f"< remember:{remember_line}" in l and "[device" in l]
+    check(changes and changes[0].startswith("+") and changes[0] != "+0",
+          f"what it gained in the last seconds: {changes}")
+    subprocess.run(tmux_command + ["send-keys", "-t", "live", "q"], capture_output=True)
+    ended = False
+    for _ in range(50):
+        if subprocess.run(tmux_command + ["has-session", "-t", "live"], capture_output=True).returncode:
+            ended = True
+            break
+        time.sleep(0.1)
+    check(ended, "q quits")
+    if not ended:
+        subprocess.run(tmux_command + ["kill-server"], capture_output=True)
+
+    out, err = process.communicate(timeout=60)
+    check(f"@cumemtrace-live-{pid}" not in live_sockets(), f"nothing left once it has exited: {live_sockets()}")
+    watched_groups = live_groups(directory)
+    # The same program unwatched, with no listener at all: the same output and report.
+    quiet = tempfile.mkdtemp(prefix="cumemtrace-live-")
+    process, pids = start_target(quiet, watched=False)
+    check(pids and f"@cumemtrace-live-{pids[0]}" not in live_sockets(), "CUMEMTRACE_LIVE=0: no socket")
+    unwatched_out, _ = process.communicate(timeout=60)
+    check(out == unwatched_out and "kept 60 blocks" in out, f"its output unchanged: {out!r} {unwatched_out!r}")
+    check(watched_groups == live_groups(quiet) and watched_groups,
+          f"its report unchanged: {watched_groups} vs {live_groups(quiet)}")
+    gone = tool("live", str(pid), "--once")
+    check(gone.returncode == 2 and "no cumemtrace listens" in gone.stderr and gone.stderr.count("\n") == 1,
+          f"a process gone: one line: {gone.stderr!r}")
+
+    # fork: the child answers for itself, the parent for itself.
+    directory = tempfile.mkdtemp(prefix="cumemtrace-live-")
+    process, pids = start_target(directory, "fork")
+    if len(pids) == 2:
+        parent, child = (tool("live", str(p), "--once").stdout for p in pids)
+        check("< child_work:" in child and "remember" not in child and "load_weights" not in child,
+              f"the child's view: its own memory: {child}")
+        check("< child_work:" not in parent and "load_weights" in parent, f"the parent's: {parent}")
+        check(all(live_sockets().count(f"@cumemtrace-live-{p}") == 1 for p in pids),
+              f"a socket each: {live_sockets()}")
+    process.communicate(timeout=60)
+    check(not any(f"@cumemtrace-live-{p}" in live_sockets() for p in pids),
+          f"none left after both: {live_sockets()}")
+
+
 def check_python_sites(report, script, line, err):
     """The site rule (src/report/frames.h) on a Python program calling the
     simulator's libcudart through ctypes: the site is the Python line of the
@@ -1330,7 +1499,7 @@ def case_command_inputs():
         check(completed.returncode == status and words in completed.stderr and
               completed.stderr.count("\n") == 1 and completed.stdout == "",
               f"{args}: status {completed.returncode} (expected {status}), {completed.stderr!r}")
-    commands = ("run", "symbolize", "report", "html", "export", "diff", "merge")
+    commands = ("run", "symbolize", "report", "html", "export", "diff", "merge", "live")
     for command in commands:
         completed = tool(command, "--help")
         check(completed.returncode == 0 and

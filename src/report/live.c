@@ -1,0 +1,320 @@
+/* live.c - the traced process's side of `cumemtrace live` (see live.h).
+ *
+ * One listening socket and one thread per process, both this process's
+ * only: after fork the child closes the socket it inherited (the parent's
+ * name) and opens its own. Everything a request needs is allocated for it
+ * and released before the next, so an idle listener holds one socket, one
+ * sleeping thread and nothing else. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "config.h"
+#include "counters.h"
+#include "growth.h"
+#include "host.h"
+#include "kinds.h"
+#include "live.h"
+#include "log.h"
+#include "output.h"
+#include "python.h"
+#include "stacks.h"
+#include "tracker.h"
+
+#define LIVE_STACKS (LIVE_TOP + LIVE_GROWING)
+
+static int listener = -1;
+/* Posted by the thread once it runs: live_start() returns only then, so that
+ * a program forking right after its first CUDA call never forks while the
+ * new thread is still being set up inside the C library or a sanitizer
+ * (signals.c waits for its thread the same way). */
+static sem_t ready;
+
+/* What one answer is made of, copied under the tracker's lock. */
+struct live_copy {
+    struct counter_table counters;
+    struct growth_state growth;
+    uint32_t now_ms;
+    uint32_t top[LIVE_TOP], top_count;
+    uint32_t growing[LIVE_GROWING], growing_count;
+    double rates[LIVE_GROWING];
+    uint32_t ids[LIVE_STACKS], count;          /* the stacks below, once each */
+    struct stack stacks[LIVE_STACKS];
+    uintptr_t frames[LIVE_STACKS][CONFIG_MAX_DEPTH];
+    struct out out;
+};
+
+int live_socket_name(int pid, char *name)
+{
+    name[0] = '\0';
+    return 1 + snprintf(name + 1, 107, "cumemtrace-live-%d", pid);
+}
+
+/* Keep `id` in a list of at most `size`, sorted by `value` (highest first). */
+static void keep_best(uint32_t *list, double *values, uint32_t *count, uint32_t size, uint32_t id,
+                      double value)
+{
+    uint32_t at = *count;
+    while (at > 0 && values[at - 1] < value)
+        at--;
+    if (at == size)
+        return;
+    uint32_t last = *count < size ? (*count)++ : size - 1;
+    memmove(list + at + 1, list + at, (last - at) * sizeof(*list));
+    memmove(values + at + 1, values + at, (last - at) * sizeof(*values));
+    list[at] = id;
+    values[at] = value;
+}
+
+static void remember(struct live_copy *c, uint32_t id)
+{
+    for (uint32_t i = 0; i < c->count; i++)
+        if (c->ids[i] == id)
+            return;
+    const struct stack *s = stack_get(id);
+    uint32_t depth = s->depth < CONFIG_MAX_DEPTH ? s->depth : CONFIG_MAX_DEPTH;
+    c->ids[c->count] = id;
+    c->stacks[c->count] = *s;
+    c->stacks[c->count].depth = depth;
+    memcpy(c->frames[c->count], stack_frames(s), depth * sizeof(uintptr_t));
+    c->count++;
+}
+
+/* Under the lock: read only. No growth sample is taken, so the reports the
+ * process writes are the ones it would have written unwatched. */
+static void copy(struct live_copy *c)
+{
+    double top_bytes[LIVE_TOP];
+    tracker_lock();
+    c->now_ms = tracker_now_ms();
+    counters_snapshot(&c->counters);
+    c->growth = growth;
+    for (uint32_t id = 1; id <= stack_count(); id++) {
+        const struct stack *s = stack_get(id);
+        uint64_t live = s->stats.live_bytes;
+        if (live)
+            keep_best(c->top, top_bytes, &c->top_count, LIVE_TOP, id, (double)live);
+        if (growth_suspect(&s->growth, live, &c->growth))
+            keep_best(c->growing, c->rates, &c->growing_count, LIVE_GROWING, id,
+                      growth_rate(&s->growth, &c->growth));
+    }
+    for (uint32_t i = 0; i < c->top_count; i++)
+        remember(c, c->top[i]);
+    for (uint32_t i = 0; i < c->growing_count; i++)
+        remember(c, c->growing[i]);
+    tracker_unlock();
+}
+
+static void write_pair(struct out *out, const struct counters *counters)
+{
+    out_printf(out, "[%llu,%llu]", (unsigned long long)counters->bytes_current,
+               (unsigned long long)counters->bytes_peak);
+}
+
+static void write_devices(struct live_copy *c)
+{
+    struct out *out = &c->out;
+    out_str(out, ",\"devices\":[");
+    for (int slot = 0, first = 1; slot <= MAX_DEVICES; slot++) {
+        if (!c->counters.device_seen[slot])
+            continue;
+        if (slot == COUNTER_NO_DEVICE)
+            out_str(out, first ? "{\"device\":null" : ",{\"device\":null");
+        else
+            out_printf(out, "%s{\"device\":%d", first ? "" : ",", slot);
+        first = 0;
+        out_str(out, ",\"kinds\":{");
+        for (int kind = 0, any = 0; kind < KIND_COUNT; kind++) {
+            const struct counters *k = &c->counters.sets[slot][kind];
+            if (!k->blocks_allocated)
+                continue;
+            out_printf(out, "%s\"%s\":", any++ ? "," : "", kind_name(kind));
+            write_pair(out, k);
+        }
+        out_str(out, "},\"all\":");
+        write_pair(out, &c->counters.sets[slot][COUNTER_DEVICE_MEMORY]);
+        out_str(out, "}");
+    }
+    out_str(out, "]");
+}
+
+static void write_frame(struct out *out, uintptr_t address)
+{
+    if (!is_python_frame(address)) {
+        out_printf(out, "\"0x%lx\"", (unsigned long)address);
+        return;
+    }
+    const struct python_location *l = python_location(address);
+    out_str(out, "{\"function\":");
+    out_json_string(out, l ? l->function : NULL);
+    out_str(out, ",\"file\":");
+    out_json_string(out, l ? l->file : NULL);
+    out_printf(out, ",\"line\":%d}", l ? l->line : 0);
+}
+
+static void write_stacks(struct live_copy *c)
+{
+    struct out *out = &c->out;
+    out_str(out, ",\"stacks\":[");
+    for (uint32_t i = 0; i < c->count; i++) {
+        const struct stack *s = &c->stacks[i];
+        int kind, api, growing = 0;
+        double rate = 0;
+        for (uint32_t g = 0; g < c->growing_count; g++)
+            if (c->growing[g] == c->ids[i]) {
+                growing = 1;
+                rate = c->rates[g];
+            }
+        out_printf(out, "%s{\"id\":%u,\"live_bytes\":%llu,\"live_blocks\":%llu,"
+                        "\"peak_live_bytes\":%llu,\"allocations\":%llu,",
+                   i ? "," : "", c->ids[i], (unsigned long long)s->stats.live_bytes,
+                   (unsigned long long)s->stats.live_blocks,
+                   (unsigned long long)s->stats.peak_live_bytes,
+                   (unsigned long long)s->stats.allocations);
+        if (stack_first_use(s, &kind, &api)) {
+            out_printf(out, "\"kind\":\"%s\",\"api\":", kind_name(kind));
+            out_json_string(out, api < host.api_count ? host.api_names[api] : NULL);
+        } else {
+            out_str(out, "\"kind\":null,\"api\":null");
+        }
+        out_printf(out, ",\"growing\":%s,\"rate\":%.0f,\"frames\":[", growing ? "true" : "false",
+                   rate);
+        for (uint32_t f = 0; f < s->depth; f++) {
+            if (f)
+                out_str(out, ",");
+            write_frame(out, c->frames[i][f]);
+        }
+        out_str(out, "]}");
+    }
+    out_str(out, "]");
+}
+
+static void write_ids(struct out *out, const char *name, const uint32_t *ids, uint32_t count)
+{
+    out_printf(out, ",\"%s\":[", name);
+    for (uint32_t i = 0; i < count; i++)
+        out_printf(out, "%s%u", i ? "," : "", ids[i]);
+    out_str(out, "]");
+}
+
+/* One answer, to a peer of this user. Its own memory, released after. */
+static void answer(int client)
+{
+    struct live_copy *c = pages_alloc(sizeof(*c));
+    if (!c)
+        return;
+    copy(c);
+    struct out *out = &c->out;
+    out_fd(out, client);
+    out->socket = 1;
+    out_printf(out, "{\"format\":\"cumemtrace-live\",\"version\":%d,\"pid\":%d,\"time_ms\":%u,"
+                    "\"growth\":{\"mode\":\"%s\",\"samples\":%u}",
+               LIVE_FORMAT_VERSION, (int)getpid(), c->now_ms,
+               c->growth.mode == GROWTH_MARKS ? "marks" : "time", c->growth.samples);
+    write_devices(c);
+    write_stacks(c);
+    write_ids(out, "top", c->top, c->top_count);
+    write_ids(out, "growing", c->growing, c->growing_count);
+    out_str(out, "}\n");
+    out_flush(out);
+    pages_free(c, sizeof(*c));
+}
+
+static int same_user(int client)
+{
+    struct ucred peer;
+    socklen_t length = sizeof(peer);
+    return getsockopt(client, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 &&
+           length == sizeof(peer) && peer.uid == geteuid();
+}
+
+static void *serve(void *argument)
+{
+    int fd = (int)(intptr_t)argument;
+    sem_post(&ready);
+    for (;;) {
+        int client = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+        if (client < 0) {
+            if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK)
+                return NULL;               /* closed under us (fork) */
+            if (errno != EINTR && errno != ECONNABORTED)
+                poll(NULL, 0, 100);        /* out of descriptors, memory: try again later */
+            continue;
+        }
+        /* A client that stops reading holds us for two seconds at most. */
+        struct timeval timeout = {2, 0};
+        setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+        int entered = tracker_enter();
+        if (same_user(client))
+            answer(client);
+        if (entered)
+            tracker_leave();
+        close(client);
+    }
+}
+
+static int open_listener(void)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un address;
+    memset(&address, 0, sizeof(address));
+    address.sun_family = AF_UNIX;
+    int length = live_socket_name((int)getpid(), address.sun_path);
+    socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
+    if (bind(fd, (struct sockaddr *)&address, size) < 0 || listen(fd, 4) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void live_start(void)
+{
+    if (!config.live)
+        return;
+    listener = open_listener();
+    if (listener < 0) {
+        log_debug("no live view: cannot listen as cumemtrace-live-%d", (int)getpid());
+        return;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    pthread_attr_t attr;
+    sem_init(&ready, 0, 0);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int error = pthread_create(&thread, &attr, serve, (void *)(intptr_t)listener);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (error) {
+        close(listener);
+        listener = -1;
+        log_debug("no live view: cannot start its thread");
+        return;
+    }
+    while (sem_wait(&ready) < 0 && errno == EINTR)
+        ;
+    pthread_setname_np(thread, "cumemtrace-live");
+}
+
+void live_after_fork(void)
+{
+    if (listener < 0)
+        return;
+    close(listener);              /* the parent's name: its to answer */
+    listener = -1;
+    live_start();
+}

@@ -1,0 +1,39 @@
+/* live.h - what `cumemtrace live PID` reads from a traced process.
+ *
+ * A thread of ours listens on a Linux abstract unix socket named after the
+ * process, "\0cumemtrace-live-PID": no file on disk, and the name is gone
+ * when the process is. It starts with every signal blocked and sleeps in
+ * accept(); only a connection wakes it. A peer of another user (SO_PEERCRED)
+ * is closed without a word. For one of the same user it copies, under the
+ * tracker's lock, the counters and the stacks holding most and growing
+ * fastest (no sample taken, nothing of the tracker's changed), writes them as
+ * one JSON document (below) and closes the connection. Symbolizing is the
+ * client's work, from /proc/PID/maps: the process only names its Python
+ * frames, which only it knows.
+ *
+ *   {"format":"cumemtrace-live","version":1,"pid":N,"time_ms":N,
+ *    "argv":[...],"growth":{"mode":"time"|"marks","samples":N},
+ *    "devices":[{"device":N|null,"kinds":{"device":[current,peak],...},
+ *                "all":[current,peak]}],
+ *    "stacks":[{"id":N,"live_bytes":N,"live_blocks":N,"peak_live_bytes":N,
+ *               "allocations":N,"kind":"device"|null,"api":"cudaMalloc"|null,
+ *               "growing":true|false,"rate":N,
+ *               "frames":["0x7f..." | {"function":..,"file":..,"line":N}]}],
+ *    "top":[stack ids, most live bytes first],
+ *    "growing":[stack ids, fastest first]}
+ *
+ * CUMEMTRACE_LIVE=0 starts no thread. */
+#ifndef CUMEMTRACE_LIVE_H
+#define CUMEMTRACE_LIVE_H
+
+#define LIVE_FORMAT_VERSION 1
+#define LIVE_TOP 20            /* stacks sent by live bytes */
+#define LIVE_GROWING 10        /* and by growth rate */
+
+/* "\0cumemtrace-live-PID" into `name` (room for 108 bytes); its length. */
+int live_socket_name(int pid, char *name);
+
+void live_start(void);         /* at the first CUDA event */
+void live_after_fork(void);    /* in the child: its own socket and thread */
+
+#endif
