@@ -9,7 +9,9 @@
  *     lib.cumemtrace_mark(b"epoch 3")
  *     lib.cumemtrace_snapshot(b"/tmp/snap-%p")
  *
- * All functions are safe to call from any thread. */
+ * All functions are safe to call from any thread. The pytest plugin
+ * (python/cumemtrace_pytest) uses them to find tests that leave GPU memory
+ * held. */
 #ifndef CUMEMTRACE_H
 #define CUMEMTRACE_H
 
@@ -25,6 +27,13 @@ const char *cumemtrace_version(void);
  * CUMEMTRACE_FORMAT are added as extensions). NULL uses CUMEMTRACE_OUTPUT
  * with "-snapshot-N" appended. Returns 0, or -1 if nothing could be written. */
 int cumemtrace_snapshot(const char *path);
+
+/* Write the JSON report of what is live now (docs/report.schema.json, the
+ * reason "snapshot") to the open file descriptor `fd`, whatever
+ * CUMEMTRACE_FORMAT says; for tools inside the process, such as the pytest
+ * plugin (python/cumemtrace_pytest), which reads it back from a temporary
+ * file. Returns 0, or -1 if it could not be collected or written. */
+int cumemtrace_write_json(int fd);
 
 /* Mark a point in the run with a label (copied, up to 63 bytes). Marks are
  * listed in reports with the live bytes at that moment. */

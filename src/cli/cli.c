@@ -47,6 +47,8 @@ static const char run_usage[] =
     "  --signal SIG|off        the snapshot signal\n"
     "  --all-frames            hide no frame in the reports\n"
     "  -q, --quiet             no summary on stderr\n"
+    "It also puts the pytest plugin (cumemtrace_pytest) on PYTHONPATH:\n"
+    "  cumemtrace run -- python -m pytest -p cumemtrace_pytest --cuda-leaks\n"
     "Without a GPU, CUDA programs need the simulator built with the tests: run them\n"
     "with LD_LIBRARY_PATH=build/sim (scripts/demo.sh does).\n"
     "exit status: the command's own; 127 if it cannot be started, 1 usage error,\n"
@@ -122,6 +124,37 @@ static int find_library(char *path, size_t size)
     return -1;
 }
 
+/* The pytest plugin (python/cumemtrace_pytest), put on PYTHONPATH for the
+ * traced program: from the source tree of a build, or installed beside the
+ * library (share/cumemtrace/python). */
+static void add_python_path(void)
+{
+    char self[PATH_MAX], folder[PATH_MAX * 2];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    const char *candidates[] = {"%s/../" CUMEMTRACE_DATADIR "/cumemtrace/python",
+                                CUMEMTRACE_SOURCE_DIR "/python%.0s"};
+    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+        snprintf(folder, sizeof(folder), candidates[i], self);
+        char init[PATH_MAX * 2 + 64];
+        snprintf(init, sizeof(init), "%s/cumemtrace_pytest/__init__.py", folder);
+        if (access(init, R_OK) != 0)
+            continue;
+        const char *old = getenv("PYTHONPATH");
+        char path[PATH_MAX * 4];
+        snprintf(path, sizeof(path), "%s%s%s", old && *old ? old : "", old && *old ? ":" : "",
+                 folder);
+        setenv("PYTHONPATH", path, 1);
+        return;
+    }
+}
+
 static int command_run(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -167,6 +200,7 @@ static int command_run(int argc, char **argv)
     snprintf(preload, sizeof(preload), "%s%s%s", old ? old : "", old && *old ? " " : "",
              library);
     setenv("LD_PRELOAD", preload, 1);
+    add_python_path();
     execvp(argv[optind], argv + optind);
     fprintf(stderr, "cumemtrace: cannot run '%s': %s\n", argv[optind], strerror(errno));
     return 127;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arena.h"
 #include "config.h"
 #include "cumemtrace.h"
 #include "report.h"
@@ -29,6 +30,27 @@ PUBLIC int cumemtrace_snapshot(const char *path)
     }
     int entered = tracker_enter();
     int result = report_write_to("snapshot", template_, 0);
+    if (entered)
+        tracker_leave();
+    return result;
+}
+
+PUBLIC int cumemtrace_write_json(int fd)
+{
+    tracker_init();
+    int entered = tracker_enter();
+    int result = -1;
+    struct report *r = report_new("snapshot");
+    struct out *out = r ? pages_alloc(sizeof(*out)) : NULL;
+    if (out) {
+        out_fd(out, fd);
+        report_json(r, out);
+        out_flush(out);
+        result = out->failed ? -1 : 0;
+        pages_free(out, sizeof(*out));
+    }
+    if (r)
+        report_delete(r);
     if (entered)
         tracker_leave();
     return result;

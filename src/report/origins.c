@@ -19,10 +19,12 @@ const char *origin_name(int origin)
 }
 
 /* Packages whose files, Python or native, are a framework's (a folder right
- * under site-packages or dist-packages). */
+ * under site-packages or dist-packages): the GPU frameworks, and the test
+ * runner a suite runs in (pytest's frames sit between a test and its
+ * caller, like a framework's dispatch). */
 static const char *const framework_packages[] = {
     "torch", "functorch", "cupy", "cupyx", "cupy_backends", "jax", "jaxlib",
-    "numpy", "triton", "nvidia",
+    "numpy", "triton", "nvidia", "_pytest", "pytest", "pluggy",
 };
 
 /* Native libraries by the start of their file name. */

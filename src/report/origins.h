@@ -1,6 +1,6 @@
 /* origins.h - where a frame's code comes from: the user's own code, CUDA's
  * libraries, a framework (PyTorch, CuPy, JAX, NumPy, Triton, NCCL and the
- * CUDA math libraries), the Python interpreter (its executable and
+ * CUDA math libraries; pytest), the Python interpreter (its executable and
  * libpython, libffi, the standard library, frozen modules), the C runtime,
  * or process and thread start-up. frames.h decides from it what a stack
  * shows. */

@@ -62,7 +62,7 @@ def run(program, args=(), env=None, preload=True, extra_preload=(), expect_rc=0)
     path = program if os.path.isabs(program) else os.path.join(ARGS.build, program)
     completed = subprocess.run([path, *args], cwd=directory, env=environment,
                                capture_output=True, text=True, timeout=300)
-    check(completed.returncode == expect_rc,
+    check(expect_rc is None or completed.returncode == expect_rc,
           f"{program} {' '.join(args)}: exit status {completed.returncode}, expected {expect_rc}\n"
           f"stdout: {completed.stdout}\nstderr: {completed.stderr[-3000:]}")
     reports = []
@@ -924,6 +924,62 @@ def case_live_view():
           f"none left after both: {live_sockets()}")
 
 
+def case_pytest_plugin():
+    """python/cumemtrace_pytest in a suite run under the tracer: the leaking
+    test fails naming its line, the growing one fails with --cuda-leaks-repeat,
+    a cache filled once and a clean test pass; without the tracer, one line."""
+    suite = os.path.join(ARGS.source, "tests", "integration", "pytest_leaks")
+    script = os.path.join(suite, "test_gpu.py")
+    tool_path = os.path.join(ARGS.build, "cumemtrace")
+
+    def pytest(*options, traced=True):
+        command = [tool_path, "run", "--quiet", "--format=none", "--"] if traced else []
+        command += [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "cumemtrace_pytest",
+                    "-q", *options, suite]
+        out, err, _, _ = run(command[0], command[1:], preload=False, expect_rc=None,
+                             env={} if traced else {"PYTHONPATH": os.path.join(ARGS.source, "python")})
+        return out + err
+
+    allocate_line = site_line(script, "assert cuda.cudaMalloc")
+    text = pytest("--cuda-leaks")
+    with open(os.path.join(ARGS.build, "pytest-leaks.txt"), "w") as handle:
+        handle.write(text)
+    check(f"test_leaks left 4.00 MiB of GPU memory held:\n  4.00 MiB from {script}:{allocate_line} in "
+          f"allocate < test_leaks:{site_line(script, 'LEAK-LINE')} (device via cudaMalloc)" in text,
+          f"the leaking test fails, naming its line:\n{text}")
+    check("3 failed, 2 passed" in text and "FAILED" in text and "test_clean" not in text.split("FAILURES")[-1] and
+          "test_fills_a_cache_once" not in text.split("FAILURES")[-1],
+          f"the clean test and the one within its allowance pass:\n{text}")
+    check("assert (1 + 1) == 3" in text and "test_fails_on_its_own left" not in text,
+          "a test failing on its own is reported as such")
+    text = pytest("--cuda-leaks-repeat=3")
+    check(f"test_grows holds more GPU memory at each of 3 more runs: 1.00 MiB a run, 3.00 MiB in all:\n"
+          f"  3.00 MiB from {script}:{allocate_line} in allocate < test_grows:{site_line(script, 'GROW-LINE')}"
+          in text and "test_fills_a_cache_once holds" not in text and "3 failed, 2 passed" in text,
+          f"--cuda-leaks-repeat: what grows at every run fails, a cache filled once does not:\n{text}")
+    text = pytest()
+    check("1 failed, 4 passed" in text, f"no option: the plugin only watches:\n{text}")
+    text = pytest("--cuda-leaks", traced=False)
+    check("--cuda-leaks needs the tracer: run pytest under `cumemtrace run" in text and
+          "no tests ran" not in text, f"without the tracer: one line:\n{text}")
+    # What counts comes from the report: a framework's cache segments do not
+    # where its blocks are recorded; they do where they are all there is.
+    probe = (
+        "import cumemtrace_pytest as p\n"
+        "live = [{'stack': 1, 'kind': 'device', 'api': 'cudaMalloc', 'bytes': 100},\n"
+        "        {'stack': 2, 'kind': 'torch_tensor', 'api': 'torch', 'bytes': 30},\n"
+        "        {'stack': 3, 'kind': 'vmm_mapping', 'api': 'cuMemMap', 'bytes': 7}]\n"
+        "stacks = [{'id': 1, 'cache_segment': 'torch_tensor'}, {'id': 2, 'cache_segment': None}]\n"
+        "for view in ('blocks', 'segments'):\n"
+        "    report = {'live': live, 'stacks': stacks, 'caches': [{'kind': 'torch_tensor', 'view': view}]}\n"
+        "    print(view, sum(p.held(report).values()))\n"
+        "print('old', sum(p.held({'live': live, 'stacks': [{'id': 1}]}).values()))\n")
+    counted = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=os.path.join(ARGS.source, "python")))
+    check(counted.stdout.split("\n")[:3] == ["blocks 30", "segments 130", "old 130"],
+          f"cache segments count only where blocks are unknown: {counted.stdout!r} {counted.stderr[-300:]!r}")
+
+
 def check_python_sites(report, script, line, err):
     """The site rule (src/report/frames.h) on a Python program calling the
     simulator's libcudart through ctypes: the site is the Python line of the
@@ -1614,6 +1670,11 @@ def case_install():
     check(len(reports) == 1 and reports[0]["live"] and
           reports[0]["live"][0]["bytes"] == 2 * (4 << 20),
           f"the installed command traces with the installed library: {err[-500:]!r}")
+    out, err, _, _ = run(installed, ["run", "--", sys.executable, "-c",
+                                     "import cumemtrace_pytest; print(cumemtrace_pytest.__file__)"],
+                         preload=False)
+    check(out.startswith(os.path.join(prefix, "share", "cumemtrace", "python", "cumemtrace_pytest")),
+          f"run puts the installed pytest plugin on PYTHONPATH: {out!r} {err[-300:]!r}")
     environment = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "cumemtrace"], capture_output=True,
                            text=True, env=environment)

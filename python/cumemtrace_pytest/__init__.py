@@ -1,0 +1,246 @@
+"""cumemtrace_pytest - fail the tests that leave GPU memory held, or keep growing it.
+
+The GPU counterpart of pytest-memray's limits, for a test suite run under the
+tracer:
+
+    cumemtrace run -- python -m pytest -p cumemtrace_pytest --cuda-leaks tests/
+
+(`cumemtrace run` puts this package's folder on PYTHONPATH; with LD_PRELOAD
+instead, add python/ of the source tree, or share/cumemtrace/python of an
+installation, yourself.)
+
+--cuda-leaks
+    A test fails when memory it allocated is still held after it: live after
+    the test's call minus live before it (its fixtures are set up before,
+    torn down after), naming each site that holds more, by its line.
+--cuda-leaks-repeat=N
+    Each passing test runs N more times (its fixtures kept); it fails when
+    what it holds grows at every one of them: a cache or a workspace it fills
+    once is forgiven, a list it appends to every time is not.
+--cuda-leaks-below=SIZE
+    Less than SIZE per test is not a leak (default 0; "64K", "1 MiB", ...).
+@pytest.mark.cuda_leaks(allowed="8 MiB")
+    This much is allowed to one test; @pytest.mark.cuda_leaks(False) leaves a
+    test unchecked.
+
+What counts is read from the tracer's JSON report
+(docs/report.schema.json), never assumed: every live group but the VMM
+address space (vmm_mapping, vmm_reservation: the memory behind them is
+counted as vmm_physical); and where a framework's own blocks are recorded
+(caches[].view "blocks": PyTorch's tensors, CuPy's and JAX's arrays), not the
+cache segments it took from the driver (stacks[].cache_segment), which it
+keeps and hands out again: its blocks count instead.
+
+The tracer is asked through its public C API (include/cumemtrace.h):
+cumemtrace_write_json(fd) writes the report to a temporary file, read back
+here; stacks keep their ids for the life of the process, so two reports
+compare site by site.
+"""
+import ctypes
+import json
+import os
+import re
+import tempfile
+
+import pytest
+
+ADDRESS_SPACE = {"vmm_mapping", "vmm_reservation"}
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+         "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def parse_size(text):
+    """4096, "64K", "1 MiB", "2GiB" -> bytes (powers of 1024)."""
+    if isinstance(text, int):
+        return text
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(text))
+    if not match or match.group(2).lower() not in UNITS:
+        raise ValueError(f"not a size: {text!r} (4096, 64K, 1 MiB, 2GiB)")
+    return int(match.group(1)) * UNITS[match.group(2).lower()]
+
+
+def format_bytes(count):
+    value, unit = float(abs(count)), 0
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    while value >= 1024 and unit < 4:
+        value /= 1024
+        unit += 1
+    text = f"{int(value)} B" if unit == 0 else \
+        f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f} {units[unit]}"
+    return ("-" if count < 0 else "") + text
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("cumemtrace", "GPU memory held by tests (cumemtrace)")
+    group.addoption("--cuda-leaks", action="store_true", default=False,
+                    help="fail a test after which GPU memory it allocated is still held")
+    group.addoption("--cuda-leaks-repeat", type=int, default=0, metavar="N",
+                    help="run each test N more times; fail it if what it holds grows every time")
+    group.addoption("--cuda-leaks-below", default="0", metavar="SIZE",
+                    help="less than SIZE per test is not a leak (default 0)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda_leaks(allowed=SIZE): GPU memory a test may leave "
+                            "held (cuda_leaks(False): not checked)")
+    checking = config.getoption("--cuda-leaks") or config.getoption("--cuda-leaks-repeat") > 0
+    if not checking:
+        return
+    if config.getoption("--cuda-leaks-repeat") < 0:
+        raise pytest.UsageError("--cuda-leaks-repeat takes a count, 0 or more")
+    try:
+        below = parse_size(config.getoption("--cuda-leaks-below"))
+    except ValueError as error:
+        raise pytest.UsageError(f"--cuda-leaks-below: {error}")
+    tracer = Tracer.find()
+    if tracer is None:
+        raise pytest.UsageError("--cuda-leaks needs the tracer: run pytest under "
+                                "`cumemtrace run -- python -m pytest ...` (or with "
+                                "LD_PRELOAD=libcumemtrace.so)")
+    config.pluginmanager.register(LeakChecker(tracer, config, below), "cumemtrace-leaks")
+
+
+class Tracer:
+    """libcumemtrace.so, preloaded in this process, through its public API."""
+
+    def __init__(self, library):
+        self.write_json = library.cumemtrace_write_json
+        self.write_json.argtypes = [ctypes.c_int]
+        self.write_json.restype = ctypes.c_int
+
+    @classmethod
+    def find(cls):
+        library = ctypes.CDLL(None)
+        return cls(library) if hasattr(library, "cumemtrace_write_json") else None
+
+    def report(self):
+        with tempfile.TemporaryFile() as handle:
+            if self.write_json(handle.fileno()) != 0:
+                raise RuntimeError("cumemtrace could not write its report")
+            handle.seek(0)
+            return json.load(handle)
+
+
+def held(report):
+    """Bytes held per (stack, kind), as counted (see the module's text)."""
+    blocks_known = {c["kind"] for c in report.get("caches") or [] if c.get("view") == "blocks"}
+    segments = {s["id"] for s in report.get("stacks", [])
+                if s.get("cache_segment") and s["cache_segment"] in blocks_known}
+    counted = {}
+    for group in report.get("live", []):
+        if group["kind"] in ADDRESS_SPACE or group["stack"] in segments:
+            continue
+        key = (group["stack"], group["kind"], group["api"])
+        counted[key] = counted.get(key, 0) + group["bytes"]
+    return counted
+
+
+def site(report, stack_id):
+    """The site of a stack as the reports name it, "file:line in function",
+    with the two frames shown after it, its callers ("< test_leaks:40"), which
+    tell apart sites that share a helper."""
+    frames = {f["id"]: f for f in report.get("frames", [])}
+    stack = next((s for s in report.get("stacks", []) if s["id"] == stack_id), None)
+    if not stack or not stack["frames"]:
+        return "(no stack recorded: CUMEMTRACE_DEPTH=0 or below CUMEMTRACE_MIN_SIZE)"
+    first = stack.get("site") or 0
+    hidden = set(stack.get("hidden", []))
+    shown = [i for i in range(first + 1, len(stack["frames"])) if i not in hidden][:2]
+    names = []
+    for i in [first] + shown:
+        frame = frames[stack["frames"][i]]
+        if frame.get("file") and i == first:
+            names.append(f"{frame['file']}:{frame['line']} in {frame['function'] or '?'}")
+        elif frame.get("file"):
+            names.append(f"{frame['function'] or '?'}:{frame['line']}")
+        elif frame.get("function"):
+            names.append(frame["function"])
+        else:
+            names.append(f"{os.path.basename(frame.get('module') or '?')}"
+                         f"+0x{frame.get('module_offset', 0):x}")
+    return " < ".join(names)
+
+
+def gained(before, after):
+    """What each (stack, kind, api) holds more in `after`, and the net change."""
+    keys = set(before) | set(after)
+    change = {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+    return {k: v for k, v in change.items() if v > 0}, sum(change.values())
+
+
+def describe(report, grown, limit=5):
+    lines = []
+    for (stack, kind, api), count in sorted(grown.items(), key=lambda item: -item[1])[:limit]:
+        lines.append(f"  {format_bytes(count)} from {site(report, stack)} ({kind} via {api})")
+    if len(grown) > limit:
+        lines.append(f"  ... and {len(grown) - limit} more sites")
+    return "\n".join(lines)
+
+
+class LeakChecker:
+    def __init__(self, tracer, config, below):
+        self.tracer = tracer
+        self.strict = config.getoption("--cuda-leaks")
+        self.repeat = config.getoption("--cuda-leaks-repeat")
+        self.below = below
+        self.problems = {}                # nodeid -> the failure's text
+
+    def allowed(self, item):
+        marker = item.get_closest_marker("cuda_leaks")
+        if marker is None:
+            return self.below
+        if marker.args and marker.args[0] is False:
+            return None
+        return max(self.below, parse_size(marker.kwargs.get("allowed", marker.args[0] if marker.args else 0)))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        allowed = self.allowed(item)
+        if allowed is None:
+            yield
+            return
+        before_report = self.tracer.report()
+        outcome = yield
+        if outcome.excinfo is not None:
+            return                        # failed on its own: nothing to add
+        after_report = self.tracer.report()
+        before, after = held(before_report), held(after_report)
+        grown, net = gained(before, after)
+        if self.strict and net > allowed:
+            self.problems[item.nodeid] = (
+                f"{item.name} left {format_bytes(net)} of GPU memory held"
+                f"{' (allowed: ' + format_bytes(allowed) + ')' if allowed else ''}:\n"
+                + describe(after_report, grown))
+            return
+        if self.repeat:
+            self.check_growth(item, after_report, after, allowed)
+
+    def check_growth(self, item, report, first, allowed):
+        """Run the test `repeat` more times: a leak grows at every run."""
+        states, reports = [first], [report]
+        for _ in range(self.repeat):
+            item.runtest()
+            reports.append(self.tracer.report())
+            states.append(held(reports[-1]))
+        steps = [gained(a, b) for a, b in zip(states, states[1:])]
+        if all(net > allowed for _, net in steps):
+            grown, net = gained(states[0], states[-1])
+            every = {k: v for k, v in grown.items() if all(k in g for g, _ in steps)}
+            self.problems[item.nodeid] = (
+                f"{item.name} holds more GPU memory at each of {self.repeat} more runs: "
+                f"{format_bytes(net // self.repeat)} a run, {format_bytes(net)} in all:\n"
+                + describe(reports[-1], every or grown))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        problem = self.problems.pop(item.nodeid, None)
+        if call.when == "call" and problem and report.passed:
+            report.outcome = "failed"
+            report.longrepr = problem
+
+    def pytest_report_header(self, config):
+        modes = (["leaks"] if self.strict else []) + \
+            ([f"growth over {self.repeat} more runs"] if self.repeat else [])
+        return f"cumemtrace: GPU memory checked per test ({', '.join(modes)})"
