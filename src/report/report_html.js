@@ -47,12 +47,18 @@
   var DEVICE_MEMORY_KINDS = { device: true, stream_ordered: true, vmm_physical: true, array: true };
   var ADDRESS_SPACE_KINDS = { vmm_mapping: true, vmm_reservation: true };
   var TOTAL = 'all device memory';
+  var SEGMENTS = 'cache segments';
   var KIND_COLORS = {
     device: '#1e88e5', stream_ordered: '#43a047', managed: '#fb8c00', pinned_host: '#8e24aa',
     registered_host: '#6d4c41', vmm_physical: '#00897b', vmm_mapping: '#90a4ae',
-    vmm_reservation: '#b0bec5', array: '#f4511e'
+    vmm_reservation: '#b0bec5', array: '#f4511e', torch_tensor: '#e53935', cupy_block: '#3949ab',
+    jax_array: '#00acc1'
   };
   KIND_COLORS[TOTAL] = '#263238';
+
+  function offAtFirst(kind) {
+    return ADDRESS_SPACE_KINDS[kind] || kind === SEGMENTS;
+  }
 
   /* ---- small helpers ------------------------------------------------- */
 
@@ -363,27 +369,26 @@
     };
   }
 
-  /* Live bytes of the kinds in `on` (all devices) after each event, and
-   * before the first: what "the highest point" means for those kinds. */
-  function totals(report, on) {
+  /* Live bytes of the kinds in `on` (all devices), the stacks in `skip`
+   * left out, after each event and before the first: what "the highest
+   * point" means for what the page shows. */
+  function totals(report, on, skip) {
     var events = report.timeline.events;
     var now = 0;
-    (report.devices || []).forEach(function (d) {
-      Object.keys(d.counters).forEach(function (kind) {
-        if (kind !== 'device_memory' && on[kind]) {
-          now += d.counters[kind].allocated_bytes.current;
-        }
-      });
+    (report.live || []).forEach(function (g) {
+      if (on[g.kind] && !skip[g.stack]) {
+        now += g.bytes;
+      }
     });
     events.forEach(function (e) {
-      if (on[e[5]]) {
+      if (on[e[5]] && !skip[e[6]]) {
         now -= delta(e);
       }
     });
     var after = new Float64Array(events.length);
     var before = now;
     events.forEach(function (e, i) {
-      if (on[e[5]]) {
+      if (on[e[5]] && !skip[e[6]]) {
         now += delta(e);
       }
       after[i] = now;
@@ -545,19 +550,36 @@
       moment: null            /* {kind: 'end'|'peak'|'event'|'site-peaks', index, label} */
     };
     Object.keys(present).forEach(function (kind) {
-      state.on[kind] = !ADDRESS_SPACE_KINDS[kind];
+      state.on[kind] = !offAtFirst(kind);
     });
     state.on[TOTAL] = true;
+    /* A framework's cache segments, where its own blocks are recorded (its
+     * caches[].view is "blocks"): the blocks say who holds the memory, so
+     * the segments, which would count it twice, start off in the icicle. */
+    var blocksKnown = {};
+    (report.caches || []).forEach(function (c) {
+      if (c.view === 'blocks') {
+        blocksKnown[c.kind] = true;
+      }
+    });
+    var segments = {};
+    (report.stacks || []).forEach(function (s) {
+      if (s.cache_segment && blocksKnown[s.cache_segment]) {
+        segments[s.id] = true;
+        present[SEGMENTS] = true;
+      }
+    });
+    state.on[SEGMENTS] = false;
     var sums = null;
     function currentSums() {
       if (!sums && replay) {
-        sums = totals(report, state.on);
+        sums = totals(report, state.on, state.on[SEGMENTS] ? {} : segments);
       }
       return sums;
     }
     var redraws = [];
     var page = { report: report, stacks: stacks, replay: replay, present: present, state: state,
-      sums: currentSums, redraws: redraws, hashMoment: null };
+      segments: segments, sums: currentSums, redraws: redraws, hashMoment: null };
     page.changed = function (what) {
       if (what === 'kinds') {
         sums = null;
@@ -577,22 +599,23 @@
     var report = page.report;
     var on = page.state.on;
     var list = [];
+    var segments = on[SEGMENTS] ? {} : page.segments;
     if (moment.kind === 'end') {
       (report.live || []).forEach(function (g) {
-        if (on[g.kind]) {
+        if (on[g.kind] && !segments[g.stack]) {
           list.push({ stack: g.stack, kind: g.kind, bytes: g.bytes });
         }
       });
     } else if (moment.kind === 'site-peaks') {
       (report.stacks || []).forEach(function (s) {
-        if (on[s.kind || 'device']) {
+        if (on[s.kind || 'device'] && !segments[s.id]) {
           list.push({ stack: s.id, kind: s.kind || 'device', bytes: s.peak_live_bytes });
         }
       });
     } else {
       var state = page.replay.after(moment.index);
       for (var k = 0; k < state.length; k++) {
-        if (state[k] > 0 && on[page.replay.kinds[k]]) {
+        if (state[k] > 0 && on[page.replay.kinds[k]] && !segments[page.replay.stacks[k]]) {
           list.push({ stack: page.replay.stacks[k], kind: page.replay.kinds[k], bytes: state[k] });
         }
       }
@@ -707,10 +730,10 @@
       parts.push('all=' + (state.allFrames ? '1' : '0'));
     }
     var off = Object.keys(state.on).filter(function (kind) {
-      return !state.on[kind] && (page.present[kind] || kind === TOTAL) && !ADDRESS_SPACE_KINDS[kind];
+      return !state.on[kind] && (page.present[kind] || kind === TOTAL) && !offAtFirst(kind);
     });
     var on = Object.keys(state.on).filter(function (kind) {
-      return state.on[kind] && ADDRESS_SPACE_KINDS[kind];
+      return state.on[kind] && offAtFirst(kind);
     });
     if (off.length) {
       parts.push('off=' + off.map(encodeURIComponent).join(','));
@@ -792,7 +815,8 @@
         page.state.on[kind] = input.checked;
         page.changed('kinds');
       });
-      legend.appendChild(element('label', { title: kind === TOTAL ? 'the sum of the kinds that occupy device memory' : '' }, [
+      legend.appendChild(element('label', { title: kind === TOTAL ? 'the sum of the kinds that occupy device memory'
+        : kind === SEGMENTS ? 'in the icicle: the segments a framework took from the driver, beside its blocks carved from them' : '' }, [
         input, element('i', { style: 'background:' + (KIND_COLORS[kind] || '#555') }), kind]));
     });
 

@@ -742,6 +742,31 @@ def case_html_held_at_end():
     check(result.get("leaks") == "bad" and result.get("leakCard") == "card bad" and
           result.get("leakColour") == "rgb(198, 40, 40)" and result.get("heldColour") != result.get("leakColour"),
           f"leaked: red: {result}")
+    # A framework whose blocks are recorded: its cache segments start off in
+    # the icicle (they would count the memory twice), and a toggle adds them.
+    segment = made["live"][0]["stack"]
+    holder = next(st["id"] for st in made["stacks"] if st["id"] != segment)
+    for stack in made["stacks"]:
+        stack["cache_segment"] = "torch_tensor" if stack["id"] == segment else None
+    made["caches"] = [{"kind": "torch_tensor", "view": "blocks"}]
+    made["live"].append({"stack": holder, "kind": "torch_tensor", "api": "torch", "device": 0,
+                         "blocks": 1, "bytes": 10 << 20, "largest": 10 << 20, "oldest_ms": 0})
+    counters = json.loads(json.dumps(made["devices"][0]["counters"]["device"]))
+    counters["allocation"]["allocated"] = 1
+    made["devices"][0]["counters"]["torch_tensor"] = counters
+    with open(page, "w") as handle:
+        handle.write(text[:start] + json.dumps(made).replace("<", "\\u003c") + text[stop:])
+    result, _ = drive(page, """
+    result.before = icicle();
+    toggle(document.querySelector('#kind-toggles input[data-kind="cache segments"]'));
+    result.after = icicle();""", suffix="#moment=end")
+    others = sum(g["bytes"] for g in made["live"] if g["stack"] != segment)
+    check(result.get("before", {}).get("total") == others and
+          result.get("after", {}).get("total") == others + sum(g["bytes"] for g in made["live"]
+                                                               if g["stack"] == segment),
+          f"cache segments off at first, on with their toggle: {result.get('before', {}).get('total')} "
+          f"{result.get('after', {}).get('total')} vs {others}")
+
     # Without the section (a C program): everything live at exit is leaked, in red.
     result, _ = drive(html, "result.held = !!document.getElementById('held-at-end');")
     check(result.get("held") is False, "no held section without held_at_end")
