@@ -28,16 +28,18 @@ static const char *const framework_packages[] = {
 };
 
 /* Native libraries by the start of their file name. */
-static const char *const cuda_libraries[] = {"libcuda", "libcumemtrace", "libnvidia-"};
+static const char *const cuda_libraries[] = {"libcuda", "libnvidia-"};
 static const char *const framework_libraries[] = {
     "libc10", "libtorch", "libcaffe2", "libshm", "libnccl", "libcublas", "libcudnn",
     "libcufft", "libcurand", "libcusparse", "libcusolver", "libnvrtc", "libnvJitLink",
     "libnvToolsExt", "libcupti", "libtriton", "libxla", "xla_extension", "libjax",
 };
 static const char *const interpreter_libraries[] = {"python", "libpython", "libffi", "libpypy"};
+/* The runtimes under everything; and the tracer's own libraries, whose
+ * frames (a framework's hook calling into us) are never the program's. */
 static const char *const system_libraries[] = {
     "libc.so", "libc-", "ld-linux", "ld-", "libpthread", "libdl", "libm.so", "libm-",
-    "librt", "libstdc++", "libgcc_s", "libasan", "libubsan",
+    "librt", "libstdc++", "libgcc_s", "libasan", "libubsan", "libcumemtrace",
 };
 /* Functions that start a process or a thread, in the C runtime. */
 static const char *const startup_functions[] = {

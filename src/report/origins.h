@@ -14,7 +14,7 @@ enum frame_origin {
     ORIGIN_CUDA,
     ORIGIN_FRAMEWORK,
     ORIGIN_INTERPRETER,
-    ORIGIN_SYSTEM,          /* the C and C++ runtimes, the dynamic loader */
+    ORIGIN_SYSTEM,          /* the C and C++ runtimes, the dynamic loader, the tracer */
     ORIGIN_STARTUP,         /* _start, __libc_start_main, start_thread, clone */
     ORIGIN_COUNT
 };

@@ -1257,15 +1257,30 @@
         : [element('p', {}, ['Nothing.'])]), tone);
   }
 
+  /* The live groups that are (or are not) a framework's cache segments
+   * whose blocks the report records (Page). */
+  function liveGroups(page, segments) {
+    return (page.report.live || []).filter(function (g) {
+      return !!page.segments[g.stack] === segments;
+    });
+  }
+
   function drawTables(page, container) {
     var report = page.report;
     clear(container);
     var atExit = report.reason === 'exit';
     var held = report.held_at_end;
+    var live = liveGroups(page, false);
     container.appendChild(groupSection(page, 'leaks', atExit ? 'Leaked: live at the end, freed by nobody' : 'Live now',
-      report.live || [], atExit ? (held ? 'Memory no code freed, not even the interpreter\'s teardown.'
+      live, atExit ? (held ? 'Memory no code freed, not even the interpreter\'s teardown.'
         : 'Memory live when the process ended.') : 'Memory live when this report was written.',
-      atExit && (report.live || []).length ? 'bad' : ''));
+      atExit && live.length ? 'bad' : ''));
+    var kept = liveGroups(page, true);
+    if (kept.length) {
+      container.appendChild(groupSection(page, 'cache-segments', 'Kept in a framework\'s cache: its segments from the driver',
+        kept, 'A framework\'s cache keeps these to hand them out again; the blocks it carved from them are listed with ' +
+        'their own lines above and below. Not freed at exit by design: not a leak of the program\'s.', 'neutral'));
+    }
     if (held) {
       container.appendChild(groupSection(page, 'held-at-end', 'Held until the end, freed at teardown', held,
         'Memory the program kept to its last line (model weights, caches) and the interpreter\'s teardown freed: not a leak.',
@@ -1398,7 +1413,7 @@
       total.sites = Object.keys(total.sites).length;
       return total;
     }
-    var leaked = sum(report.live);
+    var leaked = sum(liveGroups(page, false));
     var atExit = report.reason === 'exit';
     var growing = report.growth ? report.growth.growing : [];
     var verdict = (report.fragmentation || {}).verdict || 'none';

@@ -97,7 +97,7 @@ static void write_site(const struct report *r, struct out *out, uintptr_t addres
 
 static const char *const hidden_words[ORIGIN_COUNT] = {
     [ORIGIN_CUDA] = "CUDA", [ORIGIN_FRAMEWORK] = "framework",
-    [ORIGIN_INTERPRETER] = "interpreter", [ORIGIN_SYSTEM] = "C runtime",
+    [ORIGIN_INTERPRETER] = "interpreter", [ORIGIN_SYSTEM] = "runtime",
     [ORIGIN_STARTUP] = "start-up",
 };
 
@@ -602,7 +602,7 @@ static void write_lost(const struct report *r, struct out *out)
         if (r->state.lost[i])
             out_printf(out, "  note: %llu %s\n", (unsigned long long)r->state.lost[i], what[i]);
     if (any_frame_left_out(r))
-        out_str(out, "  note: frames of start-up, the C runtime, the interpreter and frameworks, "
+        out_str(out, "  note: frames of start-up, the runtimes, the interpreter and frameworks, "
                      "and CUDA's inner ones, are hidden; CUMEMTRACE_ALL_FRAMES=1 (or cumemtrace "
                      "report --all-frames) shows them\n");
     if (r->self_time_ns >= 0)

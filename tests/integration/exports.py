@@ -759,8 +759,13 @@ def case_html_held_at_end():
     result, _ = drive(page, """
     result.before = icicle();
     toggle(document.querySelector('#kind-toggles input[data-kind="cache segments"]'));
-    result.after = icicle();""", suffix="#moment=end")
+    result.after = icicle();
+    result.leaked = document.getElementById('leaked-bytes').dataset.value;
+    result.kept = document.getElementById('cache-segments').className;""", suffix="#moment=end")
     others = sum(g["bytes"] for g in made["live"] if g["stack"] != segment)
+    check(result.get("leaked") == str(others) and result.get("kept") == "neutral",
+          f"the cache's segments are kept by it, not leaked: {result.get('leaked')} vs {others}, "
+          f"{result.get('kept')}")
     check(result.get("before", {}).get("total") == others and
           result.get("after", {}).get("total") == others + sum(g["bytes"] for g in made["live"]
                                                                if g["stack"] == segment),

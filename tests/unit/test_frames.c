@@ -191,6 +191,22 @@ static void standard_library_only(void)
     CHECK(strcmp(shown(&f), "10011") == 0);
 }
 
+/* A tensor's stack from PyTorch's trace tracker: it starts in the tracer's
+ * own hook, which is never shown. */
+static void tracer_hook(void)
+{
+    struct symbol frames[] = {
+        NATIVE("forward", "/opt/cumemtrace/lib/libcumemtrace_torch.so"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
+        PY("forward", "/x/site-packages/torch/nn/modules/linear.py", 134),
+        PY("step", "/srv/train.py", 43),
+    };
+    struct fixture f;
+    build(&f, frames, 4);
+    CHECK_EQ(origin_of(&frames[0]), ORIGIN_SYSTEM);
+    CHECK(strcmp(shown(&f), "0011") == 0);
+}
+
 static void names(void)
 {
     char text[128];
@@ -212,6 +228,7 @@ int main(void)
     c_program();
     cupy_and_ctypes();
     standard_library_only();
+    tracer_hook();
     names();
     return check_done("frames");
 }
