@@ -28,7 +28,7 @@ static const struct symbol *symbol_of(const struct report *r, uintptr_t address)
 static long find_site(const struct report *r, const struct stack *s)
 {
     const uintptr_t *frames = r->frames + s->first_frame;
-    long native = -1, outside_cuda = -1;
+    long native = -1, outside = -1, outside_cuda = -1;
     for (uint32_t i = 0; i < s->depth; i++) {
         int origin = frames_origin(r, frames[i]);
         if (is_python_frame(frames[i])) {
@@ -39,11 +39,19 @@ static long find_site(const struct report *r, const struct stack *s)
         } else if (origin == ORIGIN_USER && native < 0) {
             native = i;
         }
+        /* Without code of the user's: the innermost frame that says what
+         * ran, a framework's or the interpreter's, rather than the runtimes'
+         * (a framework's block starts in the tracer's own hook). */
+        if (origin != ORIGIN_CUDA && origin != ORIGIN_SYSTEM && origin != ORIGIN_STARTUP &&
+            outside < 0)
+            outside = i;
         if (origin != ORIGIN_CUDA && outside_cuda < 0)
             outside_cuda = i;
     }
     if (native >= 0)
         return native;
+    if (outside >= 0)
+        return outside;
     if (outside_cuda >= 0)
         return outside_cuda;
     return s->depth ? 0 : -1;

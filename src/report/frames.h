@@ -4,8 +4,13 @@
  * merge, the live view), so that every view of a run names the same line.
  * From the origin of each frame (origins.h):
  *  - The site of a stack is its innermost Python frame in the user's own
- *    code, if there is one; else its innermost native frame in the user's own
- *    code; else its innermost frame outside CUDA's libraries.
+ *    code, if there is one (a tensor's stack from PyTorch's autograd
+ *    thread borrows the main thread's Python frames after a marker frame of
+ *    line 0, never a site: its site is the main thread's line); else its
+ *    innermost native frame in the user's own code; else its innermost
+ *    framework or interpreter frame (not the tracer's own hook, a runtime
+ *    frame, where a framework's block starts); else its innermost frame
+ *    outside CUDA's libraries.
  *  - Hidden by default: start-up, C runtime, interpreter and framework
  *    frames, and CUDA's frames but the outermost of each run of them (the
  *    call the program made). Never hidden: the user's own frames, the site,

@@ -207,6 +207,52 @@ static void tracer_hook(void)
     CHECK(strcmp(shown(&f), "0011") == 0);
 }
 
+/* A tensor PyTorch's autograd engine allocates: no Python on its thread, so
+ * its stack is the tracer's hook, the allocator, the engine, thread start,
+ * then the main thread's Python frames after a marker (python.c). The site
+ * is the main thread's line, not the marker; the engine's frames hidden. */
+static void autograd_tensor(void)
+{
+    struct symbol frames[] = {
+        NATIVE("forward_block", "/opt/cumemtrace/lib/libcumemtrace_torch.so"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("torch::autograd::Engine::thread_main", "/x/site-packages/torch/lib/libtorch_cpu.so"),
+        NATIVE("execute_native_thread_routine", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"),
+        NATIVE("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+        NATIVE("__clone3", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+        PY("[main thread, at that moment]",
+           "<this thread runs no Python: the main thread's stack follows>", 0),
+        PY("_engine_run_backward", "/x/site-packages/torch/autograd/graph.py", 869),
+        PY("Tensor.backward", "/x/site-packages/torch/_tensor.py", 648),
+        PY("step", "/srv/train.py", 46),
+        PY("<module>", "/srv/train.py", 80),
+    };
+    struct fixture f;
+    build(&f, frames, 11);
+    CHECK_EQ(origin_of(&frames[6]), ORIGIN_USER);
+    CHECK_EQ(site_of(&f), 9);
+    /* the marker says whose frames follow; backward's engine call is the one
+     * framework call kept */
+    CHECK(strcmp(shown(&f), "00000011011") == 0);
+}
+
+/* The same engine thread when the main thread's frames could not be read:
+ * the site is the allocator's frame, never the tracer's hook under it. */
+static void autograd_tensor_alone(void)
+{
+    struct symbol frames[] = {
+        NATIVE("forward_block", "/opt/cumemtrace/lib/libcumemtrace_torch.so"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("torch::autograd::Engine::thread_main", "/x/site-packages/torch/lib/libtorch_cpu.so"),
+        NATIVE("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+        NATIVE("__clone3", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+    };
+    struct fixture f;
+    build(&f, frames, 5);
+    CHECK_EQ(site_of(&f), 1);
+    CHECK(strcmp(shown(&f), "01000") == 0);
+}
+
 static void names(void)
 {
     char text[128];
@@ -229,6 +275,8 @@ int main(void)
     cupy_and_ctypes();
     standard_library_only();
     tracer_hook();
+    autograd_tensor();
+    autograd_tensor_alone();
     names();
     return check_done("frames");
 }
