@@ -249,6 +249,9 @@ int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports
     for (int i = 0; i < count && !failed; i++) {
         const struct report *r = &reports[i]->report;
         for (uint32_t k = 0; k < r->shown_count; k++) {
+            /* A cache's segments hold its blocks, counted by their own stacks. */
+            if (report_cache_segment(r, r->shown[k]))
+                continue;
             struct stack_entry *e = &entries[used];
             e->key = cli_stack_key(r, r->shown[k]);
             if (!e->key) {

@@ -51,7 +51,9 @@ void cli_write_frames_json(struct out *out, const struct report *r, uint32_t sta
 /* Live bytes per stack across several reports, stacks matched by their
  * keys (cli_stack_key): one entry per distinct key, with its bytes in each
  * report (0 where it is absent), and where to read its frames from (the
- * report holding most of it). Sorted by key. */
+ * report holding most of it). Sorted by key. A framework's cache segments
+ * are left out of a report that records the cache's blocks
+ * (report_cache_segment): its blocks' stacks hold the same memory. */
 struct stack_sum {
     char *key;
     uint64_t *bytes;            /* [report] */

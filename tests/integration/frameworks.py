@@ -172,6 +172,26 @@ def case_torch_blocks_held():
     check(not report["growth"]["growing"], "nothing growing")
 
 
+def case_torch_blocks_compare():
+    """diff and merge count a cache's memory once: its tensors by their
+    lines, never the segments that hold them as well."""
+    _, _, reports, _ = scenario("held_at_end", ["{dir}/held"])
+    exit_path = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
+    held_path = os.path.join(cases.LAST_DIR, "held.json")
+    snapshot = reports["snapshot"][0]
+    tensors = sum(g["bytes"] for g in snapshot["live"] if g["kind"] == "torch_tensor")
+    check(tensors == 24 * MiB, f"3 x 8 MiB of tensors live at the snapshot: {tensors}")
+    merged = cases.tool("merge", held_path, held_path, "--format", "json")
+    stacks = json.loads(merged.stdout)["stacks"] if merged.returncode == 0 else []
+    check([s["total_bytes"] for s in stacks] == [2 * tensors],
+          f"merge: the tensors' line, no segment: {[(s['total_bytes'], s['frames'][:1]) for s in stacks]}")
+    diff = cases.tool("diff", exit_path, held_path, "--format", "json")
+    compared = json.loads(diff.stdout) if diff.returncode == 0 else {}
+    check([(s["status"], s["b_bytes"]) for s in compared.get("stacks", [])] == [("new", tensors)] and
+          compared.get("stacks_unchanged") == 0,
+          f"diff: the tensors are new, the segments (the same in both) not a stack: {compared}")
+
+
 def case_torch_blocks_cache_idle():
     _, _, reports, _ = scenario("cache_idle")
     report = reports["exit"][0]
