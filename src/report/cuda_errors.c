@@ -44,6 +44,8 @@ static int is_runtime(const char *api)
 
 const char *cuda_error_name(const char *api, int code)
 {
+    if (!api || strncmp(api, "cu", 2) != 0)
+        return NULL;        /* a framework's allocator: its codes are not CUDA's */
     const struct named *table = is_runtime(api) ? runtime_errors : driver_errors;
     size_t count = is_runtime(api) ? sizeof(runtime_errors) / sizeof(runtime_errors[0])
                                    : sizeof(driver_errors) / sizeof(driver_errors[0]);

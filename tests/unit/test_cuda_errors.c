@@ -49,6 +49,9 @@ int main(void)
     CHECK(strcmp(cuda_error_name("cuMemAllocAsync", 2), "CUDA_ERROR_OUT_OF_MEMORY") == 0);
     CHECK(strcmp(cuda_error_name("cudaMallocAsync_ptsz", 2), "cudaErrorMemoryAllocation") == 0);
     CHECK(cuda_error_name("cudaMalloc", 12345) == NULL);
+    /* A framework's allocator giving up is not a CUDA error. */
+    CHECK(cuda_error_name("torch_caching_allocator", 2) == NULL);
+    CHECK(cuda_error_name(NULL, 2) == NULL);
     CHECK(cuda_error_no_driver("cudaMalloc", cudaErrorInsufficientDriver));
     CHECK(cuda_error_no_driver("cuMemAlloc_v2", CUDA_ERROR_NO_DEVICE));
     CHECK(!cuda_error_no_driver("cudaMalloc", cudaErrorMemoryAllocation));
