@@ -519,6 +519,55 @@ static void write_devices(const struct view *v, struct screen *s)
     }
 }
 
+/* A framework's blocks of `kind` live now, over every device. */
+static uint64_t blocks_live(const struct view *v, const char *kind)
+{
+    const struct json_value *devices = json_get(v->root, "devices");
+    uint64_t total = 0;
+    for (const struct json_value *d = devices ? devices->first : NULL; d; d = d->next) {
+        const struct json_value *pair = json_get(json_get(d, "kinds"), kind);
+        uint64_t current = 0;
+        if (pair && json_uint(pair->first, &current) == 0)
+            total += current;
+    }
+    return total;
+}
+
+/* One line per framework's cache: where its blocks are recorded, what its
+ * segments reserve and its blocks use (the sites below are its blocks');
+ * else why the sites below are its segments. */
+static void write_caches(const struct view *v, struct screen *s)
+{
+    static const struct {
+        const char *kind, *framework, *blocks;
+    } names[] = {{"torch_tensor", "PyTorch", "tensors"}, {"cupy_block", "CuPy", "blocks"},
+                 {"jax_array", "JAX", "arrays"}};
+    const struct json_value *caches = json_get(v->root, "caches");
+    for (const struct json_value *c = caches ? caches->first : NULL; c; c = c->next) {
+        const char *kind = json_string(json_get(c, "kind"));
+        const char *view = json_string(json_get(c, "view"));
+        const char *why = json_string(json_get(c, "why"));
+        size_t n = 0;
+        while (n < sizeof(names) / sizeof(names[0]) && (!kind || strcmp(kind, names[n].kind)))
+            n++;
+        if (n == sizeof(names) / sizeof(names[0]) || !view)
+            continue;
+        char reserved[24], used[24], unused[24];
+        uint64_t segments = number(c, "reserved_bytes"), blocks = blocks_live(v, kind);
+        format_bytes(segments, reserved, sizeof(reserved));
+        format_bytes(blocks, used, sizeof(used));
+        format_bytes(segments > blocks ? segments - blocks : 0, unused, sizeof(unused));
+        if (strcmp(view, "blocks") == 0)
+            line(s, "%s's cache: %s reserved, %s in %s, %s unused (the sites below are its "
+                    "%s', not its segments')", names[n].framework, reserved, used,
+                 names[n].blocks, unused, names[n].blocks);
+        else if (strcmp(view, "segments") == 0)
+            line(s, "%s's %s are not traced one by one%s%s%s: the sites below hold its cache's "
+                    "segments", names[n].framework, names[n].blocks, why && *why ? " (" : "",
+                 why ? why : "", why && *why ? ")" : "");
+    }
+}
+
 /* What stack `id` held HISTORY - 1 refreshes ago (or at the oldest kept);
  * 0 and *known 0 when it was not among the top then. */
 static uint64_t past_bytes(const struct live *l, uint32_t id, int *known)
@@ -657,6 +706,7 @@ static int refresh(struct live *l)
              v->time_ms / 1000.0, l->once ? "" : ", every second; q quits", l->command);
         blank(&s);
         write_devices(v, &s);
+        write_caches(v, &s);
         remember(l, v);
         write_top(l, v, &s);
         write_growing(v, &s);

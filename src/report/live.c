@@ -48,6 +48,8 @@ struct live_copy {
     uint32_t growing[LIVE_GROWING], growing_count;
     double rates[LIVE_GROWING];
     uint32_t ids[LIVE_STACKS], count;          /* the stacks below, once each */
+    struct cache_state caches[CACHE_KINDS];
+    uint64_t reserved[CACHE_KINDS];            /* live in each cache's segments */
     struct stack stacks[LIVE_STACKS];
     uintptr_t frames[LIVE_STACKS][CONFIG_MAX_DEPTH];
     struct out out;
@@ -98,9 +100,27 @@ static void copy(struct live_copy *c)
     c->now_ms = tracker_now_ms();
     counters_snapshot(&c->counters);
     c->growth = growth;
+    /* A cache whose blocks are recorded: its blocks' stacks say who holds
+     * the memory; its segments' stacks, holding the same, are summed apart
+     * (as report_cache_segment leaves them out of every report). */
+    uint32_t known = 0;
+    memcpy(c->caches, tracker.caches, sizeof(c->caches));
+    for (int k = 0; k < CACHE_KINDS; k++)
+        if (c->caches[k].view == CACHE_BLOCKS)
+            known |= STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + k);
     for (uint32_t id = 1; id <= stack_count(); id++) {
         const struct stack *s = stack_get(id);
         uint64_t live = s->stats.live_bytes;
+        uint32_t segment = __atomic_load_n(&s->flags, __ATOMIC_RELAXED) & STACK_CACHE_ANY;
+        if (segment) {
+            for (int k = 0; k < CACHE_KINDS; k++)
+                if (segment & STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + k)) {
+                    c->reserved[k] += live;
+                    break;
+                }
+            if (segment & known)
+                continue;
+        }
         if (live)
             keep_best(c->top, top_bytes, &c->top_count, LIVE_TOP, id, (double)live);
         if (growth_suspect(&s->growth, live, &c->growth))
@@ -198,6 +218,28 @@ static void write_stacks(struct live_copy *c)
     out_str(out, "]");
 }
 
+/* Each framework's cache that showed up: whether its blocks are recorded
+ * (then its segments are left out of the stacks), else why not; and what
+ * its segments hold. */
+static void write_caches(struct live_copy *c)
+{
+    static const char *const views[] = {[CACHE_UNSEEN] = "unseen", [CACHE_BLOCKS] = "blocks",
+                                        [CACHE_SEGMENTS] = "segments"};
+    struct out *out = &c->out;
+    out_str(out, ",\"caches\":[");
+    for (int k = 0, first = 1; k < CACHE_KINDS; k++) {
+        const struct cache_state *state = &c->caches[k];
+        if (state->view == CACHE_UNSEEN && !c->reserved[k])
+            continue;
+        out_printf(out, "%s{\"kind\":\"%s\",\"view\":\"%s\",\"why\":", first ? "" : ",",
+                   kind_name(KIND_TORCH_TENSOR + k), views[state->view]);
+        out_json_string(out, state->why);
+        out_printf(out, ",\"reserved_bytes\":%llu}", (unsigned long long)c->reserved[k]);
+        first = 0;
+    }
+    out_str(out, "]");
+}
+
 static void write_ids(struct out *out, const char *name, const uint32_t *ids, uint32_t count)
 {
     out_printf(out, ",\"%s\":[", name);
@@ -221,6 +263,7 @@ static void answer(int client)
                LIVE_FORMAT_VERSION, (int)getpid(), c->now_ms,
                c->growth.mode == GROWTH_MARKS ? "marks" : "time", c->growth.samples);
     write_devices(c);
+    write_caches(c);
     write_stacks(c);
     write_ids(out, "top", c->top, c->top_count);
     write_ids(out, "growing", c->growing, c->growing_count);

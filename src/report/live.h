@@ -7,7 +7,10 @@
  * is closed without a word. For one of the same user it copies, under the
  * tracker's lock, the counters and the stacks holding most and growing
  * fastest (no sample taken, nothing of the tracker's changed), writes them as
- * one JSON document (below) and closes the connection. Symbolizing is the
+ * one JSON document (below) and closes the connection. Where a framework's
+ * blocks are recorded (PyTorch's tensors), the stacks of its cache's segments
+ * are left out, as in every report: they hold the same memory as the
+ * blocks; what they hold is the cache's reserved_bytes. Symbolizing is the
  * client's work, from /proc/PID/maps: the process only names its Python
  * frames, which only it knows.
  *
@@ -15,6 +18,8 @@
  *    "argv":[...],"growth":{"mode":"time"|"marks","samples":N},
  *    "devices":[{"device":N|null,"kinds":{"device":[current,peak],...},
  *                "all":[current,peak]}],
+ *    "caches":[{"kind":"torch_tensor","view":"blocks"|"segments"|"unseen",
+ *               "why":"...","reserved_bytes":N}],
  *    "stacks":[{"id":N,"live_bytes":N,"live_blocks":N,"peak_live_bytes":N,
  *               "allocations":N,"kind":"device"|null,"api":"cudaMalloc"|null,
  *               "growing":true|false,"rate":N,

@@ -192,6 +192,48 @@ def case_torch_blocks_compare():
           f"diff: the tensors are new, the segments (the same in both) not a stack: {compared}")
 
 
+def case_torch_blocks_live():
+    """cumemtrace live on a process holding tensors: its sites are the
+    tensors' lines, not the cache's segments, and a line gives the cache's
+    figures; where tensors are not traced, the segments are the sites and a
+    line says why."""
+    for frameworks in ("1", "0"):
+        directory = __import__("tempfile").mkdtemp(prefix="cumemtrace-live-")
+        ready = os.path.join(directory, "ready")
+        settings = torch_env(TORCH_BLOCKS_READY=ready, CUMEMTRACE_FRAMEWORKS=frameworks)
+        libraries = settings.pop("LD_LIBRARY_PATH")
+        environment = cases.traced_environment(directory, **settings)
+        environment["LD_LIBRARY_PATH"] = libraries
+        process = subprocess.Popen([sys.executable, script(), "watched"], cwd=directory,
+                                   env=environment, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        for _ in range(500):
+            if os.path.exists(ready) or process.poll() is not None:
+                break
+            time.sleep(0.02)
+        pid = int(open(ready).read()) if os.path.exists(ready) else 0
+        view = cases.tool("live", str(pid), "--once") if pid else None
+        if pid:
+            os.unlink(ready)
+        out, err = process.communicate(timeout=60)
+        if not check(view and view.returncode == 0, f"live --once: {view and view.stderr} {err[-500:]}"):
+            continue
+        held = min(marked_lines("HELD", "watched"))
+        sites = view.stdout.split("Top sites", 1)[-1]
+        if frameworks == "1":
+            check(f"< watched:{held}" in sites and "torch_tensor" in sites and
+                  "cudaMalloc" not in sites,
+                  f"the tensors' line, no segment:\n{view.stdout}")
+            # All its device memory is the cache's: what its segments reserve.
+            device = __import__("re").search(r"device 0 +(\S+ \S+)", view.stdout)
+            check(device and f"PyTorch's cache: {device.group(1)} reserved, 16.0 MiB in tensors"
+                  in view.stdout, f"the cache's figures:\n{view.stdout}")
+        else:
+            check("via cudaMalloc" in sites and "torch_tensor" not in sites and
+                  "PyTorch's tensors are not traced one by one (CUMEMTRACE_FRAMEWORKS=0"
+                  in view.stdout, f"the segments, and why:\n{view.stdout}")
+
+
 def case_torch_blocks_cache_idle():
     _, _, reports, _ = scenario("cache_idle")
     report = reports["exit"][0]

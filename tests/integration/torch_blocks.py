@@ -165,9 +165,26 @@ def threads_and_snapshots(seconds=1.5):
     print(f"threads_and_snapshots: {snapshots} snapshots", flush=True)
 
 
+def watched():
+    """Holds tensors, and a cache keeping a freed 32 MiB, while `cumemtrace
+    live` looks (frameworks.py torch_blocks_live): writes the pid to
+    $TORCH_BLOCKS_READY, then waits until that file is gone."""
+    weights = [Tensor(4 * MiB) for _ in range(4)]  # HELD-watched
+    scratch = Tensor(32 * MiB)  # TEMP-watched
+    del scratch
+    ready = os.environ["TORCH_BLOCKS_READY"]
+    with open(ready + ".tmp", "w") as handle:
+        handle.write(f"{os.getpid()}\n")
+    os.rename(ready + ".tmp", ready)
+    stop = time.time() + 60
+    while os.path.exists(ready) and time.time() < stop:
+        time.sleep(0.02)
+    return weights
+
+
 SCENARIOS = {f.__name__: f for f in (training_mix, held_at_end, never_freed, cache_idle,
                                       fragmentation_oom, exhaustion_oom, teardown_ctypes,
-                                      crash_with_tensors, threads_and_snapshots)}
+                                      crash_with_tensors, threads_and_snapshots, watched)}
 HELD = None
 
 if __name__ == "__main__":
