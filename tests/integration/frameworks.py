@@ -234,6 +234,25 @@ def case_torch_blocks_live():
                   in view.stdout, f"the segments, and why:\n{view.stdout}")
 
 
+def case_torch_blocks_pytest():
+    """The pytest plugin on the stand-in allocator: a test that fills the
+    cache passes (the cache keeps its segment, the tensor is gone), one that
+    keeps a tensor fails, naming its line."""
+    suite = os.path.join(cases.ARGS.source, "tests", "integration", "pytest_tensors")
+    command = ["run", "--quiet", "--format=none", "--", sys.executable, "-m", "pytest",
+               "-p", "no:cacheprovider", "-p", "cumemtrace_pytest", "-q", "--cuda-leaks", suite]
+    out, err, _, _ = run(os.path.join(cases.ARGS.build, "cumemtrace"), command, preload=False,
+                         expect_rc=None, env=torch_env())
+    text = out + err
+    test_file = os.path.join(suite, "test_tensors.py")
+    keep = cases.site_line(test_file, "KEEP-LINE")
+    check("1 failed, 1 passed" in text and "test_fills_the_cache" not in text.split("FAILURES")[-1],
+          f"the cache filled once passes, the kept tensor fails:\n{text}")
+    check("test_keeps_a_tensor left 4.00 MiB of GPU memory held:" in text and
+          f"< test_keeps_a_tensor:{keep} (torch_tensor via torch_caching_allocator)" in text,
+          f"the kept tensor's line:\n{text}")
+
+
 def case_torch_blocks_cache_idle():
     _, _, reports, _ = scenario("cache_idle")
     report = reports["exit"][0]
