@@ -37,6 +37,7 @@ struct loader {
     char *error;
     size_t error_size;
     int failed;
+    int unmarked;                /* live groups without held_at_end: an older report */
 };
 
 static void fail(struct loader *l, const char *what)
@@ -465,6 +466,7 @@ static void load_live(struct loader *l, const struct json_value *root)
         group->oldest_ms = (uint32_t)get_u64(g, "oldest_ms");
         group->held_at_end = json_get(g, "held_at_end") && json_get(g, "held_at_end")->type ==
                                  JSON_TRUE;
+        l->unmarked |= !json_get(g, "held_at_end");
     }
     /* The blocks listed one by one (all of them, or the largest). */
     const struct json_value *items = json_get(json_get(root, "blocks"), "items");
@@ -558,6 +560,14 @@ static void load_growth(struct loader *l, const struct json_value *root)
     }
 }
 
+static int by_bytes(const void *a, const void *b)
+{
+    const struct report_group *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
 /* Each framework's cache (the view, and per device), and the end of the
  * program with what was held then. */
 static void load_caches_and_end(struct loader *l, const struct json_value *root)
@@ -608,7 +618,8 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
     r->state.program_end_ms = (uint32_t)get_u64(end, "time_ms");
     r->growth.ended = 1;
     const struct json_value *held = get_array(l, root, "held_at_end");
-    r->held = held ? alloc_array(l, held->length, sizeof(*r->held)) : NULL;
+    size_t older = l->unmarked ? r->group_count : 0;
+    r->held = held ? alloc_array(l, held->length + older, sizeof(*r->held)) : NULL;
     for (const struct json_value *g = r->held ? held->first : NULL; g; g = g->next) {
         struct report_group *group = &r->held[r->held_count++];
         group->stack_id = stack_id(l, g);
@@ -618,8 +629,24 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
         group->blocks = get_u64(g, "blocks");
         group->bytes = get_u64(g, "bytes");
         group->held_at_end = 1;
-        group->freed_at_teardown = get_u64(g, "freed_at_teardown_bytes");
+        /* Before freed_at_teardown_bytes, held_at_end listed what the
+         * teardown freed, and only that. */
+        group->freed_at_teardown = json_get(g, "freed_at_teardown_bytes")
+                                       ? get_u64(g, "freed_at_teardown_bytes") : group->bytes;
     }
+    /* A report from before live groups said whether they were held at the
+     * end: a group whose oldest block is older than the end was, and the
+     * teardown did not free it; held_at_end gets it too, as now. */
+    for (size_t i = 0; r->held && i < older; i++) {
+        struct report_group *g = &r->groups[i];
+        if (g->oldest_ms > r->state.program_end_ms || report_cache_segment(r, g->stack_id))
+            continue;
+        g->held_at_end = 1;
+        r->held[r->held_count] = *g;
+        r->held[r->held_count++].freed_at_teardown = 0;
+    }
+    if (older && r->held)
+        qsort(r->held, r->held_count, sizeof(*r->held), by_bytes);
 }
 
 static uint64_t item_u64(const struct json_value *item)
@@ -735,7 +762,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     if (json_parse(text, length, &loaded->json, error, error_size) < 0)
         return -1;
     const struct json_value *root = loaded->json.root;
-    struct loader l = {r, NULL, error, error_size, 0};
+    struct loader l = {r, NULL, error, error_size, 0, 0};
     const char *format = json_string(json_get(root, "format"));
     if (!format || strcmp(format, "cumemtrace-report") != 0) {
         fail(&l, "no \"format\": \"cumemtrace-report\"");

@@ -160,6 +160,21 @@ def case_torch_blocks_never_freed():
     text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*.txt"))[0]).read()
     leaked = text.split("Leaked")[1].split("\n")[0] if "Leaked" in text else ""
     check(" 0 B in 0 blocks" in leaked, f"the text calls none of it leaked: {leaked!r}")
+    # A report from before live groups said whether they were held at the
+    # end (held_at_end then listed only what the teardown freed) reads the same.
+    older = json.loads(json.dumps(report))
+    for group in older["live"]:
+        del group["held_at_end"]
+    older["held_at_end"] = []
+    path = os.path.join(cases.LAST_DIR, "older.json")
+    with open(path, "w") as handle:
+        json.dump(older, handle)
+    again = cases.tool("report", path, "--format", "json")
+    again = json.loads(again.stdout) if again.returncode == 0 else {}
+    check([(g["stack"], g["bytes"], g["freed_at_teardown_bytes"]) for g in again.get("held_at_end", [])]
+          == [(g["stack"], g["bytes"], 0) for g in held] and
+          all(g["held_at_end"] for g in again.get("live", []) if g["kind"] == "torch_tensor"),
+          f"an older report: held at the end, not leaked: {again.get('held_at_end')}")
 
 
 def case_torch_blocks_held():
