@@ -16,6 +16,15 @@
  * frames the report hides (start-up, interpreter, frameworks; the JSON marks
  * them, src/report/frames.h).
  *
+ * A framework's cache whose blocks are recorded (caches[].view "blocks":
+ * PyTorch's tensors) is counted once everywhere: its segments
+ * (stacks[].cache_segment) hold its blocks, so the icicle, its highest
+ * point, the leaked and largest-holder tables count the blocks by their
+ * lines, and the segments only as what the blocks leave unused (a toggle,
+ * off at first) and in a table of their own. What a Python program held
+ * at its end (program_end, held_at_end, live[].held_at_end) is listed in a
+ * neutral colour, not as leaked.
+ *
  * For tests and tools: script errors are counted in the body's
  * data-script-errors attribute (and listed in #errors); data-rendered="1"
  * says the page was drawn; every summary figure carries its exact value in a
@@ -47,7 +56,11 @@
   var DEVICE_MEMORY_KINDS = { device: true, stream_ordered: true, vmm_physical: true, array: true };
   var ADDRESS_SPACE_KINDS = { vmm_mapping: true, vmm_reservation: true };
   var TOTAL = 'all device memory';
-  var SEGMENTS = 'cache segments';
+  /* A framework's cache where its blocks are recorded: its segments hold
+   * the blocks, which have lines of their own; what the blocks leave unused
+   * is one more entry, off at first (as the folded export's). */
+  var SEGMENTS = 'unused in caches';
+  var CACHE_KINDS = { torch_tensor: 'PyTorch', cupy_block: 'CuPy', jax_array: 'JAX' };
   var KIND_COLORS = {
     device: '#1e88e5', stream_ordered: '#43a047', managed: '#fb8c00', pinned_host: '#8e24aa',
     registered_host: '#6d4c41', vmm_physical: '#00897b', vmm_mapping: '#90a4ae',
@@ -369,28 +382,33 @@
     };
   }
 
-  /* Live bytes of the kinds in `on` (all devices), the stacks in `skip`
-   * left out, after each event and before the first: what "the highest
-   * point" means for what the page shows. */
-  function totals(report, on, skip) {
-    var events = report.timeline.events;
+  /* What `bytes` of `kind` from `stack` add to what the page shows: a cache
+   * segment's nothing but, with SEGMENTS on, to its cache's unused rest; a
+   * block of a cache whose blocks are known its own bytes, and as much less
+   * of that unused rest. */
+  function shownBytes(page, kind, stack, bytes) {
+    var on = page.state.on;
+    if (page.segments[stack]) {
+      return on[SEGMENTS] ? bytes : 0;
+    }
+    return (on[kind] ? bytes : 0) - (page.blocksKnown[kind] && on[SEGMENTS] ? bytes : 0);
+  }
+
+  /* Live bytes of what the page shows (all devices) after each event and
+   * before the first: what "the highest point" means. */
+  function totals(page) {
+    var events = page.report.timeline.events;
     var now = 0;
-    (report.live || []).forEach(function (g) {
-      if (on[g.kind] && !skip[g.stack]) {
-        now += g.bytes;
-      }
+    (page.report.live || []).forEach(function (g) {
+      now += shownBytes(page, g.kind, g.stack, g.bytes);
     });
     events.forEach(function (e) {
-      if (on[e[5]] && !skip[e[6]]) {
-        now -= delta(e);
-      }
+      now -= shownBytes(page, e[5], e[6], delta(e));
     });
     var after = new Float64Array(events.length);
     var before = now;
     events.forEach(function (e, i) {
-      if (on[e[5]] && !skip[e[6]]) {
-        now += delta(e);
-      }
+      now += shownBytes(page, e[5], e[6], delta(e));
       after[i] = now;
     });
     return { before: before, after: after };
@@ -555,7 +573,8 @@
     state.on[TOTAL] = true;
     /* A framework's cache segments, where its own blocks are recorded (its
      * caches[].view is "blocks"): the blocks say who holds the memory, so
-     * the segments, which would count it twice, start off in the icicle. */
+     * the segments, which would count it twice, are never drawn as such;
+     * SEGMENTS adds what the blocks leave of them unused. */
     var blocksKnown = {};
     (report.caches || []).forEach(function (c) {
       if (c.view === 'blocks') {
@@ -565,21 +584,25 @@
     var segments = {};
     (report.stacks || []).forEach(function (s) {
       if (s.cache_segment && blocksKnown[s.cache_segment]) {
-        segments[s.id] = true;
+        segments[s.id] = s.cache_segment;
         present[SEGMENTS] = true;
       }
     });
     state.on[SEGMENTS] = false;
+    /* Held when the program ended (a Python program: report.program_end):
+     * not leaked, whether the interpreter's teardown freed it or not. */
+    var held = report.program_end ? report.held_at_end || [] : [];
     var sums = null;
     function currentSums() {
       if (!sums && replay) {
-        sums = totals(report, state.on, state.on[SEGMENTS] ? {} : segments);
+        sums = totals(page);
       }
       return sums;
     }
     var redraws = [];
     var page = { report: report, stacks: stacks, replay: replay, present: present, state: state,
-      segments: segments, sums: currentSums, redraws: redraws, hashMoment: null };
+      segments: segments, blocksKnown: blocksKnown, held: held, sums: currentSums,
+      redraws: redraws, hashMoment: null };
     page.changed = function (what) {
       if (what === 'kinds') {
         sums = null;
@@ -594,32 +617,52 @@
   }
 
   /* The memory live at a moment, as {stack, kind, bytes} for the kinds
-   * shown. */
+   * shown; with SEGMENTS on, each cache's unused rest as {path, kind, bytes}
+   * (its segments' bytes less its blocks', as the folded export names it). */
   function entriesAt(page, moment) {
     var report = page.report;
     var on = page.state.on;
     var list = [];
-    var segments = on[SEGMENTS] ? {} : page.segments;
+    var unused = {};
+    function add(kind, stack, bytes) {
+      var cache = page.segments[stack];
+      if (cache || page.blocksKnown[kind]) {
+        cache = cache || kind;
+        unused[cache] = unused[cache] || { bytes: 0, kind: 'device' };
+        unused[cache].bytes += cache === kind ? -bytes : bytes;
+        if (cache !== kind) {
+          unused[cache].kind = kind;
+        }
+      }
+      if (!page.segments[stack] && on[kind] && bytes > 0) {
+        list.push({ stack: stack, kind: kind, bytes: bytes });
+      }
+    }
     if (moment.kind === 'end') {
       (report.live || []).forEach(function (g) {
-        if (on[g.kind] && !segments[g.stack]) {
-          list.push({ stack: g.stack, kind: g.kind, bytes: g.bytes });
-        }
+        add(g.kind, g.stack, g.bytes);
       });
     } else if (moment.kind === 'site-peaks') {
+      /* sites at their own highest: no moment at which a cache's rest is known */
       (report.stacks || []).forEach(function (s) {
-        if (on[s.kind || 'device'] && !segments[s.id]) {
+        if (on[s.kind || 'device'] && !page.segments[s.id]) {
           list.push({ stack: s.id, kind: s.kind || 'device', bytes: s.peak_live_bytes });
         }
       });
     } else {
       var state = page.replay.after(moment.index);
       for (var k = 0; k < state.length; k++) {
-        if (state[k] > 0 && on[page.replay.kinds[k]] && !segments[page.replay.stacks[k]]) {
-          list.push({ stack: page.replay.stacks[k], kind: page.replay.kinds[k], bytes: state[k] });
+        if (state[k] > 0) {
+          add(page.replay.kinds[k], page.replay.stacks[k], state[k]);
         }
       }
     }
+    Object.keys(unused).forEach(function (cache) {
+      if (on[SEGMENTS] && unused[cache].bytes > 0) {
+        list.push({ path: ['[' + cache + ' cache: reserved, unused]'], kind: unused[cache].kind,
+          bytes: unused[cache].bytes });
+      }
+    });
     return list;
   }
 
@@ -627,7 +670,7 @@
   function topSites(page, entries, count) {
     var bySite = {};
     entries.forEach(function (e) {
-      var site = page.stacks.site(e.stack);
+      var site = e.path ? e.path[0] : page.stacks.site(e.stack);
       bySite[site] = (bySite[site] || 0) + e.bytes;
     });
     return Object.keys(bySite).map(function (site) {
@@ -816,7 +859,8 @@
         page.changed('kinds');
       });
       legend.appendChild(element('label', { title: kind === TOTAL ? 'the sum of the kinds that occupy device memory'
-        : kind === SEGMENTS ? 'in the icicle: the segments a framework took from the driver, beside its blocks carved from them' : '' }, [
+        : kind === SEGMENTS ? 'in the icicle: what a framework\'s cache took from the driver and its blocks leave unused ' +
+          '(its blocks are drawn by their own lines)' : '' }, [
         input, element('i', { style: 'background:' + (KIND_COLORS[kind] || '#555') }), kind]));
     });
 
@@ -1052,7 +1096,7 @@
       }
       var node = root;
       root.value += entry.bytes;
-      var path = page.stacks.path(entry.stack, page.state.allFrames);
+      var path = entry.path || page.stacks.path(entry.stack, page.state.allFrames);
       (byKind ? ['[' + entry.kind + ']'].concat(path) : path).forEach(function (name) {
         if (!node.children[name]) {
           node.children[name] = { name: name, value: 0, children: {}, parent: node };
@@ -1193,7 +1237,8 @@
       var searched = 0;
       if (query) {
         entries.forEach(function (e) {
-          if (page.stacks.matches(e.stack, query, page.state.allFrames)) {
+          if (e.path ? e.path[0].toLowerCase().indexOf(query) >= 0
+            : page.stacks.matches(e.stack, query, page.state.allFrames)) {
             searched += e.bytes;
           }
         });
@@ -1215,7 +1260,7 @@
 
   function table(headers, rows, id) {
     var numeric = headers.map(function (h) {
-      return /^#$|bytes|blocks|rate|current|peak|allocated|now|ooms|failures|total/.test(h);
+      return /^#$|bytes|blocks|rate|current|peak|allocated|now|ooms|failures|total|teardown/.test(h);
     });
     var head = element('tr', {}, headers.map(function (h, i) {
       return element('th', { 'class': numeric[i] ? 'num' : '' }, [h]);
@@ -1245,46 +1290,93 @@
     return element('section', { id: id, 'class': tone || '' }, [element('h2', {}, [heading])].concat(children));
   }
 
-  /* Leaked and held tables: groups of live blocks by site. */
-  function groupSection(page, id, heading, groups, note, tone) {
+  /* Leaked and held tables: groups of live blocks by site; held ones (in
+   * held_at_end) say what the interpreter's teardown freed of them. */
+  function groupSection(page, id, heading, groups, note, tone, heldTable) {
     var rows = groups.slice(0, 100).map(function (g, i) {
       return [i + 1, formatBytes(g.bytes), g.blocks, g.kind, g.api, deviceName(g.device),
-        formatSeconds(g.oldest_ms * 1000), stackCell(page, g.stack)];
+        heldTable ? formatBytes(g.freed_at_teardown_bytes || 0) : formatSeconds(g.oldest_ms * 1000),
+        stackCell(page, g.stack)];
     });
     return section(id, heading + (groups.length > 100 ? ' (first 100 of ' + groups.length + ')' : ''),
       [element('p', { 'class': 'note' }, [note])].concat(rows.length
-        ? [table(['#', 'bytes', 'blocks', 'kind', 'api', 'device', 'oldest from', 'site'], rows, id + '-table')]
+        ? [table(['#', 'bytes', 'blocks', 'kind', 'api', 'device', heldTable ? 'freed at teardown' : 'oldest from',
+          'site'], rows, id + '-table')]
         : [element('p', {}, ['Nothing.'])]), tone);
   }
 
-  /* The live groups that are (or are not) a framework's cache segments
-   * whose blocks the report records (Page). */
+  /* The live groups that are a framework's cache segments whose blocks the
+   * report records (Page), or, with segments false, the others: at exit,
+   * those not held when the program ended (live[].held_at_end). */
   function liveGroups(page, segments) {
+    var atExit = page.report.reason === 'exit';
     return (page.report.live || []).filter(function (g) {
-      return !!page.segments[g.stack] === segments;
+      return segments ? !!page.segments[g.stack] : !page.segments[g.stack] && !(atExit && g.held_at_end);
     });
+  }
+
+  /* Each framework's cache per device (caches[]): where its blocks are
+   * recorded, what its segments reserve and how its blocks use them; else
+   * why they are not. */
+  function cacheSection(page) {
+    var rows = [];
+    var notes = [];
+    (page.report.caches || []).forEach(function (c) {
+      var name = CACHE_KINDS[c.kind] || c.kind;
+      if (c.view !== 'blocks') {
+        if (c.view === 'segments') {
+          notes.push(element('p', { 'class': 'note' }, [name + '\'s blocks are not traced one by one' +
+            (c.why ? ' (' + c.why + ')' : '') + ': its segments are listed as the lines that first needed them.']));
+        }
+        return;
+      }
+      (c.devices || []).forEach(function (d) {
+        function count(n, what) {
+          return n + ' ' + what + (n === 1 ? '' : 's');
+        }
+        rows.push([name, deviceName(d.device), formatBytes(d.reserved_bytes) + ' (' + count(d.segments, 'segment') + ')',
+          formatBytes(d.block_bytes) + ' (' + count(d.blocks, 'block') + ')', formatBytes(d.unused_bytes),
+          formatBytes(d.hole_bytes) + ' (' + count(d.holes, 'hole') +
+          (d.holes ? ', largest ' + formatBytes(d.largest_hole_bytes) : '') + ')', formatBytes(d.releasable_bytes)]);
+      });
+    });
+    if (!rows.length && !notes.length) {
+      return null;
+    }
+    return section('caches', 'Frameworks\' caches, per device', [element('p', { 'class': 'note' }, [
+      'Reserved: the segments a cache took from the driver (counted once, as device memory); its blocks are carved ' +
+      'from them. Unused: reserved less the blocks; of it, holes between live blocks reuse only requests that fit, ' +
+      'and segments with no live block are what emptying the cache gives back.'])].concat(notes).concat(rows.length
+      ? [table(['framework', 'device', 'reserved bytes', 'in blocks', 'unused bytes', 'in holes', 'releasable bytes'],
+        rows, 'caches-table')] : []));
   }
 
   function drawTables(page, container) {
     var report = page.report;
     clear(container);
     var atExit = report.reason === 'exit';
-    var held = report.held_at_end;
+    var ended = !!report.program_end;
     var live = liveGroups(page, false);
-    container.appendChild(groupSection(page, 'leaks', atExit ? 'Leaked: live at the end, freed by nobody' : 'Live now',
-      live, atExit ? (held ? 'Memory no code freed, not even the interpreter\'s teardown.'
-        : 'Memory live when the process ended.') : 'Memory live when this report was written.',
+    container.appendChild(groupSection(page, 'leaks', atExit ? (ended ? 'Leaked: allocated after the program ended, freed by nobody'
+      : 'Leaked: live at the end, freed by nobody') : 'Live now',
+      live, atExit ? (ended ? 'Memory the interpreter\'s teardown allocated and nothing freed; what the program held at its ' +
+        'end is below, not a leak.' : 'Memory live when the process ended.') : 'Memory live when this report was written.',
       atExit && live.length ? 'bad' : ''));
+    if (page.held.length) {
+      container.appendChild(groupSection(page, 'held-at-end', 'Held at the end of the program (not leaked)', page.held,
+        'Memory the program kept to its last line (model weights, a data set, a global list): not a leak, whether the ' +
+        'interpreter\'s teardown freed it or left it to the process\'s exit. A leak in a running program shows as growth.',
+        'neutral', true));
+    }
     var kept = liveGroups(page, true);
     if (kept.length) {
       container.appendChild(groupSection(page, 'cache-segments', 'Kept in a framework\'s cache: its segments from the driver',
         kept, 'A framework\'s cache keeps these to hand them out again; the blocks it carved from them are listed with ' +
-        'their own lines above and below. Not freed at exit by design: not a leak of the program\'s.', 'neutral'));
+        'their own lines. Each segment is charged to the line that first needed it; not a leak of the program\'s.', 'neutral'));
     }
-    if (held) {
-      container.appendChild(groupSection(page, 'held-at-end', 'Held until the end, freed at teardown', held,
-        'Memory the program kept to its last line (model weights, caches) and the interpreter\'s teardown freed: not a leak.',
-        'neutral'));
+    var caches = cacheSection(page);
+    if (caches) {
+      container.appendChild(caches);
     }
 
     var growing = report.growth ? report.growth.growing : [];
@@ -1298,7 +1390,7 @@
         : 'Not known (no samples in this report).'])]));
 
     var holders = (report.stacks || []).filter(function (s) {
-      return s.peak_live_bytes > 0;
+      return s.peak_live_bytes > 0 && !page.segments[s.id];
     }).sort(function (a, b) {
       return b.peak_live_bytes - a.peak_live_bytes || a.id - b.id;
     });
@@ -1424,9 +1516,9 @@
         formatBytes(leaked.bytes), atExit && leaked.bytes > 0 ? 'bad' : ''),
       card('leaked-blocks', atExit ? 'Leaked blocks' : 'Live blocks', leaked.blocks, String(leaked.blocks)),
       card('leaked-sites', 'Allocation sites holding them', leaked.sites, String(leaked.sites), atExit && leaked.sites > 0 ? 'bad' : '')];
-    if (report.held_at_end) {
-      var held = sum(report.held_at_end);
-      cards.push(card('held-bytes', 'Held until the end, freed at teardown', held.bytes, formatBytes(held.bytes), 'neutral'));
+    if (page.held.length) {
+      var held = sum(page.held);
+      cards.push(card('held-bytes', 'Held at the end of the program (not leaked)', held.bytes, formatBytes(held.bytes), 'neutral'));
     }
     cards.push(card('growing-sites', 'Growing sites (leak suspects)', growing.length, String(growing.length), growing.length > 0 ? 'bad' : ''),
       card('ooms', 'Out-of-memory failures', ooms, String(ooms), ooms > 0 ? 'bad' : ''),
@@ -1435,11 +1527,19 @@
 
     if (report.event && report.event.type === 'oom') {
       var e = report.event;
+      var free = e.driver_free === null ? 'unknown' : formatBytes(e.driver_free);
+      /* A framework's allocator gave up (its cache's terms, report_cache_oom),
+       * or a CUDA call failed. */
+      var what = e.cache ? (CACHE_KINDS[e.kind] || e.kind) + '\'s allocator gave up on ' + formatBytes(e.size) + ' on ' +
+        deviceName(e.device) + ', after freeing its cache and asking again; the driver had ' + free + ' free. Verdict: ' +
+        e.verdict.replace(/_/g, ' ') + ' (its cache reserved ' + formatBytes(e.cache.reserved_bytes) + ', its blocks used ' +
+        formatBytes(e.cache.block_bytes) + ', ' + formatBytes(e.cache.hole_bytes) + ' in holes between them, ' +
+        formatBytes(e.cache.releasable_bytes) + ' in segments with none; memory outside the cache: ' +
+        formatBytes(e.cache.others_bytes) + ').'
+        : formatBytes(e.size) + ' of ' + e.kind + ' memory via ' + e.api + ' on ' + deviceName(e.device) +
+        ' failed (error ' + e.code + (e.error ? ' ' + e.error : '') + '); the driver had ' + free + ' free: ' + e.verdict + '.';
       main.appendChild(section('oom-event', 'Out of memory', [
-        element('p', {}, [formatBytes(e.size) + ' of ' + e.kind + ' memory via ' + e.api + ' on ' + deviceName(e.device) +
-          ' failed (error ' + e.code + (e.error ? ' ' + e.error : '') + '); the driver had ' +
-          (e.driver_free === null ? 'unknown' : formatBytes(e.driver_free)) + ' free: ' + e.verdict + '. Retry: ' + e.retry + '.']),
-        stackCell(page, e.stack)], 'bad'));
+        element('p', {}, [what + ' Retry: ' + e.retry + '.']), stackCell(page, e.stack)], 'bad'));
     }
 
     page.state.moment = namedMoment(page, page.hashMoment) || namedMoment(page, page.replay ? 'peak' : 'end');

@@ -711,9 +711,10 @@ def check_ticks(labels):
 
 
 def case_html_held_at_end():
-    """A report with a held_at_end section (a Python program's memory freed by
-    the interpreter's teardown, issue 14): held in a neutral colour, only what
-    nobody freed in red. The page is fed a hand-made report."""
+    """A report of a Python program that ended (issue 14): what it held at
+    its end in a neutral colour, only what nobody freed after it in red; a
+    framework's cache segments neither leaked nor counted beside its blocks.
+    The page is fed hand-made reports."""
     if not find_browser():
         check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1", "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
         return
@@ -721,60 +722,78 @@ def case_html_held_at_end():
                            env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
     report = one(reports)
     html = output_file(".html")
-    made = json.loads(json.dumps(report))
-    made["held_at_end"] = [dict(made["live"][0], bytes=64 << 20, blocks=1)]
     with open(html) as handle:
         text = handle.read()
     start = text.index('id="report-data">') + len('id="report-data">')
     stop = text.index("</script>", start)
     page = os.path.join(cases.LAST_DIR, "held.html")
-    with open(page, "w") as handle:
-        handle.write(text[:start] + json.dumps(made).replace("<", "\\u003c") + text[stop:])
+
+    def write(made):
+        with open(page, "w") as handle:
+            handle.write(text[:start] + json.dumps(made).replace("<", "\\u003c") + text[stop:])
+
+    made = json.loads(json.dumps(report))
+    made["program_end"] = {"time_ms": 1}
+    made["held_at_end"] = [dict(stack=made["live"][0]["stack"], kind="device", api="cudaMalloc", device=0,
+                                blocks=1, bytes=64 << 20, freed_at_teardown_bytes=64 << 20)]
+    write(made)
     result, _ = drive(page, """
     function tone(id) { var e = document.getElementById(id); return e ? e.className : null; }
     function colour(selector) { var e = document.querySelector(selector); return e ? getComputedStyle(e).color : null; }
     result.held = tone('held-at-end'); result.leaks = tone('leaks');
     result.heldCard = tone('held-bytes'); result.leakCard = tone('leaked-bytes');
     result.heldColour = colour('#held-at-end h2'); result.leakColour = colour('#leaks h2');
-    result.heldValue = document.getElementById('held-bytes').dataset.value;""")
+    result.heldValue = document.getElementById('held-bytes').dataset.value;
+    result.freed = document.querySelector('#held-at-end-table tbody tr').cells[6].textContent;""")
     check(result.get("held") == "neutral" and result.get("heldCard") == "card neutral" and
-          result.get("heldValue") == str(64 << 20), f"held at the end: neutral: {result}")
+          result.get("heldValue") == str(64 << 20) and result.get("freed") == "64.0 MiB",
+          f"held at the end: neutral, with what the teardown freed: {result}")
     check(result.get("leaks") == "bad" and result.get("leakCard") == "card bad" and
           result.get("leakColour") == "rgb(198, 40, 40)" and result.get("heldColour") != result.get("leakColour"),
-          f"leaked: red: {result}")
-    # A framework whose blocks are recorded: its cache segments start off in
-    # the icicle (they would count the memory twice), and a toggle adds them.
+          f"allocated after the end and never freed: red: {result}")
+    # The same groups held at the end: nothing leaked.
+    for group in made["live"]:
+        group["held_at_end"] = True
+    write(made)
+    result, _ = drive(page, "result.leaked = document.getElementById('leaked-bytes').dataset.value;"
+                            "result.leaks = document.getElementById('leaks').className;")
+    check(result.get("leaked") == "0" and result.get("leaks") == "", f"held, not leaked: {result}")
+
+    # A framework whose blocks are recorded: its cache segments are kept by
+    # it, not leaked; the icicle counts its blocks, and what they leave of
+    # the segments unused only with its toggle, never the segments whole.
+    made = json.loads(json.dumps(report))
     segment = made["live"][0]["stack"]
     holder = next(st["id"] for st in made["stacks"] if st["id"] != segment)
     for stack in made["stacks"]:
         stack["cache_segment"] = "torch_tensor" if stack["id"] == segment else None
-    made["caches"] = [{"kind": "torch_tensor", "view": "blocks"}]
-    made["live"].append({"stack": holder, "kind": "torch_tensor", "api": "torch", "device": 0,
-                         "blocks": 1, "bytes": 10 << 20, "largest": 10 << 20, "oldest_ms": 0})
+    made["caches"] = [{"kind": "torch_tensor", "view": "blocks", "why": "", "since_ms": 0, "devices": []}]
+    made["live"].append({"stack": holder, "kind": "torch_tensor", "api": "torch", "device": 0, "blocks": 1,
+                         "bytes": 10 << 20, "largest": 10 << 20, "oldest_ms": 0, "held_at_end": False})
     counters = json.loads(json.dumps(made["devices"][0]["counters"]["device"]))
     counters["allocation"]["allocated"] = 1
     made["devices"][0]["counters"]["torch_tensor"] = counters
-    with open(page, "w") as handle:
-        handle.write(text[:start] + json.dumps(made).replace("<", "\\u003c") + text[stop:])
+    write(made)
     result, _ = drive(page, """
     result.before = icicle();
-    toggle(document.querySelector('#kind-toggles input[data-kind="cache segments"]'));
+    toggle(document.querySelector('#kind-toggles input[data-kind="unused in caches"]'));
     result.after = icicle();
     result.leaked = document.getElementById('leaked-bytes').dataset.value;
     result.kept = document.getElementById('cache-segments').className;""", suffix="#moment=end")
     others = sum(g["bytes"] for g in made["live"] if g["stack"] != segment)
+    segments = sum(g["bytes"] for g in made["live"] if g["stack"] == segment)
     check(result.get("leaked") == str(others) and result.get("kept") == "neutral",
           f"the cache's segments are kept by it, not leaked: {result.get('leaked')} vs {others}, "
           f"{result.get('kept')}")
     check(result.get("before", {}).get("total") == others and
-          result.get("after", {}).get("total") == others + sum(g["bytes"] for g in made["live"]
-                                                               if g["stack"] == segment),
-          f"cache segments off at first, on with their toggle: {result.get('before', {}).get('total')} "
-          f"{result.get('after', {}).get('total')} vs {others}")
+          result.get("after", {}).get("total") == others + segments - (10 << 20),
+          f"the blocks, then with the cache's unused rest: {result.get('before', {}).get('total')} "
+          f"{result.get('after', {}).get('total')} vs {others}, {segments}")
 
-    # Without the section (a C program): everything live at exit is leaked, in red.
+    # Without the program's end (a C program): everything live at exit is
+    # leaked, in red, and no held section.
     result, _ = drive(html, "result.held = !!document.getElementById('held-at-end');")
-    check(result.get("held") is False, "no held section without held_at_end")
+    check(result.get("held") is False, "no held section without program_end")
 
 
 def case_series_without_timeline():

@@ -64,6 +64,17 @@ def scenario(name, args=(), expect_rc=0, **env):
     return out, err, by_reason, figures
 
 
+def format_bytes(count):
+    """As the reports write bytes (src/report/output.c's format_bytes)."""
+    value, unit = float(count), 0
+    while value >= 1024 and unit < 4:
+        value /= 1024
+        unit += 1
+    if unit == 0:
+        return f"{count} B"
+    return f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f} {['B', 'KiB', 'MiB', 'GiB', 'TiB'][unit]}"
+
+
 def site_line(report, stack_id):
     """The innermost line of torch_blocks.py in a stack, skipping the Tensor
     class's own (the line a person would look at)."""
@@ -266,6 +277,60 @@ def case_torch_blocks_pytest():
     check("test_keeps_a_tensor left 4.00 MiB of GPU memory held:" in text and
           f"< test_keeps_a_tensor:{keep} (torch_tensor via torch_caching_allocator)" in text,
           f"the kept tensor's line:\n{text}")
+
+
+def case_torch_blocks_html():
+    """The HTML page of a program on the stand-in allocator: a cache's memory
+    counted once, in the icicle, its highest point and the tables; the
+    caches per device; what the program held at its end, neutral."""
+    import exports
+    if not exports.find_browser():
+        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
+              "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
+        return
+    _, _, reports, _ = scenario("training_mix", ["{dir}/at-end"], CUMEMTRACE_FORMAT="json,html")
+    snapshot, exit_report = reports["snapshot"][0], reports["exit"][0]
+    segments = {s["id"] for s in snapshot["stacks"] if s["cache_segment"] == "torch_tensor"}
+    device = cases.device_counters(snapshot, 0, "device_memory")["allocated_bytes"]
+    figures = cache(snapshot)["devices"][0]
+    tensors = sum(g["bytes"] for g in snapshot["live"] if g["stack"] not in segments)
+    check(segments and tensors == figures["block_bytes"], f"tensors live: {tensors} vs {figures}")
+    result, _ = exports.drive(os.path.join(cases.LAST_DIR, "at-end.html"), """
+    function press(m) { document.querySelector('button[data-moment="' + m + '"]').click(); }
+    press('end'); result.now = icicle();
+    toggle(document.querySelector('#kind-toggles input[data-kind="unused in caches"]'));
+    result.nowUnused = icicle();
+    press('peak'); result.peakUnused = icicle();
+    result.holders = document.querySelectorAll('#holders-table tbody tr').length;
+    result.caches = [].map.call(document.querySelectorAll('#caches-table tbody tr'), function (r) {
+      return [].map.call(r.cells, function (c) { return c.textContent; }); });""")
+    unused = [b for b in result.get("nowUnused", {}).get("bars", [])
+              if b[0] == "[torch_tensor cache: reserved, unused]"]
+    check(result.get("now", {}).get("total") == tensors,
+          f"the icicle: the tensors, not their segments too: {result.get('now', {}).get('total')} vs {tensors}")
+    check(result.get("nowUnused", {}).get("total") == device["current"] and
+          [b[1] for b in unused] == [figures["unused_bytes"]],
+          f"with the cache's unused rest: the device's memory once: {result.get('nowUnused', {}).get('total')} "
+          f"vs {device['current']}, {unused} vs {figures['unused_bytes']}")
+    check(result.get("peakUnused", {}).get("total") == device["peak"],
+          f"its highest point, the device's peak: {result.get('peakUnused', {}).get('total')} vs {device['peak']}")
+    holders = [s for s in snapshot["stacks"] if s["peak_live_bytes"] > 0 and s["id"] not in segments]
+    check(result.get("holders") == min(50, len(holders)),
+          f"largest holders: no segment: {result.get('holders')} rows vs {len(holders)}")
+    check([row[:2] for row in result.get("caches", [])] == [["PyTorch", "device 0"]] and
+          result["caches"][0][4] == format_bytes(figures["unused_bytes"]),
+          f"the cache per device: {result.get('caches')} vs {figures}")
+    # At exit: what the program held at its end, neutral; nothing leaked.
+    html = glob.glob(os.path.join(cases.LAST_DIR, "report-*.html"))[0]
+    result, _ = exports.drive(html, """
+    result.held = document.getElementById('held-at-end').className;
+    result.heldBytes = +document.getElementById('held-bytes').dataset.value;
+    result.leaked = +document.getElementById('leaked-bytes').dataset.value;
+    result.leaks = document.getElementById('leaks').className;""")
+    held = sum(g["bytes"] for g in exit_report["held_at_end"])
+    check(result.get("held") == "neutral" and result.get("heldBytes") == held and held > 0 and
+          result.get("leaked") == 0 and result.get("leaks") == "",
+          f"held at the end, neutral, not leaked: {result} vs {held}")
 
 
 def case_torch_blocks_cache_idle():
