@@ -94,7 +94,9 @@ int frames_left_out(const struct report *r, const struct stack *s, uint32_t inde
 
 void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t size)
 {
-    if (s && s->python)
+    if (s && s->python && s->line == 0)      /* a marker frame (python.h): no place in code */
+        snprintf(text, size, "%s", s->function ? s->function : "?");
+    else if (s && s->python)
         snprintf(text, size, "%s (%s:%d)", s->function ? s->function : "?",
                  s->file ? s->file : "?", s->line);
     else if (s && s->function)

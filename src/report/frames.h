@@ -49,7 +49,8 @@ int frames_left_out(const struct report *r, const struct stack *s, uint32_t inde
                     const struct frame_view *v);
 
 /* A frame's name, the same in every export: "function" for a native frame,
- * "function (file:line)" for a Python one, "module+0xoffset" without a
+ * "function (file:line)" for a Python one ("function" alone for a marker
+ * of line 0: "[main thread, at that moment]"), "module+0xoffset" without a
  * symbol, "0xaddress" outside any module. */
 void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t size);
 

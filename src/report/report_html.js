@@ -210,6 +210,9 @@
       if (!f) {
         return '?';
       }
+      if (f.python && !f.line) {
+        return f.function || '?';         /* a marker frame: no place in code */
+      }
       if (f.python) {
         return (f.function || '?') + ' (' + basename(f.file) + ':' + f.line + ')';
       }
@@ -1512,7 +1515,8 @@
     var cards = [
       card('live-device-bytes', 'All device memory live', liveDevice, formatBytes(liveDevice)),
       card('peak-device-bytes', 'Peak device memory (one device)', peakDevice, formatBytes(peakDevice)),
-      card('leaked-bytes', atExit ? 'Leaked (freed by nobody), all kinds' : 'Live now, all kinds', leaked.bytes,
+      card('leaked-bytes', atExit ? (report.program_end ? 'Leaked after the program ended, all kinds'
+        : 'Leaked (freed by nobody), all kinds') : 'Live now, all kinds', leaked.bytes,
         formatBytes(leaked.bytes), atExit && leaked.bytes > 0 ? 'bad' : ''),
       card('leaked-blocks', atExit ? 'Leaked blocks' : 'Live blocks', leaked.blocks, String(leaked.blocks)),
       card('leaked-sites', 'Allocation sites holding them', leaked.sites, String(leaked.sites), atExit && leaked.sites > 0 ? 'bad' : '')];

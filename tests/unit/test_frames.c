@@ -263,6 +263,10 @@ static void names(void)
     struct symbol python = PY("allocate", "/srv/job.py", 22);
     frames_name(&python, 0, text, sizeof(text));
     CHECK(strcmp(text, "allocate (/srv/job.py:22)") == 0);
+    struct symbol marker = PY("[main thread, at that moment]",
+                              "<this thread runs no Python: the main thread's stack follows>", 0);
+    frames_name(&marker, 0, text, sizeof(text));
+    CHECK(strcmp(text, "[main thread, at that moment]") == 0);
     frames_name(NULL, 0x1234, text, sizeof(text));
     CHECK(strcmp(text, "0x1234") == 0);
 }
