@@ -23,6 +23,7 @@ struct config config = {
     .debug = 0,
     .max_blocks = 10000,
     .snapshot_signal = SIGUSR2,
+    .file_mode = 0600,
     .oom = OOM_FIRST,
     .crash = 1,
     .dump_on_term = 0,
@@ -157,14 +158,37 @@ int config_parse_events(const char *text, uint64_t *out)
     return 0;
 }
 
+/* Signals a snapshot may not take: the ones whose default action programs
+ * and their supervisors rely on (terminate on TERM, INT, HUP, QUIT, PIPE,
+ * ALRM, XCPU, XFSZ; the crashes; job control; CHLD), and the ones no handler
+ * can have. What is left: USR1, USR2, PROF, WINCH, URG, VTALRM, IO, PWR,
+ * STKFLT, and the real-time signals. */
+static int relied_on(int number)
+{
+    static const int refused[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,  SIGTRAP, SIGABRT,
+                                  SIGBUS,  SIGFPE,  SIGKILL, SIGSEGV, SIGPIPE, SIGALRM,
+                                  SIGTERM, SIGCHLD, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN,
+                                  SIGTTOU, SIGXCPU, SIGXFSZ, SIGSYS};
+    for (unsigned i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        if (number == refused[i])
+            return 1;
+    return 0;
+}
+
 int config_parse_signal(const char *text, int *out)
 {
     static const struct {
         const char *name;
         int number;
-    } names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
-                 {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"URG", SIGURG}};
-    long number;
+    } names[] = {{"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+                 {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},   {"BUS", SIGBUS},   {"FPE", SIGFPE},
+                 {"KILL", SIGKILL}, {"USR1", SIGUSR1},   {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
+                 {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},   {"TERM", SIGTERM}, {"CHLD", SIGCHLD},
+                 {"CONT", SIGCONT}, {"STOP", SIGSTOP},   {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},
+                 {"TTOU", SIGTTOU}, {"URG", SIGURG},     {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
+                 {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
+                 {"IO", SIGIO},     {"PWR", SIGPWR},     {"SYS", SIGSYS},   {"STKFLT", SIGSTKFLT}};
+    long number = -1;
     if (strcasecmp(text, "off") == 0 || strcmp(text, "0") == 0) {
         *out = 0;
         return 0;
@@ -172,18 +196,27 @@ int config_parse_signal(const char *text, int *out)
     if (strncasecmp(text, "SIG", 3) == 0)
         text += 3;
     for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcasecmp(text, names[i].name) == 0) {
-            *out = names[i].number;
-            return 0;
-        }
-    /* Numbers, and real-time signals; never a signal that means a crash. */
-    if (config_parse_int(text, 1, SIGRTMAX, &number) == 0 && number != SIGKILL &&
-        number != SIGSTOP && number != SIGSEGV && number != SIGBUS && number != SIGFPE &&
-        number != SIGILL && number != SIGABRT) {
-        *out = (int)number;
-        return 0;
-    }
-    return -1;
+        if (strcasecmp(text, names[i].name) == 0)
+            number = names[i].number;
+    if (number < 0 && config_parse_int(text, 1, SIGRTMAX, &number) < 0)
+        return -1;
+    if (relied_on((int)number))
+        return -2;
+    *out = (int)number;
+    return 0;
+}
+
+int config_parse_mode(const char *text, int *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    errno = 0;
+    long mode = strtol(text, &end, 8);
+    if (errno || *end != '\0' || mode < 0 || mode > 0777)
+        return -1;
+    *out = (int)mode;
+    return 0;
 }
 
 int config_parse_oom(const char *text, int *out)
@@ -244,14 +277,24 @@ void config_load(void)
     load_bool("CUMEMTRACE_SELF_TIME", &config.self_time, "0");
     load_bool("CUMEMTRACE_ALL_FRAMES", &config.all_frames, "0");
     load_bool("CUMEMTRACE_LIVE", &config.live, "1");
+    load_bool("CUMEMTRACE_TORCH_PER_TENSOR", &config.torch_per_tensor, "0");
     load_int("CUMEMTRACE_SAMPLE_MS", &config.sample_ms, 0, 86400000);
     load_bool("CUMEMTRACE_FRAMEWORKS", &config.frameworks, "1");
     load_int("CUMEMTRACE_BLOCK_DEPTH", &config.block_depth, 0, CONFIG_MAX_DEPTH);
 
+    int refused = 0;
     if ((value = env("CUMEMTRACE_SIGNAL")) &&
-        config_parse_signal(value, &config.snapshot_signal) < 0)
+        (refused = config_parse_signal(value, &config.snapshot_signal)) == -1)
         log_line("CUMEMTRACE_SIGNAL='%s' is not a signal name such as USR2, a number, or 'off'; "
                  "using %s", value, config.snapshot_signal ? "USR2" : "off");
+    else if (refused == -2)
+        log_line("CUMEMTRACE_SIGNAL='%s': the program relies on that signal's own action "
+                 "(TERM, INT, HUP, QUIT, PIPE, a crash, ...); using %s",
+                 value, config.snapshot_signal ? "USR2" : "off");
+
+    if ((value = env("CUMEMTRACE_FILE_MODE")) && config_parse_mode(value, &config.file_mode) < 0)
+        log_line("CUMEMTRACE_FILE_MODE='%s' is not octal permissions such as 0600 or 0640; "
+                 "using %04o", value, (unsigned)config.file_mode);
 
     if ((value = env("CUMEMTRACE_OOM")) && config_parse_oom(value, &config.oom) < 0)
         log_line("CUMEMTRACE_OOM='%s' is not 'first', 'every' or 'off'; using first", value);

@@ -54,6 +54,8 @@ struct config {
     int debug;              /* CUMEMTRACE_DEBUG: say what the hooks do */
     int max_blocks;         /* CUMEMTRACE_MAX_BLOCKS listed one by one in JSON */
     int snapshot_signal;    /* CUMEMTRACE_SIGNAL: 0 = off (default SIGUSR2) */
+    int file_mode;          /* CUMEMTRACE_FILE_MODE: of every file written (0600) */
+    int torch_per_tensor;   /* CUMEMTRACE_TORCH_PER_TENSOR (0; acted on at load, init.c) */
     int oom;                /* CUMEMTRACE_OOM: OOM_* (default OOM_FIRST) */
     int crash;              /* CUMEMTRACE_CRASH: dump on fatal signals (default 1) */
     int dump_on_term;       /* CUMEMTRACE_DUMP_ON_TERM: also SIGTERM, SIGINT (0) */
@@ -91,7 +93,10 @@ int config_parse_size(const char *text, uint64_t *out);
 int config_parse_formats(const char *text, int *out);   /* "text,json,html", "none" */
 int config_parse_events(const char *text, uint64_t *out); /* 100000, 64K, 1M, 0 */
 const char *config_format_names(int formats, char *text, size_t size);
-int config_parse_signal(const char *text, int *out);     /* "USR2", "SIGUSR1", "12", "off" */
+/* "USR2", "SIGUSR1", "12", "off"; never a signal whose default action the
+ * program relies on (see config.c): those give -2. */
+int config_parse_signal(const char *text, int *out);
+int config_parse_mode(const char *text, int *out);       /* octal permissions: "0600", "640" */
 int config_parse_oom(const char *text, int *out);        /* first, every, off */
 
 #endif

@@ -1,12 +1,52 @@
 /* log.c - one-line messages to stderr (see log.h). */
 #include <errno.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
 
 static int debugging;   /* CUMEMTRACE_DEBUG, set by config_load */
+static int kept = STDERR_FILENO;        /* where lines go; -1: nowhere */
+static int checked;                     /* kept is our duplicate: check it is still */
+static dev_t kept_device;
+static ino_t kept_inode;
+
+void log_keep_stderr(void)
+{
+    struct stat st;
+    if (fstat(STDERR_FILENO, &st) < 0) {
+        kept = -1;          /* no stderr: whatever takes fd 2 later is not ours */
+        return;
+    }
+    /* High, so that the program's own descriptors keep the numbers they
+     * would have had without us. */
+    struct rlimit limit;
+    int floor = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 2048
+                    ? (int)(limit.rlim_cur / 2) : 1024;
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, floor > 3 ? floor : 3);
+    if (fd < 0)
+        fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        fd = STDERR_FILENO; /* no descriptor to spare: fd 2, while it is the same */
+    kept_device = st.st_dev;
+    kept_inode = st.st_ino;
+    kept = fd;
+    checked = 1;
+}
+
+int log_fd(void)
+{
+    struct stat st;
+    if (!checked || kept < 0)
+        return kept;
+    if (fstat(kept, &st) < 0 || st.st_dev != kept_device || st.st_ino != kept_inode)
+        return -1;
+    return kept;
+}
 
 void log_set_debug(int on)
 {
@@ -25,8 +65,11 @@ static void log_vline(const char *fmt, va_list ap)
     if (n > (int)sizeof(line) - 2)
         n = sizeof(line) - 2;
     line[n++] = '\n';
-    ssize_t unused = write(STDERR_FILENO, line, n);
-    (void)unused;
+    int fd = log_fd();
+    if (fd >= 0) {
+        ssize_t unused = write(fd, line, n);
+        (void)unused;
+    }
     errno = saved_errno;
 }
 

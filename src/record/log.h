@@ -3,7 +3,13 @@
  * Everything the tracer says goes to stderr as a single line that starts with
  * "cumemtrace: ", written with one write(2) so that lines from several threads
  * or processes never interleave. No stdio, no malloc: safe from any context
- * except a signal handler (vsnprintf is not async-signal-safe). */
+ * except a signal handler (vsnprintf is not async-signal-safe).
+ *
+ * "stderr" is the one the process had when the library was loaded: a private
+ * duplicate of it (log_keep_stderr), so that a program that closes fd 2 and
+ * opens a file of its own there never finds our words in its data. Should
+ * the program close the duplicate's number too and reuse it, the duplicate
+ * is known to be gone (its identity differs) and nothing is written. */
 #ifndef CUMEMTRACE_LOG_H
 #define CUMEMTRACE_LOG_H
 
@@ -12,6 +18,12 @@ void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * so that this file, the lowest of all, reads no settings itself. */
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_set_debug(int on);
+/* At load: keep a duplicate of fd 2, close-on-exec, at a high number. Until
+ * then (the command, the tests) lines go to fd 2 itself. */
+void log_keep_stderr(void);
+/* The descriptor our output goes to now, -1 if there is none (fd 2 was
+ * closed at load, or the duplicate was closed since). Async-signal-safe. */
+int log_fd(void);
 
 /* Print a line only the first time this call site runs in the process.
  * `once` is a static int owned by the call site. */

@@ -637,6 +637,8 @@ static CUresult allocate(CUdeviceptr *dptr, size_t bytes, int owner, struct pool
 {
     if (!dptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (bytes > SIZE_MAX - ALIGN)   /* rounded up to ALIGN, it would wrap to nothing */
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (bump_mode && owner == DEVICE_MEMORY) {     /* no lock: threads must not queue here */
         /* Each thread takes 1 MiB chunks of the device's range and hands out
          * its own chunk; the shared offset moves once a chunk, so threads
