@@ -246,7 +246,10 @@ static int command_symbolize(int argc, char **argv)
     report_text(r, &out);
     out_flush(&out);
     int status = CLI_OK;
-    if (base && config.formats && report_emit(r, base, 0) < 0)
+    /* --output names what to write: a file already there is replaced. */
+    static struct report_files files = {.replace = 1};
+    config.file_mode = cli_file_mode();
+    if (base && config.formats && report_emit(r, base, 0, &files) < 0)
         status = CLI_UNREADABLE;
     report_release(r);
     free(r);
@@ -342,7 +345,17 @@ static const struct emitted_format {
     {"export", FORMAT_INDEX_MEMVIZ},
 };
 
-/* html and export: load, then report_emit with one format bit. */
+/* -o PATH for html and export: PATH and its extension, or PATH as it is
+ * when it names a FIFO, a device or a pipe (cli_output_open). */
+static int emitted_path(const char *output, const char *extension, char *path, size_t size)
+{
+    struct stat st;
+    if (stat(output, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return snprintf(path, size, "%s", output) < (int)size ? 0 : -1;
+    return output_path(output, extension, path, size);
+}
+
+/* html and export: load, then one writer to the file -o names. */
 static int command_emit(const char *command, int argc, char **argv)
 {
     int html = strcmp(command, "html") == 0;
@@ -366,19 +379,21 @@ static int command_emit(const char *command, int argc, char **argv)
             f = &emitted_formats[i];
     if (!f)
         return cli_usage_error(command, "unknown format", o.format);
+    char path[OUTPUT_PATH_MAX];
+    if (emitted_path(o.output, config_formats[f->format].extension, path, sizeof(path)) < 0) {
+        fprintf(stderr, "cumemtrace: cannot write '%s': %s\n", o.output, strerror(ENAMETOOLONG));
+        return CLI_UNREADABLE;
+    }
     struct loaded_report *loaded = load_file(o.file);
     if (!loaded)
         return CLI_UNREADABLE;
-    /* -o names the file to write: replace it (report_emit would otherwise
-     * keep an existing file and write beside it, as the tracer must). */
-    char path[PATH_MAX];
-    struct stat st;
-    if (output_path(o.output, config_formats[f->format].extension, path, sizeof(path)) == 0 &&
-        stat(path, &st) == 0 && S_ISREG(st.st_mode))
-        unlink(path);
-    config.formats = 1 << f->format;
-    config.quiet = 1;
-    status = report_emit(&loaded->report, o.output, 0) < 0 ? CLI_UNREADABLE : CLI_OK;
+    struct cli_output *output = malloc(sizeof(*output));
+    status = output ? cli_output_open(output, path) : CLI_UNREADABLE;
+    if (status == CLI_OK) {
+        report_write_format(&loaded->report, f->format, &output->out);
+        status = cli_output_close(output);
+    }
+    free(output);
     report_unload(loaded);
     free(loaded);
     return status;

@@ -1,9 +1,11 @@
 /* cli_common.c - loading, output and stack names shared by the commands. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_common.h"
@@ -27,14 +29,50 @@ int cli_load(const char *path, struct loaded_report *loaded)
     return -1;
 }
 
+int cli_file_mode(void)
+{
+    const char *text = getenv("CUMEMTRACE_FILE_MODE");
+    int mode = OUTPUT_DEFAULT_MODE;
+    if (text && *text && config_parse_mode(text, &mode) < 0)
+        fprintf(stderr, "cumemtrace: CUMEMTRACE_FILE_MODE='%s' is not octal permissions such as "
+                        "0600 or 0640; using 0600\n", text);
+    return mode;
+}
+
+/* PATH already there and not a regular file (nor a directory): a FIFO, a
+ * device, a pipe. Opened for plain writing, never created, truncated or
+ * replaced; should it be a regular file by the time it is open (swapped
+ * meanwhile), it is left alone and replaced like any. 1 if it is open. */
+static int open_as_is(struct cli_output *output, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+        return 0;
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode)) {
+        close(fd);
+        return 0;
+    }
+    out_fd(&output->out, fd);
+    output->as_is = 1;
+    return 1;
+}
+
 int cli_output_open(struct cli_output *output, const char *path)
 {
-    output->path = path;
+    output->path[0] = '\0';
+    output->as_is = 0;
     if (!path) {
         out_fd(&output->out, STDOUT_FILENO);
         return CLI_OK;
     }
-    if (out_open(&output->out, path) < 0) {
+    snprintf(output->path, sizeof(output->path), "%s", path);
+    int opened = open_as_is(output, path);
+    if (opened == 0 && out_create(&output->out, path, cli_file_mode()) < 0)
+        opened = -1;
+    if (opened < 0) {
         fprintf(stderr, "cumemtrace: cannot write '%s': %s\n", path, strerror(errno));
         return CLI_UNREADABLE;
     }
@@ -43,15 +81,22 @@ int cli_output_open(struct cli_output *output, const char *path)
 
 int cli_output_close(struct cli_output *output)
 {
-    if (!output->path) {
+    if (!output->path[0] || output->as_is) {
         out_flush(&output->out);
-        if (output->out.failed) {
-            fprintf(stderr, "cumemtrace: cannot write to stdout: %s\n", strerror(errno));
+        int failed = output->out.failed;
+        errno = output->out.error;
+        if (output->as_is && close(output->out.fd) < 0 && !failed) {
+            failed = 1;
+        }
+        if (failed) {
+            fprintf(stderr, "cumemtrace: cannot write %s%s%s: %s\n",
+                    output->path[0] ? "'" : "to stdout", output->path,
+                    output->path[0] ? "'" : "", strerror(errno));
             return CLI_UNREADABLE;
         }
         return CLI_OK;
     }
-    if (out_close(&output->out, output->path) < 0) {
+    if (out_replace(&output->out, output->path, sizeof(output->path), "", NULL, NULL) < 0) {
         fprintf(stderr, "cumemtrace: cannot write '%s': %s\n", output->path, strerror(errno));
         return CLI_UNREADABLE;
     }

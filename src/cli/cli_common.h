@@ -24,13 +24,19 @@ int cli_usage_error(const char *command, const char *message, const char *detail
 /* Load a report or dump; on failure one line names the file and the reason. */
 int cli_load(const char *path, struct loaded_report *loaded);
 
-/* Where a command writes: stdout, or PATH (written to a temporary file and
- * renamed into place, so PATH is never left half written). */
+/* Where a command writes: stdout, or PATH. PATH that names a FIFO, a
+ * device, a pipe (/dev/stdout, a shell's >(...)) is written to as it is;
+ * otherwise a new file is written whole and then put in place of PATH, a
+ * regular file or a link being replaced (output.h), in CUMEMTRACE_FILE_MODE
+ * (0600). */
 struct cli_output {
     struct out out;
-    const char *path;           /* NULL: stdout */
+    char path[OUTPUT_PATH_MAX]; /* "": stdout */
+    int as_is;                  /* PATH is written to as it is */
 };
 int cli_output_open(struct cli_output *output, const char *path);   /* CLI_OK or CLI_UNREADABLE */
+/* The mode of files the command makes: CUMEMTRACE_FILE_MODE, else 0600. */
+int cli_file_mode(void);
 int cli_output_close(struct cli_output *output);                    /* CLI_OK or CLI_UNREADABLE */
 
 /* A stack as it reads the same in every run of the program: its frames as

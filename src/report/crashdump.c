@@ -6,10 +6,22 @@
  * tracker's lock only if it can be had within a bounded wait. If another
  * thread holds it (or this one does), the tables are read as they are; the
  * dump says so ("lock busy"/"lock inside"), and the reader treats what it
- * finds with care. A dump that ends with the line "end" is complete. */
+ * finds with care. A dump that ends with the line "end" is complete.
+ *
+ * The file is made ahead of time, at the first CUDA event (and again in a
+ * forked child): an unnamed O_TMPFILE in the dump's directory, mode
+ * CUMEMTRACE_FILE_MODE, kept open at a high descriptor. At a crash it is
+ * written and then named with linkat(2), which never follows a link planted
+ * at the name and never replaces a file: the name taken is the first free of
+ * PATH.dump, PATH-PID.dump, PATH-PID-2.dump, ... Where no such file could be
+ * made (no directory yet, no O_TMPFILE), or the program has since closed
+ * ours, the dump is created at the crash with O_CREAT|O_EXCL|O_NOFOLLOW under
+ * the same names. Either way only async-signal-safe calls. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +29,7 @@
 #include "counters.h"
 #include "crashdump.h"
 #include "kinds.h"
+#include "log.h"
 #include "output.h"
 #include "python.h"
 #include "records.h"
@@ -24,16 +37,58 @@
 #include "stacks.h"
 #include "tracker.h"
 
-static char path[4096];
+static char path[OUTPUT_PATH_MAX];       /* absolute: the program may chdir */
 static char buffer[65536];
 static size_t used;
-static int fd = -1;
+static int fd = -1;                      /* the dump being written */
+static int write_error;                  /* errno of a failed write, 0 if none */
+static struct {
+    int fd;                              /* the unnamed file made ahead; -1 if none */
+    struct stat st;                      /* its identity */
+    char proc[40];                       /* "/proc/self/fd/N" */
+} ready = {.fd = -1};
+
+/* The file made ahead of time, if it is still the one we made. */
+static int ready_fd(void)
+{
+    struct stat st;
+    if (ready.fd < 0 || fstat(ready.fd, &st) < 0 || st.st_dev != ready.st.st_dev ||
+        st.st_ino != ready.st.st_ino)
+        return -1;
+    return ready.fd;
+}
 
 void crashdump_prepare(void)
 {
-    if (output_path(config.output, ".dump", path, sizeof(path)) < 0 ||
-        output_claim(path, sizeof(path)) < 0)
+    if (ready_fd() >= 0)
+        close(ready.fd);    /* a forked child's copy of its parent's file */
+    ready.fd = -1;
+    char relative[OUTPUT_PATH_MAX], dir[OUTPUT_PATH_MAX];
+    path[0] = '\0';
+    if (output_path(config.output, ".dump", relative, sizeof(relative)) < 0)
+        return;
+    if (relative[0] == '/' || !getcwd(dir, sizeof(dir)))
+        snprintf(path, sizeof(path), "%s", relative);
+    else if (snprintf(path, sizeof(path), "%s/%s", dir, relative) >= (int)sizeof(path))
         path[0] = '\0';
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        return;
+    snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    int made = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, config.file_mode);
+    if (made < 0)
+        return;             /* made at the crash instead */
+    int high = fcntl(made, F_DUPFD_CLOEXEC, 512);
+    if (high >= 0) {
+        close(made);
+        made = high;
+    }
+    if (fstat(made, &ready.st) < 0) {
+        close(made);
+        return;
+    }
+    ready.fd = made;
+    snprintf(ready.proc, sizeof(ready.proc), "/proc/self/fd/%d", made);
 }
 
 /* ---- async-signal-safe output ---------------------------------------------- */
@@ -45,8 +100,11 @@ static void flush(void)
         ssize_t n = write(fd, buffer + done, used - done);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n <= 0) {
+            if (!write_error)
+                write_error = n < 0 ? errno : EIO;
             break;
+        }
         done += n;
     }
     used = 0;
@@ -309,20 +367,118 @@ static void write_rest(void)
     }
 }
 
+/* `value` in decimal at `at`; returns the digits written. */
+static size_t decimal(char *at, uint64_t value)
+{
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value);
+    for (size_t i = 0; i < n; i++)
+        at[i] = digits[n - 1 - i];
+    return n;
+}
+
+/* The n-th name tried: PATH.dump, PATH-PID.dump, PATH-PID-N.dump. */
+static int dump_name(int n, char *name, size_t size)
+{
+    size_t length = strlen(path), at = length - 5;      /* path ends in ".dump" */
+    if (length + 48 > size)
+        return -1;
+    memcpy(name, path, length + 1);
+    if (n == 0)
+        return 0;
+    name[at++] = '-';
+    at += decimal(name + at, (uint64_t)getpid());
+    if (n > 1) {
+        name[at++] = '-';
+        at += decimal(name + at, (uint64_t)n);
+    }
+    memcpy(name + at, ".dump", 6);
+    return 0;
+}
+
+static const char *error_text(int error)
+{
+    static const struct {
+        int error;
+        const char *text;
+    } texts[] = {{ENOENT, "No such file or directory"}, {EACCES, "Permission denied"},
+                 {EPERM, "Operation not permitted"},    {EROFS, "Read-only file system"},
+                 {ENOSPC, "No space left on device"},   {EDQUOT, "Disk quota exceeded"},
+                 {EEXIST, "File exists"},               {ENOTDIR, "Not a directory"},
+                 {EMFILE, "Too many open files"},       {ENAMETOOLONG, "File name too long"},
+                 {EIO, "Input/output error"},           {EXDEV, "Invalid cross-device link"},
+                 {EMLINK, "Too many links"},            {EFBIG, "File too large"}};
+    for (unsigned i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        if (texts[i].error == error)
+            return texts[i].text;
+    return "error";
+}
+
+static void say(const char *a, const char *b, const char *c, const char *d)
+{
+    int out = log_fd();
+    const char *parts[] = {"cumemtrace: ", a, b, c, d, "\n"};
+    for (unsigned i = 0; out >= 0 && i < sizeof(parts) / sizeof(parts[0]); i++) {
+        ssize_t unused = write(out, parts[i], strlen(parts[i]));
+        (void)unused;
+    }
+}
+
+/* Open the dump: the file made ahead, or a new one at the first free name. */
+static int open_dump(char *name, size_t size, int *error)
+{
+    int made = ready_fd();
+    if (made >= 0) {
+        name[0] = '\0';     /* named once written */
+        return made;
+    }
+    for (int n = 0; n < 100 && dump_name(n, name, size) == 0; n++) {
+        int opened = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                          config.file_mode);
+        if (opened >= 0 || errno != EEXIST) {
+            *error = errno;
+            return opened;
+        }
+    }
+    *error = EEXIST;
+    return -1;
+}
+
+/* Give the file made ahead its name; 0, or an errno. */
+static int name_dump(char *name, size_t size)
+{
+    int error = EEXIST;
+    for (int n = 0; n < 100 && dump_name(n, name, size) == 0; n++) {
+        if (linkat(AT_FDCWD, ready.proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0 ||
+            (errno == ENOENT && linkat(fd, "", AT_FDCWD, name, AT_EMPTY_PATH) == 0))
+            return 0;
+        error = errno;
+        if (error != EEXIST)
+            break;
+    }
+    return error;
+}
+
 void crashdump_write(int signal)
 {
     if (!path[0] || !tracker.traced)
         return;
     int saved_errno = errno;
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    static char name[OUTPUT_PATH_MAX + 48];
+    int error = 0;
+    fd = open_dump(name, sizeof(name), &error);
     if (fd < 0) {
-        static const char message[] = "cumemtrace: cannot write the crash dump\n";
-        ssize_t unused = write(STDERR_FILENO, message, sizeof(message) - 1);
-        (void)unused;
+        dump_name(0, name, sizeof(name));
+        say("cannot write the crash dump to '", name, "': ", error_text(error));
         errno = saved_errno;
         return;
     }
     used = 0;
+    write_error = 0;
     enum dump_lock lock = take_lock();
     write_header(signal, lock);
     flush();
@@ -342,16 +498,22 @@ void crashdump_write(int signal)
     put_record(DUMP_END);
     put_str("\n");
     flush();
+    error = write_error;
+    if (!name[0] && !error)
+        error = name_dump(name, sizeof(name));
+    if (fd == ready.fd)
+        ready.fd = -1;
     close(fd);
     fd = -1;
-
-    static const char fatal[] = "cumemtrace: fatal signal; crash dump written to ";
-    static const char exiting[] = "cumemtrace: exit() during a CUDA call (from a signal "
-                                  "handler?); instead of the report, a dump written to ";
-    const char *prefix = signal ? fatal : exiting;
-    ssize_t unused = write(STDERR_FILENO, prefix, strlen(prefix));
-    unused = write(STDERR_FILENO, path, strlen(path));
-    unused = write(STDERR_FILENO, "\n", 1);
-    (void)unused;
+    if (error) {
+        if (!name[0])
+            dump_name(0, name, sizeof(name));
+        say("cannot write the crash dump to '", name, "': ", error_text(error));
+    } else {
+        say(signal ? "fatal signal; crash dump written to "
+                   : "exit() during a CUDA call (from a signal handler?); instead of the report, "
+                     "a dump written to ",
+            name, "", "");
+    }
     errno = saved_errno;
 }

@@ -9,7 +9,8 @@
 #ifndef CUMEMTRACE_CRASHDUMP_H
 #define CUMEMTRACE_CRASHDUMP_H
 
-void crashdump_prepare(void);     /* work out the path; call again after fork */
+/* Work out the path and make the file ahead; call again after fork. */
+void crashdump_prepare(void);
 /* async-signal-safe; signal 0: exit() was called during a CUDA call, from a
  * signal handler most likely, where the full report could hang. */
 void crashdump_write(int signal);

@@ -1,7 +1,8 @@
-/* emit.c - a report written out: the summary on stderr and one file per
- * configured format, each written whole to a temporary file and renamed
- * into place (output.h). */
+/* emit.c - a report written out: the summary on the tracer's stderr
+ * (log.h) and one file per configured format, each made new, written whole
+ * and then named (output.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,48 +18,83 @@ static void (*const writers[FORMAT_COUNT])(const struct report *, struct out *) 
 #undef X
 };
 
-static int write_file(const struct report *r, int format, const char *template_)
+void report_write_format(const struct report *r, int format, struct out *out)
+{
+    writers[format](r, out);
+}
+
+/* The file of one format (FORMAT_INDEX_*): made new and published under a
+ * name no other file has, or put in place of the one `files` recorded for
+ * this format (or, with files->replace, of whatever regular file is at the
+ * name). */
+static int write_file(const struct report *r, int format, const char *template_,
+                      struct report_files *files)
 {
     const char *extension = config_formats[format].extension;
-    char path[4096];
+    struct report_file *previous = NULL;
+    for (int i = 0; files && i < files->count; i++)
+        if (files->file[i].format == format)
+            previous = &files->file[i];
+    char path[OUTPUT_PATH_MAX];
     int result = -1;
+    if (previous) {
+        snprintf(path, sizeof(path), "%s", previous->path);
+    } else if (output_path(template_, extension, path, sizeof(path)) < 0) {
+        log_line("the output path template '%s' makes a path that is too long; no %s report "
+                 "written", template_, extension + 1);
+        return -1;
+    }
     struct out *out = pages_alloc(sizeof(*out));
     if (!out)
         return -1;
-    if (output_path(template_, extension, path, sizeof(path)) < 0 ||
-        output_claim(path, sizeof(path)) < 0) {
-        log_line("the output path template '%s' makes a path that is too long; no %s report "
-                 "written", template_, extension + 1);
-    } else if (out_open(out, path) < 0) {
+    if (out_create(out, path, config.file_mode) < 0) {
         log_line("cannot write report to '%s': %s", path, strerror(errno));
     } else {
-        writers[format](r, out);
-        if (out_close(out, path) < 0) {
-            log_line("cannot write report to '%s': %s", path, strerror(errno));
+        report_write_format(r, format, out);
+        struct out_identity id = {0, 0};
+        char asked[OUTPUT_PATH_MAX];
+        snprintf(asked, sizeof(asked), "%s", path);
+        int status = previous || (files && files->replace)
+                         ? out_replace(out, path, sizeof(path), extension,
+                                       previous ? &previous->id : NULL, &id)
+                         : out_publish(out, path, sizeof(path), extension, &id);
+        if (status < 0) {
+            log_line("cannot write report to '%s': %s", asked, strerror(errno));
         } else {
             result = 0;
             if (!config.quiet)
                 log_line("%s report written to %s", r->reason, path);
+            if (previous) {
+                previous->id = id;
+                snprintf(previous->path, sizeof(previous->path), "%s", path);
+            } else if (files && files->count < REPORT_MAX_FILES) {
+                struct report_file *f = &files->file[files->count++];
+                f->format = format;
+                f->id = id;
+                snprintf(f->path, sizeof(f->path), "%s", path);
+            }
         }
     }
     pages_free(out, sizeof(*out));
     return result;
 }
 
-int report_emit(const struct report *r, const char *template_, int summary)
+int report_emit(const struct report *r, const char *template_, int summary,
+                struct report_files *files)
 {
     int result = 0;
-    if (summary && !config.quiet) {
+    int fd = log_fd();
+    if (summary && !config.quiet && fd >= 0) {
         struct out *out = pages_alloc(sizeof(*out));
         if (out) {
-            out_fd(out, STDERR_FILENO);
+            out_fd(out, fd);
             report_summary(r, out);
             out_flush(out);
             pages_free(out, sizeof(*out));
         }
     }
     for (int format = 0; format < FORMAT_COUNT; format++)
-        if ((config.formats & (1 << format)) && write_file(r, format, template_) < 0)
+        if ((config.formats & (1 << format)) && write_file(r, format, template_, files) < 0)
             result = -1;
     return result;
 }
@@ -70,7 +106,7 @@ int report_write_to(const char *reason, const char *template_, int summary)
     struct report *r = report_new(reason);
     if (!r)
         return -1;
-    int result = report_emit(r, template_, summary);
+    int result = report_emit(r, template_, summary, NULL);
     report_delete(r);
     return result;
 }

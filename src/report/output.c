@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -64,55 +66,207 @@ int output_path(const char *template_, const char *suffix, char *path, size_t si
     return append(path, size, &used, suffix);
 }
 
-static uint64_t path_hash(const char *path)
+/* The directory part of `path` ("." when it has none), in `dir`. */
+static void directory_of(const char *path, char *dir, size_t size)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *path; path++)
-        h = (h ^ (unsigned char)*path) * 1099511628211ULL;
-    return h;
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, size, ".");
+    else if (slash == path)
+        snprintf(dir, size, "/");
+    else
+        snprintf(dir, size, "%.*s", (int)(slash - path), path);
 }
 
-int output_claim(char *path, size_t size)
+/* Where O_TMPFILE's file can be named: through /proc/self/fd, or as root
+ * with AT_EMPTY_PATH. */
+static int can_link_unnamed(void)
 {
-    static pid_t owner;
-    static uint64_t written[256];
-    static unsigned count;
-    pid_t pid = getpid();
-    if (owner != pid) {          /* a new process (fork): nothing is ours yet */
-        owner = pid;
-        count = 0;
-    }
-    uint64_t h = path_hash(path);
-    for (unsigned i = 0; i < count; i++)
-        if (written[i] == h)
-            return 0;
-    if (access(path, F_OK) == 0) {
-        char *dot = strrchr(path, '.');
-        char *slash = strrchr(path, '/');
-        if (!dot || (slash && dot < slash))
-            dot = path + strlen(path);
-        char extension[64];
-        snprintf(extension, sizeof(extension), "%s", dot);
-        int n = snprintf(dot, size - (size_t)(dot - path), "-%d%s", (int)pid, extension);
-        if (n < 0 || (size_t)n >= size - (size_t)(dot - path))
-            return -1;
-        h = path_hash(path);
-    }
-    if (count < sizeof(written) / sizeof(written[0]))
-        written[count++] = h;
-    return 0;
+    return access("/proc/self/fd", X_OK) == 0 || geteuid() == 0;
 }
 
-int out_open(struct out *out, const char *path)
+int out_create(struct out *out, const char *path, int mode)
 {
-    char temporary[4200];
-    snprintf(temporary, sizeof(temporary), "%s.tmp.%d", path, (int)getpid());
+    char dir[OUTPUT_PATH_MAX];
     out->used = 0;
     out->failed = 0;
     out->escape_html = 0;
     out->socket = 0;
-    out->fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    out->error = 0;
+    out->created = 1;
+    out->temporary[0] = '\0';
+    directory_of(path, dir, sizeof(dir));
+    out->fd = can_link_unnamed() ? open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode) : -1;
+    if (out->fd >= 0)
+        return 0;
+    if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EROFS)
+        return -1;
+    /* No O_TMPFILE here (EOPNOTSUPP, EISDIR from a kernel without it): a
+     * temporary of a name no one can guess, made with O_EXCL|O_NOFOLLOW. */
+    static unsigned counter;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        unsigned n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+        snprintf(out->temporary, sizeof(out->temporary), "%s.tmp.%d.%08lx", path, (int)getpid(),
+                 (unsigned long)((ts.tv_nsec ^ (n * 2654435761u)) & 0xffffffff));
+        out->fd = open(out->temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (out->fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (out->fd < 0)
+        out->temporary[0] = '\0';
     return out->fd < 0 ? -1 : 0;
+}
+
+/* Give the new file the name `name`, which must be free: link(2) never
+ * replaces and never follows a link at `name`. Through /proc/self/fd the
+ * very file we wrote is linked, whatever happened to its temporary name. */
+static int link_new(struct out *out, const char *name)
+{
+    char proc[40];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", out->fd);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    if (errno != ENOENT || access("/proc/self/fd", X_OK) == 0)
+        return -1;
+    if (out->temporary[0])
+        return linkat(AT_FDCWD, out->temporary, AT_FDCWD, name, 0);
+    return linkat(out->fd, "", AT_FDCWD, name, AT_EMPTY_PATH);
+}
+
+/* Every end of a new file: its temporary name removed, closed (a failed
+ * close undoes the naming), and `named`, the name it was given or NULL,
+ * copied to `path`. Returns `result`, or -1 with errno set. */
+static int settle(struct out *out, int result, const char *named, char *path, size_t size)
+{
+    int saved = result < 0 ? (errno ? errno : EIO) : 0;
+    if (out->temporary[0])
+        unlink(out->temporary);
+    out->temporary[0] = '\0';
+    if (close(out->fd) < 0 && result == 0) {
+        saved = errno;
+        unlink(named);
+        result = -1;
+    }
+    out->fd = -1;
+    out->created = 0;
+    if (result == 0 && named != path)
+        snprintf(path, size, "%s", named);
+    errno = saved;
+    return result;
+}
+
+static void identify(int fd, struct out_identity *id)
+{
+    struct stat st;
+    if (id && fstat(fd, &st) == 0) {
+        id->device = st.st_dev;
+        id->inode = st.st_ino;
+    }
+}
+
+/* The n-th name tried for a file: path itself, then "-PID" (n = 1) or
+ * "-PID-n" before the extension. */
+static int candidate(const char *path, const char *extension, int n, char *name, size_t size)
+{
+    if (n == 0)
+        return snprintf(name, size, "%s", path) < (int)size ? 0 : -1;
+    size_t length = strlen(path), tail = strlen(extension);
+    if (tail > length || strcmp(path + length - tail, extension) != 0)
+        tail = 0;
+    int written = n == 1 ? snprintf(name, size, "%.*s-%d%s", (int)(length - tail), path,
+                                    (int)getpid(), path + length - tail)
+                         : snprintf(name, size, "%.*s-%d-%d%s", (int)(length - tail), path,
+                                    (int)getpid(), n, path + length - tail);
+    return written >= 0 && written < (int)size ? 0 : -1;
+}
+
+/* Flush and fill in the identity; -1 with the writing's errno if it failed. */
+static int written(struct out *out, struct out_identity *id)
+{
+    out_flush(out);
+    identify(out->fd, id);
+    errno = out->error;
+    return out->failed ? -1 : 0;
+}
+
+int out_publish(struct out *out, char *path, size_t size, const char *extension,
+                struct out_identity *id)
+{
+    char name[OUTPUT_PATH_MAX + 32];
+    int result = -1;
+    for (int n = 0; written(out, id) == 0 && n < 100; n++) {
+        if (candidate(path, extension, n, name, sizeof(name)) < 0) {
+            errno = ENAMETOOLONG;
+            break;
+        }
+        if (link_new(out, name) == 0) {
+            result = 0;
+            break;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    return settle(out, result, name, path, size);
+}
+
+int out_replace(struct out *out, char *path, size_t size, const char *extension,
+                const struct out_identity *previous, struct out_identity *id)
+{
+    struct stat st;
+    int there = lstat(path, &st) == 0;
+    if (previous && (!there || !S_ISREG(st.st_mode) || st.st_dev != previous->device ||
+                     st.st_ino != previous->inode))
+        return out_publish(out, path, size, extension, id);   /* not ours any more */
+    if (written(out, id) < 0)
+        return settle(out, -1, NULL, path, size);
+    if (!there)             /* nothing to replace: this name, if still free */
+        return settle(out, link_new(out, path), path, path, size);
+    if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EEXIST;
+        return settle(out, -1, NULL, path, size);
+    }
+    /* A name of our own beside it, then rename(2) over it: atomic for
+     * readers, and a link at `path` is itself replaced, never followed. */
+    char temporary[OUTPUT_PATH_MAX + 48], base[OUTPUT_PATH_MAX + 8];
+    snprintf(base, sizeof(base), "%s.tmp", path);
+    int result = -1;
+    if (out->temporary[0]) {
+        snprintf(temporary, sizeof(temporary), "%s", out->temporary);
+        out->temporary[0] = '\0';        /* renamed below, not removed */
+        result = 0;
+    }
+    for (int n = 1; result < 0 && n < 100; n++) {
+        if (candidate(base, "", n, temporary, sizeof(temporary)) < 0) {
+            errno = ENAMETOOLONG;
+            break;
+        }
+        if (link_new(out, temporary) == 0)
+            result = 0;
+        else if (errno != EEXIST)
+            break;
+    }
+    if (result == 0 && rename(temporary, path) < 0) {
+        int saved = errno;
+        unlink(temporary);
+        errno = saved;
+        result = -1;
+    }
+    return settle(out, result, path, path, size);
+}
+
+void out_discard(struct out *out)
+{
+    int saved = errno;
+    if (out->temporary[0])
+        unlink(out->temporary);
+    out->temporary[0] = '\0';
+    if (out->created && out->fd >= 0)
+        close(out->fd);
+    out->fd = -1;
+    out->created = 0;
+    errno = saved;
 }
 
 void out_fd(struct out *out, int fd)
@@ -122,6 +276,9 @@ void out_fd(struct out *out, int fd)
     out->failed = 0;
     out->escape_html = 0;
     out->socket = 0;
+    out->error = 0;
+    out->created = 0;
+    out->temporary[0] = '\0';
 }
 
 void out_flush(struct out *out)
@@ -134,31 +291,13 @@ void out_flush(struct out *out)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
+            out->error = n < 0 ? errno : EIO;
             out->failed = 1;
             break;
         }
         done += n;
     }
     out->used = 0;
-}
-
-int out_close(struct out *out, const char *path)
-{
-    char temporary[4200];
-    snprintf(temporary, sizeof(temporary), "%s.tmp.%d", path, (int)getpid());
-    out_flush(out);
-    int failed = out->failed;
-    if (close(out->fd) < 0)
-        failed = 1;
-    if (!failed && rename(temporary, path) < 0)
-        failed = 1;
-    if (failed) {
-        int saved = errno;
-        unlink(temporary);
-        errno = saved ? saved : EIO;
-        return -1;
-    }
-    return 0;
 }
 
 static void write_escaped(struct out *out, const char *data, size_t n)

@@ -1,31 +1,68 @@
-/* output.h - where reports go and a small buffered writer.
+/* output.h - where reports go, how their files are made, and a small
+ * buffered writer.
  *
  * output_path() expands CUMEMTRACE_OUTPUT: %p the pid, %r the rank (RANK, else
  * LOCAL_RANK, else 0), %h the host name, %% a percent sign; then adds the
- * format's extension. A report is written to "<path>.tmp.<pid>" and renamed
- * into place, so a reader never sees half a file. */
+ * format's extension.
+ *
+ * Files. Every file is made new and unnamed (O_TMPFILE, or where the file
+ * system has none an O_EXCL|O_NOFOLLOW temporary of an unpredictable name),
+ * in the mode asked for, written whole, and only then given its name with
+ * link(2), which never follows a symbolic link and never replaces what is
+ * there. So a reader never sees half a file, a link planted at any name
+ * cannot redirect the writing, and two processes that pick the same name
+ * each keep their own file: out_publish() takes the first free name of
+ * PATH, PATH-PID, PATH-PID-2, ... (the pid before the extension). Replacing
+ * a file is out_replace()'s, by rename(2), and only for a file this process
+ * published itself (its identity must still be there) or, for the command's
+ * -o, a regular file or link the user named. */
 #ifndef CUMEMTRACE_OUTPUT_H
 #define CUMEMTRACE_OUTPUT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#define OUTPUT_PATH_MAX 4096
+#define OUTPUT_DEFAULT_MODE 0600
+
 struct out {
     int fd;
     int failed;             /* a write failed: the file is incomplete */
+    int error;              /* its errno */
     int escape_html;        /* write '<' as \u003c: JSON inside an HTML <script> */
     int socket;             /* fd is a socket: a peer gone is a failed write, not SIGPIPE */
+    int created;            /* fd is a new file of ours that has no name yet */
+    char temporary[OUTPUT_PATH_MAX + 48];  /* its temporary name; "" for O_TMPFILE */
     size_t used;
     char buffer[16384];
 };
 
+/* Which file a name held when this process published it. */
+struct out_identity {
+    uint64_t device, inode;
+};
+
 int output_path(const char *template_, const char *suffix, char *path, size_t size);
-/* Make sure `path` is this process's to write: a file another process wrote
- * (a template without %p, after fork or exec) is never overwritten; the pid
- * is added before the extension instead. Returns 0, or -1 if it cannot fit. */
-int output_claim(char *path, size_t size);
-int out_open(struct out *out, const char *path);       /* 0 or -1 (errno set) */
-int out_close(struct out *out, const char *path);      /* flush, rename; 0 or -1 */
+
+/* A new file without a name, in the directory of `path`, in `mode` (less the
+ * umask). 0, or -1 with errno set (ENOENT: no such directory). */
+int out_create(struct out *out, const char *path, int mode);
+/* Flush and give the new file a name no other file has: `path`, else PATH
+ * with "-PID", then "-PID-2", ... inserted before `extension` (appended when
+ * path does not end with it). `path` (room for `size`) becomes the name used;
+ * `id`, if not NULL, the file's identity. 0, or -1 with errno (the file is
+ * gone). */
+int out_publish(struct out *out, char *path, size_t size, const char *extension,
+                struct out_identity *id);
+/* Flush and put the new file in place of `path`, atomically for readers:
+ * only where `path` still holds `previous`, a file this process published
+ * (else it is published as by out_publish); with `previous` NULL, where it
+ * holds a regular file or a symbolic link, or nothing (the command's -o).
+ * `path` and `id` as for out_publish. */
+int out_replace(struct out *out, char *path, size_t size, const char *extension,
+                const struct out_identity *previous, struct out_identity *id);
+/* Give up a new file: closed, and no name left behind. */
+void out_discard(struct out *out);
 void out_fd(struct out *out, int fd);                  /* write to an open fd */
 void out_flush(struct out *out);
 void out_write(struct out *out, const char *data, size_t n);

@@ -186,6 +186,11 @@ const struct counters *report_counters(const struct report *r, int slot, int set
  * on stderr) if out of memory. Released with report_delete. */
 struct report *report_new(const char *reason);
 void report_delete(struct report *r);
+/* Around fork, before the tracker's prepare and after its parent and child:
+ * fork waits for a report being symbolized. */
+void report_fork_prepare(void);
+void report_fork_parent(void);
+void report_fork_child(void);
 
 /* The writers. */
 void report_text(const struct report *r, struct out *out);
@@ -198,11 +203,32 @@ void report_folded(const struct report *r, struct out *out);
 void report_perfetto(const struct report *r, struct out *out);
 void report_memviz(const struct report *r, struct out *out);
 
+/* The files a report was written to (emit.c), so that it can be written
+ * again in their place: an OOM report, rewritten with its retry's outcome.
+ * `replace`: a file already at a name is replaced, not kept (the command's
+ * own output, named by the user). */
+#define REPORT_MAX_FILES 6
+struct report_files {
+    int replace;
+    int count;
+    struct report_file {
+        int format;                      /* FORMAT_INDEX_* */
+        char path[OUTPUT_PATH_MAX];
+        struct out_identity id;
+    } file[REPORT_MAX_FILES];
+};
+
 /* emit.c: write a report to every configured format; `summary` also prints
- * the brief text on stderr (unless CUMEMTRACE_QUIET). 0, or -1 if a file
- * could not be written. report_write_to collects this process's report for
- * `reason` first, and only when something would be written. */
-int report_emit(const struct report *r, const char *template_, int summary);
+ * the brief text on the tracer's stderr (unless CUMEMTRACE_QUIET). Each file
+ * gets a name no other file has (output.h), unless `files` (may be NULL)
+ * recorded one for its format: then it replaces that one, if still ours.
+ * Files written are recorded in `files`. 0, or -1 if a file could not be
+ * written. report_write_to collects this process's report for `reason`
+ * first, and only when something would be written. */
+int report_emit(const struct report *r, const char *template_, int summary,
+                struct report_files *files);
+/* The writer of one format (FORMAT_INDEX_*: config.h's REPORT_FORMATS). */
+void report_write_format(const struct report *r, int format, struct out *out);
 int report_write_to(const char *reason, const char *template_, int summary);
 
 /* caches.c: r->caches, from the live blocks (all of them: a report collected

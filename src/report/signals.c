@@ -59,7 +59,7 @@ static void write_snapshot(void)
     if (r) {
         r->event.type = EVENT_SIGNAL;
         r->event.signal = config.snapshot_signal;
-        report_emit(r, template_, 0);
+        report_emit(r, template_, 0, NULL);
         report_delete(r);
     }
     if (entered)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "config.h"
 #include "crashdump.h"
 #include "report.h"
@@ -30,26 +31,31 @@ static struct {
     uint64_t size;
     struct report *report;
     char template_[sizeof(config.output) + 32];
+    struct report_files files;   /* where it went: rewritten there */
 } pending_oom;
 static int ooms_reported;
 /* The last OOM report whose retry failed: the framework's own OOM that
- * follows on that thread is the same failure, and rewrites that report. */
+ * follows on that thread is the same failure, and rewrites that report in
+ * the very files it went to. */
 static struct {
     int failed;
     pthread_t thread;
     char template_[sizeof(config.output) + 32];
+    struct report_files files;
 } last_oom;
 
 static void finish_pending_oom(int outcome)
 {
     pthread_mutex_lock(&oom_lock);
     if (pending_oom.active) {
+        pending_oom.active = 0;
+        pending_oom.report->event.retry = outcome;
+        report_emit(pending_oom.report, pending_oom.template_, 0, &pending_oom.files);
         last_oom.failed = outcome == RETRY_FAILED;
         last_oom.thread = pending_oom.thread;
         memcpy(last_oom.template_, pending_oom.template_, sizeof(last_oom.template_));
-        pending_oom.active = 0;
-        pending_oom.report->event.retry = outcome;
-        report_emit(pending_oom.report, pending_oom.template_, 0);
+        if (last_oom.failed)
+            memcpy(&last_oom.files, &pending_oom.files, sizeof(last_oom.files));
         report_delete(pending_oom.report);
         pending_oom.report = NULL;
     }
@@ -94,7 +100,8 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
     else
         snprintf(pending_oom.template_, sizeof(pending_oom.template_), "%s-oom-%d",
                  config.output, number);
-    report_emit(r, pending_oom.template_, 1);
+    pending_oom.files.count = 0;
+    report_emit(r, pending_oom.template_, 1, &pending_oom.files);
     pending_oom.report = r;
     pending_oom.thread = pthread_self();
     pending_oom.size = a->size;
@@ -118,9 +125,12 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
         finish_pending_oom(RETRY_FAILED);
     }
     char template_[sizeof(last_oom.template_)];
+    struct report_files *files = NULL;      /* the rewritten report's, a copy */
     pthread_mutex_lock(&oom_lock);
     int same = last_oom.failed && pthread_equal(last_oom.thread, pthread_self());
     last_oom.failed = 0;
+    if (same && (files = pages_alloc(sizeof(*files))))
+        memcpy(files, &last_oom.files, sizeof(*files));
     if (same)
         memcpy(template_, last_oom.template_, sizeof(template_));
     else if (config.oom == OOM_FIRST && ooms_reported > 0)
@@ -145,9 +155,11 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
         e->free = driver_free;
         e->has_memory_info = host.memory_info && host.memory_info(device, &(uint64_t){0},
                                                                   &e->total) == 0;
-        report_emit(r, template_, !same);
+        report_emit(r, template_, !same, files);
         report_delete(r);
     }
+    if (files)
+        pages_free(files, sizeof(*files));
     tracker_leave();
 }
 
