@@ -3,43 +3,51 @@
  * Everything is lazy: nothing happens until the first CUDA memory event, so a
  * process that never uses CUDA (a shell, a compiler started by the traced
  * program) is not touched at all: no settings read, no message, no handler.
- * The first event calls preload_init(), which does its work once. The one
- * exception is CUMEMTRACE_FOLLOW=0, at the bottom. */
+ * The first event calls preload_init(), which does its work once. The
+ * exceptions, at the bottom: a private duplicate of stderr, and the settings
+ * that change the environment (CUMEMTRACE_FOLLOW=0, ..._TORCH_PER_TENSOR=1). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "config.h"
 #include "live.h"
 #include "log.h"
 #include "modules.h"
 #include "preload.h"
+#include "report.h"
 #include "signals.h"
 #include "stacks.h"
 #include "torch_stats.h"
 #include "triggers.h"
 
-/* Around fork: a probe for PyTorch's allocator (frameworks.c) may be under
- * way, holding its lock and loading a library; it is let finish first, and
- * its lock comes before the registry's, as on the probe's own path. */
+/* Around fork, nothing of ours may hold a lock of the loader or the C
+ * library, and our own tables must be whole, when the child is made: a probe
+ * for PyTorch's allocator (frameworks.c), which holds its lock and may be
+ * loading a library, is let finish first (its lock comes before the
+ * registry's, as on the probe's own path); then a report being symbolized
+ * (report.h); then the tracker (tracker.h). */
 static void before_fork(void)
 {
     frameworks_fork_prepare();
+    report_fork_prepare();
     tracker_fork_prepare();
 }
 
 static void after_fork_parent(void)
 {
     tracker_fork_parent();
+    report_fork_parent();
     frameworks_fork_parent();
 }
 
 static void after_fork_child(void)
 {
     frameworks_fork_child();
+    report_fork_child();
     context_after_fork();
     pools_after_fork();
     tracker_fork_child();
@@ -90,58 +98,60 @@ __attribute__((destructor)) static void cumemtrace_stop(void)
 }
 
 /* CUMEMTRACE_FOLLOW=0: programs this one starts are not traced: take this
- * library out of LD_PRELOAD before the program can exec anything. */
+ * library out of LD_PRELOAD before the program can exec anything. The
+ * others stay, however long the list. */
 static void follow_setting(void)
 {
     const char *follow = getenv("CUMEMTRACE_FOLLOW");
     const char *preload = getenv("LD_PRELOAD");
-    if (!follow || !preload || (strcmp(follow, "0") != 0 && strcasecmp(follow, "no") != 0 &&
-                                strcasecmp(follow, "false") != 0 && strcasecmp(follow, "off") != 0))
+    int on = 1;
+    if (!follow || !*follow || !preload || config_parse_bool(follow, &on) < 0 || on)
         return;
-    char kept[4096] = "";
+    size_t size = strlen(preload) + 1;
+    char *kept = pages_alloc(size);
+    if (!kept)
+        return;
     size_t used = 0;
     const char *p = preload;
     while (*p) {
         size_t n = strcspn(p, " :");
         int ours = n >= 16 && memmem(p, n, "libcumemtrace.so", 16) != NULL;
-        if (n && !ours && used + n + 2 < sizeof(kept)) {
+        if (n && !ours) {
             if (used)
                 kept[used++] = ' ';
             memcpy(kept + used, p, n);
             used += n;
-            kept[used] = '\0';
         }
         p += n;
         if (*p)
             p++;
     }
+    kept[used] = '\0';
     if (used)
         setenv("LD_PRELOAD", kept, 1);
     else
         unsetenv("LD_PRELOAD");
+    pages_free(kept, size);
 }
 
 /* CUMEMTRACE_TORCH_PER_TENSOR=1: every PyTorch tensor is its own cudaMalloc,
  * so each is traced with its stack (PyTorch's caching allocator is off:
- * PYTORCH_NO_CUDA_MEMORY_CACHING=1, which PyTorch reads when it starts). */
+ * PYTORCH_NO_CUDA_MEMORY_CACHING=1, which PyTorch reads when it starts).
+ * A malformed value is left for config_load to name, in a process that
+ * uses CUDA; here it changes nothing. */
 static void torch_per_tensor_setting(void)
 {
     const char *value = getenv("CUMEMTRACE_TORCH_PER_TENSOR");
     int on = 0;
-    if (!value)
-        return;
-    if (config_parse_bool(value, &on) < 0) {
-        log_line("CUMEMTRACE_TORCH_PER_TENSOR='%s' is not 0 or 1; using 0", value);
-        return;
-    }
-    if (on)
+    if (value && *value && config_parse_bool(value, &on) == 0 && on)
         setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
 }
 
-/* The only work done at load time, and only when asked for: settings that
- * must change the environment before the program runs. */
+/* The only work done at load time: keep a private copy of stderr (log.h),
+ * and settings that must change the environment before the program runs. */
 __attribute__((constructor)) static void cumemtrace_load(void)
 {
+    log_keep_stderr();
     follow_setting();
     torch_per_tensor_setting();
 }

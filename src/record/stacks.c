@@ -10,6 +10,7 @@
 #include <libunwind.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "arena.h"
 #include "config.h"
@@ -107,6 +108,72 @@ void stack_set_skip_range(uintptr_t low, uintptr_t high)
     skip_high = high;
 }
 
+/* Fork and unwinding. libunwind takes locks of its own while it unwinds
+ * (and the loader's, through dl_iterate_phdr); a fork while another thread
+ * holds one gives a child whose first stack capture, or exit, waits for
+ * ever. So fork waits until no capture is in flight: a capture counts
+ * itself in its thread's stripe and backs off while a fork is coming. A
+ * thread that forks from inside a capture of its own (from a signal
+ * handler) does not wait for itself. */
+#define CAPTURE_STRIPES 64
+static struct {
+    _Alignas(64) int count;
+} capturing[CAPTURE_STRIPES];
+static int forking;
+static __thread int stripe = -1;
+static __thread int own_captures;
+
+static void capture_begin(void)
+{
+    if (stripe < 0) {
+        static unsigned next;
+        stripe = (int)(__atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % CAPTURE_STRIPES);
+    }
+    for (;;) {
+        __atomic_add_fetch(&capturing[stripe].count, 1, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&forking, __ATOMIC_SEQ_CST))
+            break;
+        __atomic_sub_fetch(&capturing[stripe].count, 1, __ATOMIC_RELEASE);
+        struct timespec pause = {0, 100000};
+        while (__atomic_load_n(&forking, __ATOMIC_ACQUIRE))
+            nanosleep(&pause, NULL);
+    }
+    own_captures++;
+}
+
+static void capture_end(void)
+{
+    own_captures--;
+    __atomic_sub_fetch(&capturing[stripe].count, 1, __ATOMIC_RELEASE);
+}
+
+void stacks_fork_prepare(void)
+{
+    __atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
+    struct timespec pause = {0, 50000};
+    for (int waited = 0; waited < 40000; waited++) {     /* 2 s at most */
+        int in_flight = 0;
+        for (int i = 0; i < CAPTURE_STRIPES; i++)
+            in_flight += __atomic_load_n(&capturing[i].count, __ATOMIC_ACQUIRE);
+        if (in_flight <= own_captures)
+            break;
+        nanosleep(&pause, NULL);
+    }
+}
+
+void stacks_fork_parent(void)
+{
+    __atomic_store_n(&forking, 0, __ATOMIC_RELEASE);
+}
+
+void stacks_fork_child(void)
+{
+    memset(capturing, 0, sizeof(capturing));     /* the other threads are gone */
+    if (stripe >= 0)
+        capturing[stripe].count = own_captures;
+    __atomic_store_n(&forking, 0, __ATOMIC_RELEASE);
+}
+
 int stack_capture(uintptr_t *out, int max)
 {
     void *raw[CONFIG_MAX_DEPTH + 32];
@@ -115,7 +182,9 @@ int stack_capture(uintptr_t *out, int max)
         wanted = sizeof(raw) / sizeof(raw[0]);
     if (!backtrace_fn || max <= 0)
         return 0;
+    capture_begin();
     int n = backtrace_fn(raw, wanted);
+    capture_end();
 
     /* raw[0] is this function. The tracer's own frames (the wrappers, which
      * also sit between cudart and the program) are left out wherever they are. */

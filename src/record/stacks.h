@@ -76,6 +76,13 @@ void stack_reset(void);                /* forget every stack (after fork) */
 /* Leave out frames in [low, high) wherever they are: the tracer's own. */
 void stack_set_skip_range(uintptr_t low, uintptr_t high);
 
+/* Around fork (tracker_fork_*): prepare waits, 2 s at most, until no other
+ * thread is inside stack_capture, and holds new captures back until parent
+ * or child is called. */
+void stacks_fork_prepare(void);
+void stacks_fork_parent(void);
+void stacks_fork_child(void);
+
 /* Fill frames[0..max) with return addresses of the caller's stack, innermost
  * first; returns how many. */
 int stack_capture(uintptr_t *frames, int max);

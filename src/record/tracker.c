@@ -740,12 +740,13 @@ void tracker_oom_retried(int succeeded)
     count(succeeded ? &tracker.oom_retries_succeeded : &tracker.oom_retries_failed, 1);
 }
 
-/* Every shard and the Python location table are held across fork, so the
- * parent's tables are whole while they are copied. tables_lock and the
- * stack table's insert lock are not: the child starts with empty tables and
- * new locks anyway. */
+/* No stack capture is in flight across fork (stacks.c says why), and every
+ * shard and the Python location table are held, so the parent's tables are
+ * whole while they are copied. tables_lock and the stack table's insert
+ * lock are not: the child starts with empty tables and new locks anyway. */
 void tracker_fork_prepare(void)
 {
+    stacks_fork_prepare();  /* first: a capture is made before a shard is taken */
     registry_lock_all();
     python_fork_prepare();  /* after: a report holds the shards, then the table */
 }
@@ -754,6 +755,7 @@ void tracker_fork_parent(void)
 {
     python_fork_parent();
     registry_unlock_all();
+    stacks_fork_parent();
 }
 
 /* The child has one thread and no CUDA context: it starts with empty tables
@@ -770,4 +772,5 @@ void tracker_fork_child(void)
     this_thread.physical_stack = 0;
     this_thread.sequence_next = this_thread.sequence_end = 0;
     python_fork_child();
+    stacks_fork_child();
 }

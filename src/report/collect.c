@@ -5,7 +5,14 @@
  * symbolizing happen after, on the copy (report_finish), so threads that
  * allocate are held up only for the copy. The process (pid, command line,
  * ranks) and its devices (the driver's free and total, the pools) are read
- * around it. */
+ * around it.
+ *
+ * Symbolizing takes `symbolizing`: the modules libdw has read are kept
+ * between reports (symbolize.c) and used by one report at a time; and a
+ * fork waits for it (report_fork_prepare), since symbolizing is dlopen,
+ * dladdr and libdw's own work, any of which may hold a lock of the loader
+ * or the C library that the child would inherit held. */
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +24,23 @@
 #include "log.h"
 #include "registry.h"
 #include "report.h"
+
+static pthread_mutex_t symbolizing = PTHREAD_MUTEX_INITIALIZER;
+
+void report_fork_prepare(void)
+{
+    pthread_mutex_lock(&symbolizing);
+}
+
+void report_fork_parent(void)
+{
+    pthread_mutex_unlock(&symbolizing);
+}
+
+void report_fork_child(void)
+{
+    pthread_mutex_init(&symbolizing, NULL);
+}
 
 /* Copy under the lock: counters, stacks with their frames, live blocks. */
 static int copy_state(struct report *r)
@@ -166,7 +190,10 @@ static int collect(struct report *r, const char *reason)
     torch_stats_get(&r->torch);
     if (report_caches(r, 1) < 0 || report_held_at_end(r) < 0)
         return -1;
-    return report_finish(r, symbolizer_open(host.lookup));
+    pthread_mutex_lock(&symbolizing);
+    int result = report_finish(r, symbolizer_open(host.lookup));
+    pthread_mutex_unlock(&symbolizing);
+    return result;
 }
 
 struct report *report_new(const char *reason)

@@ -1,13 +1,31 @@
 /* symbolize.c - addresses to names at report time (see symbolize.h).
  *
  * Strings handed out live until symbolizer_close(): they are copied into the
- * symbolizer's own string pages. */
+ * symbolizer's own string pages.
+ *
+ * This process's modules, as libdw has read them (symbol tables, line
+ * tables), are kept from one report to the next: reading them again costs
+ * tens of milliseconds a report (an OOM report each time, with
+ * CUMEMTRACE_OOM=every). They are read again only when the set of loaded
+ * objects changed (dl_iterate_phdr's counts of loads and unloads) or in a
+ * forked child. libdw itself, once loaded, is never unloaded: a dlclose
+ * runs its destructors under the C library's exit-functions lock, which a
+ * fork at that moment would leave held in the child for ever.
+ *
+ * Another process's modules (a dump) are opened by us, by path, only when
+ * they are regular files (a FIFO named there would block the command for
+ * ever), and handed to libdw as descriptors; separate debug information is
+ * looked for by build id under /usr/lib/debug, and by .gnu_debuglink beside
+ * the module, again regular files only. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <elf.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arena.h"
@@ -40,7 +58,21 @@ struct libdw {
     Dwfl_Line *(*module_getsrc)(Dwfl_Module *, uintptr_t);
     const char *(*lineinfo)(Dwfl_Line *, uintptr_t *, int *, int *, int *, int *);
     Dwfl_Callbacks callbacks;
+    Dwfl_Callbacks offline;         /* for another process's modules */
 };
+
+typedef int find_debuginfo_fn(Dwfl_Module *, void **, const char *, uint64_t, const char *,
+                              const char *, uint32_t, char **);
+static find_debuginfo_fn *build_id_find_debuginfo;
+
+/* This process's modules as libdw read them, kept between reports. */
+static struct {
+    int tried;                      /* libdw looked for */
+    struct libdw dw;                /* handle NULL: not there */
+    Dwfl *dwfl;
+    pid_t pid;                      /* the process dwfl describes */
+    unsigned long long adds, subs;  /* loads and unloads when it was read */
+} live;
 
 /* One line of /proc/PID/maps, for symbolizing a process that is gone. */
 struct mapping {
@@ -50,6 +82,7 @@ struct mapping {
 
 struct symbolizer {
     struct libdw dw;
+    int shared;                /* dwfl is live's, not ours to end */
     struct mapping *maps;      /* offline only */
     size_t map_count, maps_bytes;
     Dwfl *dwfl;
@@ -86,6 +119,53 @@ static const char *keep(struct symbolizer *sym, const char *s)
     return copy;
 }
 
+/* `path` opened for reading if it is a regular file (a FIFO or a device is
+ * never opened for reading: O_NONBLOCK, and the check on what was opened);
+ * -1 otherwise. */
+static int open_regular(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, 0);
+    return fd;
+}
+
+/* libdw's find_debuginfo callback for another process's modules: by build
+ * id (only under the absolute directories of libdw's debug path,
+ * /usr/lib/debug), else the .gnu_debuglink name beside the module, in its
+ * .debug/, or under /usr/lib/debug; regular files only. */
+static int find_regular_debuginfo(Dwfl_Module *module, void **userdata, const char *name,
+                                  uint64_t base, const char *file, const char *debuglink,
+                                  uint32_t crc, char **found)
+{
+    int fd = build_id_find_debuginfo ? build_id_find_debuginfo(module, userdata, name, base,
+                                                               file, debuglink, crc, found)
+                                     : -1;
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    if (fd >= 0 || !slash || !debuglink || strchr(debuglink, '/'))
+        return fd;
+    int dir = (int)(slash - file);
+    const char *places[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+    for (unsigned i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
+        char path[4200];
+        if (snprintf(path, sizeof(path), places[i], dir, file, debuglink) >= (int)sizeof(path) ||
+            strcmp(path, file) == 0)
+            continue;
+        fd = open_regular(path);
+        if (fd >= 0) {
+            *found = strdup(path);      /* libdw frees it */
+            return fd;
+        }
+    }
+    return -1;
+}
+
 static int load_libdw(struct libdw *dw, void *(*lookup)(void *, const char *))
 {
     if (!lookup)
@@ -115,6 +195,9 @@ static int load_libdw(struct libdw *dw, void *(*lookup)(void *, const char *))
     dw->callbacks.find_elf = find_elf;
     dw->callbacks.find_debuginfo = find_debuginfo;
     dw->callbacks.section_address = lookup(dw->handle, "dwfl_offline_section_address");
+    dw->offline = dw->callbacks;
+    dw->offline.find_debuginfo = (void *)find_regular_debuginfo;
+    *(void **)&build_id_find_debuginfo = lookup(dw->handle, "dwfl_build_id_find_debuginfo");
     return 0;
 }
 
@@ -140,19 +223,53 @@ static void *find_demangler(void *(*lookup)(void *, const char *))
     return function;
 }
 
+static int count_loads(struct dl_phdr_info *info, size_t size, void *data)
+{
+    unsigned long long *counts = data;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+        counts[0] = info->dlpi_adds;
+        counts[1] = info->dlpi_subs;
+    }
+    return 1;               /* the counts are the same in every entry */
+}
+
+/* live.dwfl up to date with this process's modules: read again in a forked
+ * child, or when objects were loaded or unloaded since. */
+static void refresh_live(void *(*lookup)(void *, const char *))
+{
+    if (!live.tried) {
+        live.tried = 1;
+        if (getenv("CUMEMTRACE_NO_LIBDW") || load_libdw(&live.dw, lookup) < 0)
+            live.dw.handle = NULL;
+    }
+    if (!live.dw.handle)
+        return;
+    unsigned long long counts[2] = {0, 0};
+    dl_iterate_phdr(count_loads, counts);
+    if (live.dwfl && live.pid == getpid() && counts[0] == live.adds && counts[1] == live.subs)
+        return;
+    if (live.dwfl)
+        live.dw.end(live.dwfl);
+    live.dwfl = live.dw.begin(&live.dw.callbacks);
+    if (live.dwfl && (live.dw.linux_proc_report(live.dwfl, getpid()) != 0 ||
+                      live.dw.report_end(live.dwfl, NULL, NULL) != 0)) {
+        live.dw.end(live.dwfl);
+        live.dwfl = NULL;
+    }
+    live.pid = getpid();
+    live.adds = counts[0];
+    live.subs = counts[1];
+}
+
 struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *name))
 {
     struct symbolizer *sym = pages_alloc(sizeof(*sym));
     if (!sym)
         return NULL;
-    if (getenv("CUMEMTRACE_NO_LIBDW") == NULL && load_libdw(&sym->dw, lookup) == 0) {
-        sym->dwfl = sym->dw.begin(&sym->dw.callbacks);
-        if (sym->dwfl && (sym->dw.linux_proc_report(sym->dwfl, getpid()) != 0 ||
-                          sym->dw.report_end(sym->dwfl, NULL, NULL) != 0)) {
-            sym->dw.end(sym->dwfl);
-            sym->dwfl = NULL;
-        }
-    }
+    refresh_live(lookup);
+    sym->dw = live.dw;
+    sym->dwfl = live.dwfl;
+    sym->shared = 1;
     *(void **)&sym->demangle = find_demangler(lookup);
     return sym;
 }
@@ -207,13 +324,16 @@ struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
     parse_maps(sym, maps, length);
     if (getenv("CUMEMTRACE_NO_LIBDW") == NULL && load_libdw(&sym->dw, lookup) == 0 &&
         sym->dw.callbacks.section_address) {
-        sym->dwfl = sym->dw.begin(&sym->dw.callbacks);
+        sym->dwfl = sym->dw.begin(&sym->dw.offline);
         if (sym->dwfl) {
             sym->dw.report_begin(sym->dwfl);
             for (size_t i = 0; i < sym->map_count; i++) {
                 const struct mapping *m = &sym->maps[i];
-                if (m->offset == 0 && load_base(sym, m->path) == m->start)
-                    sym->dw.report_elf(sym->dwfl, m->path, m->path, -1, m->start, 0);
+                if (m->offset != 0 || load_base(sym, m->path) != m->start)
+                    continue;
+                int fd = open_regular(m->path);     /* libdw owns it from here */
+                if (fd >= 0 && !sym->dw.report_elf(sym->dwfl, m->path, m->path, fd, m->start, 0))
+                    close(fd);
             }
             if (sym->dw.report_end(sym->dwfl, NULL, NULL) != 0) {
                 sym->dw.end(sym->dwfl);
@@ -295,9 +415,9 @@ void symbolizer_close(struct symbolizer *sym)
 {
     if (!sym)
         return;
-    if (sym->dwfl)
+    if (sym->dwfl && !sym->shared)
         sym->dw.end(sym->dwfl);
-    if (sym->dw.handle)
+    if (sym->dw.handle && !sym->shared)
         dlclose(sym->dw.handle);
     for (int i = 0; i < sym->page_count; i++)
         pages_free(sym->pages[i], sym->page_sizes[i]);
