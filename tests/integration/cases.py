@@ -613,7 +613,8 @@ def case_crash_unwritable():
     out, err, reports, _ = run("tests/crash", ["segv-threads"],
                                env={"CUMEMTRACE_OUTPUT": "/nonexistent-cumemtrace/x"},
                                expect_rc=-11)
-    check("cannot write the crash dump" in err, f"one clear line: {err[-300:]!r}")
+    check("cannot write the crash dump to '/nonexistent-cumemtrace/x.dump': No such file or "
+          "directory" in err, f"one clear line, with the path and the reason: {err[-300:]!r}")
 
 
 def case_exit_in_handler():
@@ -671,9 +672,16 @@ def case_torch_per_tensor():
     check(out == "[1]\n", f"PyTorch's caching is off for the program: {out!r}")
     out, err, reports, _ = run("/bin/sh", shell)
     check(out == "[unset]\n", f"and left alone by default: {out!r}")
-    out, err, reports, _ = run("/bin/sh", shell, env={"CUMEMTRACE_TORCH_PER_TENSOR": "maybe"})
-    check(out == "[unset]\n" and "CUMEMTRACE_TORCH_PER_TENSOR='maybe'" in err,
-          f"a bad value is named and changes nothing: {out!r} {err!r}")
+    for value in ("maybe", ""):
+        out, err, reports, _ = run("/bin/sh", shell, env={"CUMEMTRACE_TORCH_PER_TENSOR": value})
+        check(out == "[unset]\n" and "cumemtrace" not in err,
+              f"{value!r} changes nothing, and a process without CUDA says nothing: {out!r} {err!r}")
+    out, err, reports, _ = run("examples/leak_loop", ["2"],
+                               env={"CUMEMTRACE_TORCH_PER_TENSOR": "maybe"})
+    check(err.count("CUMEMTRACE_TORCH_PER_TENSOR='maybe'") == 1,
+          f"a bad value is named once in a process that uses CUDA: {err[-500:]!r}")
+    out, err, reports, _ = run("examples/leak_loop", ["2"], env={"CUMEMTRACE_TORCH_PER_TENSOR": ""})
+    check("CUMEMTRACE_TORCH_PER_TENSOR" not in err, f"empty means unset: {err[-500:]!r}")
 
 
 def case_follow_and_overwrite():
@@ -1544,9 +1552,9 @@ def case_command_inputs():
         (["merge", good, wrong_json], 2, "not a cumemtrace report"),
         (["merge"], 1, "no report files given"),
         (["merge", good, "-o", unwritable], 2, f"cannot write '{unwritable}'"),
-        (["html", good, "-o", unwritable], 2, f"cannot write report to '{unwritable}.html'"),
+        (["html", good, "-o", unwritable], 2, f"cannot write '{unwritable}.html'"),
         (["export", "--format", "perfetto", good, "-o", unwritable], 2,
-         f"cannot write report to '{unwritable}.trace.json'"),
+         f"cannot write '{unwritable}.trace.json'"),
         (["export", "--format", "svg", good, "-o", "x"], 1, "unknown format: svg"),
         (["html", good], 1, "-o PATH is needed"),
     ]

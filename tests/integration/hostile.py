@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""Integration tests of the tracer and the command as a hostile or careless
+user meets them: links planted where files are written, processes sharing a
+name, forks beside busy threads, a program that reuses fd 2, dumps naming
+FIFOs, signals the program relies on, bytes that are not UTF-8.
+
+Same harness as cases.py (its run(), check() and schema validation).
+
+    hostile.py --build BUILD_DIR --source SOURCE_DIR CASE
+"""
+import glob
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+
+import cases
+from cases import check, run
+
+HOSTILE = "tests/hostile"
+
+
+def environment(directory, env=None):
+    """The environment run() gives a traced program, for programs started
+    with Popen (run() waits for its program; these need talking to)."""
+    result = {k: v for k, v in os.environ.items()
+              if not k.startswith("SIMCUDA_") and not k.startswith("CUMEMTRACE_")}
+    result["LD_LIBRARY_PATH"] = os.path.join(cases.ARGS.build, "sim")
+    result["CUMEMTRACE_OUTPUT"] = os.path.join(directory, "report-%p")
+    first = [os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]] \
+        if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") else []
+    result["LD_PRELOAD"] = " ".join(first + [os.path.join(cases.ARGS.build, "libcumemtrace.so")])
+    if "ASAN_OPTIONS" in result:
+        result["ASAN_OPTIONS"] += ":handle_segv=0:handle_sigbus=0:handle_abort=0"
+    result.update(env or {})
+    return result
+
+
+def start_waiting(directory, mode="wait", env=None):
+    """Start `hostile wait` (or wait-segv); return (process, pid) once it
+    holds its block and waits."""
+    process = subprocess.Popen([os.path.join(cases.ARGS.build, HOSTILE), mode], cwd=directory,
+                               env=environment(directory, env), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid = int(process.stdout.readline())
+    return process, pid
+
+
+def release(processes):
+    """Let every waiting process go at once; return their (rc, stderr)."""
+    for process in processes:
+        process.stdin.write("go\n")
+    for process in processes:
+        process.stdin.close()
+    return [(process.wait(timeout=120), process.stderr.read()) for process in processes]
+
+
+def case_symlink_planted():
+    """Links planted at every name the tracer used to write through (the
+    temporary <path>.tmp.<pid>, the report's own name, the dump's name,
+    after the program started): the file they point to is never written,
+    and the reports and the dump are written all the same, beside them."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    victim = os.path.join(directory, "victim")
+    with open(victim, "w") as handle:
+        handle.write("precious\n")
+    env = {"CUMEMTRACE_FORMAT": "text,json", "CUMEMTRACE_QUIET": "1"}
+    process, pid = start_waiting(directory, env=env)
+    planted = [f"report-{pid}.json.tmp.{pid}", f"report-{pid}.txt.tmp.{pid}",
+               f"report-{pid}.txt"]
+    for name in planted:
+        os.symlink(victim, os.path.join(directory, name))
+    (rc, err), = release([process])
+    check(rc == 0, f"exit status {rc}: {err[-500:]}")
+    process, crashing = start_waiting(directory, "wait-segv", env=env)
+    os.symlink(victim, os.path.join(directory, f"report-{crashing}.dump"))
+    (rc, err), = release([process])
+    check(rc == -signal.SIGSEGV, f"died of SIGSEGV: {rc} {err[-500:]}")
+    with open(victim) as handle:
+        check(handle.read() == "precious\n", "the file the links point to is untouched")
+    for name in planted + [f"report-{crashing}.dump"]:
+        check(os.path.islink(os.path.join(directory, name)), f"{name} is still the link planted")
+    written = {
+        f"report-{pid}.json": "a JSON report", f"report-{pid}-{pid}.txt": "the text report, "
+        "beside the link at its name", f"report-{crashing}-{crashing}.dump": "the dump, beside "
+        "the link at its name"}
+    for name, what in written.items():
+        path = os.path.join(directory, name)
+        check(os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) > 100,
+              f"{what}: {name} in {sorted(os.listdir(directory))}")
+    leftovers = [n for n in os.listdir(directory) if ".tmp" in n and n not in planted]
+    check(not leftovers, f"no temporary left behind: {leftovers}")
+
+
+def case_shared_template():
+    """Processes sharing a template without %p each keep their own report
+    and their own dump: 12 exit at once, 4 crash at once."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    env = {"CUMEMTRACE_OUTPUT": os.path.join(directory, "shared"), "CUMEMTRACE_QUIET": "1"}
+    waiting = [start_waiting(directory, env=env) for _ in range(12)]
+    results = release([process for process, _ in waiting])
+    check(all(rc == 0 for rc, _ in results), f"all exit 0: {[rc for rc, _ in results]}")
+    pids = set()
+    for path in glob.glob(os.path.join(directory, "shared*.json")):
+        with open(path) as handle:
+            pids.add(json.load(handle)["process"]["pid"])
+    check(pids == {pid for _, pid in waiting},
+          f"12 reports, one per process: {len(pids)} in {sorted(os.listdir(directory))}")
+    waiting = [start_waiting(directory, "wait-segv", env=env) for _ in range(4)]
+    results = release([process for process, _ in waiting])
+    check(all(rc == -signal.SIGSEGV for rc, _ in results), f"all crash: {results}")
+    dumps = glob.glob(os.path.join(directory, "shared*.dump"))
+    dumped = set()
+    for path in dumps:
+        with open(path) as handle:
+            for line in handle:
+                if line.startswith("pid "):
+                    dumped.add(int(line.split()[1]))
+                    break
+    check(dumped == {pid for _, pid in waiting}, f"4 dumps, one per process: {dumps}")
+    said = [line for _, err in results for line in err.splitlines() if "crash dump written" in line]
+    check(len(said) == 4 and len({line.split()[-1] for line in said}) == 4,
+          f"each names its own file: {said}")
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def case_file_mode():
+    """Reports and dumps hold the command line: 0600 unless
+    CUMEMTRACE_FILE_MODE says otherwise; the command's -o likewise."""
+    out, err, reports, _ = run(HOSTILE, ["leak"], env={"CUMEMTRACE_FORMAT": "text,json"})
+    for path in glob.glob(os.path.join(cases.LAST_DIR, "report-*")):
+        check(mode_of(path) == 0o600, f"{os.path.basename(path)}: {oct(mode_of(path))}")
+    run("tests/crash", ["segv-threads"], expect_rc=-11)
+    for path in glob.glob(os.path.join(cases.LAST_DIR, "*.dump")):
+        check(mode_of(path) == 0o600, f"the dump: {oct(mode_of(path))}")
+    old = os.umask(0o022)
+    try:
+        run(HOSTILE, ["leak"], env={"CUMEMTRACE_FILE_MODE": "0640"})
+        written = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))
+        check(written and mode_of(written[0]) == 0o640, "CUMEMTRACE_FILE_MODE=0640 is used")
+        good = written[0]
+        out, err, reports, _ = run(HOSTILE, ["leak"], env={"CUMEMTRACE_FILE_MODE": "rw-r--r--"})
+        lines = [line for line in err.splitlines() if "CUMEMTRACE_FILE_MODE" in line]
+        written = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))
+        check(len(lines) == 1 and "using 0600" in lines[0] and mode_of(written[0]) == 0o600,
+              f"a bad value: one line, and 0600: {lines}")
+        target = os.path.join(cases.LAST_DIR, "copy.txt")
+        completed = cases.tool("report", good, "-o", target)
+        check(completed.returncode == 0 and mode_of(target) == 0o600,
+              f"the command's -o: 0600: {completed.stderr!r}")
+    finally:
+        os.umask(old)
+
+
+def case_command_output_special():
+    """-o naming a FIFO, a pipe (/dev/fd/N, a shell's >(...)), a link to one
+    (/dev/stdout) or a character device writes to it as it is, and leaves it
+    what it was; a regular file is replaced whole."""
+    run(HOSTILE, ["leak"], env={"CUMEMTRACE_QUIET": "1"})
+    good = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
+    expected = cases.tool("report", good).stdout
+    check(expected.startswith("==== cumemtrace"), "the text report to compare with")
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+
+    fifo = os.path.join(directory, "fifo")
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(open(fifo).read()))
+    reader.start()
+    completed = cases.tool("report", good, "-o", fifo)
+    reader.join(30)
+    check(completed.returncode == 0 and received == [expected],
+          f"-o FIFO: written through it: {completed.returncode} {completed.stderr!r}")
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO is still a FIFO")
+
+    for command in (["report", good], ["html", good], ["export", "--format", "folded", good]):
+        read_end, write_end = os.pipe()
+        completed = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), *command,
+                                    "-o", f"/dev/fd/{write_end}"], pass_fds=[write_end],
+                                   capture_output=True, timeout=120)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as handle:
+            data = handle.read()
+        check(completed.returncode == 0 and len(data) > 30,
+              f"{command[0]} -o /dev/fd/N (a pipe): {completed.returncode} {completed.stderr!r}")
+
+    # What /dev/stdout is, in a directory of our own: a build that replaced
+    # it would replace this link, never /dev/stdout itself.
+    stdout = os.path.join(directory, "stdout")
+    os.symlink("/proc/self/fd/1", stdout)
+    completed = cases.tool("report", good, "-o", stdout)
+    check(completed.returncode == 0 and completed.stdout == expected and os.path.islink(stdout),
+          f"-o a link to /proc/self/fd/1: {completed.returncode} {completed.stderr!r}")
+
+    if os.geteuid() == 0:
+        null = os.path.join(directory, "null")
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        completed = cases.tool("report", good, "-o", null)
+        check(completed.returncode == 0 and stat.S_ISCHR(os.lstat(null).st_mode),
+              f"-o a character device: written to, still a device: {completed.stderr!r}")
+
+    regular = os.path.join(directory, "regular.txt")
+    with open(regular, "w") as handle:
+        handle.write("old contents, longer than nothing\n" * 1000)
+    completed = cases.tool("report", good, "-o", regular)
+    with open(regular) as handle:
+        check(completed.returncode == 0 and handle.read() == expected,
+              "-o a regular file: replaced whole")
+    check(sorted(os.listdir(directory)) == sorted(["fifo", "regular.txt", "stdout"] +
+                                                  (["null"] if os.geteuid() == 0 else [])),
+          f"nothing else left behind: {os.listdir(directory)}")
+
+
+def case_fork_stress():
+    """Forks beside four allocating threads and a SIGUSR2 every 2 ms: every
+    child exits (fork_stress.c counts the ones that hang or crash)."""
+    for attempt in range(2):
+        # Text: every snapshot and child report symbolized as JSON would be,
+        # without validating hundreds of JSON files afterwards.
+        out, err, reports, _ = run("tests/fork_stress", ["3"],
+                                   env={"CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "text"})
+        check(out.startswith("forks ") and out.split()[1] != "0" and
+              " hung 0 crashed 0" in out, f"run {attempt + 1}: {out.strip()!r} {err[-500:]!r}")
+        print(out.strip())
+
+
+def case_stderr_reused():
+    """A program that closes fd 2 and opens a data file there: the file holds
+    its 13 bytes only, and the summary goes to the stderr it started with."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    data = os.path.join(directory, "data")
+    out, err, reports, _ = run(HOSTILE, ["stderr-data", data])
+    with open(data, "rb") as handle:
+        contents = handle.read()
+    check(contents == b"program data\n", f"the program's data is its own: {len(contents)} bytes")
+    check("cumemtrace exit report" in err and "exit report written to" in err,
+          f"the summary on the original stderr: {err[-300:]!r}")
+    check(len(reports) == 1, "and the report written")
+
+
+def dump_with_maps(extra_lines):
+    """A crash dump whose maps section also names `extra_lines` (paths)."""
+    run("tests/crash", ["segv-threads"], expect_rc=-11)
+    dump = glob.glob(os.path.join(cases.LAST_DIR, "*.dump"))[0]
+    with open(dump) as handle:
+        text = handle.read()
+    added = "".join(f"7f0000{i:02x}0000-7f0000{i:02x}8000 r-xp 00000000 00:00 0 {path}\n"
+                    for i, path in enumerate(extra_lines))
+    with open(dump, "w") as handle:
+        handle.write(text.replace("end-maps\n", added + "end-maps\n"))
+    return dump
+
+
+def case_dump_names_fifo():
+    """A dump whose maps name a FIFO or a device: every command that reads
+    it finishes (the FIFO is never opened); reads are bounded."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    fifo = os.path.join(directory, "library.so")
+    os.mkfifo(fifo)
+    dump = dump_with_maps([fifo, "/dev/zero"])
+    commands = [["report", dump], ["symbolize", dump], ["html", dump, "-o",
+                os.path.join(directory, "page")],
+                ["export", "--format", "folded", dump, "-o", os.path.join(directory, "f")]]
+    for command in commands:
+        try:
+            completed = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), *command],
+                                       capture_output=True, text=True, timeout=60)
+            check(completed.returncode == 0, f"{command[0]}: {completed.stderr[-300:]!r}")
+        except subprocess.TimeoutExpired:
+            check(False, f"{command[0]} of a dump naming a FIFO hangs")
+    sparse = os.path.join(directory, "huge.json")
+    with open(sparse, "w") as handle:
+        handle.truncate(5 << 30)
+    completed = cases.tool("report", sparse)
+    check(completed.returncode == 2 and "larger than" in completed.stderr and
+          completed.stderr.count("\n") == 1, f"a 5 GiB input: {completed.stderr!r}")
+
+
+def case_signal_refused():
+    """CUMEMTRACE_SIGNAL refuses signals whose default action the program
+    relies on, in one line; the program then dies of them as it would."""
+    for value, number in (("TERM", 15), ("15", 15), ("SIGINT", 2), ("2", 2), ("13", 13),
+                          ("HUP", 1), ("QUIT", 3), ("SEGV", 11)):
+        out, err, reports, _ = run(HOSTILE, ["raise", str(number)],
+                                   env={"CUMEMTRACE_SIGNAL": value}, expect_rc=-number)
+        lines = [line for line in err.splitlines() if "CUMEMTRACE_SIGNAL" in line]
+        check(len(lines) == 1 and f"'{value}'" in lines[0] and "using USR2" in lines[0],
+              f"{value}: one line: {lines}")
+    out, err, reports, _ = run(HOSTILE, ["raise", "10"], env={"CUMEMTRACE_SIGNAL": "USR1"})
+    check(out == "survived signal 10\n" and "CUMEMTRACE_SIGNAL" not in err and
+          any(r["reason"] == "signal" for r in reports), "USR1 is still a snapshot signal")
+
+
+def case_utf8_argv():
+    """Arguments that are not UTF-8, or carry terminal escapes: the JSON
+    report is valid UTF-8 (a byte that is not is written as the character
+    of the same number, \\u00XX), and no control character reaches the
+    terminal or the text report unescaped (\\xNN)."""
+    args = [b"caf\xe9", b"\x1b[31mred\x1b[0m", "naïve".encode(), b"\x9b2J"]
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE).encode(), b"leak", *args],
+                               cwd=directory, capture_output=True, timeout=120,
+                               env=environment(directory, {"CUMEMTRACE_FORMAT": "text,json"}))
+    check(completed.returncode == 0, f"exit status {completed.returncode}")
+    check(b"\x1b" not in completed.stderr and b"\x9b" not in completed.stderr,
+          "no escape sequence on the terminal")
+    check(b"\\x1b[31mred\\x1b[0m" in completed.stderr,
+          f"the escape shown escaped: {completed.stderr[:600]!r}")
+    path = glob.glob(os.path.join(directory, "report-*.json"))[0]
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        report = json.loads(raw.decode("utf-8", errors="strict"))
+    except (UnicodeDecodeError, ValueError) as error:
+        check(False, f"the JSON report is not valid UTF-8 JSON: {error}")
+        return
+    cases.validate(report, path)
+    check(report["process"]["argv"][2:] == ["café", "\x1b[31mred\x1b[0m", "naïve", "\x9b2J"],
+          f"argv as characters: {report['process']['argv']!r}")
+    text_path = path[:-len(".json")] + ".txt"
+    with open(text_path, "rb") as handle:
+        text = handle.read()
+    check(b"\x1b" not in text and b"\xc2\x9b" not in text and b"\\x9b2J" in text,
+          "the text report escapes them too")
+    again = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "report", path],
+                           capture_output=True, timeout=120)
+    check(again.returncode == 0 and again.stdout == text,
+          "cumemtrace report prints the very text the library wrote")
+
+
+def case_oom_retry_many():
+    """CUMEMTRACE_OOM=every over 300 OOMs, each retried successfully: every
+    report is rewritten in its own file with the outcome (past 256 too)."""
+    out, err, reports, _ = run(HOSTILE, ["oom-retry", "300"],
+                               env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_OOM": "every",
+                                    "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_SAMPLE_MS": "0"})
+    check(out == "retries 300 of 300\n", f"the program: {out!r}")
+    ooms = [r for r in reports if r["reason"] == "oom"]
+    check(len(ooms) == 300, f"300 OOM reports: {len(ooms)}")
+    outcomes = {r["event"]["retry"] for r in ooms}
+    check(outcomes == {"succeeded"}, f"each says its retry succeeded: {outcomes}")
+
+
+def case_exec_report():
+    """A process that execs writes its report first; when the exec fails,
+    the report at exit takes its place."""
+    out, err, reports, _ = run(HOSTILE, ["exec", "/bin/true"])
+    check(len(reports) == 1 and reports[0]["reason"] == "exec" and
+          reports[0]["blocks"]["total"] == 1 and reports[0]["blocks"]["items"][0]["size"] == 2 << 20,
+          f"the report before exec: {[(r['reason'], r['blocks']['total']) for r in reports]}")
+    out, err, reports, _ = run(HOSTILE, ["exec", "/nonexistent/program"], expect_rc=8)
+    check([r["reason"] for r in reports] == ["exit"],
+          f"a failed exec: one report, at exit: {[r['reason'] for r in reports]} "
+          f"{os.listdir(cases.LAST_DIR)}")
+
+
+def case_follow_long_preload():
+    """CUMEMTRACE_FOLLOW=0 takes the tracer out of a long LD_PRELOAD and
+    keeps every other entry whole."""
+    library = os.path.join(cases.ARGS.build, "tests", "librtld_next_interposer.so")
+    others = [os.path.dirname(library) + "/." * (400 + i) + "/" + os.path.basename(library)
+              for i in range(12)]
+    check(sum(map(len, others)) > 8192, "the list is longer than 8 KiB")
+    env = {"CUMEMTRACE_FOLLOW": "0"}
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    environment_ = environment(directory, env)
+    environment_["LD_PRELOAD"] += " " + " ".join(others)
+    completed = subprocess.run(["/bin/sh", "-c", 'printf "%s" "$LD_PRELOAD"'], cwd=directory,
+                               env=environment_, capture_output=True, text=True, timeout=60)
+    kept = completed.stdout.split()
+    check("libcumemtrace" not in completed.stdout and kept[-len(others):] == others,
+          f"every other entry kept whole: {len(kept)} entries, "
+          f"{sum(map(len, kept))} characters")
+
+
+def case_run_output_dashdash():
+    """`cumemtrace run --output -- CMD`: --output has no value; nothing named --."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    completed = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "run", "--output",
+                                "--", os.path.join(cases.ARGS.build, HOSTILE), "leak"],
+                               cwd=directory, capture_output=True, text=True, timeout=60)
+    check(completed.returncode == 1 and "missing value for: --output" in completed.stderr,
+          f"a usage error: {completed.returncode} {completed.stderr!r}")
+    check(os.listdir(directory) == [], f"no file written: {os.listdir(directory)}")
+
+
+def case_huge_malloc():
+    """cudaMalloc(SIZE_MAX) fails on the simulator (out of memory, as on a
+    GPU), and the counters stay exact."""
+    out, err, reports, _ = run(HOSTILE, ["huge"])
+    check(out == "SIZE_MAX: cudaErrorMemoryAllocation\n", f"refused: {out!r}")
+    report = cases.by_reason(reports, "exit")
+    device = cases.device_counters(report, 0, "device")
+    check(device and device["allocated_bytes"]["current"] == 1 << 20 and
+          device["allocated_bytes"]["allocated"] == 1 << 20,
+          f"1 MiB live, nothing wrapped: {device and device['allocated_bytes']}")
+
+
+CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
+
+if __name__ == "__main__":
+    sys.exit(cases.main(CASES))
