@@ -1,6 +1,7 @@
 /* dump_read.c - read a crash dump back into a report, for `cumemtrace symbolize`.
  *
- * The dump (crashdump.c) is read whole into private, writable pages; lines are
+ * The dump (crashdump.c) is read whole (input_read: at most INPUT_MAX_BYTES,
+ * from a file or a pipe) and copied into private, writable pages; lines are
  * cut in place, names point into those pages, which the report keeps until it
  * is released. Two passes: the first counts records to size the arrays, the
  * second fills them. A dump without its final "end" line (the process died
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "dump_read.h"
 #include "kinds.h"
 
@@ -309,43 +311,81 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
     return 0;
 }
 
-int dump_read(const char *path, struct report *r)
+char *input_read(const char *path, size_t *length, size_t *size)
 {
-    memset(r, 0, sizeof(*r));
-    r->rank = r->local_rank = r->world_size = -1;   /* not in a dump */
-    r->self_time_ns = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
+    int fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
     struct stat st;
-    if (fstat(fd, &st) < 0 || st.st_size < 16) {
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
+        int error = S_ISDIR(st.st_mode) ? EISDIR : errno;
         close(fd);
-        errno = EINVAL;
-        return -1;
+        errno = error;
+        return NULL;
     }
-    size_t length = (size_t)st.st_size;
-    char *text = report_alloc(r, length + 1);
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > INPUT_MAX_BYTES) {
+        close(fd);
+        errno = EFBIG;
+        return NULL;
+    }
+    /* A regular file: its size and a byte (it may grow meanwhile); a pipe
+     * or a FIFO: pages that double, read to its end. */
+    *size = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 1 << 20;
+    char *text = pages_alloc(*size);
     size_t done = 0;
-    while (text && done < length) {
-        ssize_t n = read(fd, text + done, length - done);
+    int error = text ? 0 : ENOMEM;
+    while (!error) {
+        if (done + 1 == *size) {
+            size_t bigger = *size * 2 < INPUT_MAX_BYTES + 2 ? *size * 2 : INPUT_MAX_BYTES + 2;
+            char *grown = bigger > *size ? pages_grow(text, *size, bigger) : NULL;
+            if (!grown) {
+                error = bigger > *size ? ENOMEM : EFBIG;
+                break;
+            }
+            text = grown;
+            *size = bigger;
+        }
+        ssize_t n = read(fd, text + done, *size - 1 - done);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0)
+            error = errno;
         if (n <= 0)
             break;
         done += (size_t)n;
     }
     close(fd);
-    if (!text)
-        return -1;
-    length = done;
-    text[length] = '\0';
+    if (error) {
+        if (text)
+            pages_free(text, *size);
+        errno = error;
+        return NULL;
+    }
+    text[done] = '\0';
+    *length = done;
+    return text;
+}
+
+int dump_parse(struct report *r, const char *input, size_t length)
+{
+    memset(r, 0, sizeof(*r));
+    r->rank = r->local_rank = r->world_size = -1;   /* not in a dump */
+    r->self_time_ns = -1;
     char header[32];
     int header_length = snprintf(header, sizeof(header), "%s %d\n",
                                  dump_record_names[DUMP_HEADER], DUMP_FORMAT_VERSION);
-    if (strncmp(text, header, (size_t)header_length) != 0) {
+    if (length < (size_t)header_length || strncmp(input, header, (size_t)header_length) != 0) {
         errno = EPROTO;
         return -1;
     }
+    /* A copy of our own: lines are cut in place, and names point into it. */
+    char *text = report_alloc(r, length + 1);
+    if (!text) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy(text, input, length);
+    text[length] = '\0';
 
     struct counts c = {0};
     count_records(text, length, &c);
@@ -392,4 +432,18 @@ int dump_read(const char *path, struct report *r)
         return -1;
     }
     return 0;
+}
+
+int dump_read(const char *path, struct report *r)
+{
+    size_t length, size;
+    char *text = input_read(path, &length, &size);
+    memset(r, 0, sizeof(*r));
+    if (!text)
+        return -1;
+    int result = dump_parse(r, text, length);
+    int error = errno;
+    pages_free(text, size);
+    errno = error;
+    return result;
 }

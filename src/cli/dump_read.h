@@ -4,8 +4,19 @@
 
 #include "report.h"
 
-/* Fill `r` from the dump at `path` and symbolize it against the files named
- * in its maps. 0, or -1 with errno set; release `r` with report_release. */
+/* The most the command reads of one input: a larger file is refused. */
+#define INPUT_MAX_BYTES (2ull << 30)
+
+/* All of `path`, a regular file or a pipe or FIFO read to its end, at most
+ * INPUT_MAX_BYTES, NUL-terminated: `length` bytes in pages (pages_alloc) of
+ * `size`. NULL with errno set (EFBIG: larger than INPUT_MAX_BYTES). */
+char *input_read(const char *path, size_t *length, size_t *size);
+
+/* Fill `r` from the dump in `text` (copied) and symbolize it against the
+ * regular files named in its maps. 0, or -1 with errno set (EPROTO: not a
+ * dump of this version); release `r` with report_release either way. */
+int dump_parse(struct report *r, const char *text, size_t length);
+/* The same for the dump at `path` (input_read). */
 int dump_read(const char *path, struct report *r);
 
 #endif

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "config.h"
 #include "dump_read.h"
 #include "kinds.h"
@@ -802,78 +803,41 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     return l.failed ? -1 : 0;
 }
 
-/* The whole file, NUL-terminated, in `*text` (the caller frees it). */
-static int read_file(const char *path, char **text, size_t *length)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int saved = errno;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-        return -1;
-    }
-    size_t size = (size_t)st.st_size, done = 0;
-    char *buffer = malloc(size + 1);
-    if (!buffer) {
-        close(fd);
-        errno = ENOMEM;
-        return -1;
-    }
-    while (done < size) {
-        ssize_t n = read(fd, buffer + done, size - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int saved = errno;
-            free(buffer);
-            close(fd);
-            errno = saved;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        done += (size_t)n;
-    }
-    close(fd);
-    buffer[done] = '\0';
-    *text = buffer;
-    *length = done;
-    return 0;
-}
-
-int report_load(const char *path, struct loaded_report *loaded, char *error, size_t error_size)
+int report_load_text(const char *text, size_t length, struct loaded_report *loaded,
+                     char *error, size_t error_size)
 {
     memset(loaded, 0, sizeof(*loaded));
     loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
-    char *text = NULL;
-    size_t length = 0;
-    if (read_file(path, &text, &length) < 0) {
-        snprintf(error, error_size, "%s", strerror(errno));
-        return -1;
-    }
-    int status;
     size_t dump = strlen(dump_record_names[DUMP_HEADER]);
     if (length > dump && strncmp(text, dump_record_names[DUMP_HEADER], dump) == 0 &&
         text[dump] == ' ') {
-        free(text);             /* dump_read reads it again, its own way */
         loaded->from_dump = 1;
-        status = dump_read(path, &loaded->report);
+        int status = dump_parse(&loaded->report, text, length);
         if (status < 0)
             snprintf(error, error_size, "%s",
                      errno == EPROTO ? "a cumemtrace dump of another version" : strerror(errno));
         loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
         return status;
     }
-    status = load_json(loaded, text, length, error, error_size);
-    free(text);
+    return load_json(loaded, text, length, error, error_size);
+}
+
+int report_load(const char *path, struct loaded_report *loaded, char *error, size_t error_size)
+{
+    memset(loaded, 0, sizeof(*loaded));
+    loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
+    size_t length, size;
+    char *text = input_read(path, &length, &size);
+    if (!text) {
+        if (errno == EFBIG)
+            snprintf(error, error_size, "larger than %llu GiB, the most this command reads",
+                     INPUT_MAX_BYTES >> 30);
+        else
+            snprintf(error, error_size, "%s", strerror(errno));
+        return -1;
+    }
+    int status = report_load_text(text, length, loaded, error, error_size);
+    pages_free(text, size);
     return status;
 }
 
