@@ -183,6 +183,15 @@ static int command_run(int argc, char **argv)
             k++;
         if (k == sizeof(variables) / sizeof(variables[0]))
             return CLI_USAGE;
+        /* "--" ends the options: never a value (--output -- CMD wrote "--.json") */
+        if (optarg && strcmp(optarg, "--") == 0) {
+            const struct option *o = longs;
+            while (o->name && o->val != c)
+                o++;
+            char name[32];
+            snprintf(name, sizeof(name), "--%s", o->name ? o->name : "");
+            return cli_usage_error("run", "missing value for", name);
+        }
         setenv(variables[k].variable, optarg ? optarg : "1", 1);
     }
     if (optind >= argc)
