@@ -199,9 +199,10 @@ void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id
             more++;
             continue;
         }
-        char frame[2048];
+        char frame[2048], shown[4 * sizeof(frame)];
         frame_text(symbol_at(r, r->frames[s->first_frame + i]), frame, sizeof(frame));
-        out_printf(out, "%s%s%s\n", indent, frame, (long)i == view.site ? "   <- site" : "");
+        out_printf(out, "%s%s%s\n", indent, output_text(frame, shown, sizeof(shown)),
+                   (long)i == view.site ? "   <- site" : "");
         written++;
     }
     if (more)

@@ -351,6 +351,30 @@ void out_printf(struct out *out, const char *fmt, ...)
     out_write(out, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+/* The length of the well-formed UTF-8 sequence that starts at p, 1 to 4
+ * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF); 0
+ * when the byte at p starts none. p is NUL-terminated. */
+static size_t utf8_length(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n)
+        return 0;
+    unsigned char low = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned char high = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (p[1] < low || p[1] > high)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return (size_t)n;
+}
+
+/* A byte that starts no UTF-8 sequence is taken as the character of the
+ * same number (Latin-1), as everywhere below: the JSON report writes it
+ * \u00XX, the text writes that character (or \xNN, a control). */
 void out_json_string(struct out *out, const char *s)
 {
     if (!s) {
@@ -358,20 +382,45 @@ void out_json_string(struct out *out, const char *s)
         return;
     }
     out_write(out, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
         char escaped[8];
+        size_t n = utf8_length(p);
         if (*p == '"' || *p == '\\') {
             escaped[0] = '\\';
-            escaped[1] = *p;
+            escaped[1] = (char)*p;
             out_write(out, escaped, 2);
-        } else if (*p < 0x20) {
+        } else if (*p < 0x20 || n == 0) {
             snprintf(escaped, sizeof(escaped), "\\u%04x", *p);
             out_write(out, escaped, 6);
         } else {
-            out_write(out, (const char *)p, 1);
+            out_write(out, (const char *)p, n);
+            p += n;
+            continue;
         }
+        p++;
     }
     out_write(out, "\"", 1);
+}
+
+const char *output_text(const char *s, char *text, size_t size)
+{
+    size_t used = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && used + 5 < size;) {
+        size_t n = utf8_length(p);
+        unsigned code = n == 2 ? ((p[0] & 0x1fu) << 6 | (p[1] & 0x3fu)) : *p;
+        if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) {
+            used += (size_t)snprintf(text + used, size - used, "\\x%02x", code);
+        } else if (n == 0) {            /* Latin-1: two bytes of UTF-8 */
+            text[used++] = (char)(0xc0 | code >> 6);
+            text[used++] = (char)(0x80 | (code & 0x3f));
+        } else {
+            memcpy(text + used, p, n);
+            used += n;
+        }
+        p += n ? n : 1;
+    }
+    text[used] = '\0';
+    return text;
 }
 
 void format_bytes(uint64_t bytes, char *text, size_t size)

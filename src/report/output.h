@@ -68,7 +68,15 @@ void out_flush(struct out *out);
 void out_write(struct out *out, const char *data, size_t n);
 void out_str(struct out *out, const char *s);
 void out_printf(struct out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void out_json_string(struct out *out, const char *s);  /* quoted and escaped; NULL -> null */
+/* Quoted and escaped, always valid UTF-8: a byte that is not part of UTF-8
+ * is written \u00XX, the character of the same number (Latin-1). NULL ->
+ * null. */
+void out_json_string(struct out *out, const char *s);
+/* `s` as it may be shown on a terminal, in `text` (cut to `size`): control
+ * characters (C0, DEL, C1) as \xNN, a byte that is not part of UTF-8 as the
+ * character of the same number; the same text whether `s` comes from this
+ * process or back from a JSON report. Returns `text`. */
+const char *output_text(const char *s, char *text, size_t size);
 void out_bytes(struct out *out, uint64_t bytes);       /* "1.5 GiB" */
 void format_bytes(uint64_t bytes, char *text, size_t size);
 

@@ -49,21 +49,27 @@ static const char *short_name(const char *name, char *buffer, size_t size)
  * when the module is known (addresses change from run to run). */
 static void write_frame_text(struct out *out, const struct symbol *s, uintptr_t address)
 {
+    char function[1024], file[OUTPUT_PATH_MAX], module[1024];
     if (s && s->python) {
-        out_printf(out, "%s at %s:%d [python]", s->function ? s->function : "?",
-                   s->file ? s->file : "?", s->line);
+        out_printf(out, "%s at %s:%d [python]",
+                   output_text(s->function ? s->function : "?", function, sizeof(function)),
+                   output_text(s->file ? s->file : "?", file, sizeof(file)), s->line);
         return;
     }
     char name[256];
     if (s && s->function) {
-        out_printf(out, "%s+0x%lx", short_name(s->function, name, sizeof(name)),
+        out_printf(out, "%s+0x%lx",
+                   output_text(short_name(s->function, name, sizeof(name)), function,
+                               sizeof(function)),
                    (unsigned long)s->function_offset);
         if (s->file)
-            out_printf(out, " at %s:%d", s->file, s->line);
+            out_printf(out, " at %s:%d", output_text(s->file, file, sizeof(file)), s->line);
         if (s->module)
-            out_printf(out, " [%s+0x%lx]", base_name(s->module), (unsigned long)s->module_offset);
+            out_printf(out, " [%s+0x%lx]", output_text(base_name(s->module), module, sizeof(module)),
+                       (unsigned long)s->module_offset);
     } else if (s && s->module) {
-        out_printf(out, "%s+0x%lx", base_name(s->module), (unsigned long)s->module_offset);
+        out_printf(out, "%s+0x%lx", output_text(base_name(s->module), module, sizeof(module)),
+                   (unsigned long)s->module_offset);
     } else {
         out_printf(out, "0x%lx", (unsigned long)address);
     }
@@ -85,11 +91,13 @@ static const struct symbol *symbol_at(const struct report *r, uintptr_t address)
 static void write_site(const struct report *r, struct out *out, uintptr_t address)
 {
     const struct symbol *s = symbol_at(r, address);
-    char name[256];
+    char name[256], function[1024], file[OUTPUT_PATH_MAX];
     out_str(out, "      at ");
     if (s && s->file && (s->python || s->function))
-        out_printf(out, "%s:%d in %s", s->file, s->line,
-                   s->python ? s->function : short_name(s->function, name, sizeof(name)));
+        out_printf(out, "%s:%d in %s", output_text(s->file, file, sizeof(file)), s->line,
+                   output_text(!s->python ? short_name(s->function, name, sizeof(name))
+                               : s->function ? s->function : "?",
+                               function, sizeof(function)));
     else
         write_frame_text(out, s, address);
     out_str(out, "\n");
@@ -719,12 +727,18 @@ static void write_report(const struct report *r, struct out *out, int brief)
                r->pid, r->now_ms / 1000.0);
     if (r->argv_bytes) {
         out_str(out, "  command:");
+        char argument[sizeof(r->argv) * 4 + 8];   /* every byte may take four */
         for (size_t i = 0; i < r->argv_bytes; i += strlen(r->argv + i) + 1)
-            out_printf(out, " %s", r->argv + i);
+        {
+            out_str(out, " ");
+            out_str(out, output_text(r->argv + i, argument, sizeof(argument)));
+        }
         out_str(out, "\n");
     }
     if (r->hostname[0] || r->rank >= 0) {
-        out_printf(out, "  host: %s", r->hostname[0] ? r->hostname : "unknown");
+        char host[sizeof(r->hostname) * 4 + 8];
+        out_printf(out, "  host: %s",
+                   r->hostname[0] ? output_text(r->hostname, host, sizeof(host)) : "unknown");
         if (r->rank >= 0)
             out_printf(out, "; rank %d", r->rank);
         if (r->world_size >= 0)

@@ -1,4 +1,4 @@
-/* test_output.c - report path templates and JSON string escaping. */
+/* test_output.c - report path templates, JSON and terminal escaping. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +46,25 @@ int main(void)
     CHECK(strcmp(text, "\"a\\\"b\\\\c\\u000a\\u0001\" null") == 0);
     close(fd);
     unlink(file);
+
+    /* Not UTF-8: each stray byte is the character of its number; well
+     * formed sequences pass; controls are escaped. */
+    char second[] = "/tmp/cumemtrace-test-output-XXXXXX";
+    fd = mkstemp(second);
+    out_fd(&out, fd);
+    out_json_string(&out, "caf\xe9 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xed\xa0\x80 \xc0\xaf \x1b");
+    out_flush(&out);
+    memset(text, 0, sizeof(text));
+    lseek(fd, 0, SEEK_SET);
+    CHECK(read(fd, text, sizeof(text) - 1) > 0);
+    CHECK(strcmp(text, "\"caf\\u00e9 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 "
+                       "\\u00ed\\u00a0\\u0080 \\u00c0\\u00af \\u001b\"") == 0);
+    close(fd);
+    unlink(second);
+    char shown[64];
+    CHECK(strcmp(output_text("a\x1b[31mb\x7f\x9b\xc2\x9b caf\xe9 \xc3\xa9", shown, sizeof(shown)),
+                 "a\\x1b[31mb\\x7f\\x9b\\x9b caf\xc3\xa9 \xc3\xa9") == 0);
+    CHECK(strlen(output_text("\x01\x01\x01\x01\x01\x01", shown, 10)) <= 9);
 
     char bytes[32];
     format_bytes(1536, bytes, sizeof(bytes));
