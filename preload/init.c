@@ -148,10 +148,12 @@ static void torch_per_tensor_setting(void)
 }
 
 /* The only work done at load time: keep a private copy of stderr (log.h),
- * and settings that must change the environment before the program runs. */
+ * find the C library's exec functions (exec.c), and settings that must
+ * change the environment before the program runs. */
 __attribute__((constructor)) static void cumemtrace_load(void)
 {
     log_keep_stderr();
+    exec_init();
     follow_setting();
     torch_per_tensor_setting();
 }

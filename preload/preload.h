@@ -73,6 +73,10 @@ typedef void *(*dlsym_function)(void *, const char *);
 dlsym_function libc_dlsym(void);
 void *real_dlsym(void *handle, const char *name);
 
+/* exec.c: find the C library's exec functions (at load: a vfork child
+ * must not look them up). */
+void exec_init(void);
+
 /* init.c: the tracer started, once. */
 void preload_init(void);
 

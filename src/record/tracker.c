@@ -109,6 +109,7 @@ static void reset_state(void)
     tracker.threads = pages_alloc(MAX_THREADS * sizeof(struct thread_info));
     tracker.handles = pages_alloc(MAX_HANDLES * sizeof(uint64_t));
     tracker.start_ns = monotonic_ns();
+    tracker.pid = (int)getpid();
     timeline_reset(tracker.start_ns);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

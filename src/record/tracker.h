@@ -187,6 +187,7 @@ struct tracker_state {
     uint32_t program_end_ms;
     struct end_totals *end_totals;     /* index = stack id - 1 */
     uint32_t end_stacks;               /* stacks when the program ended */
+    int pid;                           /* the process this describes (not a vfork child) */
 };
 extern struct tracker_state tracker;
 uint32_t tracker_now_ms(void);

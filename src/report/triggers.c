@@ -4,6 +4,7 @@
  * (tracker_enter) like every report, so that a CUDA call made meanwhile, from
  * a signal handler say, passes through untracked; a thread already inside
  * (such a call itself) writes no report. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,26 +201,60 @@ void trigger_on_failure(const struct allocation *a, int code, int oom, uint32_t 
     tracker_leave();
 }
 
-/* Once per process: a forked child that inherited the handler writes its own
- * only if it made CUDA calls itself (tracker.traced is cleared at fork). */
-void trigger_exit_report(void)
+/* Where the exit report went, so that the report at exit after a failed
+ * exec takes the place of the one written before it. */
+static struct report_files exit_files;
+
+/* The report that ends the process, `reason` "exit" or "exec"; once per
+ * process, and only in the process the tables describe: a forked child
+ * that inherited the handler writes its own only if it made CUDA calls
+ * itself (tracker.traced is cleared at fork), and a vfork child (which
+ * shares our memory and runs no fork handler) writes none. 1 if written. */
+static int final_report(const char *reason)
 {
-    if (!config.enabled || !tracker.traced)
-        return;
     pid_t pid = getpid();
+    if (!config.enabled || !tracker.traced || tracker.pid != (int)pid)
+        return 0;
     if (__atomic_exchange_n(&exit_report_pid, pid, __ATOMIC_ACQ_REL) == pid)
-        return;
+        return 0;
     /* exit() called from a signal handler that interrupted this thread
      * inside a CUDA call or inside the tracer: the CUDA libraries, malloc or
      * our own lock may be held by the very code that was interrupted, so the
      * full report could hang. Write the async-signal-safe dump instead. */
     if ((host.call_in_progress && host.call_in_progress()) || tracker_inside()) {
-        crashdump_write(0);
-        return;
+        if (strcmp(reason, "exit") == 0)
+            crashdump_write(0);
+        return 0;
     }
     signals_drain();
-    if (tracker_enter()) {      /* not inside: said above */
-        report_write_to("exit", config.output, 1);
-        tracker_leave();
+    if (!tracker_enter())       /* not inside: said above */
+        return 0;
+    if (config.formats || !config.quiet) {
+        struct report *r = report_new(reason);
+        if (r) {
+            report_emit(r, config.output, 1, &exit_files);
+            report_delete(r);
+        }
     }
+    tracker_leave();
+    return 1;
+}
+
+void trigger_exit_report(void)
+{
+    final_report("exit");
+}
+
+int trigger_exec_report(void)
+{
+    int saved = errno;
+    int written = final_report("exec");
+    errno = saved;
+    return written;
+}
+
+void trigger_exec_failed(int written)
+{
+    if (written)
+        __atomic_store_n(&exit_report_pid, 0, __ATOMIC_RELEASE);
 }

@@ -3,7 +3,7 @@
  * The tracker records; it never decides about reports. The interposer tells
  * these, after the tracker has recorded an event, what happened, and they
  * decide: the report at an out-of-memory failure and its rewrite when the
- * retry is seen, and the report at exit. (A signal's snapshot and the crash
+ * retry is seen, and the report at exit or exec. (A signal's snapshot and the crash
  * dump are signals.c's; cumemtrace_snapshot() is api.c's.) */
 #ifndef CUMEMTRACE_TRIGGERS_H
 #define CUMEMTRACE_TRIGGERS_H
@@ -23,5 +23,11 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
 /* The exit report, once per process that traced anything: at exit, or from
  * the library's destructor when no exit handler of ours was registered. */
 void trigger_exit_report(void);
+/* Before the process replaces itself (exec): the same report, "exec", and
+ * 1 if it was written. After an exec that failed (the process goes on),
+ * trigger_exec_failed(that) lets the report at exit be written, in its
+ * place. errno is left as it was. */
+int trigger_exec_report(void);
+void trigger_exec_failed(int written);
 
 #endif

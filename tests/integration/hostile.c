@@ -9,6 +9,7 @@
  *                       bytes of its own data there, holds a block, exits
  *   raise SIGNAL        holds a block, then raise(SIGNAL)
  *   exec PROGRAM ARGS   holds a block, then execv(PROGRAM, ARGS)
+ *   execlp PROGRAM      holds a block, then execlp(PROGRAM, PROGRAM, NULL)
  *   huge                cudaMalloc(SIZE_MAX) (the simulator's answer is
  *                       printed), then 1 MiB more
  *   oom-retry N         (SIMCUDA_MEMORY=64M) N times: 32 MiB fails beside a
@@ -70,6 +71,11 @@ int main(int argc, char **argv)
         fflush(stdout);
         execv(argv[2], argv + 2);
         perror("execv");
+        return 8;
+    } else if (strcmp(mode, "execlp") == 0 && argc > 2) {
+        hold(2 << 20);
+        execlp(argv[2], argv[2], (char *)NULL);
+        perror("execlp");
         return 8;
     } else if (strcmp(mode, "huge") == 0) {
         void *p = NULL;

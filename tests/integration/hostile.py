@@ -355,6 +355,8 @@ def case_exec_report():
     check(len(reports) == 1 and reports[0]["reason"] == "exec" and
           reports[0]["blocks"]["total"] == 1 and reports[0]["blocks"]["items"][0]["size"] == 2 << 20,
           f"the report before exec: {[(r['reason'], r['blocks']['total']) for r in reports]}")
+    out, err, reports, _ = run(HOSTILE, ["execlp", "true"])
+    check([r["reason"] for r in reports] == ["exec"], "execlp (variadic) too")
     out, err, reports, _ = run(HOSTILE, ["exec", "/nonexistent/program"], expect_rc=8)
     check([r["reason"] for r in reports] == ["exit"],
           f"a failed exec: one report, at exit: {[r['reason'] for r in reports]} "
