@@ -8,13 +8,15 @@
 # Python JSON-schema checker with apt-get when run as root and they are missing,
 # g++ for the tests' stand-in for PyTorch's allocator, Chromium, in which
 # the tests load the HTML report (headless), tmux, in which they watch
-# `cumemtrace live`, and pytest, whose plugin they try.
+# `cumemtrace live`, pytest, whose plugin they try, and clang with libFuzzer,
+# which builds the fuzzing targets (tests/fuzz).
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 
-packages="cmake gcc g++ make pkg-config libunwind-dev python3 python3-jsonschema libdw1 valgrind chromium tmux python3-pytest"
+packages="cmake gcc g++ make pkg-config libunwind-dev python3 python3-jsonschema libdw1 valgrind
+          chromium tmux python3-pytest clang-14 libclang-rt-14-dev"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

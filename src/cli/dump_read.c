@@ -225,7 +225,7 @@ static void read_maps(struct report *r, char *first, char *end, const char **map
     char end_maps[32], end_line[32];
     snprintf(end_maps, sizeof(end_maps), "\n%s", dump_record_names[DUMP_END_MAPS]);
     snprintf(end_line, sizeof(end_line), "\n%s\n", dump_record_names[DUMP_END]);
-    char *close = first <= end ? strstr(first, end_maps) : NULL;
+    char *close = strstr(first, end_maps);
     *maps = first;
     *maps_length = close ? (size_t)(close - first + 1) : (size_t)(end - first);
     if (close && strstr(close, end_line))
@@ -244,7 +244,8 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
             eol = end;
         int record = dump_record_of(p);
         if (record == DUMP_MAPS) {
-            read_maps(r, eol + 1, end, maps, maps_length);
+            /* "maps" may be the last bytes of a dump cut short */
+            read_maps(r, eol < end ? eol + 1 : end, end, maps, maps_length);
             break;
         }
         *eol = '\0';
