@@ -62,7 +62,8 @@ static const char report_usage[] =
     "JSON report are printed as they were symbolized when it was written; a dump is\n"
     "symbolized now, against the files its maps name.\n"
     "  -f, --format text|json  what to write (default text)\n"
-    "  -o, --output PATH       write to PATH instead of stdout (replaced if it exists)\n"
+    "  -o, --output PATH       write to PATH instead of stdout: a FIFO, device or pipe as\n"
+    "                          it is; a regular file is replaced (mode CUMEMTRACE_FILE_MODE)\n"
     "  --all-frames            hide no frame (start-up, interpreter, frameworks)\n"
     CLI_EXIT_STATUS;
 
