@@ -121,11 +121,12 @@ def main():
     parser.add_argument("--threads", default="2,8",
                         help="thread counts to compare with 1 (default: 2,8)")
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs per figure")
-    parser.add_argument("--only", default="sites,threads,python,live,long,crash",
+    parser.add_argument("--only", default="sites,threads,python,live,long,crash,oom",
                         help="which tables, comma-separated (default: all): sites (threads "
                              "with a call site each), threads (added time and scaling), "
                              "python (the Python frames' cost), live (report time and "
-                             "bytes per block), long (10M allocations), crash (crash dump)")
+                             "bytes per block), long (10M allocations), crash (crash dump), "
+                             "oom (a report at each OOM)")
     args = parser.parse_args()
     counts = [int(n) for n in args.threads.split(",") if n.strip()]
     only = set(args.only.split(","))
@@ -147,6 +148,8 @@ def main():
         long_table(args)
     if "crash" in only:
         crash_table(args)
+    if "oom" in only:
+        oom_table(args)
 
 
 def threads_table(args, counts, pairs):
@@ -208,6 +211,23 @@ def crash_table(args):
     size = os.path.getsize(dumps[0]) if dumps else 0
     table(("live blocks", "signal to program's handler, dump included", "dump size"),
           [("100,000", f"{on['crash_dump_ms']:.1f} ms", f"{size / 2**20:.1f} MiB")])
+
+
+def oom_table(args):
+    print("A report at every OOM (CUMEMTRACE_OOM=every, JSON; the one before rewritten too)")
+    rows = []
+    for name, tracer_env in (("untraced", None), ("traced", {"CUMEMTRACE_OOM": "every"})):
+        env = simulator_env(args, tracer_env)
+        env.pop("SIMCUDA_BUMP")         # OOMs come from the allocator, not the bump range
+        runs = []
+        for _ in range(args.repeat):
+            done = subprocess.run([os.path.join(args.build, "bench", "bench_oom"), "200"],
+                                  env=env, capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                sys.exit(f"bench_oom failed: {done.stderr[-2000:]}")
+            runs.append(json.loads(done.stdout)["ms_per_oom"])
+        rows.append((name, "200", f"{min(runs):.3f} ms"))
+    table(("", "OOMs", "per OOM"), rows)
 
 
 if __name__ == "__main__":
