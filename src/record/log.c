@@ -15,6 +15,18 @@ static int checked;                     /* kept is our duplicate: check it is st
 static dev_t kept_device;
 static ino_t kept_inode;
 
+int log_move_high(int fd)
+{
+    struct rlimit limit;
+    int floor = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 2048
+                    ? (int)(limit.rlim_cur / 2) : 1024;
+    int high = floor > 3 ? fcntl(fd, F_DUPFD_CLOEXEC, floor) : -1;
+    if (high < 0)
+        return fd;
+    close(fd);
+    return high;
+}
+
 void log_keep_stderr(void)
 {
     struct stat st;
@@ -22,15 +34,10 @@ void log_keep_stderr(void)
         kept = -1;          /* no stderr: whatever takes fd 2 later is not ours */
         return;
     }
-    /* High, so that the program's own descriptors keep the numbers they
-     * would have had without us. */
-    struct rlimit limit;
-    int floor = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 2048
-                    ? (int)(limit.rlim_cur / 2) : 1024;
-    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, floor > 3 ? floor : 3);
-    if (fd < 0)
-        fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-    if (fd < 0)
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd >= 0)
+        fd = log_move_high(fd);
+    else
         fd = STDERR_FILENO; /* no descriptor to spare: fd 2, while it is the same */
     kept_device = st.st_dev;
     kept_inode = st.st_ino;

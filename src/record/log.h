@@ -21,6 +21,10 @@ void log_set_debug(int on);
 /* At load: keep a duplicate of fd 2, close-on-exec, at a high number. Until
  * then (the command, the tests) lines go to fd 2 itself. */
 void log_keep_stderr(void);
+/* `fd` moved to a high number (close-on-exec), so that the program's own
+ * descriptors keep the numbers they would have had without us; `fd` itself
+ * if none is free up there. For the few descriptors the tracer keeps open. */
+int log_move_high(int fd);
 /* The descriptor our output goes to now, -1 if there is none (fd 2 was
  * closed at load, or the duplicate was closed since). Async-signal-safe. */
 int log_fd(void);

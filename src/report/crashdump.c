@@ -78,11 +78,7 @@ void crashdump_prepare(void)
     int made = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, config.file_mode);
     if (made < 0)
         return;             /* made at the crash instead */
-    int high = fcntl(made, F_DUPFD_CLOEXEC, 512);
-    if (high >= 0) {
-        close(made);
-        made = high;
-    }
+    made = log_move_high(made);
     if (fstat(made, &ready.st) < 0) {
         close(made);
         return;

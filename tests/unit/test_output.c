@@ -1,14 +1,98 @@
 /* test_output.c - report path templates, JSON and terminal escaping. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "output.h"
 
+/* Write `text` to a new file for `path` and publish it (replace it, when
+ * `previous` or `replace`); the name used in `path`. */
+static int write_new(char *path, const char *text, const struct out_identity *previous,
+                     int replace, struct out_identity *id)
+{
+    static struct out out;
+    if (out_create(&out, path, 0600) < 0)
+        return -1;
+    out_str(&out, text);
+    return previous || replace ? out_replace(&out, path, 4096, ".json", previous, id)
+                               : out_publish(&out, path, 4096, ".json", id);
+}
+
+static int holds(const char *path, const char *text)
+{
+    char buffer[64] = {0};
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buffer, sizeof(buffer) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    return n >= 0 && strcmp(buffer, text) == 0;
+}
+
+/* Files are made new and named without replacing, or following, anything. */
+static void check_files(void)
+{
+    char dir[] = "/tmp/cumemtrace-test-files-XXXXXX", path[4096], expected[4096];
+    struct out_identity first, other;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/r.json", dir);
+    CHECK(write_new(path, "one", NULL, 0, &first) == 0 && holds(path, "one"));
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+
+    snprintf(path, sizeof(path), "%s/r.json", dir);          /* taken: -PID */
+    CHECK(write_new(path, "two", NULL, 0, &other) == 0);
+    snprintf(expected, sizeof(expected), "%s/r-%d.json", dir, (int)getpid());
+    CHECK(strcmp(path, expected) == 0 && holds(path, "two"));
+    snprintf(path, sizeof(path), "%s/r.json", dir);
+    CHECK(holds(path, "one"));
+    CHECK(write_new(path, "three", NULL, 0, NULL) == 0);    /* and then -PID-2 */
+    snprintf(expected, sizeof(expected), "%s/r-%d-2.json", dir, (int)getpid());
+    CHECK(strcmp(path, expected) == 0);
+
+    char victim[4096], link[4096];                            /* a link is never followed */
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    snprintf(link, sizeof(link), "%s/l.json", dir);
+    int fd = open(victim, O_WRONLY | O_CREAT, 0600);
+    CHECK(fd >= 0 && write(fd, "mine", 4) == 4);
+    close(fd);
+    CHECK(symlink(victim, link) == 0);
+    snprintf(path, sizeof(path), "%s", link);
+    CHECK(write_new(path, "four", NULL, 0, NULL) == 0 && strcmp(path, link) != 0);
+    CHECK(holds(victim, "mine"));
+
+    snprintf(path, sizeof(path), "%s/r.json", dir);          /* our own file: replaced */
+    CHECK(write_new(path, "five", &first, 0, &first) == 0);
+    snprintf(expected, sizeof(expected), "%s/r.json", dir);
+    CHECK(strcmp(path, expected) == 0 && holds(path, "five"));
+    CHECK(write_new(path, "six", &other, 0, NULL) == 0);     /* not ours: a new name */
+    CHECK(strcmp(path, expected) != 0 && holds(expected, "five"));
+
+    snprintf(path, sizeof(path), "%s/fifo.json", dir);       /* -o: only regular files */
+    CHECK(mkfifo(path, 0600) == 0);
+    CHECK(write_new(path, "seven", NULL, 1, NULL) < 0);
+    snprintf(path, sizeof(path), "%s/r.json", dir);
+    CHECK(write_new(path, "eight", NULL, 1, NULL) == 0 && holds(path, "eight"));
+
+    DIR *listing = opendir(dir);                             /* no temporary left */
+    int temporaries = 0;
+    for (struct dirent *e; listing && (e = readdir(listing));)
+        temporaries += strstr(e->d_name, ".tmp") != NULL;
+    if (listing)
+        closedir(listing);
+    CHECK(listing && temporaries == 0);
+    char command[4200];
+    snprintf(command, sizeof(command), "rm -rf %s", dir);
+    CHECK(system(command) == 0);
+}
+
 int main(void)
 {
+    check_files();
     char path[256], expected[256], host[128];
     setenv("RANK", "3", 1);
     CHECK(output_path("/tmp/run-%p-r%r", ".json", path, sizeof(path)) == 0);
