@@ -287,6 +287,8 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
             break;
         case DUMP_FAILURES_TOTAL:
             r->state.failures_total = number(&f);
+            if (r->state.failures_total > INPUT_MAX_COUNT)
+                r->state.failures_total = INPUT_MAX_COUNT;
             failure_number = RING_FIRST(r->state.failures, r->state.failures_total);
             break;
         case DUMP_FAILURE:

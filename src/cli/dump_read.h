@@ -6,6 +6,9 @@
 
 /* The most the command reads of one input: a larger file is refused. */
 #define INPUT_MAX_BYTES (2ull << 30)
+/* A count read from an input (failures, marks) is at most this: the rings'
+ * loops run up to a count inclusive, and never end at UINT64_MAX. */
+#define INPUT_MAX_COUNT (UINT64_MAX / 2)
 
 /* All of `path`, a regular file or a pipe or FIFO read to its end, at most
  * INPUT_MAX_BYTES, NUL-terminated: `length` bytes in pages (pages_alloc) of

@@ -499,6 +499,8 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
     struct tracker_state *state = &l->r->state;
     const struct json_value *failures = json_get(root, "failures");
     state->failures_total = get_u64(failures, "total");
+    if (state->failures_total > INPUT_MAX_COUNT)
+        state->failures_total = INPUT_MAX_COUNT;
     state->oom_retries_succeeded = get_u64(failures, "oom_retries_succeeded");
     state->oom_retries_failed = get_u64(failures, "oom_retries_failed");
     const struct json_value *recent = json_get(failures, "recent");
@@ -519,6 +521,8 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
     }
     const struct json_value *marks = json_get(root, "marks");
     state->marks_total = get_u64(marks, "total");
+    if (state->marks_total > INPUT_MAX_COUNT)
+        state->marks_total = INPUT_MAX_COUNT;
     recent = json_get(marks, "recent");
     n = RING_FIRST(state->marks, state->marks_total);
     for (const struct json_value *m = recent ? recent->first : NULL;
