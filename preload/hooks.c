@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "config.h"
 #include "preload.h"
+#include "signals.h"
 #include "triggers.h"
 
 static __thread struct runtime_label label = {-1, 0};
@@ -70,10 +71,12 @@ void self_time_stop(void)
 }
 
 /* Every wrapper calls this first: it counts the call, and the first call
- * starts the tracer, which the hooks below can then take as started. */
+ * starts the tracer, which the hooks below can then take as started (and
+ * the first in a forked child, its snapshot thread). */
 void hook_call(int api)
 {
     preload_init();
+    signals_start_if_pending();
     if (config.self_time)
         self_time_start();
     tracker_count_call(api);

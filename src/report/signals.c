@@ -224,8 +224,15 @@ void signals_start(void)
     }
 }
 
+int signals_start_pending;
+
 /* In a forked child the thread is gone and the pipe is shared with the
- * parent: make a new pipe and thread, and a dump path with the child's pid. */
+ * parent: the pipe is closed, and a new one and a new thread are made at
+ * the child's first CUDA call (signals_start_if_pending), not here. A
+ * thread made here, in a child of a process whose other threads may have
+ * been inside the allocator at the fork, can wait for ever on a lock the
+ * C library does not reset (ASan's allocator does that). And a dump path
+ * with the child's pid. */
 void signals_after_fork(void)
 {
     if (wake_pipe[0] >= 0) {
@@ -235,8 +242,15 @@ void signals_after_fork(void)
         snapshots = 0;
         drained = 0;
         pthread_mutex_init(&writing, NULL);
-        if (start_thread() < 0)
-            log_line("cannot start the snapshot thread in the child; CUMEMTRACE_SIGNAL is off");
+        __atomic_store_n(&signals_start_pending, 1, __ATOMIC_RELEASE);
     }
     crashdump_prepare();
+}
+
+void signals_start_now(void)
+{
+    if (!__atomic_exchange_n(&signals_start_pending, 0, __ATOMIC_ACQ_REL))
+        return;
+    if (start_thread() < 0)
+        log_line("cannot start the snapshot thread in the child; CUMEMTRACE_SIGNAL is off");
 }
