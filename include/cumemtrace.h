@@ -25,7 +25,9 @@ const char *cumemtrace_version(void);
 /* Write a report of what is live now to `path` (a template like
  * CUMEMTRACE_OUTPUT: %p pid, %r rank, %h host; the formats of
  * CUMEMTRACE_FORMAT are added as extensions). NULL uses CUMEMTRACE_OUTPUT
- * with "-snapshot-N" appended. Returns 0, or -1 if nothing could be written. */
+ * with "-snapshot-N" appended. A file already at the name is never
+ * replaced: "-PID" (then "-PID-2", ...) goes before the extension instead.
+ * Returns 0, or -1 if nothing could be written. */
 int cumemtrace_snapshot(const char *path);
 
 /* Write the JSON report of what is live now (docs/report.schema.json, the

@@ -96,11 +96,13 @@ int out_create(struct out *out, const char *path, int mode)
     out->created = 1;
     out->temporary[0] = '\0';
     directory_of(path, dir, sizeof(dir));
-    out->fd = can_link_unnamed() ? open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode) : -1;
-    if (out->fd >= 0)
-        return 0;
-    if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EROFS)
-        return -1;
+    if (can_link_unnamed()) {
+        out->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+        if (out->fd >= 0)
+            return 0;
+        if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EROFS)
+            return -1;
+    }
     /* No O_TMPFILE here (EOPNOTSUPP, EISDIR from a kernel without it): a
      * temporary of a name no one can guess, made with O_EXCL|O_NOFOLLOW. */
     static unsigned counter;
@@ -256,19 +258,6 @@ int out_replace(struct out *out, char *path, size_t size, const char *extension,
     return settle(out, result, path, path, size);
 }
 
-void out_discard(struct out *out)
-{
-    int saved = errno;
-    if (out->temporary[0])
-        unlink(out->temporary);
-    out->temporary[0] = '\0';
-    if (out->created && out->fd >= 0)
-        close(out->fd);
-    out->fd = -1;
-    out->created = 0;
-    errno = saved;
-}
-
 void out_fd(struct out *out, int fd)
 {
     out->fd = fd;
@@ -359,7 +348,10 @@ static size_t utf8_length(const unsigned char *p)
     unsigned char c = p[0];
     if (c < 0x80)
         return 1;
-    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    int n = c >= 0xc2 && c <= 0xdf ? 2
+            : c >= 0xe0 && c <= 0xef ? 3
+            : c >= 0xf0 && c <= 0xf4 ? 4
+                                     : 0;
     if (!n)
         return 0;
     unsigned char low = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;

@@ -61,8 +61,6 @@ int out_publish(struct out *out, char *path, size_t size, const char *extension,
  * `path` and `id` as for out_publish. */
 int out_replace(struct out *out, char *path, size_t size, const char *extension,
                 const struct out_identity *previous, struct out_identity *id);
-/* Give up a new file: closed, and no name left behind. */
-void out_discard(struct out *out);
 void out_fd(struct out *out, int fd);                  /* write to an open fd */
 void out_flush(struct out *out);
 void out_write(struct out *out, const char *data, size_t n);

@@ -136,7 +136,8 @@ int main(void)
     char second[] = "/tmp/cumemtrace-test-output-XXXXXX";
     fd = mkstemp(second);
     out_fd(&out, fd);
-    out_json_string(&out, "caf\xe9 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xed\xa0\x80 \xc0\xaf \x1b");
+    out_json_string(&out, "caf\xe9 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 "
+                          "\xed\xa0\x80 \xc0\xaf \x1b");
     out_flush(&out);
     memset(text, 0, sizeof(text));
     lseek(fd, 0, SEEK_SET);
