@@ -481,6 +481,30 @@ def case_torch_tracker_other_version():
     shutil.rmtree(other, ignore_errors=True)
 
 
+def case_torch_version_not_regular():
+    """torch/version.py that is not a regular file (here a FIFO holding the
+    right version, its writer open) is never read: the tracker is not
+    attached, with one line, and the program runs as ever."""
+    torch_dir = os.path.join(cases.ARGS.build, "sim", "torch")
+    fifo_dir = os.path.join(os.path.dirname(torch_dir), "torch-fifo")
+    shutil.rmtree(fifo_dir, ignore_errors=True)
+    shutil.copytree(torch_dir, fifo_dir)
+    version = os.path.join(fifo_dir, "version.py")
+    os.unlink(version)
+    os.mkfifo(version)
+    writer = os.open(version, os.O_RDWR | os.O_NONBLOCK)
+    os.write(writer, b"__version__ = '0.0.0+sim'\n")
+    sim = os.path.join(cases.ARGS.build, "sim")
+    try:
+        _, err, reports, _ = scenario("held_at_end", LD_LIBRARY_PATH=f"{sim}:{fifo_dir}/lib")
+    finally:
+        os.close(writer)
+        shutil.rmtree(fifo_dir, ignore_errors=True)
+    lines = [l for l in err.splitlines() if "whose version.py cannot be read" in l]
+    check(len(lines) == 1, f"one line: {err[-300:]!r}")
+    check(cache(reports["exit"][0])["view"] == "segments", "the segment view")
+
+
 def case_frameworks_off():
     _, err, reports, _ = scenario("held_at_end", CUMEMTRACE_FRAMEWORKS="0")
     check("not traced one by one" not in err, f"asked for: no warning {err[-300:]!r}")
