@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -382,6 +383,11 @@ def case_torch_blocks_fragmentation_oom():
             texts.append(handle.read())
     check(any("cache fragmented" in t and "expandable_segments:True" in t for t in texts),
           "the text says it, and what helps")
+    # The framework's report takes the place of the driver's failure it
+    # follows, in that report's very files: none written beside it.
+    names = sorted(os.path.basename(n) for n in glob.glob(os.path.join(cases.LAST_DIR, "*oom*")))
+    beside = [n for n in names if not re.fullmatch(r"report-\d+-oom-\d+\.(json|txt)", n)]
+    check(names and not beside, f"every OOM report in its own name: {names}")
 
 
 def case_torch_blocks_exhaustion_oom():
