@@ -397,6 +397,8 @@ void out_json_string(struct out *out, const char *s)
 const char *output_text(const char *s, char *text, size_t size)
 {
     size_t used = 0;
+    if (!s)
+        s = "?";    /* a name a report read back lacks (a Python frame without its file) */
     for (const unsigned char *p = (const unsigned char *)s; *p && used + 5 < size;) {
         size_t n = utf8_length(p);
         unsigned code = n == 2 ? ((p[0] & 0x1fu) << 6 | (p[1] & 0x3fu)) : *p;

@@ -73,7 +73,8 @@ void out_json_string(struct out *out, const char *s);
 /* `s` as it may be shown on a terminal, in `text` (cut to `size`): control
  * characters (C0, DEL, C1) as \xNN, a byte that is not part of UTF-8 as the
  * character of the same number; the same text whether `s` comes from this
- * process or back from a JSON report. Returns `text`. */
+ * process or back from a JSON report; NULL (a name a report read back
+ * lacks) as "?". Returns `text`. */
 const char *output_text(const char *s, char *text, size_t size);
 void out_bytes(struct out *out, uint64_t bytes);       /* "1.5 GiB" */
 void format_bytes(uint64_t bytes, char *text, size_t size);

@@ -150,6 +150,7 @@ int main(void)
     CHECK(strcmp(output_text("a\x1b[31mb\x7f\x9b\xc2\x9b caf\xe9 \xc3\xa9", shown, sizeof(shown)),
                  "a\\x1b[31mb\\x7f\\x9b\\x9b caf\xc3\xa9 \xc3\xa9") == 0);
     CHECK(strlen(output_text("\x01\x01\x01\x01\x01\x01", shown, 10)) <= 9);
+    CHECK(strcmp(output_text(NULL, shown, sizeof(shown)), "?") == 0);  /* a report's missing name */
 
     char bytes[32];
     format_bytes(1536, bytes, sizeof(bytes));
