@@ -28,7 +28,7 @@
  * library, and our own tables must be whole, when the child is made: a probe
  * for PyTorch's allocator (frameworks.c), which holds its lock and may be
  * loading a library, is let finish first (its lock comes before the
- * registry's, as on the probe's own path); then a report being symbolized
+ * registry's, as on the probe's own path); then a report being finished
  * (report.h); then the tracker (tracker.h). */
 static void before_fork(void)
 {

@@ -7,11 +7,13 @@
  * ranks) and its devices (the driver's free and total, the pools) are read
  * around it.
  *
- * Symbolizing takes `symbolizing`: the modules libdw has read are kept
- * between reports (symbolize.c) and used by one report at a time; and a
- * fork waits for it (report_fork_prepare), since symbolizing is dlopen,
- * dladdr and libdw's own work, any of which may hold a lock of the loader
- * or the C library that the child would inherit held. */
+ * The work on the copy (the caches' view, what was held at the end,
+ * grouping, symbolizing) takes `finishing`: the modules libdw has read are
+ * kept between reports (symbolize.c) and used by one report at a time; and
+ * a fork waits for it (report_fork_prepare), since that work is dlopen,
+ * dladdr, libdw's own and the C library's sorting, any of which may hold a
+ * lock of the loader or the C library (qsort's malloc: ASan's allocator
+ * has no fork handler) that the child would inherit held. */
 #include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -25,21 +27,21 @@
 #include "registry.h"
 #include "report.h"
 
-static pthread_mutex_t symbolizing = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t finishing = PTHREAD_MUTEX_INITIALIZER;
 
 void report_fork_prepare(void)
 {
-    pthread_mutex_lock(&symbolizing);
+    pthread_mutex_lock(&finishing);
 }
 
 void report_fork_parent(void)
 {
-    pthread_mutex_unlock(&symbolizing);
+    pthread_mutex_unlock(&finishing);
 }
 
 void report_fork_child(void)
 {
-    pthread_mutex_init(&symbolizing, NULL);
+    pthread_mutex_init(&finishing, NULL);
 }
 
 /* Copy under the lock: counters, stacks with their frames, live blocks. */
@@ -188,11 +190,10 @@ static int collect(struct report *r, const char *reason)
     r->api_count = host.api_count < MAX_APIS ? host.api_count : MAX_APIS;
     read_device_memory(r);
     torch_stats_get(&r->torch);
-    if (report_caches(r, 1) < 0 || report_held_at_end(r) < 0)
-        return -1;
-    pthread_mutex_lock(&symbolizing);
-    int result = report_finish(r, symbolizer_open(host.lookup));
-    pthread_mutex_unlock(&symbolizing);
+    pthread_mutex_lock(&finishing);
+    int result = report_caches(r, 1) < 0 || report_held_at_end(r) < 0
+                     ? -1 : report_finish(r, symbolizer_open(host.lookup));
+    pthread_mutex_unlock(&finishing);
     return result;
 }
 

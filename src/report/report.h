@@ -187,7 +187,7 @@ const struct counters *report_counters(const struct report *r, int slot, int set
 struct report *report_new(const char *reason);
 void report_delete(struct report *r);
 /* Around fork, before the tracker's prepare and after its parent and child:
- * fork waits for a report being symbolized. */
+ * fork waits for a report being finished (sorted, symbolized: collect.c). */
 void report_fork_prepare(void);
 void report_fork_parent(void);
 void report_fork_child(void);
