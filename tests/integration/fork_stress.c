@@ -7,7 +7,15 @@
  * return from the child function through exit(). A child that has not
  * exited 20 s after its fork counts as hung and is killed; one that dies
  * of a signal counts as crashed. Prints "forks N hung H crashed C" and
- * exits 0 only when H and C are 0. */
+ * exits 0 only when H and C are 0.
+ *
+ * The forks start once the five threads are running (each has allocated
+ * or signalled once). A fork while a thread is still being started can
+ * leave, under AddressSanitizer (GCC 12's has no fork handler for its
+ * allocator), a lock of that allocator held in the child, and the child's
+ * next thread (the tracer's snapshot thread, at its first CUDA call)
+ * waits for it for ever: an untraced ASan program that forks as its
+ * threads start and makes a thread in the child hangs the same way. */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +26,7 @@
 #include <unistd.h>
 
 static volatile int stop;
+static int running;     /* threads that have allocated or signalled once */
 
 static double now(void)
 {
@@ -36,6 +45,8 @@ static void *churn(void *arg)
             cudaFree(*slot);
         *slot = NULL;
         cudaMalloc(slot, 4096 + (size_t)((id * 977 + i * 131) % 65536));
+        if (i == 0)
+            __atomic_add_fetch(&running, 1, __ATOMIC_RELEASE);
     }
     for (int i = 0; i < 16; i++)
         if (held[i])
@@ -47,8 +58,10 @@ static void *signaller(void *unused)
 {
     (void)unused;
     struct timespec pause = {0, 2000000};
-    while (!stop) {
+    for (int sent = 0; !stop; sent++) {
         kill(getpid(), SIGUSR2);
+        if (sent == 0)
+            __atomic_add_fetch(&running, 1, __ATOMIC_RELEASE);
         nanosleep(&pause, NULL);
     }
     return NULL;
@@ -85,6 +98,10 @@ int main(int argc, char **argv)
     for (long i = 0; i < 4; i++)
         pthread_create(&threads[i], NULL, churn, (void *)i);
     pthread_create(&threads[4], NULL, signaller, NULL);
+
+    struct timespec moment = {0, 100000};
+    while (__atomic_load_n(&running, __ATOMIC_ACQUIRE) < 5)
+        nanosleep(&moment, NULL);
 
     int forks = 0, hung = 0, crashed = 0;
     double end = now() + seconds;
