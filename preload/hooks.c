@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "live.h"
 #include "preload.h"
 #include "signals.h"
 #include "triggers.h"
@@ -72,11 +73,12 @@ void self_time_stop(void)
 
 /* Every wrapper calls this first: it counts the call, and the first call
  * starts the tracer, which the hooks below can then take as started (and
- * the first in a forked child, its snapshot thread). */
+ * the first in a forked child, its snapshot thread and live view). */
 void hook_call(int api)
 {
     preload_init();
     signals_start_if_pending();
+    live_start_if_pending();
     if (config.self_time)
         self_time_start();
     tracker_count_call(api);

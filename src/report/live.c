@@ -2,7 +2,12 @@
  *
  * One listening socket and one thread per process, both this process's
  * only: after fork the child closes the socket it inherited (the parent's
- * name) and opens its own. Everything a request needs is allocated for it
+ * name), and opens its own and starts its thread at its first CUDA call,
+ * as the snapshot thread does (signals.c): a thread made in the fork
+ * handler can wait for ever on a lock of the allocator that another thread
+ * of the parent held at the fork (ASan's allocator has no fork handler),
+ * and a child that never uses CUDA (a worker, a shell) needs neither.
+ * Everything a request needs is allocated for it
  * and released before the next, so an idle listener holds one socket, one
  * sleeping thread and nothing else. */
 #include <errno.h>
@@ -353,11 +358,19 @@ void live_start(void)
     pthread_setname_np(thread, "cumemtrace-live");
 }
 
+int live_start_pending;
+
 void live_after_fork(void)
 {
     if (listener < 0)
         return;
     close(listener);              /* the parent's name: its to answer */
     listener = -1;
-    live_start();
+    __atomic_store_n(&live_start_pending, 1, __ATOMIC_RELEASE);
+}
+
+void live_start_now(void)
+{
+    if (__atomic_exchange_n(&live_start_pending, 0, __ATOMIC_ACQ_REL))
+        live_start();
 }

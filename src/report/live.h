@@ -39,6 +39,15 @@
 int live_socket_name(int pid, char *name);
 
 void live_start(void);         /* at the first CUDA event */
-void live_after_fork(void);    /* in the child: its own socket and thread */
+void live_after_fork(void);    /* in the child: the parent's socket closed */
+/* A forked child's socket and thread are made at its first CUDA call, not
+ * in the fork handler (live.c says why): every wrapper calls this. */
+extern int live_start_pending;
+void live_start_now(void);
+static inline void live_start_if_pending(void)
+{
+    if (__builtin_expect(__atomic_load_n(&live_start_pending, __ATOMIC_RELAXED), 0))
+        live_start_now();
+}
 
 #endif

@@ -15,6 +15,9 @@
  *   oom-retry N         (SIMCUDA_MEMORY=64M) N times: 32 MiB fails beside a
  *                       48 MiB block, the block is freed, the same 32 MiB
  *                       asked again succeeds (PyTorch's retry), all freed
+ *   fork-threads        holds a block, forks; the child prints its threads
+ *                       ("child threads N M": before and after a CUDA call
+ *                       of its own), the parent waits for it
  */
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void *hold(size_t bytes)
@@ -33,6 +37,20 @@ static void *hold(size_t bytes)
         exit(4);
     }
     return p;
+}
+
+/* Threads of this process: the entries of /proc/self/task. */
+static int threads(void)
+{
+    char line[256];
+    int count = 0;
+    FILE *status = fopen("/proc/self/status", "r");
+    while (status && fgets(line, sizeof(line), status))
+        if (strncmp(line, "Threads:", 8) == 0)
+            count = atoi(line + 8);
+    if (status)
+        fclose(status);
+    return count;
 }
 
 static void wait_for_line(void)
@@ -95,6 +113,20 @@ int main(int argc, char **argv)
             filler = hold(48 << 20);
         }
         printf("retries %d of %d\n", retried, rounds);
+    } else if (strcmp(mode, "fork-threads") == 0) {
+        hold(1 << 20);
+        fflush(stdout);
+        pid_t child = fork();
+        if (child == 0) {
+            int before = threads();
+            void *p = hold(1 << 20);
+            cudaFree(p);
+            printf("child threads %d %d\n", before, threads());
+            exit(0);
+        }
+        int status = 0;
+        if (child < 0 || waitpid(child, &status, 0) != child || status != 0)
+            return 10;
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

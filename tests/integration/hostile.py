@@ -363,6 +363,19 @@ def case_exec_report():
           f"{os.listdir(cases.LAST_DIR)}")
 
 
+def case_fork_child_threads():
+    """A forked child gets the tracer's threads (the snapshot thread, the
+    live view's) at its first CUDA call, never in the fork handler: a child
+    that uses no CUDA has none, and one made there can hang (fork_stress.c)."""
+    out, err, reports, _ = run(HOSTILE, ["fork-threads"])
+    words = out.split()
+    if not check(len(words) == 4 and words[:2] == ["child", "threads"], f"the child: {out!r}"):
+        return
+    before, after = int(words[2]), int(words[3])
+    check(before == 1, f"no thread of ours before the child's first CUDA call: {before}")
+    check(after >= 3, f"its snapshot thread and live view after it: {after}")
+
+
 def case_follow_long_preload():
     """CUMEMTRACE_FOLLOW=0 takes the tracer out of a long LD_PRELOAD and
     keeps every other entry whole."""
