@@ -387,7 +387,9 @@ static int build(struct live *l, struct view *v)
 
 /* ---- the view ----------------------------------------------------------- */
 
-/* A growable text of the view's lines, each cut to the terminal's width. */
+/* A growable text of the view's lines, each cut to the terminal's width,
+ * control characters written as \xNN (output_text): names come from the
+ * watched process (its command line, its Python files and functions). */
 struct screen {
     char *text;
     size_t used, size;
@@ -397,11 +399,12 @@ struct screen {
 static void line(struct screen *s, const char *format, ...) __attribute__((format(printf, 2, 3)));
 static void line(struct screen *s, const char *format, ...)
 {
-    char text[1024];
+    char raw[1024], text[4 * sizeof(raw)];
     va_list args;
     va_start(args, format);
-    vsnprintf(text, sizeof(text), format, args);
+    vsnprintf(raw, sizeof(raw), format, args);
     va_end(args);
+    output_text(raw, text, sizeof(text));
     size_t n = strlen(text);
     if (s->width > 0 && n > (size_t)s->width)
         n = (size_t)s->width;

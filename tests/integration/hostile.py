@@ -376,6 +376,23 @@ def case_fork_child_threads():
     check(after >= 3, f"its snapshot thread and live view after it: {after}")
 
 
+def case_live_escapes():
+    """What `cumemtrace live` shows of the watched process (its command
+    line here) reaches the terminal with its control characters escaped."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    process = subprocess.Popen([os.path.join(cases.ARGS.build, HOSTILE), "wait", "\x1b]0;owned\x07"],
+                               cwd=directory, env=environment(directory), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid = int(process.stdout.readline())
+    try:
+        shown = cases.tool("live", str(pid), "--once")
+    finally:
+        release([process])
+    check(shown.returncode == 0 and "\\x1b]0;owned\\x07" in shown.stdout and
+          "\x1b" not in shown.stdout and "\x07" not in shown.stdout,
+          f"escaped: {shown.returncode} {shown.stdout[:300]!r} {shown.stderr!r}")
+
+
 def case_follow_long_preload():
     """CUMEMTRACE_FOLLOW=0 takes the tracer out of a long LD_PRELOAD and
     keeps every other entry whole."""
