@@ -182,12 +182,16 @@ def case_command_output_special():
 
     for command in (["report", good], ["html", good], ["export", "--format", "folded", good]):
         read_end, write_end = os.pipe()
+        # Read while it writes: the page is larger than a pipe holds.
+        chunks = []
+        drain = threading.Thread(target=lambda: chunks.append(os.fdopen(read_end, "rb").read()))
+        drain.start()
         completed = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), *command,
                                     "-o", f"/dev/fd/{write_end}"], pass_fds=[write_end],
                                    capture_output=True, timeout=120)
         os.close(write_end)
-        with os.fdopen(read_end, "rb") as handle:
-            data = handle.read()
+        drain.join(30)
+        data = chunks[0] if chunks else b""
         check(completed.returncode == 0 and len(data) > 30,
               f"{command[0]} -o /dev/fd/N (a pipe): {completed.returncode} {completed.stderr!r}")
 
