@@ -536,6 +536,7 @@ def case_torch_blocks_fork():
         "p = ctypes.c_void_p()\n"
         "assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0\n"
         "cudart.cudaFree(p)\n"
+        "del first  # a child's exit frees no tensor under a lock held at the fork\n"
         "stop = time.time() + 1.0\n"
         "def churn():\n"
         "    while time.time() < stop:\n"

@@ -272,7 +272,9 @@ private:
     std::vector<std::unique_ptr<DeviceAllocator>> devices_;
 };
 
-NativeAllocator native;
+// Never destroyed: a forked child's exit must not tear down caches that
+// another thread of its parent was changing at the fork.
+NativeAllocator &native = *new NativeAllocator;
 
 } // namespace
 
