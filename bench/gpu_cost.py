@@ -272,10 +272,11 @@ def main():
             notes.append(f"{name}, {label}: the tracer's own time {own:.2f} us per step, "
                          f"{allocations:.0f} allocations per step, "
                          f"{own / max(1, allocations):.3f} us per allocation and its free")
-    if "history" in args.only:      # the reference: PyTorch's own recorder, same rounds
-        for how, words in (("default", "its defaults"),
-                           ("python", 'context="alloc", stacks="python"'),
-                           ("none", "context=None")):
+    # The reference: PyTorch's own recorder, same rounds ("history" for all three).
+    for how, words in (("default", "its defaults"),
+                       ("python", 'context="alloc", stacks="python"'),
+                       ("none", "context=None")):
+        if "history" in args.only or f"history-{how}" in args.only:
             figures = rounds_of(lambda on: step_ms({}, args.large_steps, extra=(
                 "--model", "transformer", *(("--history", how) if on else ())))[0],
                                 max(2, args.rounds // 2))
