@@ -49,6 +49,10 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void torch_event(const struct torch_tracker_event *e)
 {
+    /* A tensor's block is recorded until its free completes; the request
+     * before it, and snapshots, change nothing here (a third of the events). */
+    if (e->action == TORCH_FREE_REQUESTED || e->action == TORCH_SNAPSHOT)
+        return;
     if (config.self_time)
         self_time_start();
     switch (e->action) {

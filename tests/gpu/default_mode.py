@@ -40,7 +40,7 @@ def training_mix(steps=160):
     for step in range(steps):
         scratch = torch.empty(48 << 20, dtype=torch.uint8, device="cuda")  # TEMP-training_mix
         scratch.fill_(1)
-        h = model[0](x)  # LEAK-training_mix (saved in the graph each stored loss keeps)
+        h = model[0](x)  # backward frees what the graph saved of it: not kept
         kept.append(h[:64].clone())  # LEAK-training_mix
         loss = model[2](model[1](h)).square().mean() / 4  # LEAK-training_mix (its graph)
         loss.backward()  # TEMP-training_mix (gradients accumulate in place)
