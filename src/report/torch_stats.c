@@ -68,6 +68,7 @@ static struct {
 static const char *const keys[TORCH_FIGURE_COUNT] = {
     [TORCH_ALLOCATED] = "allocated_bytes.all.current",
     [TORCH_ALLOCATED_PEAK] = "allocated_bytes.all.peak",
+    [TORCH_REQUESTED] = "requested_bytes.all.current",
     [TORCH_RESERVED] = "reserved_bytes.all.current",
     [TORCH_RESERVED_PEAK] = "reserved_bytes.all.peak",
     [TORCH_ACTIVE] = "active_bytes.all.current",
@@ -79,6 +80,7 @@ static const char *const keys[TORCH_FIGURE_COUNT] = {
 
 static const char *const names[TORCH_FIGURE_COUNT] = {
     [TORCH_ALLOCATED] = "allocated_bytes",        [TORCH_ALLOCATED_PEAK] = "allocated_peak",
+    [TORCH_REQUESTED] = "requested_bytes",
     [TORCH_RESERVED] = "reserved_bytes",          [TORCH_RESERVED_PEAK] = "reserved_peak",
     [TORCH_ACTIVE] = "active_bytes",              [TORCH_INACTIVE_SPLIT] = "inactive_split_bytes",
     [TORCH_INACTIVE_SPLIT_BLOCKS] = "inactive_split_blocks",

@@ -17,6 +17,8 @@
 enum torch_figure {
     TORCH_ALLOCATED,        /* allocated_bytes.all.current: held by tensors */
     TORCH_ALLOCATED_PEAK,
+    TORCH_REQUESTED,        /* requested_bytes.all.current: what tensors asked for, unrounded:
+                               the figure a cache's recorded tensors add up to */
     TORCH_RESERVED,         /* reserved_bytes.all.current: segments from the driver */
     TORCH_RESERVED_PEAK,
     TORCH_ACTIVE,           /* active_bytes.all.current */
