@@ -97,6 +97,7 @@ cudaError_t runtime_unresolved(int api);
 
 /* hooks.c: what the generated wrappers call. */
 void hook_call(int api);
+/* self_time.c: CUMEMTRACE_SELF_TIME's clock, one per thread. */
 void self_time_stop(void);
 void self_time_start(void);
 

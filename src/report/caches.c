@@ -190,15 +190,3 @@ int report_caches(struct report *r, int live)
     }
     return 0;
 }
-
-int report_cache_segment(const struct report *r, uint32_t stack_id)
-{
-    if (stack_id == 0 || stack_id > r->stack_count)
-        return 0;
-    uint32_t flags = r->stacks[stack_id - 1].flags;
-    for (int i = 0; i < CACHE_KINDS; i++)
-        if ((flags & STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + i)) &&
-            r->state.caches[i].view == CACHE_BLOCKS)
-            return 1;
-    return 0;
-}

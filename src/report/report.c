@@ -389,3 +389,15 @@ const struct counters *report_counters(const struct report *r, int slot, int set
 {
     return &r->counters->sets[slot][set];
 }
+
+int report_cache_segment(const struct report *r, uint32_t stack_id)
+{
+    if (stack_id == 0 || stack_id > r->stack_count)
+        return 0;
+    uint32_t flags = r->stacks[stack_id - 1].flags;
+    for (int i = 0; i < CACHE_KINDS; i++)
+        if ((flags & STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + i)) &&
+            r->state.caches[i].view == CACHE_BLOCKS)
+            return 1;
+    return 0;
+}
