@@ -446,6 +446,17 @@ static uint32_t stack_id(struct loader *l, const struct json_value *object)
     return (uint32_t)id;
 }
 
+/* What every group of blocks has: "live" and "held_at_end" alike. */
+static void load_group(struct loader *l, const struct json_value *g, struct report_group *group)
+{
+    group->stack_id = stack_id(l, g);
+    group->kind = (uint8_t)kind_index(l, g);
+    group->api = (uint8_t)api_index(l, json_string(json_get(g, "api")));
+    group->device = (int8_t)device_of(g);
+    group->blocks = get_u64(g, "blocks");
+    group->bytes = get_u64(g, "bytes");
+}
+
 static void load_live(struct loader *l, const struct json_value *root)
 {
     struct report *r = l->r;
@@ -457,12 +468,7 @@ static void load_live(struct loader *l, const struct json_value *root)
         return;
     for (const struct json_value *g = live->first; g; g = g->next) {
         struct report_group *group = &r->groups[r->group_count++];
-        group->stack_id = stack_id(l, g);
-        group->kind = (uint8_t)kind_index(l, g);
-        group->api = (uint8_t)api_index(l, json_string(json_get(g, "api")));
-        group->device = (int8_t)device_of(g);
-        group->blocks = get_u64(g, "blocks");
-        group->bytes = get_u64(g, "bytes");
+        load_group(l, g, group);
         group->largest = get_u64(g, "largest");
         group->oldest_ms = (uint32_t)get_u64(g, "oldest_ms");
         group->held_at_end = json_get(g, "held_at_end") && json_get(g, "held_at_end")->type ==
@@ -627,12 +633,7 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
     r->held = held ? alloc_array(l, held->length + older, sizeof(*r->held)) : NULL;
     for (const struct json_value *g = r->held ? held->first : NULL; g; g = g->next) {
         struct report_group *group = &r->held[r->held_count++];
-        group->stack_id = stack_id(l, g);
-        group->kind = (uint8_t)kind_index(l, g);
-        group->api = (uint8_t)api_index(l, json_string(json_get(g, "api")));
-        group->device = (int8_t)device_of(g);
-        group->blocks = get_u64(g, "blocks");
-        group->bytes = get_u64(g, "bytes");
+        load_group(l, g, group);
         group->held_at_end = 1;
         /* Before freed_at_teardown_bytes, held_at_end listed what the
          * teardown freed, and only that. */
