@@ -632,6 +632,29 @@ int python_capture(uintptr_t *frames, int depth, int max)
     return n > cut ? n : depth;
 }
 
+/* The layout's reads of a code object are checked until a walk has
+ * validated them, so a code object from anywhere is read safely. */
+uintptr_t python_frame_at(const void *code, int offset)
+{
+    if (!config.python || !code)
+        return 0;
+    if (!available)
+        look_up();
+    if (available < 0)
+        return 0;
+    uint32_t id = 0;
+    pthread_mutex_lock(&lock);
+    if (layout) {
+        int bad = 0;
+        if (is_a(code, py.code_type, &bad) && !bad)
+            id = location_at(code, offset, &bad);
+    } else if (c_api && py.address_to_line) {
+        id = location_with_gil((PyObject *)code, py.address_to_line(code, offset));
+    }
+    pthread_mutex_unlock(&lock);
+    return id ? PYTHON_FRAME_TAG | id : 0;
+}
+
 const struct python_location *python_location(uintptr_t tagged)
 {
     if ((tagged & PYTHON_FRAME_MASK) != PYTHON_FRAME_TAG)

@@ -22,6 +22,11 @@ int python_capture(uintptr_t *frames, int depth, int max);
 /* This thread is running Python (it has frames of its own): cheap, no lock. */
 int python_runs_here(void);
 
+/* With the GIL, for a code object the caller holds: the tagged frame of
+ * `code` at the instruction `offset` bytes into its code (a frame's f_lasti,
+ * as JAX's tracebacks keep them), or 0. */
+uintptr_t python_frame_at(const void *code, int offset);
+
 /* Fork (from tracker.c's handlers, after the registry's locks are taken):
  * the location table is held across it; in the child, the one thread left
  * is the main one. */

@@ -54,11 +54,13 @@ struct thread_state {
     uint16_t number;       /* 0 until this thread's first recorded event */
     uint8_t inside;        /* inside the tracer: CUDA calls pass through */
     uint8_t cache_allocating;        /* tracker_cache_allocating: a cache kind, or 0 */
+    uint8_t sweeping;                /* tracker_cache_sweep: no growth sample until it ends */
     uint32_t physical_stack;         /* of this thread's last cuMemCreate, until a
                                       * framework event: tracker_cache_segment */
     uint64_t sequence_next, sequence_end;   /* this thread's batch of numbers */
 };
 static __thread struct thread_state this_thread;
+enum { SWEEP_RUNNING = 1, SWEEP_RECORDED = 2 };     /* this_thread.sweeping */
 
 /* Calls and allocations per entry point: every event counts one, so they are
  * kept in stripes (stripes.h) and summed when read (tracker_api_totals). A
@@ -395,16 +397,11 @@ static void note_cache_role(int kind, uint32_t stack_id, int depth)
         this_thread.physical_stack = stack_id;
 }
 
-void tracker_alloc(const struct allocation *a)
+/* Record a block with the stack frames[0..depth): its allocation number, 0
+ * if it could not be recorded. Inside the tracer. */
+static uint64_t record(const struct allocation *a, const uintptr_t *frames, int depth)
 {
-    if (!enter_to_record())
-        return;
-    uintptr_t frames[CONFIG_MAX_DEPTH];
-    int depth = 0, kind = a->kind & BLOCK_KIND_MASK;
-    frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
-    if (config.depth > 0 && a->size >= config.min_size)
-        depth = python_capture(frames, stack_capture(frames, native_depth(kind)),
-                               CONFIG_MAX_DEPTH);
+    int kind = a->kind & BLOCK_KIND_MASK;
     uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
     note_cache_role(kind, stack_id, depth);
     uint64_t key = block_key(a->value, kind_space(kind));
@@ -426,13 +423,33 @@ void tracker_alloc(const struct allocation *a)
             b = NULL;
         }
     }
+    uint64_t number = b ? b->sequence : 0;
     if (b)
         account_alloc(b, a->api);
     else
         tracker_lost(LOST_NO_MEMORY);
     registry_unlock(key);
-    sample_growth_if_due(now);
+    if (!this_thread.sweeping)
+        sample_growth_if_due(now);
+    else
+        this_thread.sweeping = SWEEP_RECORDED;
+    return number;
+}
+
+uint64_t tracker_alloc(const struct allocation *a)
+{
+    if (!enter_to_record())
+        return 0;
+    uintptr_t frames[CONFIG_MAX_DEPTH];
+    int depth = 0;
+    frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
+    if (config.depth > 0 && a->size >= config.min_size)
+        depth = python_capture(frames,
+                               stack_capture(frames, native_depth(a->kind & BLOCK_KIND_MASK)),
+                               CONFIG_MAX_DEPTH);
+    uint64_t number = record(a, frames, depth);
     tracker_leave();
+    return number;
 }
 
 static int take(uint64_t value, int space, int flag, struct block *saved)
@@ -615,13 +632,10 @@ int tracker_has_runtime_blocks(void)
     return __atomic_load_n(&tracker.runtime_blocks, __ATOMIC_RELAXED) != 0;
 }
 
-void tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
-                         uint64_t stream)
+static struct allocation cache_allocation(int cache_kind, int device, uint64_t address,
+                                          uint64_t size, uint64_t stream)
 {
-    if (!kind_in_cache(cache_kind) || !config.enabled || address == 0)
-        return;
-    int saved_errno = errno;
-    struct allocation a = {
+    return (struct allocation){
         .value = address,
         .size = size,
         .handle = stream,
@@ -629,8 +643,37 @@ void tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t 
         .kind = cache_kind,
         .api = host.cache_api[cache_kind - KIND_TORCH_TENSOR],
     };
-    tracker_alloc(&a);
+}
+
+uint64_t tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
+                             uint64_t stream)
+{
+    if (!kind_in_cache(cache_kind) || !config.enabled || address == 0)
+        return 0;
+    int saved_errno = errno;
+    struct allocation a = cache_allocation(cache_kind, device, address, size, stream);
+    uint64_t number = tracker_alloc(&a);
     errno = saved_errno;
+    return number;
+}
+
+uint64_t tracker_cache_block_with_frames(int cache_kind, int device, uint64_t address,
+                                         uint64_t size, const uintptr_t *frames, int depth)
+{
+    if (!kind_in_cache(cache_kind) || !config.enabled || address == 0 || !enter_to_record())
+        return 0;
+    int saved_errno = errno;
+    uintptr_t copy[CONFIG_MAX_DEPTH];
+    int n = 0;
+    copy[0] = 0;            /* none read when n is 0; says so to the compiler */
+    if (config.depth > 0 && size >= config.min_size)
+        for (; n < depth && n < CONFIG_MAX_DEPTH; n++)
+            copy[n] = frames[n];
+    struct allocation a = cache_allocation(cache_kind, device, address, size, 0);
+    uint64_t number = record(&a, copy, n);
+    errno = saved_errno;
+    tracker_leave();
+    return number;
 }
 
 void tracker_cache_block_free(uint64_t address)
@@ -641,6 +684,33 @@ void tracker_cache_block_free(uint64_t address)
     struct block saved;
     tracker_take(address, SPACE_FRAMEWORK, &saved);
     errno = saved_errno;
+}
+
+void tracker_cache_block_free_if(uint64_t address, uint64_t number)
+{
+    if (address == 0 || number == 0 || !config.enabled || !enter_to_record())
+        return;
+    int saved_errno = errno;
+    uint64_t key = block_key(address, SPACE_FRAMEWORK);
+    registry_lock(key);
+    struct block *b = registry_find(key);
+    if (b && b->sequence == number) {
+        forget_block(b, 0);
+        registry_release(b);
+    }
+    registry_unlock(key);
+    errno = saved_errno;
+    tracker_leave();
+}
+
+void tracker_cache_sweep(int on)
+{
+    int recorded = this_thread.sweeping == SWEEP_RECORDED;
+    this_thread.sweeping = on ? SWEEP_RUNNING : 0;
+    if (!on && recorded && tracker_enter()) {
+        sample_growth_if_due(tracker_now_ms());
+        tracker_leave();
+    }
 }
 
 /* The stack of the live block at `key`, or 0. */
@@ -681,9 +751,50 @@ void tracker_cache_segment(int cache_kind, uint64_t address, uint64_t size)
     tracker_leave();
 }
 
-void tracker_cache_allocating(int cache_kind)
+/* Whether a driver allocation's record `b` holds `address`. */
+static int holds(const struct block *b, uint64_t address)
 {
+    int kind = block_kind(b);
+    uint64_t start = block_value(b);
+    return (kind_space(kind) == SPACE_MEMORY || kind == KIND_VMM_MAPPING) &&
+           !kind_in_cache(kind) && address >= start && address - start < b->size;
+}
+
+int tracker_cache_holder(int cache_kind, uint64_t address, uint64_t *start, uint64_t *size)
+{
+    if (!kind_in_cache(cache_kind) || !enter_to_record())
+        return -1;
+    struct block found = {0};
+    uint64_t keys[] = {block_key(address, SPACE_MEMORY), block_key(address, SPACE_VMM_MAPPING)};
+    for (int i = 0; i < 2 && !found.size; i++) {
+        registry_lock(keys[i]);
+        struct block *b = registry_find(keys[i]);
+        if (b && holds(b, address))
+            found = *b;
+        registry_unlock(keys[i]);
+    }
+    if (!found.size) {
+        tracker_lock();
+        struct registry_cursor cursor;
+        for (struct block *b = registry_first(&cursor); b && !found.size; b = registry_next(&cursor))
+            if (holds(b, address))
+                found = *b;
+        tracker_unlock();
+    }
+    if (found.size) {
+        flag_cache_stack(found.stack_id, STACK_CACHE_SEGMENT(cache_kind));
+        *start = block_value(&found);
+        *size = found.size;
+    }
+    tracker_leave();
+    return found.size ? 0 : -1;
+}
+
+int tracker_cache_allocating(int cache_kind)
+{
+    int previous = this_thread.cache_allocating;
     this_thread.cache_allocating = (uint8_t)(kind_in_cache(cache_kind) ? cache_kind : 0);
+    return previous;
 }
 
 void tracker_cache_view(int cache_kind, int view, const char *why)
@@ -770,6 +881,7 @@ void tracker_fork_child(void)
         registry_init();    /* unlocks: the shards were taken before fork */
     this_thread.number = 0;
     this_thread.cache_allocating = 0;
+    this_thread.sweeping = 0;
     this_thread.physical_stack = 0;
     this_thread.sequence_next = this_thread.sequence_end = 0;
     python_fork_child();

@@ -85,7 +85,8 @@ void tracker_count_call(int api);
 void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS]);
 void tracker_add_self_time(uint64_t ns);   /* CUMEMTRACE_SELF_TIME, from the wrappers */
 uint64_t tracker_self_time_ns(void);
-void tracker_alloc(const struct allocation *a);
+/* Returns the block's allocation number (its `sequence`), 0 if not recorded. */
+uint64_t tracker_alloc(const struct allocation *a);
 int tracker_take(uint64_t value, int space, struct block *saved);
 /* The same, only if the block carries `flag` (e.g. BLOCK_FROM_RUNTIME). */
 int tracker_take_if(uint64_t value, int space, int flag, struct block *saved);
@@ -112,19 +113,44 @@ int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live *
  * cache's segments are marked by their stacks (STACK_CACHE_SEGMENT). */
 
 /* A block of `cache_kind` handed out inside its cache, on this thread (its
- * stack is captured here), and its return to the cache. errno is kept. */
-void tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
-                         uint64_t stream);
+ * stack is captured here), and its return to the cache. The block's
+ * allocation number is returned (0: not recorded). errno is kept. */
+uint64_t tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
+                             uint64_t stream);
 void tracker_cache_block_free(uint64_t address);
+/* The same, for a block whose stack is known rather than this thread's: its
+ * frames, innermost first (tagged Python frames, python_frame_at), as a
+ * framework recorded them when it made the block (a JAX array's traceback). */
+uint64_t tracker_cache_block_with_frames(int cache_kind, int device, uint64_t address,
+                                         uint64_t size, const uintptr_t *frames, int depth);
+/* The block at `address` went back to its cache, if it is still the one
+ * numbered `number`: a framework that says so late (CuPy's block, once the
+ * object holding it is gone) must not end a block recorded at the same
+ * address since. */
+void tracker_cache_block_free_if(uint64_t address, uint64_t number);
+/* A sweep records a cache's blocks all at once on this thread (JAX's live
+ * arrays) from on = 1 to on = 0: no growth sample is taken in its middle,
+ * where it would see some blocks of this moment and some of the last. At
+ * its end one is taken if due and the sweep recorded a block: as samples
+ * are taken at allocations, never while a program only waits. */
+void tracker_cache_sweep(int on);
 
 /* The driver memory at [address, address + size) is a segment of the cache of
  * `cache_kind` (KIND_TORCH_TENSOR, ...), just taken on this thread: mark the
  * stacks that allocated it (a cudaMalloc at that address, the VMM mappings
  * of the range, and the physical memory this thread created for them). */
 void tracker_cache_segment(int cache_kind, uint64_t address, uint64_t size);
+/* The driver allocation (device memory, or a VMM mapping) that holds
+ * `address` is a segment of the cache of `cache_kind`: its stack is marked,
+ * for good, and its range given; -1 if no recorded allocation holds it. For
+ * a framework whose segments are known only by what they hold (JAX's
+ * region): an allocation starting at `address` is found at once, any other
+ * by a walk of every record. */
+int tracker_cache_holder(int cache_kind, uint64_t address, uint64_t *start, uint64_t *size);
 /* While a framework's allocator runs on this thread (`cache_kind`, or 0 when
- * it returns), every driver allocation it makes is a segment of its cache. */
-void tracker_cache_allocating(int cache_kind);
+ * it returns), every driver allocation it makes is a segment of its cache.
+ * Returns the kind set before, to be put back (allocators may nest). */
+int tracker_cache_allocating(int cache_kind);
 
 enum cache_view {
     CACHE_UNSEEN,        /* the framework did not show up */
