@@ -22,7 +22,6 @@
  * torch.cuda.is_initialized(): we never import a module or initialize CUDA.
  * Any Python error is cleared and the exception the program may have had is
  * restored; the program never sees us. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,40 +29,9 @@
 #include <time.h>
 
 #include "config.h"
-#include "host.h"
+#include "py_api.h"
 #include "torch_stats.h"
 #include "tracker.h"
-
-typedef struct _object PyObject;
-struct method_def {                 /* PyMethodDef */
-    const char *name;
-    PyObject *(*function)(PyObject *, PyObject *);
-    int flags;
-    const char *doc;
-};
-#define METH_NOARGS 0x0004
-
-static struct {
-    int (*is_initialized)(void);
-    int (*is_finalizing)(void);
-    int (*gil_ensure)(void);
-    int (*gil_check)(void);
-    void (*gil_release)(int);
-    PyObject *(*module_dict)(void);
-    PyObject *(*dict_get)(PyObject *, const char *);
-    PyObject *(*get_attr)(PyObject *, const char *);
-    PyObject *(*call_method)(PyObject *, const char *, const char *, ...);
-    int (*is_true)(PyObject *);
-    long (*as_long)(PyObject *);
-    unsigned long long (*as_unsigned)(PyObject *);
-    void (*fetch)(PyObject **, PyObject **, PyObject **);
-    void (*restore)(PyObject *, PyObject *, PyObject *);
-    void (*clear)(void);
-    PyObject *(*import)(const char *);
-    PyObject *(*new_function)(struct method_def *, PyObject *, PyObject *);
-    PyObject *(*build_value)(const char *, ...);
-    void (*decref)(PyObject *);
-} py;
 
 static const char *const keys[TORCH_FIGURE_COUNT] = {
     [TORCH_ALLOCATED] = "allocated_bytes.all.current",
@@ -103,49 +71,6 @@ const char *torch_figure_name(int figure)
     return figure >= 0 && figure < TORCH_FIGURE_COUNT ? names[figure] : "unknown";
 }
 
-static int look_up(void)
-{
-    if (!host.lookup)
-        return -1;
-    struct {
-        void **slot;
-        const char *name;
-    } symbols[] = {
-        {(void **)&py.is_initialized, "Py_IsInitialized"},
-        {(void **)&py.gil_ensure, "PyGILState_Ensure"},
-        {(void **)&py.gil_release, "PyGILState_Release"},
-        {(void **)&py.gil_check, "PyGILState_Check"},
-        {(void **)&py.module_dict, "PyImport_GetModuleDict"},
-        {(void **)&py.dict_get, "PyDict_GetItemString"},
-        {(void **)&py.get_attr, "PyObject_GetAttrString"},
-        {(void **)&py.call_method, "PyObject_CallMethod"},
-        {(void **)&py.is_true, "PyObject_IsTrue"},
-        {(void **)&py.as_long, "PyLong_AsLong"},
-        {(void **)&py.as_unsigned, "PyLong_AsUnsignedLongLong"},
-        {(void **)&py.fetch, "PyErr_Fetch"},
-        {(void **)&py.restore, "PyErr_Restore"},
-        {(void **)&py.clear, "PyErr_Clear"},
-        {(void **)&py.import, "PyImport_ImportModule"},
-        {(void **)&py.new_function, "PyCFunction_NewEx"},
-        {(void **)&py.build_value, "Py_BuildValue"},
-        {(void **)&py.decref, "Py_DecRef"},
-    };
-    for (unsigned i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++)
-        if (!(*symbols[i].slot = host.lookup(RTLD_DEFAULT, symbols[i].name)))
-            return -1;
-    /* Public from 3.13, private before; without either we rely on the hook. */
-    py.is_finalizing = (int (*)(void))host.lookup(RTLD_DEFAULT, "Py_IsFinalizing");
-    if (!py.is_finalizing)
-        py.is_finalizing = (int (*)(void))host.lookup(RTLD_DEFAULT, "_Py_IsFinalizing");
-    return 0;
-}
-
-static void release(PyObject *object)
-{
-    if (object)
-        py.decref(object);
-}
-
 /* One device's figures from memory_stats(device), a flat dict. */
 static void read_device(PyObject *cuda, int device, uint64_t *figures)
 {
@@ -164,7 +89,7 @@ static void read_device(PyObject *cuda, int device, uint64_t *figures)
         else
             figures[i] = n;
     }
-    release(stats);
+    py_release(stats);
 }
 
 /* With the GIL. Fills `out`, valid when PyTorch is there with CUDA initialized. */
@@ -189,9 +114,9 @@ static void read_counters(struct torch_stats *out)
         out->device_count = (int)devices;
         out->time_ms = tracker_now_ms();
     }
-    release(count);
-    release(initialized);
-    release(cuda);
+    py_release(count);
+    py_release(initialized);
+    py_release(cuda);
 }
 
 static void publish(const struct torch_stats *reading, int at_exit)
@@ -225,8 +150,9 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     return py.build_value("");   /* None */
 }
 
-static struct method_def exit_hook_def = {"cumemtrace_torch_exit", exit_hook, METH_NOARGS,
-                                          "cumemtrace: read torch.cuda.memory_stats() at exit"};
+static struct py_method_def exit_hook_def = {
+    "cumemtrace_torch_exit", exit_hook, PY_METH_NOARGS,
+    "cumemtrace: read torch.cuda.memory_stats() at exit"};
 
 /* atexit.register(exit_hook); once, with the GIL. */
 static void register_exit_hook(void)
@@ -234,9 +160,9 @@ static void register_exit_hook(void)
     PyObject *atexit = py.import("atexit");
     PyObject *function = atexit ? py.new_function(&exit_hook_def, NULL, NULL) : NULL;
     PyObject *done = function ? py.call_method(atexit, "register", "O", function) : NULL;
-    release(done);
-    release(function);
-    release(atexit);
+    py_release(done);
+    py_release(function);
+    py_release(atexit);
     pthread_mutex_lock(&lock);
     hook_registered = 1;
     pthread_cond_broadcast(&read_done);
@@ -343,16 +269,12 @@ static void await_exit_hook(void)
     pthread_mutex_unlock(&lock);
 }
 
-static void look_up_once(void)
-{
-    available = look_up() == 0 ? 1 : -1;
-}
-
 void torch_stats_request(void)
 {
-    static pthread_once_t looked = PTHREAD_ONCE_INIT;
-    pthread_once(&looked, look_up_once);   /* the snapshot thread and the first CUDA call may race */
-    if (available < 0 || !py.is_initialized() || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+    /* The snapshot thread and the first CUDA call may race: the same answer. */
+    if (!__atomic_load_n(&available, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&available, py_api_load() == 0 ? 1 : -1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&available, __ATOMIC_ACQUIRE) < 0 || !py.is_initialized() || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
         return;
     pthread_mutex_lock(&lock);
     int start = !reader_started;
