@@ -1,4 +1,5 @@
-/* torch_stats.c - read torch.cuda.memory_stats() from inside the traced process.
+/* torch_stats.c - the Python bridge: torch.cuda.memory_stats() and CuPy's
+ * allocator, read from inside the traced process.
  *
  * PyTorch's counters can only be read by Python code, with the GIL, and
  * never from inside its allocator (where our OOM report is written: the
@@ -12,6 +13,9 @@
  * before 3.12 a call queued from a thread that is not the main one is not
  * noticed until something else interrupts the eval loop.)
  *
+ * The same readings, with the same GIL, put our allocator into CuPy once it
+ * is imported (cupy_pool.c).
+ *
  * The first time it holds the GIL it registers a Python atexit hook, torch or
  * not. The hook runs on the main thread before the interpreter is finalized,
  * reads the counters a last time, and tells the thread to stop taking the
@@ -19,7 +23,8 @@
  * exit report, written after finalization, shows those final figures.
  *
  * Nothing happens unless `torch` is already in sys.modules and
- * torch.cuda.is_initialized(): we never import a module or initialize CUDA.
+ * torch.cuda.is_initialized() (`cupy` imported): we never import a module or
+ * initialize CUDA.
  * Any Python error is cleared and the exception the program may have had is
  * restored; the program never sees us. */
 #include <errno.h>
@@ -29,6 +34,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "cupy_pool.h"
 #include "py_api.h"
 #include "torch_stats.h"
 #include "tracker.h"
@@ -154,8 +160,10 @@ static struct py_method_def exit_hook_def = {
     "cumemtrace_torch_exit", exit_hook, PY_METH_NOARGS,
     "cumemtrace: read torch.cuda.memory_stats() at exit"};
 
-/* atexit.register(exit_hook); once, with the GIL. */
-static void register_exit_hook(void)
+/* With the GIL, the first time we hold it: atexit.register(exit_hook), and
+ * CuPy's blocks traced if it is imported; then whoever waits for it
+ * (await_exit_hook) is told. */
+static void first_with_gil(int bridge)
 {
     PyObject *atexit = py.import("atexit");
     PyObject *function = atexit ? py.new_function(&exit_hook_def, NULL, NULL) : NULL;
@@ -163,6 +171,8 @@ static void register_exit_hook(void)
     py_release(done);
     py_release(function);
     py_release(atexit);
+    py.clear();
+    cupy_pool_check(bridge);
     pthread_mutex_lock(&lock);
     hook_registered = 1;
     pthread_cond_broadcast(&read_done);
@@ -183,8 +193,10 @@ static void read_with_gil(void)
              * tells this thread to stop taking the GIL before Python is
              * finalized (PyGILState_Ensure after that is not safe). */
             if (!hook_registered)
-                register_exit_hook();
+                first_with_gil(1);
             read_counters(&reading);
+            py.clear();
+            cupy_pool_check(1);
             py.clear();
             py.restore(type, value, traceback);
         }
@@ -256,7 +268,7 @@ static void await_exit_hook(void)
         PyObject *type, *value, *traceback;
         py.fetch(&type, &value, &traceback);
         if (!hook_registered)
-            register_exit_hook();
+            first_with_gil(0);
         py.clear();
         py.restore(type, value, traceback);
         return;
@@ -322,4 +334,5 @@ void torch_stats_reset(void)
     reader_started = 0;   /* the thread did not survive the fork */
     wanted = 0;
     readings = 0;
+    cupy_pool_after_fork();
 }

@@ -4,11 +4,13 @@ of the end of a Python program, on the simulator.
 
 PyTorch is played by the stand-in libc10_cuda.so (tests/sim/c10): it carves
 tensors out of cached segments, frees into its cache, and calls trace
-trackers as PyTorch's caching allocator does. torch_blocks.py runs the
-scenarios; its lines are marked LEAK, HELD, TEMP and OOM, and every verdict
-is checked against those marks: the growing sites must be the LEAK lines and
-no TEMP or HELD line; what module globals held goes to held_at_end, not
-leaked; an OOM says why in the cache's terms. Same harness as cases.py.
+trackers as PyTorch's caching allocator does. CuPy is played by a stand-in
+Python package (tests/sim/python): its pool and allocator. torch_blocks.py
+and cupy_blocks.py run the scenarios; their lines are marked
+LEAK, HELD, TEMP and OOM, and every verdict is checked against those marks:
+the growing sites must be the LEAK lines and no TEMP or HELD line; what
+module globals held goes to held_at_end, not leaked; an OOM says why in the
+cache's terms. Same harness as cases.py.
 
     frameworks.py --build BUILD_DIR --source SOURCE_DIR CASE
 """
@@ -28,13 +30,13 @@ from cases import check, run
 MiB = 1 << 20
 
 
-def script():
-    return os.path.join(cases.ARGS.source, "tests", "integration", "torch_blocks.py")
+def script(name="torch_blocks.py"):
+    return os.path.join(cases.ARGS.source, "tests", "integration", name)
 
 
-def marked_lines(tag, scenario):
-    """Line numbers of torch_blocks.py carrying `# TAG-scenario`."""
-    with open(script()) as handle:
+def marked_lines(tag, scenario, name="torch_blocks.py"):
+    """Line numbers of the script `name` carrying `# TAG-scenario`."""
+    with open(script(name)) as handle:
         return {n for n, text in enumerate(handle, 1) if f"# {tag}-{scenario}" in text}
 
 
@@ -76,21 +78,21 @@ def format_bytes(count):
     return f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f} {['B', 'KiB', 'MiB', 'GiB', 'TiB'][unit]}"
 
 
-def site_line(report, stack_id):
-    """The innermost line of torch_blocks.py in a stack, skipping the Tensor
-    class's own (the line a person would look at)."""
+def site_line(report, stack_id, name="torch_blocks.py"):
+    """The innermost line of the script `name` in a stack, skipping the
+    Tensor class's own (the line a person would look at)."""
     frames = {f["id"]: f for f in report["frames"]}
     stack = next((s for s in report["stacks"] if s["id"] == stack_id), None)
     for i in (stack or {}).get("frames", []):
         f = frames[i]
-        if f.get("python") and (f.get("file") or "").endswith("torch_blocks.py") and \
+        if f.get("python") and (f.get("file") or "").endswith(name) and \
                 not (f.get("function") or "").endswith("__init__"):
             return f["line"]
     return None
 
 
-def growing_lines(report):
-    return {site_line(report, g["stack"]) for g in report["growth"]["growing"]}
+def growing_lines(report, name="torch_blocks.py"):
+    return {site_line(report, g["stack"], name) for g in report["growth"]["growing"]}
 
 
 def cache(report, kind="torch_tensor"):
@@ -98,11 +100,11 @@ def cache(report, kind="torch_tensor"):
     return found[0] if found else None
 
 
-def check_verdicts(report, name):
+def check_verdicts(report, name, file="torch_blocks.py"):
     """Growing: every LEAK line and no TEMP or HELD line."""
-    grown = growing_lines(report)
-    leaks, innocent = marked_lines("LEAK", name), marked_lines("TEMP", name) | \
-        marked_lines("HELD", name)
+    grown = growing_lines(report, file)
+    leaks, innocent = marked_lines("LEAK", name, file), marked_lines("TEMP", name, file) | \
+        marked_lines("HELD", name, file)
     check(leaks <= grown, f"{name}: LEAK lines {sorted(leaks)} growing: {sorted(grown - {None})}")
     check(not (innocent & grown), f"{name}: TEMP/HELD lines called growing: "
                                   f"{sorted(innocent & grown)}")
@@ -563,6 +565,172 @@ def case_torch_blocks_fork():
         handle.write(program)
     start = time.time()
     out, err, _, _ = run(sys.executable, [path, script()], env=torch_env())
+    check(out.startswith("children ") and int(out.split()[1]) > 0, f"children exited: {out!r}")
+    check(time.time() - start < 60, "done in time")
+
+
+# ---- CuPy, played by a stand-in package (tests/sim/python) -----------------
+
+CUPY = "cupy_blocks.py"
+
+
+def python_scenario(file, name, args=(), expect_rc=0, preload=True, **extra):
+    """Run one scenario of cupy_blocks.py: (stdout, stderr,
+    {reason: [reports]}, the framework's own figures it printed)."""
+    env = {"LD_LIBRARY_PATH": os.path.join(cases.ARGS.build, "sim"),
+           "PYTHONPATH": os.path.join(cases.ARGS.source, "tests", "sim", "python"),
+           "CUMEMTRACE_SAMPLE_MS": "40", "CUMEMTRACE_QUIET": "1",
+           "PYTHONDONTWRITEBYTECODE": "1"}     # nothing written into the source tree
+    env.update(extra)
+    out, err, reports, _ = run(sys.executable, [script(file), name, *args], env=env,
+                               expect_rc=expect_rc, preload=preload)
+    by_reason = {}
+    for report in reports:
+        by_reason.setdefault(report["reason"], []).append(report)
+    figures = {}
+    for line in out.splitlines():
+        if line.startswith("stats: "):
+            figures = json.loads(line[len("stats: "):])
+    return out, err, by_reason, figures
+
+
+def cache_device(report, kind, device=0):
+    view = cache(report, kind)
+    found = [d for d in (view or {}).get("devices", []) if d["device"] == device]
+    return found[0] if found else {}
+
+
+def lines_of(report, groups, file):
+    return {site_line(report, g["stack"], file) for g in groups}
+
+
+def case_cupy_blocks_mix():
+    """A leak carved out of the chunk a larger temporary just gave back: the
+    growing line is the leak's, the chunks are the pool's (known as such
+    when they are taken, not only while they hold blocks), and the cache's
+    figures are the pool's own."""
+    _, err, reports, _ = python_scenario(CUPY, "training_mix", WAIT_TRACED="1")
+    exit_report = reports["exit"][0]
+    check_verdicts(exit_report, "training_mix", CUPY)
+    view = cache(exit_report, "cupy_block")
+    check(view and view["view"] == "blocks", f"CuPy's blocks traced one by one: {view}")
+    check("not traced" not in err, f"no warning: {err[-300:]!r}")
+    segments = {s["id"] for s in exit_report["stacks"] if s["cache_segment"] == "cupy_block"}
+    check(segments, "the chunks' stacks are marked CuPy's segments")
+    check(not segments & {g["stack"] for g in exit_report["growth"]["growing"]},
+          "no chunk's stack called growing")
+    held = lines_of(exit_report, exit_report["held_at_end"], CUPY)
+    expected = marked_lines("HELD", "training_mix", CUPY) | marked_lines("LEAK", "training_mix", CUPY)
+    check(expected <= held, f"held at the end: {sorted(expected)} in {sorted(held - {None})}")
+    check(not [g for g in exit_report["live"] if g["kind"] == "cupy_block"], "no block leaked")
+    _, _, reports, figures = python_scenario(CUPY, "training_mix", ["{dir}/at-end"],
+                                             WAIT_TRACED="1")
+    now = cache_device(reports["snapshot"][0], "cupy_block")
+    check(now.get("block_bytes") == figures["used"] and
+          now.get("reserved_bytes") == figures["total"],
+          f"blocks and reserve as the pool counts them: {now} vs {figures}")
+
+
+def case_cupy_segments_only():
+    """The same program seen by the driver alone (CUMEMTRACE_FRAMEWORKS=0):
+    the leak's line never asks the driver for anything, so that view cannot
+    name it; the report says which view it shows, and why."""
+    _, err, reports, _ = python_scenario(CUPY, "training_mix", CUMEMTRACE_FRAMEWORKS="0")
+    report = reports["exit"][0]
+    view = cache(report, "cupy_block")
+    check(view and view["view"] == "segments" and view["why"] == "CUMEMTRACE_FRAMEWORKS=0",
+          f"the segment view, and why: {view}")
+    check("not traced" not in err, f"asked for: no warning {err[-300:]!r}")
+    grown = growing_lines(report, CUPY)
+    check(not marked_lines("LEAK", "training_mix", CUPY) & grown and
+          marked_lines("TEMP", "training_mix", CUPY) & grown,
+          f"the driver's view blames the temporary, not the leak: {sorted(grown - {None})}")
+
+
+def case_cupy_blocks_held():
+    _, _, reports, _ = python_scenario(CUPY, "held_at_end", WAIT_TRACED="1")
+    report = reports["exit"][0]
+    held = [g for g in report["held_at_end"] if g["kind"] == "cupy_block"]
+    check(len(held) == 1 and held[0]["bytes"] == 24 * MiB and held[0]["blocks"] == 3 and
+          site_line(report, held[0]["stack"], CUPY) in marked_lines("HELD", "held_at_end", CUPY),
+          f"3 x 8 MiB held at the end by the HELD line: {held}")
+    check(not report["growth"]["growing"], "nothing growing")
+    check(not [g for g in report["live"] if g["kind"] == "cupy_block"], "no block leaked")
+
+
+def case_cupy_explicit_free():
+    """A block freed explicitly and handed out again while the first object
+    lives on: the second block stays recorded until its own end."""
+    _, _, reports, _ = python_scenario(CUPY, "explicit_free", WAIT_TRACED="1")
+    report = reports["exit"][0]
+    held = [g for g in report["held_at_end"] if g["kind"] == "cupy_block"]
+    check(len(held) == 1 and held[0]["bytes"] == 4 * MiB and held[0]["blocks"] == 1 and
+          site_line(report, held[0]["stack"], CUPY) in marked_lines("HELD", "explicit_free", CUPY),
+          f"the second block held at the end by its line: {held}")
+
+
+def case_cupy_allocator_replaced():
+    """The program puts its own allocator in: one line, the segment view,
+    the program's output unchanged."""
+    out, err, reports, _ = python_scenario(CUPY, "replaced", WAIT_TRACED="1")
+    lines = [l for l in err.splitlines() if "CuPy" in l]
+    check(len(lines) == 1 and "cupy.cuda.set_allocator" in lines[0], f"one line: {err[-400:]!r}")
+    view = cache(reports["exit"][0], "cupy_block")
+    check(view and view["view"] == "segments" and "set_allocator" in view["why"],
+          f"the segment view, and why: {view}")
+    untraced, _, _, _ = python_scenario(CUPY, "replaced", preload=False)
+    check(out == untraced, f"output unchanged: {out!r} vs {untraced!r}")
+
+
+def case_cupy_not_a_pool():
+    """No pool (set_allocator(None)): every array is a cudaMalloc of its
+    own, which the driver view traces; ours never goes in, nothing is said."""
+    _, err, reports, _ = python_scenario(CUPY, "not_a_pool")
+    report = reports["exit"][0]
+    check(cache(report, "cupy_block") is None, f"no view of a CuPy cache: {report['caches']}")
+    check(not err.strip(), f"nothing said: {err[-300:]!r}")
+    check(cases.device_counters(report, 0, "cupy_block")["allocation"]["allocated"] == 0,
+          "no block recorded")
+    check_verdicts(report, "not_a_pool", CUPY)
+
+
+def case_cupy_blocks_oom():
+    """The pool gives up: the OOM report is in CuPy's cache's terms, at the
+    line that asked."""
+    out, _, _, _ = python_scenario(CUPY, "exhaustion_oom", SIMCUDA_MEMORY="1G",
+                                   CUMEMTRACE_OOM="every", WAIT_TRACED="1")
+    check("OutOfMemoryError after" in out, f"the program saw its OOM: {out!r}")
+    lines = marked_lines("OOM", "exhaustion_oom", CUPY)
+    found = [r for r in oom_reports(cases.LAST_DIR) if r["event"]["kind"] == "cupy_block" and
+             site_line(r, r["event"]["stack"], CUPY) in lines]
+    if not check(found, "an OOM report of CuPy's blocks names the OOM line"):
+        return
+    event = found[0]["event"]
+    check(event["verdict"] == "tensors_exhausted" and event["retry"] == "failed",
+          f"its arrays exhausted the device: {event}")
+    check(event["cache"]["block_bytes"] >= 900 * MiB, f"the cache's blocks in it: {event}")
+
+
+def case_cupy_blocks_threads():
+    start = time.time()
+    out, _, reports, _ = python_scenario(CUPY, "threads_and_snapshots", WAIT_TRACED="1")
+    check(time.time() - start < 60, "done in time")
+    check("snapshots" in out, f"finished: {out!r}")
+    report = reports["exit"][0]
+    counters = cases.device_counters(report, 0, "cupy_block")
+    check(counters["allocation"]["allocated"] > 0 and counters["allocation"]["current"] == 0 and
+          counters["allocation"]["allocated"] == counters["allocation"]["freed"],
+          f"every block freed and seen freed: {counters}")
+    # (The stand-in returns a block from Python code, between which and its
+    # token's end another thread may get the same block: the new record then
+    # replaces the old, counted as a missed free, and the old token ends
+    # nothing. So missed frees may be counted; unknown ones never.)
+    check(report["tracer"]["lost"]["unknown_free"] == 0, f"no unknown free: {report['tracer']['lost']}")
+
+
+def case_cupy_blocks_fork():
+    start = time.time()
+    out, _, _, _ = python_scenario(CUPY, "fork_while_allocating", WAIT_TRACED="1")
     check(out.startswith("children ") and int(out.split()[1]) > 0, f"children exited: {out!r}")
     check(time.time() - start < 60, "done in time")
 
