@@ -6,6 +6,7 @@
 #include "config.h"
 #include "cumemtrace.h"
 #include "report.h"
+#include "torch_stats.h"
 #include "tracker.h"
 
 #define PUBLIC __attribute__((visibility("default")))
@@ -28,6 +29,8 @@ PUBLIC int cumemtrace_snapshot(const char *path)
         snprintf(template_, sizeof(template_), "%.480s-snapshot-%d", config.output,
                  __atomic_add_fetch(&snapshots, 1, __ATOMIC_RELAXED));
     }
+    if (tracker.traced)
+        torch_stats_refresh(250);   /* before entering: the reading is Python's, not ours */
     int entered = tracker_enter();
     int result = report_write_to("snapshot", template_, 0);
     if (entered)
@@ -59,5 +62,6 @@ PUBLIC int cumemtrace_write_json(int fd)
 PUBLIC void cumemtrace_mark(const char *label)
 {
     tracker_init();
+    torch_stats_before_mark();
     tracker_mark(label ? label : "");
 }

@@ -1,5 +1,5 @@
-/* torch_stats.c - the Python bridge: torch.cuda.memory_stats() and CuPy's
- * allocator, read from inside the traced process.
+/* torch_stats.c - the Python bridge: torch.cuda.memory_stats(), CuPy's
+ * allocator and JAX's arrays, read from inside the traced process.
  *
  * PyTorch's counters can only be read by Python code, with the GIL, and
  * never from inside its allocator (where our OOM report is written: the
@@ -14,17 +14,18 @@
  * noticed until something else interrupts the eval loop.)
  *
  * The same readings, with the same GIL, put our allocator into CuPy once it
- * is imported (cupy_pool.c).
+ * is imported (cupy_pool.c) and sweep JAX's live arrays (jax_arrays.c).
  *
  * The first time it holds the GIL it registers a Python atexit hook, torch or
  * not. The hook runs on the main thread before the interpreter is finalized,
- * reads the counters a last time, and tells the thread to stop taking the
- * GIL (PyGILState_Ensure once finalization is under way is not safe): the C
- * exit report, written after finalization, shows those final figures.
+ * reads the counters and sweeps JAX's arrays a last time, tells the tracker
+ * the program ended, and tells the thread to stop taking the GIL
+ * (PyGILState_Ensure once finalization is under way is not safe): the C exit
+ * report, written after finalization, shows those final figures.
  *
  * Nothing happens unless `torch` is already in sys.modules and
- * torch.cuda.is_initialized() (`cupy` imported): we never import a module or
- * initialize CUDA.
+ * torch.cuda.is_initialized() (`cupy`, `jax` imported, and JAX's backends
+ * up): we never import a module or initialize CUDA.
  * Any Python error is cleared and the exception the program may have had is
  * restored; the program never sees us. */
 #include <errno.h>
@@ -35,6 +36,7 @@
 
 #include "config.h"
 #include "cupy_pool.h"
+#include "jax_arrays.h"
 #include "py_api.h"
 #include "torch_stats.h"
 #include "tracker.h"
@@ -66,6 +68,7 @@ static int exiting;          /* the exit hook ran: Python is being finalized */
 static int hook_registered;
 static int reader_started;
 static int wanted;           /* a reading was asked for */
+static int report_wanted;    /* ... for a report: JAX's arrays swept whatever it costs */
 static uint64_t readings;    /* completed attempts, for torch_stats_refresh */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
@@ -147,12 +150,13 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     struct torch_stats reading;
     PyObject *type, *value, *traceback;
     py.fetch(&type, &value, &traceback);
+    jax_arrays_sweep(JAX_SWEEP_END);   /* unless the hook that runs before JAX's took it */
     read_counters(&reading);
     py.clear();
-    py.restore(type, value, traceback);
     __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
     publish(&reading, 1);
     tracker_program_end();
+    py.restore(type, value, traceback);
     return py.build_value("");   /* None */
 }
 
@@ -179,30 +183,46 @@ static void first_with_gil(int bridge)
     pthread_mutex_unlock(&lock);
 }
 
+/* With the GIL: PyTorch's counters, CuPy's allocator still ours (`bridge`:
+ * on the reader thread, see cupy_pool_check), JAX's arrays swept (for a
+ * report whatever it costs). The program's exception is kept. */
+static void read_holding_gil(struct torch_stats *reading, int bridge, int for_report)
+{
+    PyObject *type, *value, *traceback;
+    py.fetch(&type, &value, &traceback);
+    /* The hook goes in at the first chance, torch or not: it is what tells
+     * the reader to stop taking the GIL before Python is finalized
+     * (PyGILState_Ensure after that is not safe). */
+    if (!hook_registered)
+        first_with_gil(bridge);
+    read_counters(reading);
+    py.clear();
+    cupy_pool_check(bridge);
+    jax_arrays_sweep(for_report ? JAX_SWEEP_REPORT : JAX_SWEEP_TICK);
+    py.clear();
+    py.restore(type, value, traceback);
+}
+
 /* One attempt, on the reader thread. */
-static void read_with_gil(void)
+static void read_with_gil(int for_report)
 {
     struct torch_stats reading = {0};
     if (py.is_initialized() && !(py.is_finalizing && py.is_finalizing()) &&
         !__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
         int gil = py.gil_ensure();
-        if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
-            PyObject *type, *value, *traceback;
-            py.fetch(&type, &value, &traceback);
-            /* The hook goes in at the first chance, torch or not: it is what
-             * tells this thread to stop taking the GIL before Python is
-             * finalized (PyGILState_Ensure after that is not safe). */
-            if (!hook_registered)
-                first_with_gil(1);
-            read_counters(&reading);
-            py.clear();
-            cupy_pool_check(1);
-            py.clear();
-            py.restore(type, value, traceback);
-        }
+        if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+            read_holding_gil(&reading, 1, for_report);
         py.gil_release(gil);
     }
     publish(&reading, 0);
+}
+
+/* Whether this thread may read itself: Python is running, and this thread
+ * holds its GIL (a C extension's call, ctypes.PyDLL). */
+static int holding_gil(void)
+{
+    return __atomic_load_n(&available, __ATOMIC_ACQUIRE) > 0 && py.is_initialized() &&
+           !__atomic_load_n(&exiting, __ATOMIC_ACQUIRE) && py.gil_check();
 }
 
 /* CLOCK_REALTIME `ms` from now, for pthread_cond_timedwait. */
@@ -229,11 +249,12 @@ static void *reader_thread(void *unused)
         pthread_mutex_lock(&lock);
         while (!wanted && pthread_cond_timedwait(&wake, &lock, &deadline) != ETIMEDOUT)
             ;
-        wanted = 0;
+        int for_report = report_wanted;
+        wanted = report_wanted = 0;
         pthread_mutex_unlock(&lock);
         if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
             return NULL;
-        read_with_gil();
+        read_with_gil(for_report);
     }
 }
 
@@ -281,7 +302,9 @@ static void await_exit_hook(void)
     pthread_mutex_unlock(&lock);
 }
 
-void torch_stats_request(void)
+/* Ask the reader for a reading (`for_report`: JAX's arrays swept whatever
+ * it costs), starting it the first time. */
+static void request(int for_report)
 {
     /* The snapshot thread and the first CUDA call may race: the same answer. */
     if (!__atomic_load_n(&available, __ATOMIC_ACQUIRE))
@@ -292,6 +315,7 @@ void torch_stats_request(void)
     int start = !reader_started;
     reader_started = 1;
     wanted = 1;
+    report_wanted |= for_report;
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
     if (start)
@@ -300,12 +324,18 @@ void torch_stats_request(void)
         await_exit_hook();
 }
 
-int torch_stats_refresh(int timeout_ms)
+void torch_stats_request(void)
+{
+    request(0);
+}
+
+/* A reading, waited for up to timeout_ms. 0 if it came. */
+static int refresh(int for_report, int timeout_ms)
 {
     pthread_mutex_lock(&lock);
     uint64_t before = readings;
     pthread_mutex_unlock(&lock);
-    torch_stats_request();
+    request(for_report);
     if (available < 0 || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
         return -1;
     struct timespec deadline = deadline_in(timeout_ms);
@@ -316,6 +346,30 @@ int torch_stats_refresh(int timeout_ms)
     int came = readings != before;
     pthread_mutex_unlock(&lock);
     return came ? 0 : -1;
+}
+
+/* A thread that holds the GIL reads itself: the reader would wait for it. */
+int torch_stats_refresh(int timeout_ms)
+{
+    if (!holding_gil())
+        return refresh(1, timeout_ms);
+    struct torch_stats reading = {0};
+    read_holding_gil(&reading, 0, 1);
+    publish(&reading, 0);
+    return 0;
+}
+
+void torch_stats_before_mark(void)
+{
+    if (!jax_arrays_active() || __atomic_load_n(&available, __ATOMIC_ACQUIRE) <= 0)
+        return;
+    if (!holding_gil()) {
+        refresh(0, 250);
+        return;
+    }
+    struct torch_stats reading = {0};
+    read_holding_gil(&reading, 0, 0);
+    publish(&reading, 0);
 }
 
 void torch_stats_get(struct torch_stats *out)
@@ -332,7 +386,8 @@ void torch_stats_reset(void)
     pthread_cond_init(&read_done, NULL);
     memset(&latest, 0, sizeof(latest));
     reader_started = 0;   /* the thread did not survive the fork */
-    wanted = 0;
+    wanted = report_wanted = 0;
     readings = 0;
     cupy_pool_after_fork();
+    jax_arrays_after_fork();
 }
