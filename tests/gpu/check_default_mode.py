@@ -6,8 +6,11 @@ frameworks' default modes, and check each verdict against the markers.
 For each scenario: the report must name every LEAK line among the growing
 sites and no TEMP or HELD line there; HELD lines are held at the end, not
 leaked; an OOM scenario's report must carry the expected verdict and name
-its OOM line. Prints one table row per scenario, with PyTorch's own
-figures (printed by the program) beside the tracer's; exits 1 on any miss.
+its OOM line. CuPy's and JAX's scenarios must have their blocks traced one
+by one (the cache's view "blocks"), and their kept arrays (LEAK, returned
+into a module global) held at the end, not leaked. Prints one table row per
+scenario, with the framework's own figures (printed by the program) beside
+the tracer's; exits 1 on any miss.
 """
 import argparse
 import glob
@@ -65,8 +68,9 @@ def run(scenario, build, out):
                           text=True, timeout=400)
     printed = {}
     for line in done.stdout.splitlines():
-        if line.startswith("torch: "):
-            printed = json.loads(line[len("torch: "):])
+        for prefix in ("torch: ", "cupy: ", "jax: "):
+            if line.startswith(prefix):
+                printed = json.loads(line[len(prefix):])
     return done, base, printed
 
 
@@ -132,6 +136,15 @@ def main():
                     misses.append("PyTorch's figures missing from the OOM report")
             except OSError:
                 misses.append("no OOM report")
+        if scenario in CACHE_KIND:
+            views = [c for c in report.get("caches", []) if c["kind"] == CACHE_KIND[scenario]]
+            if not views or views[0]["view"] != "blocks":
+                misses.append(f"{CACHE_KIND[scenario]}s not traced one by one: "
+                              f"{views[0]['why'] if views else 'the framework was not seen'}")
+            for line in leak - held_lines:
+                misses.append(f"LEAK line {line} (kept to the end) not held at the end")
+            for line in leak & leaked_lines:
+                misses.append(f"LEAK line {line} (kept to the end) called leaked")
         view = "-"
         for cache in report.get("caches", []):
             if cache["kind"] == CACHE_KIND.get(scenario, "torch_tensor"):

@@ -11,7 +11,9 @@ would name the wrong line. Lines carry markers:
   TEMP-<scenario>   an innocent temporary or in-place accumulation: never
                     named growing
 tests/gpu/check_default_mode.py runs them and checks the report against
-these markers and against torch.cuda.memory_stats() printed at the end.
+these markers and against the framework's own figures printed at the end
+(torch.cuda.memory_stats(), CuPy's pool, JAX's live arrays and
+memory_stats()).
 """
 import json
 import sys
@@ -169,7 +171,19 @@ if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
         sys.exit(f"usage: default_mode.py {'|'.join(SCENARIOS)}")
     HELD = SCENARIOS[sys.argv[1]]()
-    if sys.argv[1] not in ("cupy_mix", "jax_kept"):
+    if sys.argv[1] == "cupy_mix":
+        import cupy
+        pool = cupy.get_default_memory_pool()
+        print("cupy:", json.dumps({"used_bytes": pool.used_bytes(),
+                                   "total_bytes": pool.total_bytes()}), flush=True)
+    elif sys.argv[1] == "jax_kept":
+        import jax
+        stats = jax.local_devices()[0].memory_stats() or {}
+        live = {a.unsafe_buffer_pointer(): a.on_device_size_in_bytes() for a in jax.live_arrays()}
+        print("jax:", json.dumps({"live_array_bytes": sum(live.values()),
+                                  "bytes_in_use": stats.get("bytes_in_use"),
+                                  "pool_bytes": stats.get("pool_bytes")}), flush=True)
+    else:
         import torch
         torch.cuda.synchronize()
         print("torch:", json.dumps(torch_figures()), flush=True)
