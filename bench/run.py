@@ -8,7 +8,8 @@ after the other in this run, on the simulator's O(1) benchmark mode
 (SIMCUDA_BUMP=1), and prints the time per allocate+free pair, the time the
 tracer adds, and the ratio. Then: throughput with N threads against 1
 (--threads, default 2 and 8; the untraced column is the simulator's own
-ceiling), the cost of the Python frames (bench/python_alloc.py), the report
+ceiling), the cost of the Python frames (bench/python_alloc.py), CuPy's
+blocks and JAX's sweeps on the stand-in packages (bench/frameworks.py), the report
 time and bytes per block with 1k/100k/1M live blocks, a
 run of 10M allocations (first and last tenth, to show no slow-down), and the
 crash dump time with 100k live blocks. Targets are those of
@@ -87,6 +88,53 @@ def python_table(args, pairs):
            "traced", "added by the Python frames, us", "added in all, us"), rows)
 
 
+def frameworks_run(args, mode, count, tracer_env):
+    """bench/frameworks.py's figures, and its stderr; tracer_env None: untraced."""
+    env = simulator_env(args, tracer_env)
+    env["PYTHONPATH"] = os.path.join(ROOT, "tests", "sim", "python")
+    env["BENCH_DIR"] = args.tmp
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    command = [sys.executable, os.path.join(ROOT, "bench", "frameworks.py"), mode, str(count)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        sys.exit(f"bench/frameworks.py failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.splitlines()[-1]), done.stderr
+
+
+def frameworks_table(args, pairs):
+    """CuPy: a block made and dropped through the pool, untraced, with the
+    driver view only (CUMEMTRACE_FRAMEWORKS=0: no CUDA call, nothing to
+    record) and with our allocator in. JAX: a sweep of N live arrays, the
+    first (every array new) and the next (every array known)."""
+    print(f"CuPy's blocks (stand-in pool, {sys.version.split()[0]}): a 1 KiB array made and "
+          "dropped")
+    off = min(frameworks_run(args, "cupy", pairs, None)[0]["ns_per_pair"]
+              for _ in range(args.repeat))
+    driver = min(frameworks_run(args, "cupy", pairs, {"CUMEMTRACE_FRAMEWORKS": "0"})[0]
+                 ["ns_per_pair"] for _ in range(args.repeat))
+    on = min(frameworks_run(args, "cupy", pairs, {})[0]["ns_per_pair"]
+             for _ in range(args.repeat))
+    table(("untraced us/pair", "driver view only", "blocks traced", "added by the blocks, us"),
+          [(f"{off / 1000:.3f}", f"{driver / 1000:.3f}", f"{on / 1000:.3f}",
+            f"{(on - driver) / 1000:.3f}")])
+    print("JAX's sweeps (stand-in arrays: their methods are Python, jaxlib's are C++)")
+    rows = []
+    for count in (1000, 10000):
+        best = None
+        for _ in range(args.repeat):
+            figures, err = frameworks_run(args, "jax", count, {"CUMEMTRACE_DEBUG": "1",
+                                                               "CUMEMTRACE_QUIET": "0"})
+            costs = [float(l.split(" swept in ")[1].split(" ms")[0]) for l in err.splitlines()
+                     if f"JAX: {count} live arrays swept" in l]
+            if len(costs) >= 2 and (best is None or costs[1] < best[1]):
+                best = (costs[0], costs[1], figures["python_ns_per_array"])
+        first, again, python = best
+        rows.append((count, f"{first:.2f}", f"{again:.2f}", f"{python * count / 1e6:.2f}",
+                     f"{(again - python * count / 1e6) * 1e6 / count:.0f}"))
+    table(("live arrays", "first sweep, ms", "next sweep, ms",
+           "the same calls from Python, ms", "ours per known array, ns"), rows)
+
+
 def table(header, rows):
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -121,10 +169,11 @@ def main():
     parser.add_argument("--threads", default="2,8",
                         help="thread counts to compare with 1 (default: 2,8)")
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs per figure")
-    parser.add_argument("--only", default="sites,threads,python,live,long,crash,oom",
+    parser.add_argument("--only", default="sites,threads,python,frameworks,live,long,crash,oom",
                         help="which tables, comma-separated (default: all): sites (threads "
                              "with a call site each), threads (added time and scaling), "
-                             "python (the Python frames' cost), live (report time and "
+                             "python (the Python frames' cost), frameworks (CuPy's "
+                             "blocks, JAX's sweeps), live (report time and "
                              "bytes per block), long (10M allocations), crash (crash dump), "
                              "oom (a report at each OOM)")
     args = parser.parse_args()
@@ -142,6 +191,8 @@ def main():
         threads_table(args, counts, pairs)
     if "python" in only:
         python_table(args, pairs // 4)
+    if "frameworks" in only:
+        frameworks_table(args, pairs // 4)
     if "live" in only:
         live_table(args, pairs)
     if "long" in only and not args.quick:
