@@ -104,6 +104,19 @@ static void *find(const char *name, cuuint64_t flags)
     (*(void **)&driver.field[LEGACY] = find(name, CU_GET_PROC_ADDRESS_LEGACY_STREAM),            \
      *(void **)&driver.field[PER_THREAD] = find(name, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
 
+/* Held across fork, as the driver's lock is (driver.c), and taken before
+ * it: a child forked while another thread made its primary context current
+ * would otherwise hang at its first call. */
+static void lock_for_fork(void)
+{
+    pthread_mutex_lock(&primary_lock);
+}
+
+static void unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&primary_lock);
+}
+
 static void load_driver(void)
 {
     void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -153,6 +166,9 @@ static void load_driver(void)
     FIND(ctx_synchronize, "cuCtxSynchronize");
     if (!driver.init || driver.init(0) != CUDA_SUCCESS)
         init_error = cudaErrorInitializationError;
+    /* After the driver's: fork handlers prepare in reverse order, so this
+     * lock is taken first, as ready() takes it. */
+    pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
 }
 
 /* Load the driver once, and make the current device's primary context
