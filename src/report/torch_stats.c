@@ -67,6 +67,7 @@ static int available;        /* -1 no Python (or no reader thread), 1 yes, 0 not
 static int exiting;          /* the exit hook ran: Python is being finalized */
 static int hook_registered;
 static int reader_started;
+static int reader_pinned;    /* the reader's thread state is kept (read_with_gil) */
 static int wanted;           /* a reading was asked for */
 static int report_wanted;    /* ... for a report: JAX's arrays swept whatever it costs */
 static uint64_t readings;    /* completed attempts, for torch_stats_refresh */
@@ -203,13 +204,28 @@ static void read_holding_gil(struct torch_stats *reading, int bridge, int for_re
     py.restore(type, value, traceback);
 }
 
-/* One attempt, on the reader thread. */
+/* One attempt, on the reader thread.
+ *
+ * The reader keeps one thread state for its whole life: PyGILState_Ensure
+ * makes a thread state when the thread has none, and PyGILState_Release
+ * deletes it when the thread's count falls to 0, each time under the
+ * interpreter's head lock and without the GIL. A fork at that moment (the
+ * forking thread holds the GIL, so nothing else of Python's is then
+ * between the two) left the child waiting for that lock for ever in
+ * PyOS_AfterFork_Child (CPython 3.11; seen about once in 200 runs of a
+ * program forking while the reader read every 40 ms). So the first
+ * reading takes the GIL once more and never gives that back: later ones
+ * only take and release the GIL. */
 static void read_with_gil(int for_report)
 {
     struct torch_stats reading = {0};
     if (py.is_initialized() && !(py.is_finalizing && py.is_finalizing()) &&
         !__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
         int gil = py.gil_ensure();
+        if (!reader_pinned) {
+            py.gil_ensure();
+            reader_pinned = 1;
+        }
         if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
             read_holding_gil(&reading, 1, for_report);
         py.gil_release(gil);
@@ -386,6 +402,7 @@ void torch_stats_reset(void)
     pthread_cond_init(&read_done, NULL);
     memset(&latest, 0, sizeof(latest));
     reader_started = 0;   /* the thread did not survive the fork */
+    reader_pinned = 0;
     wanted = report_wanted = 0;
     readings = 0;
     cupy_pool_after_fork();
