@@ -12,7 +12,8 @@ ceiling), the cost of the Python frames (bench/python_alloc.py), CuPy's
 blocks and JAX's sweeps on the stand-in packages (bench/frameworks.py), the report
 time and bytes per block with 1k/100k/1M live blocks, a
 run of 10M allocations (first and last tenth, to show no slow-down), and the
-crash dump time with 100k live blocks. Targets are those of
+crash dump time with 100k live blocks, and what a report at each OOM costs
+(bench/oom.c). Targets are those of
 docs/PERFORMANCE.md. On a busy machine, --repeat N keeps the best of N runs.
 """
 import argparse
