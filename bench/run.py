@@ -9,7 +9,8 @@ after the other in this run, on the simulator's O(1) benchmark mode
 tracer adds, and the ratio. Then: throughput with N threads against 1
 (--threads, default 2 and 8; the untraced column is the simulator's own
 ceiling), the cost of the Python frames (bench/python_alloc.py), CuPy's
-blocks and JAX's sweeps on the stand-in packages (bench/frameworks.py), the report
+blocks and JAX's sweeps on the stand-in packages (bench/frameworks.py), PyTorch's
+tensors through the stand-in caching allocator (bench/torch_tensors.py), the report
 time and bytes per block with 1k/100k/1M live blocks, a
 run of 10M allocations (first and last tenth, to show no slow-down), and the
 crash dump time with 100k live blocks, and what a report at each OOM costs
@@ -20,6 +21,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -136,6 +138,83 @@ def frameworks_table(args, pairs):
            "the same calls from Python, ms", "ours per known array, ns"), rows)
 
 
+def torch_run(args, frames, steps, tracer_env):
+    """bench/torch_tensors.py's ns per tensor, best of --repeat, and the tracer's own ns
+    per tensor between its marks (CUMEMTRACE_SELF_TIME=1); tracer_env None: untraced."""
+    sim = os.path.join(args.build, "sim")
+    best = None
+    for _ in range(args.repeat):
+        env = simulator_env(args, None if tracer_env is None else
+                            dict(tracer_env, CUMEMTRACE_SELF_TIME="1",
+                                 CUMEMTRACE_TORCH_TRACKER=os.path.join(
+                                     sim, "torch", "libcumemtrace_torch.so")))
+        env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
+        output = os.path.join(args.tmp, f"torch-{frames}")
+        env["CUMEMTRACE_OUTPUT"] = output
+        command = [sys.executable, os.path.join(ROOT, "bench", "torch_tensors.py"), str(frames),
+                   str(steps)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            sys.exit(f"bench/torch_tensors.py failed: {done.stderr[-2000:]}")
+        figures = json.loads(done.stdout.splitlines()[-1])
+        own = None
+        if tracer_env is not None:
+            marks = json.load(open(output + ".json"))["marks"]["recent"]
+            times = {m["label"]: m["self_time_ns"] for m in marks}
+            own = (times["tensors: end"] - times["tensors: start"]) / figures["tensors"]
+        if best is None or figures["ns_per_tensor"] < best[0]:
+            best = (figures["ns_per_tensor"], own)
+    return best
+
+
+def torch_instructions(args, frames, function):
+    """Instructions per tensor inside `function` and what it calls (callgrind, with
+    --toggle-collect), from the difference between runs of 1 and 3 timed steps: the
+    warm-up and the start-up drop out. None without valgrind."""
+    if not shutil.which("valgrind"):
+        return None
+    sim = os.path.join(args.build, "sim")
+    totals = []
+    for steps in (1, 3):
+        env = simulator_env(args, {"CUMEMTRACE_FORMAT": "none", "CUMEMTRACE_TORCH_TRACKER":
+                                   os.path.join(sim, "torch", "libcumemtrace_torch.so")})
+        env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
+        out = os.path.join(args.tmp, f"callgrind-{frames}-{function}-{steps}")
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   f"--toggle-collect={function}", sys.executable,
+                   os.path.join(ROOT, "bench", "torch_tensors.py"), str(frames), str(steps)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            sys.exit(f"callgrind failed: {done.stderr[-2000:]}")
+        tensors = json.loads(done.stdout.splitlines()[-1])["tensors"]
+        with open(out) as handle:
+            totals.append((tensors, next(int(line.split()[1]) for line in handle
+                                         if line.startswith("summary:"))))
+    return (totals[1][1] - totals[0][1]) / (totals[1][0] - totals[0][0])
+
+
+def torch_table(args, steps):
+    """Tensors through the stand-in for PyTorch's caching allocator, from a model-like
+    Python call depth: untraced, traced, and the tracer's own time per tensor."""
+    print(f"PyTorch's tensors (stand-in allocator, {sys.version.split()[0]}): a tensor "
+          "allocated and freed from Python, the outer frames the same from tensor to tensor")
+    rows = []
+    for frames in (8, 24):
+        off, _ = torch_run(args, frames, steps, None)
+        on, own = torch_run(args, frames, steps, {})
+        every = torch_instructions(args, frames, "torch_event")
+        walk = torch_instructions(args, frames, "python_capture")
+        rows.append((frames, f"{off:.0f}", f"{on:.0f}", f"{on - off:.0f}", f"{own:.0f}",
+                     "no valgrind" if every is None else f"{every:.0f}",
+                     "no valgrind" if walk is None else f"{walk:.0f}"))
+    table(("Python frames", "untraced ns/tensor", "traced ns/tensor", "added ns",
+           "the tracer's own ns/tensor (CUMEMTRACE_SELF_TIME=1)",
+           "instructions per tensor (callgrind)", "of them the Python frames"), rows)
+    print("(A tensor is its allocation and its free. Traced runs read the clock for "
+          "CUMEMTRACE_SELF_TIME; callgrind runs do not.)")
+    print()
+
+
 def table(header, rows):
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -170,11 +249,11 @@ def main():
     parser.add_argument("--threads", default="2,8",
                         help="thread counts to compare with 1 (default: 2,8)")
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs per figure")
-    parser.add_argument("--only", default="sites,threads,python,frameworks,live,long,crash,oom",
+    parser.add_argument("--only", default="sites,threads,python,frameworks,torch,live,long,crash,oom",
                         help="which tables, comma-separated (default: all): sites (threads "
                              "with a call site each), threads (added time and scaling), "
                              "python (the Python frames' cost), frameworks (CuPy's "
-                             "blocks, JAX's sweeps), live (report time and "
+                             "blocks, JAX's sweeps), torch (PyTorch's tensors, stand-in), live (report time and "
                              "bytes per block), long (10M allocations), crash (crash dump), "
                              "oom (a report at each OOM)")
     args = parser.parse_args()
@@ -194,6 +273,8 @@ def main():
         python_table(args, pairs // 4)
     if "frameworks" in only:
         frameworks_table(args, pairs // 4)
+    if "torch" in only:
+        torch_table(args, 40 if args.quick else 200)
     if "live" in only:
         live_table(args, pairs)
     if "long" in only and not args.quick:
