@@ -453,6 +453,30 @@ def case_torch_blocks_threads():
     check(report["tracer"]["lost"]["unknown_free"] == 0, "no free of an unknown tensor")
 
 
+def case_torch_blocks_frames():
+    """Frames that a walk remembering the last one's could take for another
+    (the same call depth at another line or function, generators, recursion,
+    code compiled again at a freed code object's address): every tensor's
+    stack holds exactly the Python frames the program saw, in two threads."""
+    out, _, reports, _ = scenario("frames_reused")
+    line = next(l for l in out.splitlines() if l.startswith("frames_reused: "))
+    expected = {tuple(tuple(f) for f in entry[:-1]): entry[-1]
+                for entry in json.loads(line[len("frames_reused: "):])}
+    report = reports["exit"][0]
+    frames = {f["id"]: f for f in report["frames"]}
+    found = {}
+    for stack in report["stacks"]:
+        if stack["kind"] == "torch_tensor":
+            where = tuple((frames[i]["file"], frames[i]["function"], frames[i]["line"])
+                          for i in stack["frames"] if frames[i]["python"])
+            found[where] = found.get(where, 0) + stack["live_blocks"]
+    wrong = sorted(str((where[:2], expected.get(where), found.get(where)))
+                   for where in set(expected) | set(found)
+                   if expected.get(where) != found.get(where))
+    check(len(expected) > 80 and not wrong,
+          f"{len(expected)} tracebacks; {len(wrong)} with other counts: {wrong[:4]}")
+
+
 def case_torch_tracker_refused():
     """An allocator that refuses trackers (the cudaMallocAsync backend): one
     line, the segment view, the program's output unchanged."""

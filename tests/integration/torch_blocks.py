@@ -187,9 +187,91 @@ def watched():
     return weights
 
 
+def traceback_of(frame):
+    """What the report must show for an allocation made in `frame`: its
+    Python frames, innermost first (the function's qualified name from 3.11)."""
+    frames = []
+    while frame:
+        code = frame.f_code
+        frames.append((code.co_filename, getattr(code, "co_qualname", code.co_name),
+                       frame.f_lineno))
+        frame = frame.f_back
+    return tuple(frames)
+
+
+def frames_reused(rounds=40):
+    """Tensors whose frames look alike to a walk that remembers the last
+    one's: the same call depth, so the same frame addresses, reaching other
+    lines, other functions, generators at other points, recursion of another
+    depth, and code objects freed and compiled again at the same address under
+    another file name. Every tensor is kept; prints how many each traceback
+    holds, which the report's stacks must match exactly. Two threads at once,
+    each with its own frames."""
+    kept, lock = {}, threading.Lock()
+
+    def keep(frame, pointer):
+        assert pointer
+        where = traceback_of(frame)
+        with lock:
+            kept.setdefault(where, []).append(pointer)
+
+    def one_line_or_another(i):
+        if i % 2:
+            keep(sys._getframe(), c10.c10sim_malloc(0, 4096))
+        else:
+            keep(sys._getframe(), c10.c10sim_malloc(0, 4096))
+
+    def first(i):
+        keep(sys._getframe(), c10.c10sim_malloc(0, 8192))
+
+    def second(i):
+        keep(sys._getframe(), c10.c10sim_malloc(0, 8192))
+
+    def producer(step):
+        while True:
+            keep(sys._getframe(), c10.c10sim_malloc(0, 2048))
+            yield
+            keep(sys._getframe(), c10.c10sim_malloc(0, 2048))
+            yield
+
+    def recurse(depth):
+        if depth:
+            return recurse(depth - 1)
+        keep(sys._getframe(), c10.c10sim_malloc(0, 1024))
+
+    names = [f"<frames_reused {i}>" for i in range(rounds)]   # kept: each its own address
+
+    def compiled(i):
+        source = "def site(keep, sys, c10):\n    keep(sys._getframe(), c10.c10sim_malloc(0, 512))\n"
+        scope = {}
+        exec(compile(source, names[i % len(names)], "exec"), scope)
+        scope["site"](keep, sys, c10)
+        scope.clear()      # the code object goes: the next may take its address
+
+    def rounds_of(thread):
+        generators = [producer(1), producer(2)]
+        for i in range(rounds):
+            one_line_or_another(i + thread)
+            (first if (i + thread) % 2 else second)(i)
+            next(generators[i % 2])
+            recurse(i % 3)
+            compiled(i)
+
+    workers = [threading.Thread(target=rounds_of, args=(1,))]
+    for w in workers:
+        w.start()
+    rounds_of(0)
+    for w in workers:
+        w.join()
+    print("frames_reused:", json.dumps([[list(f) for f in where] + [len(pointers)]
+                                        for where, pointers in kept.items()]), flush=True)
+    return kept
+
+
 SCENARIOS = {f.__name__: f for f in (training_mix, held_at_end, never_freed, cache_idle,
                                       fragmentation_oom, exhaustion_oom, teardown_ctypes,
-                                      crash_with_tensors, threads_and_snapshots, watched)}
+                                      crash_with_tensors, threads_and_snapshots, watched,
+                                      frames_reused)}
 HELD = None
 
 if __name__ == "__main__":
