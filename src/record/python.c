@@ -393,12 +393,101 @@ static const char *first_frame(const char *thread_state, int *bad)
     return frame;
 }
 
+/* What decided a frame's location in this thread's last walks: a table
+ * direct-mapped by frame address and instruction. The outer frames of a
+ * model's forward stay put from one tensor to the next, at the same
+ * addresses, and its inner ones come back to the same few calls. Per thread,
+ * so it only ever holds this thread's frames; ids are never taken back, and
+ * the location table is copied whole across fork, so an entry stays valid in
+ * a forked child too. An entry's code is never NULL, its frame never NULL. */
+#define MEMO_BITS 7
+#define MEMO_SLOTS (1 << MEMO_BITS)
+struct frame_memo {
+    const char *frame, *code, *instruction, *check;
+    uint32_t id;
+    char owner;
+};
+static __thread struct frame_memo memo[MEMO_SLOTS];
+
+static inline const char *load_pointer(const char *address)
+{
+    const char *p;
+    memcpy(&p, address, sizeof(p));
+    return p;
+}
+
+static inline struct frame_memo *memo_slot(const char *frame, const char *instruction)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)frame ^ (uint64_t)(uintptr_t)instruction << 16) *
+                 0x9e3779b97f4a7c15ull;
+    return &memo[h >> (64 - MEMO_BITS)];
+}
+
+/* The id of `frame` if its memo entry `m` is for the same code at the same
+ * instruction (the same byte offset then: 3.11 on keep the instructions inside
+ * the code object, 3.10's f_lasti is the offset itself) and with the same
+ * owner, and the code still passes what location_at and frame_offset check: a
+ * code object, with the same filename object (a code object freed and another
+ * compiled at its address is told apart as the index tells it apart), whose
+ * frame is complete. The index would then find the entry's (code, filename,
+ * offset) key, whose id never changes: the same id without the hash look-up.
+ * 0 otherwise. Plain loads: the thread's own frames, a validated layout. */
+static inline uint32_t memo_confirms(const struct frame_memo *m, const char *frame,
+                                     const char *code, const char *instruction, char owner)
+{
+    const struct python_layout *l = layout;
+    if (m->frame != frame || m->code != code || m->instruction != instruction ||
+        m->owner != owner || load_pointer(code + sizeof(void *)) != py.code_type ||
+        load_pointer(code + l->code_filename) != m->check)
+        return 0;
+    if (l->minor >= 11 && owner != 1) {
+        int first_traceable;
+        memcpy(&first_traceable, code + l->code_first_traceable, sizeof(first_traceable));
+        if (instruction < code + l->code_start + 2 * first_traceable)
+            return 0;
+    }
+    return m->id;
+}
+
+/* walk_state's loop over the thread's own frames once the layout is
+ * validated: plain loads, and the memo before the full path. Stops, with the
+ * frames found so far, where the full path finds something wrong, as
+ * walk_state does. */
+static int walk_own(const char *frame, uintptr_t *frames, int n, int max)
+{
+    const struct python_layout *l = layout;
+    while (frame && n < max) {
+        const char *code = load_pointer(frame + l->frame_code);
+        /* 3.10: f_lasti and the field after it; only compared */
+        const char *instruction = load_pointer(frame + l->frame_instruction);
+        char owner = l->minor >= 11 ? frame[l->frame_owner] : 0;
+        struct frame_memo *m = memo_slot(frame, instruction);
+        uint32_t id = memo_confirms(m, frame, code, instruction, owner);
+        if (!id) {
+            int bad = 0, offset;
+            if (frame_offset(frame, code, &offset, &bad))
+                id = location_at(code, offset, &bad);
+            if (bad)
+                break;
+            if (id)
+                *m = (struct frame_memo){frame, code, instruction,
+                                         load_pointer(code + l->code_filename), id, owner};
+        }
+        if (id)
+            frames[n++] = PYTHON_FRAME_TAG | id;
+        frame = load_pointer(frame + l->frame_previous);
+    }
+    return n;
+}
+
 /* The Python frames of `thread_state`, appended at frames[n..max). Returns
  * -1 if the layout turned out wrong (then the C API takes over). Lock held. */
 static int walk_state(const char *thread_state, uintptr_t *frames, int n, int max)
 {
     int bad = 0, start = n;
     const char *frame = first_frame(thread_state, &bad);
+    if (validated && !foreign)
+        return bad ? n : walk_own(frame, frames, n, max);
     while (frame && !bad && n < max) {
         const char *code = pointer_at(frame, layout->frame_code, &bad);
         int offset;
