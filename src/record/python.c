@@ -401,13 +401,12 @@ static const char *first_frame(const char *thread_state, int *bad)
  * the location table is copied whole across fork, so an entry stays valid in
  * a forked child too. An entry's code is never NULL, its frame never NULL. */
 #define MEMO_BITS 7
-#define MEMO_SLOTS (1 << MEMO_BITS)
 struct frame_memo {
     const char *frame, *code, *instruction, *check;
     uint32_t id;
     char owner;
 };
-static __thread struct frame_memo memo[MEMO_SLOTS];
+static __thread struct frame_memo memo[1 << MEMO_BITS];
 
 static inline const char *load_pointer(const char *address)
 {
@@ -452,8 +451,10 @@ static inline uint32_t memo_confirms(const struct frame_memo *m, const char *fra
 /* walk_state's loop over the thread's own frames once the layout is
  * validated: plain loads, and the memo before the full path. Stops, with the
  * frames found so far, where the full path finds something wrong, as
- * walk_state does. */
-static int walk_own(const char *frame, uintptr_t *frames, int n, int max)
+ * walk_state does. The memo's frames need no lock (walk() says why); the
+ * full path does: *locked says whether this thread holds it, and the first
+ * frame the memo does not confirm takes it. */
+static int walk_own(const char *frame, uintptr_t *frames, int n, int max, int *locked)
 {
     const struct python_layout *l = layout;
     while (frame && n < max) {
@@ -461,10 +462,18 @@ static int walk_own(const char *frame, uintptr_t *frames, int n, int max)
         /* 3.10: f_lasti and the field after it; only compared */
         const char *instruction = load_pointer(frame + l->frame_instruction);
         char owner = l->minor >= 11 ? frame[l->frame_owner] : 0;
+        if (l->minor >= 12 && owner == 3) {     /* a C stack's shim: frame_offset's 0 */
+            frame = load_pointer(frame + l->frame_previous);
+            continue;
+        }
         struct frame_memo *m = memo_slot(frame, instruction);
         uint32_t id = memo_confirms(m, frame, code, instruction, owner);
         if (!id) {
             int bad = 0, offset;
+            if (!*locked) {
+                pthread_mutex_lock(&lock);
+                *locked = 1;
+            }
             if (frame_offset(frame, code, &offset, &bad))
                 id = location_at(code, offset, &bad);
             if (bad)
@@ -486,8 +495,9 @@ static int walk_state(const char *thread_state, uintptr_t *frames, int n, int ma
 {
     int bad = 0, start = n;
     const char *frame = first_frame(thread_state, &bad);
+    int locked = 1;
     if (validated && !foreign)
-        return bad ? n : walk_own(frame, frames, n, max);
+        return bad ? n : walk_own(frame, frames, n, max, &locked);
     while (frame && !bad && n < max) {
         const char *code = pointer_at(frame, layout->frame_code, &bad);
         int offset;
@@ -508,8 +518,19 @@ static int walk_state(const char *thread_state, uintptr_t *frames, int n, int ma
         return -1;
     }
     if (n > start)
-        validated = 1;
+        __atomic_store_n(&validated, 1, __ATOMIC_RELEASE);   /* walk() reads it unlocked */
     return n;
+}
+
+/* first_frame by plain loads, for a thread's own state once the layout is
+ * validated; NULL where first_frame finds no frame or something wrong. */
+static const char *own_first_frame(const char *thread_state)
+{
+    const struct python_layout *l = layout;
+    const char *frame = load_pointer(thread_state + l->tstate_frame);
+    if ((l->minor == 11 || l->minor == 12) && frame)
+        frame = load_pointer(frame + l->cframe_frame);
+    return frame;
 }
 
 /* Whether the main thread's state lies in the interpreter's static data
@@ -594,15 +615,33 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
 static int walk(uintptr_t *frames, int n, int max)
 {
     const char *thread_state = py.this_thread_state();
-    pthread_mutex_lock(&lock);
-    if (!layout) {                 /* another thread found it wrong meanwhile */
-        pthread_mutex_unlock(&lock);
-        return -1;
-    }
     /* gettid() is a system call, dearer than the walk: once per thread. */
     if (!thread_role)
         thread_role = gettid() == process_id ? THREAD_MAIN : THREAD_OTHER;
     int is_main = thread_role == THREAD_MAIN, start = n;
+    /* A validated layout stays so, and layout with it. The frames the memo
+     * confirms need nothing shared (the memo is this thread's, the ids are
+     * never taken back, the layout is fixed): the lock is taken only at the
+     * first frame it does not confirm. The main thread notes its state under
+     * the lock first; main_state has no other writer (but a forked child,
+     * alone). No frames at all: the walk borrows the main thread's, under
+     * the lock, below. */
+    int locked = 0;
+    if (thread_state && __atomic_load_n(&validated, __ATOMIC_ACQUIRE) &&
+        (!is_main || main_state == thread_state)) {
+        n = walk_own(own_first_frame(thread_state), frames, n, max, &locked);
+        if (n > start) {
+            if (locked)
+                pthread_mutex_unlock(&lock);
+            return n;
+        }
+    }
+    if (!locked)
+        pthread_mutex_lock(&lock);
+    if (!layout) {                 /* another thread found it wrong meanwhile */
+        pthread_mutex_unlock(&lock);
+        return -1;
+    }
     if (thread_state) {
         if (is_main)
             main_state = thread_state;
