@@ -190,3 +190,8 @@ int report_caches(struct report *r, int live)
     }
     return 0;
 }
+
+int report_caches_at_end(const struct report *r)
+{
+    return r->state.program_ended && strcmp(r->reason, "exit") == 0;
+}

@@ -29,6 +29,14 @@
 
 static pthread_mutex_t finishing = PTHREAD_MUTEX_INITIALIZER;
 
+/* The caches' view when the program ended (report_keep_end), which the exit
+ * report shows: by then the interpreter's teardown may have freed the
+ * blocks module globals held, and with them the holes between them, so the
+ * view at exit would call a fragmented cache idle. Under `finishing`;
+ * end_cache_count -1 while there is none. */
+static struct report_cache end_caches[REPORT_MAX_CACHES];
+static int end_cache_count = -1;
+
 void report_fork_prepare(void)
 {
     pthread_mutex_lock(&finishing);
@@ -42,6 +50,31 @@ void report_fork_parent(void)
 void report_fork_child(void)
 {
     pthread_mutex_init(&finishing, NULL);
+    end_cache_count = -1;   /* the child's program has not ended */
+}
+
+/* The live blocks into r->blocks, allocated for registry_count() of them.
+ * Tracker lock held. */
+static void copy_blocks(struct report *r)
+{
+    size_t i = 0;
+    struct registry_cursor cursor;
+    for (struct block *b = registry_first(&cursor); b && i < r->block_count;
+         b = registry_next(&cursor), i++) {
+        struct report_block *c = &r->blocks[i];
+        c->value = block_value(b);
+        c->size = b->size;
+        c->sequence = b->sequence;
+        c->stack_id = b->stack_id;
+        c->time_ms = b->time_ms;
+        c->thread = b->thread;
+        c->handle = b->handle;
+        c->device = b->device;
+        c->kind = (uint8_t)block_kind(b);
+        c->api = b->api;
+        c->context = b->context;
+        c->held_at_end = (b->kind & BLOCK_HELD_AT_END) != 0;
+    }
 }
 
 /* Copy under the lock: counters, stacks with their frames, live blocks. */
@@ -92,24 +125,7 @@ static int copy_state(struct report *r)
         memcpy(r->frames + at, stack_frames(s), s->depth * sizeof(uintptr_t));
         at += s->depth;
     }
-    size_t i = 0;
-    struct registry_cursor cursor;
-    for (struct block *b = registry_first(&cursor); b && i < r->block_count;
-         b = registry_next(&cursor), i++) {
-        struct report_block *c = &r->blocks[i];
-        c->value = block_value(b);
-        c->size = b->size;
-        c->sequence = b->sequence;
-        c->stack_id = b->stack_id;
-        c->time_ms = b->time_ms;
-        c->thread = b->thread;
-        c->handle = b->handle;
-        c->device = b->device;
-        c->kind = (uint8_t)block_kind(b);
-        c->api = b->api;
-        c->context = b->context;
-        c->held_at_end = (b->kind & BLOCK_HELD_AT_END) != 0;
-    }
+    copy_blocks(r);
     if (timeline.events) {
         r->timeline = report_alloc(r, timeline.capacity * sizeof(struct timeline_event));
         if (r->timeline) {
@@ -191,10 +207,44 @@ static int collect(struct report *r, const char *reason)
     read_device_memory(r);
     torch_stats_get(&r->torch);
     pthread_mutex_lock(&finishing);
-    int result = report_caches(r, 1) < 0 || report_held_at_end(r) < 0
-                     ? -1 : report_finish(r, symbolizer_open(host.lookup));
+    int result = report_caches(r, 1);
+    if (result == 0 && report_caches_at_end(r) && end_cache_count >= 0) {
+        memcpy(r->caches, end_caches, (size_t)end_cache_count * sizeof(*end_caches));
+        r->cache_count = end_cache_count;
+    }
+    if (result == 0)
+        result = report_held_at_end(r) < 0 ? -1 : report_finish(r, symbolizer_open(host.lookup));
     pthread_mutex_unlock(&finishing);
     return result;
+}
+
+void report_keep_end(void)
+{
+    struct report *r = pages_alloc(sizeof(*r));
+    if (!r)
+        return;
+    memset(r, 0, sizeof(*r));
+    tracker_lock();
+    r->stack_count = stack_count();
+    r->stacks = report_alloc(r, r->stack_count * sizeof(struct stack));
+    r->block_count = registry_count();
+    r->blocks = report_alloc(r, r->block_count * sizeof(struct report_block));
+    if (r->stacks && r->blocks) {
+        for (uint32_t id = 1; id <= r->stack_count; id++)
+            r->stacks[id - 1] = *stack_get(id);   /* report_caches reads flags and depth */
+        copy_blocks(r);
+    }
+    tracker_unlock();
+    pthread_mutex_lock(&finishing);
+    if (r->stacks && r->blocks && report_caches(r, 1) == 0) {
+        memcpy(end_caches, r->caches, (size_t)r->cache_count * sizeof(*end_caches));
+        end_cache_count = r->cache_count;
+    } else {
+        log_line("out of memory at the program's end: the caches' view in the exit report "
+                 "is the one after the interpreter's teardown");
+    }
+    pthread_mutex_unlock(&finishing);
+    report_delete(r);
 }
 
 struct report *report_new(const char *reason)

@@ -186,6 +186,9 @@ const struct counters *report_counters(const struct report *r, int slot, int set
  * on stderr) if out of memory. Released with report_delete. */
 struct report *report_new(const char *reason);
 void report_delete(struct report *r);
+/* The program ended (tracker_program_end has been told): keep the caches'
+ * view as it is now for the exit report (report_caches_at_end). */
+void report_keep_end(void);
 /* Around fork, before the tracker's prepare and after its parent and child:
  * fork waits for a report being finished (sorted, symbolized: collect.c). */
 void report_fork_prepare(void);
@@ -236,6 +239,10 @@ int report_write_to(const char *reason, const char *template_, int summary);
  * the driver allocations found to hold a framework's blocks. 0, or -1 when
  * out of memory. */
 int report_caches(struct report *r, int live);
+/* Whether r->caches are as they were when the program ended: the exit
+ * report of a program whose end was seen (collect.c keeps that view,
+ * report_keep_end; a report read back carries it). */
+int report_caches_at_end(const struct report *r);
 /* The stack allocated a framework's cache segments, and that framework's
  * blocks are recorded: verdicts are about its blocks, not this stack. */
 int report_cache_segment(const struct report *r, uint32_t stack_id);

@@ -1346,7 +1346,9 @@
     if (!rows.length && !notes.length) {
       return null;
     }
-    return section('caches', 'Frameworks\' caches, per device', [element('p', { 'class': 'note' }, [
+    var atEnd = page.report.reason === 'exit' && page.report.program_end;
+    return section('caches', 'Frameworks\' caches, per device' + (atEnd ? ', at the program\'s end' : ''),
+      [element('p', { 'class': 'note' }, [
       'Reserved: the segments a cache took from the driver (counted once, as device memory); its blocks are carved ' +
       'from them. Unused: reserved less the blocks; of it, holes between live blocks reuse only requests that fit, ' +
       'and segments with no live block are what emptying the cache gives back.'])].concat(notes).concat(rows.length

@@ -239,7 +239,8 @@ static void write_caches_device(const struct report *r, struct out *out, int dev
         if (c->device != device || k < 0 || k >= CACHE_KINDS)
             continue;
         const struct cache_state *state = &r->state.caches[k];
-        out_printf(out, "    %s's cache: reserved ", cache_words[k].framework);
+        out_printf(out, "    %s's cache%s: reserved ", cache_words[k].framework,
+                   report_caches_at_end(r) ? " (at the program's end)" : "");
         out_bytes(out, c->reserved);
         out_printf(out, " in %llu segment%s", (unsigned long long)c->segments,
                    c->segments == 1 ? "" : "s");

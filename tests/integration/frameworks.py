@@ -366,6 +366,29 @@ def oom_at(reports, scenario_name):
     return None
 
 
+def case_torch_blocks_fragmented_at_end():
+    """Kept small tensors between freed larger ones, to the program's end: the
+    exit report's cache view and verdict are those of that end, not of after
+    the interpreter's teardown freed the small ones (then every segment would
+    look idle)."""
+    _, _, reports, figures = scenario("fragmented_at_end", CUMEMTRACE_FORMAT="text,json")
+    report = reports["exit"][0]
+    view = cache(report)
+    device = view["devices"][0] if view and view["devices"] else {}
+    check(device.get("block_bytes") == figures["allocated"] == 48 * 2 * MiB,
+          f"the kept tensors, as the stand-in counts them: {device}, {figures}")
+    check(device.get("hole_bytes") == figures["inactive_split"] >= 200 * MiB and
+          device.get("holes") == figures["inactive_split_blocks"],
+          f"the holes between them, as the stand-in counts them: {device}, {figures}")
+    check(report["fragmentation"]["verdict"] == "fragmented", f"{report['fragmentation']}")
+    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*.txt"))[0]).read()
+    check("PyTorch's cache (at the program's end)" in text, "the text says when")
+    again = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "report",
+                            glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]],
+                           capture_output=True, text=True).stdout
+    check(again == text, "read back from the JSON, the same text")
+
+
 def case_torch_blocks_fragmentation_oom():
     """Two of every three 6 MiB tensors freed, then 40 MiB: free bytes in the
     cache, in holes none of which fits."""

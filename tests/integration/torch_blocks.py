@@ -98,6 +98,15 @@ def fragmentation_oom():
     return kept
 
 
+def fragmented_at_end():
+    """Small tensors kept to the end between freed larger ones: the holes
+    between them are there until the interpreter's teardown frees them."""
+    pairs = [(Tensor(6 * MiB), Tensor(2 * MiB)) for _ in range(48)]  # HELD-fragmented_at_end
+    kept = [small for _, small in pairs]
+    del pairs
+    return kept
+
+
 def exhaustion_oom():
     kept = []
     try:
@@ -269,9 +278,9 @@ def frames_reused(rounds=40):
 
 
 SCENARIOS = {f.__name__: f for f in (training_mix, held_at_end, never_freed, cache_idle,
-                                      fragmentation_oom, exhaustion_oom, teardown_ctypes,
-                                      crash_with_tensors, threads_and_snapshots, watched,
-                                      frames_reused)}
+                                      fragmentation_oom, fragmented_at_end, exhaustion_oom,
+                                      teardown_ctypes, crash_with_tensors, threads_and_snapshots,
+                                      watched, frames_reused)}
 HELD = None
 
 if __name__ == "__main__":
