@@ -66,6 +66,8 @@ static const struct host interposer = {
     .memory_info = context_memory_info,
     .pool_info = pool_default_info,
     .created_pool_info = pool_created_info,
+    .cache_oom = trigger_cache_oom,
+    .program_ended = report_keep_end,
 };
 
 static void init_once(void)

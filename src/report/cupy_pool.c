@@ -38,7 +38,6 @@
 #include "log.h"
 #include "py_api.h"
 #include "tracker.h"
-#include "triggers.h"
 
 #define TOKEN_NAME "cumemtrace.cupy_block"
 
@@ -122,8 +121,8 @@ static void report_oom(PyObject *size)
     uint64_t free_bytes = 0, total;
     if (device < 0 || !host.memory_info || host.memory_info((int)device, &free_bytes, &total) < 0)
         free_bytes = 0;
-    if (!bad)
-        trigger_cache_oom(KIND_CUPY_BLOCK, (int)device, bytes, free_bytes);
+    if (!bad && host.cache_oom)
+        host.cache_oom(KIND_CUPY_BLOCK, (int)device, bytes, free_bytes);
     py.restore(type, value, traceback);
 }
 

@@ -36,9 +36,9 @@
 
 #include "config.h"
 #include "cupy_pool.h"
+#include "host.h"
 #include "jax_arrays.h"
 #include "py_api.h"
-#include "report.h"
 #include "torch_stats.h"
 #include "tracker.h"
 
@@ -144,7 +144,8 @@ static void publish(const struct torch_stats *reading, int at_exit)
 
 /* Python's exit hooks: the program has ended, its interpreter is about to
  * tear down what module globals held. The counters are read a last time,
- * the tracker told (tracker_program_end), and the caches' view kept. */
+ * the tracker told (tracker_program_end), and the caches' view kept
+ * (host.program_ended). */
 static PyObject *exit_hook(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -158,7 +159,8 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
     publish(&reading, 1);
     tracker_program_end();
-    report_keep_end();
+    if (host.program_ended)
+        host.program_ended();
     py.restore(type, value, traceback);
     return py.build_value("");   /* None */
 }
