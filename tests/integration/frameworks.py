@@ -569,6 +569,33 @@ def case_frameworks_off():
           f"the segment view, and why: {cache(report)}")
 
 
+def case_torch_blocks_after_cuda():
+    """CUDA initialised, and the tracer started, by the program's own calls
+    before the framework's first tensor: its tensors are still traced one by
+    one, with the same verdicts."""
+    program = (
+        "import ctypes, os, sys\n"
+        "cudart = ctypes.CDLL('libcudart.so.13')\n"
+        "p = ctypes.c_void_p()\n"
+        "assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0\n"
+        "cudart.cudaFree(p)\n"
+        "sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
+        "sys.argv[1:] = ['training_mix']\n"
+        "import torch_blocks as t\n"
+        "t.c10.c10sim_init(1)\n"
+        "t.HELD = t.training_mix()\n")
+    path = os.path.join(cases.ARGS.build, "tests", "torch_blocks_after_cuda.py")
+    with open(path, "w") as handle:
+        handle.write(program)
+    _, err, reports, _ = run(sys.executable, [path, script()], env=torch_env())
+    report = reports[-1] if reports else {}
+    check(report.get("reason") == "exit", f"an exit report: {[r['reason'] for r in reports]}")
+    view = cache(report) if report else None
+    check(view and view["view"] == "blocks", f"tensors traced one by one: {view}, {err[-300:]!r}")
+    if report:
+        check_verdicts(report, "training_mix")
+
+
 def case_torch_blocks_fork():
     """fork() while threads allocate through the stand-in (a child inherits
     its lock as it was, as with PyTorch, so the child only makes CUDA calls
