@@ -729,13 +729,16 @@ void python_fork_child(void)
     pthread_mutex_unlock(&lock);       /* taken by this thread before fork */
 }
 
+/* Plain loads, as walk() reads a thread's own frames without the lock: the
+ * checked reads of first_frame would take system calls whenever another
+ * thread is borrowing the main thread's frames meanwhile (`foreign`). */
 int python_runs_here(void)
 {
-    if (!config.python || available <= 0 || !layout || !validated)
+    if (!config.python || available <= 0 || !layout ||
+        !__atomic_load_n(&validated, __ATOMIC_ACQUIRE))
         return 0;
     const char *thread_state = py.this_thread_state();
-    int bad = 0;
-    return thread_state && first_frame(thread_state, &bad) && !bad;
+    return thread_state && own_first_frame(thread_state);
 }
 
 int python_capture(uintptr_t *frames, int depth, int max)
