@@ -69,19 +69,26 @@ uint64_t registry_hash(uint64_t k)
     return k;
 }
 
-static int registry_shard(uint64_t key)
+/* A key's shard and home, from its hash: a function that needs both hashes
+ * the key once. */
+static struct shard *shard_by_hash(uint64_t hash)
 {
-    return (int)(registry_hash(key) >> (64 - SHARD_BITS));
+    return &shards[hash >> (64 - SHARD_BITS)];
 }
 
 static struct shard *shard_of(uint64_t key)
 {
-    return &shards[registry_shard(key)];
+    return shard_by_hash(registry_hash(key));
+}
+
+static uint32_t home_by_hash(uint64_t hash, uint32_t homes)
+{
+    return (uint32_t)hash & (homes - 1);
 }
 
 static uint32_t home_of(uint64_t key, uint32_t homes)
 {
-    return (uint32_t)registry_hash(key) & (homes - 1);
+    return home_by_hash(registry_hash(key), homes);
 }
 
 static size_t table_bytes(uint32_t slot_count)
@@ -154,12 +161,12 @@ int registry_trylock_all(void)
     return 1;
 }
 
-/* Put a record in the first empty slot from its home; -1 if that would be the
- * last slot, which stays empty. */
+/* Put a record in the first empty slot from its home (`hash` is its key's);
+ * -1 if that would be the last slot, which stays empty. */
 static int place(struct slot *slots, uint32_t homes, uint32_t slot_count, uint64_t key,
-                 struct block *block)
+                 uint64_t hash, struct block *block)
 {
-    uint32_t i = home_of(key, homes);
+    uint32_t i = home_by_hash(hash, homes);
     while (slots[i].block)
         i++;
     if (i >= slot_count - 1)
@@ -181,7 +188,8 @@ static int resize(struct shard *s, uint32_t homes)
         uint32_t i = 0;
         while (i < s->slot_count &&
                (!s->slots[i].block ||
-                place(slots, homes, count, s->slots[i].key, s->slots[i].block) == 0))
+                place(slots, homes, count, s->slots[i].key, registry_hash(s->slots[i].key),
+                      s->slots[i].block) == 0))
             i++;
         if (i == s->slot_count) {
             if (s->slots)
@@ -196,11 +204,12 @@ static int resize(struct shard *s, uint32_t homes)
     return -1;
 }
 
-static uint32_t find_slot(const struct shard *s, uint64_t key)
+/* `hash` is the key's. */
+static uint32_t find_slot(const struct shard *s, uint64_t key, uint64_t hash)
 {
     if (!s->slots)
         return NOT_FOUND;
-    for (uint32_t i = home_of(key, s->homes); s->slots[i].block; i++)
+    for (uint32_t i = home_by_hash(hash, s->homes); s->slots[i].block; i++)
         if (s->slots[i].key == key)
             return i;
     return NOT_FOUND;
@@ -231,11 +240,12 @@ struct block *registry_new(uint64_t key)
 
 int registry_add(struct block *block)
 {
-    struct shard *s = shard_of(block->key);
+    uint64_t hash = registry_hash(block->key);
+    struct shard *s = shard_by_hash(hash);
     if ((uint64_t)(s->used + 1) * 4 > (uint64_t)s->homes * 3 &&
         resize(s, s->homes ? s->homes * 2 : FIRST_HOMES) < 0)
         return -1;
-    while (place(s->slots, s->homes, s->slot_count, block->key, block) < 0)
+    while (place(s->slots, s->homes, s->slot_count, block->key, hash, block) < 0)
         if (resize(s, s->homes * 2) < 0)
             return -1;
     s->used++;
@@ -244,15 +254,17 @@ int registry_add(struct block *block)
 
 struct block *registry_find(uint64_t key)
 {
-    struct shard *s = shard_of(key);
-    uint32_t i = find_slot(s, key);
+    uint64_t hash = registry_hash(key);
+    struct shard *s = shard_by_hash(hash);
+    uint32_t i = find_slot(s, key, hash);
     return i == NOT_FOUND ? NULL : s->slots[i].block;
 }
 
 void registry_unlink(struct block *block)
 {
-    struct shard *s = shard_of(block->key);
-    uint32_t i = find_slot(s, block->key);
+    uint64_t hash = registry_hash(block->key);
+    struct shard *s = shard_by_hash(hash);
+    uint32_t i = find_slot(s, block->key, hash);
     if (i != NOT_FOUND && s->slots[i].block == block)
         remove_at(s, i);
 }
