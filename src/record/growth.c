@@ -48,9 +48,9 @@ void growth_sample(uint32_t now_ms, int mark)
         if (!g->first_sample) {
             if (!bytes)
                 continue;
-            g->first_bytes = g->last_bytes = bytes;
-            g->first_ms = g->last_ms = now_ms;
-            g->first_sample = sample;
+            g->first_bytes = g->last_bytes = g->peak_bytes = bytes;
+            g->first_ms = g->last_ms = g->peak_ms = now_ms;
+            g->first_sample = g->peak_sample = sample;
             continue;
         }
         if (bytes > g->last_bytes) {
@@ -58,6 +58,13 @@ void growth_sample(uint32_t now_ms, int mark)
             g->last_rise = sample;
         } else if (bytes < g->last_bytes) {
             g->falls++;
+        }
+        if (bytes > g->peak_bytes) {
+            g->peak_bytes = bytes;
+            g->peak_ms = now_ms;
+            g->peak_sample = sample;
+            g->peak_rises = g->rises;
+            g->peak_falls = g->falls;
         }
         g->last_bytes = bytes;
         g->last_ms = now_ms;
@@ -79,15 +86,46 @@ int growth_suspect(const struct stack_growth *g, uint64_t live_bytes,
     return g->rises * 2 >= since && g->falls * 4 <= g->rises && g->last_rise + 1 >= state->samples;
 }
 
+/* Growth's rules on the series up to its peak: rose 3 times or more, at
+ * half the samples from the first to the peak or more, fell at most once per
+ * 4 rises. "Rose at one of the last two samples" holds at the peak itself,
+ * which only a rise reaches. The peak was at most 2 samples before the last
+ * and the site holds less now: it was freed near the end. A sawtooth fails
+ * the falls, a cache that filled and stayed fails the fall from the peak, and
+ * a drop followed by more samples fails "near the end". */
+int growth_released(const struct stack_growth *g, uint64_t live_bytes,
+                    const struct growth_state *state)
+{
+    if (!g->first_sample || growth_suspect(g, live_bytes, state) || g->peak_rises < 3 ||
+        g->peak_bytes <= g->first_bytes || live_bytes >= g->peak_bytes ||
+        g->peak_sample + 2 < state->samples)
+        return 0;
+    uint32_t since = g->peak_sample - g->first_sample;
+    return g->peak_rises * 2 >= since && g->peak_falls * 4 <= g->peak_rises;
+}
+
+/* Bytes gained from `from` to `to` over `samples` samples or `span_ms`. */
+static double rate_between(uint64_t from, uint64_t to, uint32_t samples, uint32_t span_ms,
+                           const struct growth_state *state)
+{
+    if (to <= from)
+        return 0;
+    double gained = (double)(to - from);
+    if (state->mode == GROWTH_MARKS)
+        return samples ? gained / samples : 0;
+    return span_ms ? gained * 1000.0 / span_ms : 0;
+}
+
 double growth_rate(const struct stack_growth *g, const struct growth_state *state)
 {
-    if (g->last_bytes <= g->first_bytes)
-        return 0;
-    double gained = (double)(g->last_bytes - g->first_bytes);
-    if (state->mode == GROWTH_MARKS)
-        return state->samples > g->first_sample ? gained / (state->samples - g->first_sample) : 0;
-    uint32_t span = g->last_ms - g->first_ms;
-    return span ? gained * 1000.0 / span : 0;
+    uint32_t samples = state->samples > g->first_sample ? state->samples - g->first_sample : 0;
+    return rate_between(g->first_bytes, g->last_bytes, samples, g->last_ms - g->first_ms, state);
+}
+
+double growth_peak_rate(const struct stack_growth *g, const struct growth_state *state)
+{
+    return rate_between(g->first_bytes, g->peak_bytes, g->peak_sample - g->first_sample,
+                        g->peak_ms - g->first_ms, state);
 }
 
 void growth_end(uint32_t now_ms)

@@ -4,7 +4,9 @@
  * and each stack keeps a summary of how they moved (struct stack_growth in
  * stacks.h): a few numbers, no history. A stack is a leak suspect when its
  * live bytes rose at most of the samples since it first held memory, did not
- * fall back, and were still rising at the end (growth_suspect).
+ * fall back, and were still rising at the end (growth_suspect); it grew, then
+ * was freed near the end when its series up to its peak was a suspect's and
+ * the peak came at the run's last samples (growth_released).
  *
  * When samples are taken: at every cumemtrace_mark() once the program makes
  * one (an iteration boundary it chose), otherwise every CUMEMTRACE_SAMPLE_MS
@@ -50,5 +52,12 @@ void growth_end(uint32_t now_ms);
 int growth_suspect(const struct stack_growth *g, uint64_t live_bytes,
                    const struct growth_state *state);
 double growth_rate(const struct stack_growth *g, const struct growth_state *state);
+/* For reports, the same way: did it grow as a suspect does up to its peak,
+ * then fall at the run's last samples (never when growth_suspect)? A list of
+ * outputs kept over an epoch and freed when its function returned reaches the
+ * OOM all the same. Its rate while it grew, from its first sample to its peak. */
+int growth_released(const struct stack_growth *g, uint64_t live_bytes,
+                    const struct growth_state *state);
+double growth_peak_rate(const struct stack_growth *g, const struct growth_state *state);
 
 #endif

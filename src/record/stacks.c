@@ -41,7 +41,7 @@ static uintptr_t skip_low, skip_high;
  *
  * A writer fills a stack record and its frames, then publishes the count and
  * the index slot with release stores; readers load them with acquire. */
-#define STACK_CHUNK 1024u                      /* 120 KiB of records */
+#define STACK_CHUNK 1024u                      /* 192 KiB of records */
 #define MAX_STACK_CHUNKS 65536u                /* 64M stacks */
 #define FRAME_CHUNK (1u << 15)                 /* 256 KiB of frames */
 #define MAX_FRAME_CHUNKS 16384u                /* 512M frames */

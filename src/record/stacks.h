@@ -29,18 +29,24 @@ struct stack_stats {
     uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
 };
 
-/* How a stack's live bytes moved across growth samples (growth.c). */
+/* How a stack's live bytes moved across growth samples (growth.c). The
+ * peak_* fields are the same figures at the sample of its highest bytes
+ * (the first sample that reached them), so a site that grew and was freed
+ * just before the end can be judged on its series up to that peak. */
 struct stack_growth {
     uint64_t first_bytes, last_bytes;  /* at the first sample that saw it live, the last */
-    uint32_t first_ms, last_ms;
+    uint64_t peak_bytes;
+    uint32_t first_ms, last_ms, peak_ms;
     uint32_t first_sample, last_rise;  /* sample numbers, from 1 */
+    uint32_t peak_sample;
     uint32_t rises, falls;             /* samples where it was above / below the one before */
+    uint32_t peak_rises, peak_falls;   /* rises and falls up to peak_sample */
 };
 
-/* 128 bytes: what lookups read (hash, depth, frames) and growth, changed
- * only with every shard locked, share the first cache line; the totals that
- * every allocation changes have the second to themselves, so threads
- * allocating from one site do not slow each other's lookups down. */
+/* 192 bytes: what lookups read (hash, depth, frames) sits in the first cache
+ * line with the start of growth, changed only with every shard locked; the
+ * totals that every allocation changes have the third line to themselves, so
+ * threads allocating from one site do not slow each other's lookups down. */
 struct stack {
     uint64_t hash;
     uint64_t first_frame;              /* index into the frame array */
