@@ -543,21 +543,15 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
     }
 }
 
-static void load_growth(struct loader *l, const struct json_value *root)
+/* One entry of growth.growing or growth.released (a report older than the
+ * released list has none) into its stack, and its id onto `ids`. */
+static void load_growth_list(struct loader *l, const struct json_value *list, uint32_t *ids,
+                             uint32_t *count)
 {
     struct report *r = l->r;
-    const struct json_value *growth = json_get(root, "growth");
-    r->growing = alloc_array(l, r->stack_count, sizeof(uint32_t));
-    if (!growth || growth->type != JSON_OBJECT || !r->growing)
-        return;
-    r->has_growth = 1;
-    const char *mode = json_string(json_get(growth, "mode"));
-    r->growth.mode = mode && strcmp(mode, "marks") == 0 ? GROWTH_MARKS : GROWTH_TIME;
-    r->growth.samples = (uint32_t)get_u64(growth, "samples");
-    const struct json_value *growing = json_get(growth, "growing");
-    for (const struct json_value *g = growing ? growing->first : NULL; g; g = g->next) {
+    for (const struct json_value *g = list ? list->first : NULL; g; g = g->next) {
         uint32_t id = stack_id(l, g);
-        if (id == 0 || r->growing_count == r->stack_count)
+        if (id == 0 || *count == r->stack_count)
             continue;
         struct stack_growth *s = &r->stacks[id - 1].growth;
         s->first_bytes = get_u64(g, "first_bytes");
@@ -567,8 +561,29 @@ static void load_growth(struct loader *l, const struct json_value *root)
         s->rises = (uint32_t)get_u64(g, "rises");
         s->falls = (uint32_t)get_u64(g, "falls");
         s->first_sample = r->growth.samples - (uint32_t)get_u64(g, "samples_since_first");
-        r->growing[r->growing_count++] = id;
+        s->peak_bytes = get_u64(g, "peak_bytes");
+        s->peak_ms = (uint32_t)get_u64(g, "peak_ms");
+        s->peak_rises = (uint32_t)get_u64(g, "peak_rises");
+        s->peak_falls = (uint32_t)get_u64(g, "peak_falls");
+        s->peak_sample = r->growth.samples - (uint32_t)get_u64(g, "samples_since_peak");
+        ids[(*count)++] = id;
     }
+}
+
+static void load_growth(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    const struct json_value *growth = json_get(root, "growth");
+    r->growing = alloc_array(l, r->stack_count, sizeof(uint32_t));
+    r->released = alloc_array(l, r->stack_count, sizeof(uint32_t));
+    if (!growth || growth->type != JSON_OBJECT || !r->growing || !r->released)
+        return;
+    r->has_growth = 1;
+    const char *mode = json_string(json_get(growth, "mode"));
+    r->growth.mode = mode && strcmp(mode, "marks") == 0 ? GROWTH_MARKS : GROWTH_TIME;
+    r->growth.samples = (uint32_t)get_u64(growth, "samples");
+    load_growth_list(l, json_get(growth, "growing"), r->growing, &r->growing_count);
+    load_growth_list(l, json_get(growth, "released"), r->released, &r->released_count);
 }
 
 static int by_bytes(const void *a, const void *b)

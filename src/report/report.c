@@ -194,6 +194,11 @@ static int choose_stacks(struct report *r)
     for (size_t i = 0; i < r->held_count; i++)
         if (r->held[i].stack_id <= r->stack_count)
             wanted[r->held[i].stack_id] = 1;
+    /* The growth verdicts', which may hold nothing now. */
+    for (uint32_t i = 0; i < r->growing_count; i++)
+        wanted[r->growing[i]] = 1;
+    for (uint32_t i = 0; i < r->released_count; i++)
+        wanted[r->released[i]] = 1;
     /* The timeline's stacks, so that memory at any moment can be drawn by stack. */
     for (size_t i = 0; i < r->timeline_count; i++)
         if (r->timeline[i].stack_id <= r->stack_count)
@@ -229,19 +234,32 @@ static int by_growth_rate(const void *a, const void *b, void *report)
     return rx < ry ? 1 : rx > ry ? -1 : 0;
 }
 
-/* Leak suspects: stacks whose live bytes keep rising (growth.h). */
+static int by_growth_peak(const void *a, const void *b, void *report)
+{
+    const struct report *r = report;
+    uint64_t x = stack_of_id(a, r)->growth.peak_bytes, y = stack_of_id(b, r)->growth.peak_bytes;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Leak suspects: stacks whose live bytes keep rising, and those that grew
+ * so until shortly before the end, then were freed (growth.h). */
 static int find_growing(struct report *r)
 {
     r->growing = report_alloc(r, (r->stack_count + 1) * sizeof(uint32_t));
-    if (!r->growing)
+    r->released = report_alloc(r, (r->stack_count + 1) * sizeof(uint32_t));
+    if (!r->growing || !r->released)
         return -1;
     for (uint32_t id = 1; r->has_growth && id <= r->stack_count; id++) {
         const struct stack *s = &r->stacks[id - 1];
-        if (!report_cache_segment(r, id) &&
-            growth_suspect(&s->growth, report_growth_bytes(r, s), &r->growth))
+        if (report_cache_segment(r, id))
+            continue;
+        if (growth_suspect(&s->growth, report_growth_bytes(r, s), &r->growth))
             r->growing[r->growing_count++] = id;
+        else if (growth_released(&s->growth, report_growth_bytes(r, s), &r->growth))
+            r->released[r->released_count++] = id;
     }
     qsort_r(r->growing, r->growing_count, sizeof(uint32_t), by_growth_rate, r);
+    qsort_r(r->released, r->released_count, sizeof(uint32_t), by_growth_peak, r);
     return 0;
 }
 
@@ -305,7 +323,7 @@ int report_finish(struct report *r, struct symbolizer *symbolizer)
 {
     r->symbolizer = symbolizer;
     r->all_frames = config.all_frames;
-    if (make_groups(r) < 0 || choose_stacks(r) < 0 || find_growing(r) < 0 ||
+    if (make_groups(r) < 0 || find_growing(r) < 0 || choose_stacks(r) < 0 ||
         symbolize_frames(r) < 0 || report_classify_frames(r) < 0)
         return -1;
     return 0;

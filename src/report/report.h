@@ -107,6 +107,8 @@ struct report {
     int has_growth;
     uint32_t *growing;                   /* leak suspects' stack ids, fastest first */
     uint32_t growing_count;
+    uint32_t *released;                  /* grew, then freed near the end: highest peak first */
+    uint32_t released_count;
     struct stack *stacks;                /* index = id - 1 */
     uint32_t stack_count;
     uintptr_t *frames;

@@ -5,8 +5,8 @@
  * that no "</script>" can end it early) and a small script that draws it:
  * live bytes over time per device and kind, with OOMs, marks and the peak;
  * an icicle graph of live device memory by stack at exit and at the peak;
- * tables of leaked and growing stacks, the counters and the fragmentation
- * verdict. Nothing is fetched at view time: no network, no libraries.
+ * tables of leaked and growing stacks (and those that grew, then were freed
+ * near the end), the counters and the fragmentation verdict. Nothing is fetched at view time: no network, no libraries.
  *
  * The script and the style live in report_html.js and .css beside this file, compiled in
  * by scripts/embed.cmake. */

@@ -1393,6 +1393,19 @@
       ? table(['#', 'live bytes', 'rate', 'rose at samples', 'site'], growRows, 'growing-table')
       : element('p', {}, [report.growth ? 'None of ' + report.growth.samples + ' samples showed a site that keeps growing.'
         : 'Not known (no samples in this report).'])]));
+    /* Sites that grew as a leak does, then were freed at the run's last samples
+     * (older reports have no such list). */
+    var released = report.growth && report.growth.released ? report.growth.released : [];
+    if (released.length) {
+      var releasedRows = released.map(function (g, i) {
+        var rate = report.growth.mode === 'marks' ? formatBytes(g.rate) + ' per mark' : formatBytes(g.rate) + '/s';
+        return [i + 1, formatBytes(g.peak_bytes), rate, formatBytes(g.live_bytes),
+          g.peak_rises + ' of ' + (g.samples_since_first - g.samples_since_peak), stackCell(page, g.stack)];
+      });
+      container.appendChild(section('released', 'Grew, then freed near the end (peak-memory suspects; not held at the end)',
+        [table(['#', 'peak', 'rate while it grew', 'live bytes', 'rose at samples to the peak', 'site'], releasedRows,
+          'released-table')]));
+    }
 
     var holders = (report.stacks || []).filter(function (s) {
       return s.peak_live_bytes > 0 && !page.segments[s.id];

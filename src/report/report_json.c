@@ -302,6 +302,20 @@ static void write_marks(const struct report *r, struct out *out)
     out_str(out, "]}");
 }
 
+/* The fields growing and released entries share, the object left open. */
+static void write_growth_entry(const struct report *r, struct out *out, uint32_t id, double rate)
+{
+    const struct stack *s = &r->stacks[id - 1];
+    const struct stack_growth *g = &s->growth;
+    out_printf(out,
+               "{\"stack\":%u,\"live_bytes\":%llu,\"first_bytes\":%llu,\"first_ms\":%u,"
+               "\"last_bytes\":%llu,\"last_ms\":%u,\"rises\":%u,\"falls\":%u,"
+               "\"samples_since_first\":%u,\"rate\":%.0f",
+               id, U(report_growth_bytes(r, s)), U(g->first_bytes), g->first_ms,
+               U(g->last_bytes), g->last_ms, g->rises, g->falls,
+               r->growth.samples - g->first_sample, rate);
+}
+
 static void write_growth(const struct report *r, struct out *out)
 {
     if (!r->has_growth) {
@@ -312,15 +326,21 @@ static void write_growth(const struct report *r, struct out *out)
                r->growth.mode == GROWTH_MARKS ? "marks" : "time",
                r->growth.mode == GROWTH_MARKS ? 0 : config.sample_ms, r->growth.samples);
     for (uint32_t i = 0; i < r->growing_count; i++) {
-        const struct stack *s = &r->stacks[r->growing[i] - 1];
-        const struct stack_growth *g = &s->growth;
+        out_str(out, i ? "," : "");
+        write_growth_entry(r, out, r->growing[i], growth_rate(&r->stacks[r->growing[i] - 1].growth,
+                                                              &r->growth));
+        out_str(out, "}");
+    }
+    out_str(out, "],\"released\":[");
+    for (uint32_t i = 0; i < r->released_count; i++) {
+        const struct stack_growth *g = &r->stacks[r->released[i] - 1].growth;
+        out_str(out, i ? "," : "");
+        write_growth_entry(r, out, r->released[i], growth_peak_rate(g, &r->growth));
         out_printf(out,
-                   "%s{\"stack\":%u,\"live_bytes\":%llu,\"first_bytes\":%llu,\"first_ms\":%u,"
-                   "\"last_bytes\":%llu,\"last_ms\":%u,\"rises\":%u,\"falls\":%u,"
-                   "\"samples_since_first\":%u,\"rate\":%.0f}",
-                   i ? "," : "", r->growing[i], U(report_growth_bytes(r, s)), U(g->first_bytes),
-                   g->first_ms, U(g->last_bytes), g->last_ms, g->rises, g->falls,
-                   r->growth.samples - g->first_sample, growth_rate(g, &r->growth));
+                   ",\"peak_bytes\":%llu,\"peak_ms\":%u,\"peak_rises\":%u,\"peak_falls\":%u,"
+                   "\"samples_since_peak\":%u}",
+                   U(g->peak_bytes), g->peak_ms, g->peak_rises, g->peak_falls,
+                   r->growth.samples - g->peak_sample);
     }
     out_str(out, "]}");
 }

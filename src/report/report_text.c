@@ -454,6 +454,37 @@ static void write_growing(const struct report *r, struct out *out, int brief)
         out_printf(out, "   ... %u more (CUMEMTRACE_TOP=%d)\n", r->growing_count - limit, config.top);
 }
 
+/* Sites that grew as a leak does, then were freed at the run's last samples
+ * (a list of outputs freed when its function returned): what reached the peak. */
+static void write_released(const struct report *r, struct out *out, int brief)
+{
+    if (!r->released_count)
+        return;
+    int marks = r->growth.mode == GROWTH_MARKS;
+    out_str(out, "\n  Grew, then freed near the end (peak-memory suspects; not held at the end):\n");
+    uint32_t limit = brief && r->released_count > (uint32_t)config.top ? (uint32_t)config.top
+                                                                        : r->released_count;
+    for (uint32_t i = 0; i < limit; i++) {
+        const struct stack *s = &r->stacks[r->released[i] - 1];
+        const struct stack_growth *g = &s->growth;
+        char peak[24], rate[24], first[24], now[24];
+        format_bytes(g->peak_bytes, peak, sizeof(peak));
+        format_bytes((uint64_t)growth_peak_rate(g, &r->growth), rate, sizeof(rate));
+        format_bytes(g->first_bytes, first, sizeof(first));
+        format_bytes(report_growth_bytes(r, s), now, sizeof(now));
+        out_printf(out, "   #%u peak %s at %.1f s, grew +%s %s from %s at %.1f s; %s %s; "
+                        "rose at %u of %u samples to the peak\n",
+                   i + 1, peak, g->peak_ms / 1000.0, rate, marks ? "per mark" : "per second",
+                   first, g->first_ms / 1000.0, now,
+                   r->growth.ended ? "when the program ended" : "now", g->peak_rises,
+                   g->peak_sample - g->first_sample);
+        write_stack(r, out, r->released[i], brief);
+    }
+    if (limit < r->released_count)
+        out_printf(out, "   ... %u more (CUMEMTRACE_TOP=%d)\n", r->released_count - limit,
+                   config.top);
+}
+
 static void write_fragmentation(const struct report *r, struct out *out)
 {
     struct report_fragmentation f;
@@ -759,6 +790,7 @@ static void write_report(const struct report *r, struct out *out, int brief)
     write_live(r, out, brief);
     write_held(r, out, brief);
     write_growing(r, out, brief);
+    write_released(r, out, brief);
     write_fragmentation(r, out);
     write_implicit(r, out, brief);
     write_peaks(r, out, brief);

@@ -8,8 +8,9 @@ trackers as PyTorch's caching allocator does. CuPy and JAX are played by
 stand-in Python packages (tests/sim/python): CuPy's pool and allocator,
 JAX's preallocated region and jax.live_arrays(). torch_blocks.py,
 cupy_blocks.py and jax_blocks.py run the scenarios; their lines are marked
-LEAK, HELD, TEMP and OOM, and every verdict is checked against those marks:
-the growing sites must be the LEAK lines and no TEMP or HELD line; what
+LEAK, FREED, HELD, TEMP and OOM, and every verdict is checked against those
+marks: the growing sites must be the LEAK lines and no TEMP or HELD line, the
+sites that grew, then were freed near the end the FREED lines; what
 module globals held goes to held_at_end, not leaked; an OOM says why in the
 cache's terms. Same harness as cases.py.
 
@@ -92,8 +93,9 @@ def site_line(report, stack_id, name="torch_blocks.py"):
     return None
 
 
-def growing_lines(report, name="torch_blocks.py"):
-    return {site_line(report, g["stack"], name) for g in report["growth"]["growing"]}
+def growing_lines(report, name="torch_blocks.py", verdict="growing"):
+    """The lines of growth's `verdict` list: growing, or released."""
+    return {site_line(report, g["stack"], name) for g in report["growth"][verdict]}
 
 
 def cache(report, kind="torch_tensor"):
@@ -102,13 +104,18 @@ def cache(report, kind="torch_tensor"):
 
 
 def check_verdicts(report, name, file="torch_blocks.py"):
-    """Growing: every LEAK line and no TEMP or HELD line."""
-    grown = growing_lines(report, file)
-    leaks, innocent = marked_lines("LEAK", name, file), marked_lines("TEMP", name, file) | \
-        marked_lines("HELD", name, file)
+    """Growing: every LEAK line and no TEMP, HELD or FREED line; grew, then
+    freed near the end (released): every FREED line and no other."""
+    grown, released = growing_lines(report, file), growing_lines(report, file, "released")
+    leaks, freed = marked_lines("LEAK", name, file), marked_lines("FREED", name, file)
+    innocent = marked_lines("TEMP", name, file) | marked_lines("HELD", name, file)
     check(leaks <= grown, f"{name}: LEAK lines {sorted(leaks)} growing: {sorted(grown - {None})}")
-    check(not (innocent & grown), f"{name}: TEMP/HELD lines called growing: "
-                                  f"{sorted(innocent & grown)}")
+    check(not ((innocent | freed) & grown), f"{name}: TEMP/HELD/FREED lines called growing: "
+                                            f"{sorted((innocent | freed) & grown)}")
+    check(freed <= released, f"{name}: FREED lines {sorted(freed)} released: "
+                             f"{sorted(released - {None})}")
+    check(not ((innocent | leaks) & released), f"{name}: TEMP/HELD/LEAK lines called released: "
+                                               f"{sorted((innocent | leaks) & released)}")
 
 
 def case_torch_blocks_mix():
@@ -157,6 +164,42 @@ def case_torch_blocks_mix():
     check(exit_report["program_end"] is not None, "the program's end was seen")
     tensors = [g for g in exit_report["live"] if g["kind"] == "torch_tensor"]
     check(not tensors, f"no tensor leaked: {tensors}")
+
+
+def case_torch_blocks_kept_then_freed():
+    """A list of outputs kept by a function that returns before the program
+    ends: not growing at the end, but named as grown, then freed near the end,
+    with its peak; the per-step temporary beside it in neither list; the text
+    report and one read back from the JSON say the same."""
+    _, _, reports, _ = scenario("kept_then_freed", CUMEMTRACE_FORMAT="text,json,html")
+    report = reports["exit"][0]
+    check_verdicts(report, "kept_then_freed")
+    released = report["growth"]["released"]
+    check(len(released) == 1 and released[0]["peak_bytes"] >= 40 * MiB and
+          released[0]["live_bytes"] == 0 and released[0]["rate"] > 0,
+          f"one site, its peak and rate while it grew, nothing held now: {released}")
+    def section(text):
+        heading = "Grew, then freed near the end"
+        return heading + text.split(heading, 1)[1].split("\n\n", 1)[0] if heading in text else ""
+    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*.txt"))[0]).read()
+    line = min(marked_lines("FREED", "kept_then_freed"))
+    check(f"torch_blocks.py:{line}" in section(text),
+          f"the text names the line under its own heading:\n{text}")
+    again = cases.tool("report", glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0])
+    check(again.returncode == 0 and section(again.stdout) == section(text),
+          f"read back from the JSON, the same:\n{section(again.stdout)}\nvs\n{section(text)}")
+    import exports
+    if not exports.find_browser():
+        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
+              "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
+        return
+    result, _ = exports.drive(glob.glob(os.path.join(cases.LAST_DIR, "report-*.html"))[0], """
+    result.rows = [].map.call(document.querySelectorAll('#released-table tbody tr'), function (r) {
+      return [].map.call(r.cells, function (c) { return c.textContent; }); });""")
+    rows = result.get("rows", [])
+    check(len(rows) == 1 and rows[0][1] == format_bytes(released[0]["peak_bytes"]) and
+          f"torch_blocks.py:{line}" in rows[0][-1],
+          f"the page's table beside the growing one: {rows}")
 
 
 def case_torch_blocks_never_freed():

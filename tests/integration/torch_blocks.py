@@ -8,6 +8,8 @@ PyTorch would, and tells trace trackers what it does, so the tracer sees
 what it sees under PyTorch's default mode. Scenarios mix real leaks with
 innocent temporaries; lines carry markers frameworks.py checks:
   LEAK-<scenario>  kept every step: growing, this line named
+  FREED-<scenario> kept every step, freed just before the program ends:
+                   grew, then freed near the end (released), this line named
   HELD-<scenario>  held by a module global until the interpreter's teardown
   TEMP-<scenario>  a temporary: never growing, never held
   OOM-<scenario>   the request that fails
@@ -61,6 +63,20 @@ def training_mix(steps=60):
         del scratch, activation
         step_pause()
     return weights, kept
+
+
+def kept_then_freed(steps=60):
+    """A function keeps each step's output in a list beside a per-step
+    temporary, and returns: the list goes, then the program ends."""
+    def epoch():
+        outputs = []
+        for _ in range(steps):
+            scratch = Tensor(16 * MiB)  # TEMP-kept_then_freed
+            outputs.append(Tensor(1 * MiB))  # FREED-kept_then_freed
+            del scratch
+            step_pause()
+        return len(outputs)
+    return epoch()
 
 
 def held_at_end():
@@ -277,10 +293,10 @@ def frames_reused(rounds=40):
     return kept
 
 
-SCENARIOS = {f.__name__: f for f in (training_mix, held_at_end, never_freed, cache_idle,
-                                      fragmentation_oom, fragmented_at_end, exhaustion_oom,
-                                      teardown_ctypes, crash_with_tensors, threads_and_snapshots,
-                                      watched, frames_reused)}
+SCENARIOS = {f.__name__: f for f in (training_mix, kept_then_freed, held_at_end, never_freed,
+                                      cache_idle, fragmentation_oom, fragmented_at_end,
+                                      exhaustion_oom, teardown_ctypes, crash_with_tensors,
+                                      threads_and_snapshots, watched, frames_reused)}
 HELD = None
 
 if __name__ == "__main__":
