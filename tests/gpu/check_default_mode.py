@@ -4,7 +4,8 @@ frameworks' default modes, and check each verdict against the markers.
     python3 tests/gpu/check_default_mode.py --build build [--out DIR] [SCENARIO ...]
 
 For each scenario: the report must name every LEAK line among the growing
-sites and no TEMP or HELD line there; HELD lines are held at the end, not
+sites and no TEMP or HELD line there, no TEMP line among the sites that grew,
+then were freed near the end; HELD lines are held at the end, not
 leaked; an OOM scenario's report must carry the expected verdict and name
 its OOM line. CuPy's and JAX's scenarios must have their blocks traced one
 by one (the cache's view "blocks"), and their kept arrays (LEAK, returned
@@ -107,6 +108,9 @@ def main():
             misses.append(f"LEAK line {line} not growing")
         for line in (temp | held) & grown_lines:
             misses.append(f"line {line} (TEMP/HELD) called growing")
+        released_lines = {site_line(report, g["stack"]) for g in report["growth"].get("released", [])}
+        for line in temp & released_lines:
+            misses.append(f"line {line} (TEMP) called grown, then freed near the end")
         held_lines = {site_line(report, g["stack"]) for g in report.get("held_at_end", [])}
         segments = {s["id"] for s in report["stacks"] if s.get("cache_segment")}
         leaked_lines = {site_line(report, g["stack"]) for g in report["live"]
