@@ -60,7 +60,7 @@ def retain_graph():
     cell = torch.nn.Linear(1024, 1024).cuda()
     hidden = torch.zeros(512, 1024, device="cuda")
     for _ in range(ITERATIONS):
-        hidden = torch.tanh(cell(hidden))  # SITE-retain_graph: its graph is never let go
+        hidden = torch.tanh(cell(hidden))  # SITE-retain_graph (its graph is never let go)
         hidden.sum().backward(retain_graph=True)  # and each backward keeps it alive
         time.sleep(PAUSE)
 
