@@ -751,6 +751,19 @@ void tracker_cache_segment(int cache_kind, uint64_t address, uint64_t size)
     tracker_leave();
 }
 
+void tracker_cache_segment_at(int cache_kind, uint64_t address)
+{
+    if (!kind_in_cache(cache_kind) || !enter_to_record())
+        return;
+    uint32_t flag = STACK_CACHE_SEGMENT(cache_kind);
+    uint64_t bytes;
+    uint32_t id = stack_of(block_key(address, SPACE_MEMORY), &bytes);
+    struct stack *s = stack_get(id);
+    if (s && !(s->flags & flag))
+        flag_cache_stack(id, flag);
+    tracker_leave();
+}
+
 /* Whether a driver allocation's record `b` holds `address`. */
 static int holds(const struct block *b, uint64_t address)
 {

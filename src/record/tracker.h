@@ -140,6 +140,11 @@ void tracker_cache_sweep(int on);
  * stacks that allocated it (a cudaMalloc at that address, the VMM mappings
  * of the range, and the physical memory this thread created for them). */
 void tracker_cache_segment(int cache_kind, uint64_t address, uint64_t size);
+/* A block of `cache_kind` was handed out at `address`: a driver allocation
+ * starting there is a segment of that cache. CuPy's pool may take chunks
+ * before its blocks are traced (before our allocator goes in), and hands a
+ * chunk out from its start again: one look-up, no walk. */
+void tracker_cache_segment_at(int cache_kind, uint64_t address);
 /* The driver allocation (device memory, or a VMM mapping) that holds
  * `address` is a segment of the cache of `cache_kind`: its stack is marked,
  * for good, and its range given; -1 if no recorded allocation holds it. For

@@ -24,7 +24,9 @@
  * traces one by one. A program that replaces ours later (RMM's allocator,
  * say) keeps it: the report then says that CuPy's blocks are no longer
  * traced, and shows the pool's segments. Blocks allocated before ours went
- * in (before CuPy was seen imported) are not recorded.
+ * in (before CuPy was seen imported) are not recorded; the chunks the pool
+ * took then are known as its segments once it hands a block out at a
+ * chunk's start (tracker_cache_segment_at), as it does when one is reused.
  *
  * Install and check run with the GIL, which Python may let go between the
  * calls they make: `lock` is only tried. */
@@ -95,6 +97,7 @@ static void record(PyObject *pointer, PyObject *size)
     if (token && py.set_attr_object(memory, s_token, token) == 0) {
         uint64_t number = tracker_cache_block(KIND_CUPY_BLOCK, (int)ordinal, at, bytes, 0);
         py.capsule_set_context(token, (void *)(uintptr_t)number);
+        tracker_cache_segment_at(KIND_CUPY_BLOCK, at);   /* a chunk from before we were in */
     }
     py_release(token);
     py_release(memory);

@@ -155,6 +155,26 @@ def fork_while_allocating(seconds=1.0):
     print(f"children {children}", flush=True)
 
 
+def chunk_before_traced(steps=20):
+    """The pool's first chunk is taken before our allocator is in (a program
+    whose first CUDA call is CuPy's), and a temporary reuses it each step:
+    at the end the chunk is the pool's cached memory, not its line's."""
+    first = cupy.empty(4 * MiB)  # TEMP-chunk_before_traced
+    del first
+    wait_for_allocator()
+    for _ in range(steps):
+        scratch = cupy.empty(4 * MiB)  # TEMP-chunk_before_traced
+        del scratch
+        step_pause()
+
+
+def wait_for_allocator():
+    deadline = time.time() + 30
+    while getattr(cupy.cuda.get_allocator(), "__name__", "") != "cumemtrace_cupy_malloc":
+        assert time.time() < deadline, "cumemtrace's allocator never went in"
+        time.sleep(0.01)
+
+
 def wait_traced():
     """The tracer starts at the program's first CUDA call, which is inside
     the pool's first cudaMalloc: that one block is not traced. Take it, give
@@ -162,10 +182,7 @@ def wait_traced():
     block = cupy.empty(1)
     del block
     cupy.get_default_memory_pool().free_all_blocks()
-    deadline = time.time() + 30
-    while getattr(cupy.cuda.get_allocator(), "__name__", "") != "cumemtrace_cupy_malloc":
-        assert time.time() < deadline, "cumemtrace's allocator never went in"
-        time.sleep(0.01)
+    wait_for_allocator()
 
 
 def stats():
@@ -173,7 +190,8 @@ def stats():
     return {"used": pool.used_bytes(), "total": pool.total_bytes()}
 
 
-SCENARIOS = {f.__name__: f for f in (training_mix, held_at_end, explicit_free, replaced, not_a_pool,
+SCENARIOS = {f.__name__: f for f in (training_mix, chunk_before_traced, held_at_end, explicit_free,
+                                      replaced, not_a_pool,
                                       exhaustion_oom, threads_and_snapshots,
                                       fork_while_allocating)}
 HELD = None   # module global: what a scenario returns lives until interpreter teardown

@@ -750,6 +750,21 @@ def case_cupy_blocks_mix():
           f"blocks and reserve as the pool counts them: {now} vs {figures}")
 
 
+def case_cupy_chunk_before_traced():
+    """A chunk the pool took before CuPy's blocks were traced, reused by a
+    temporary each step: at the end it is the pool's (reserved, unused),
+    held by no line."""
+    _, _, reports, figures = python_scenario(CUPY, "chunk_before_traced")
+    report = reports["exit"][0]
+    device = cache_device(report, "cupy_block")
+    check(device.get("reserved_bytes") == figures["total"] > 0 and
+          device.get("block_bytes") == figures["used"] == 0,
+          f"the chunk is the pool's: {device} vs {figures}")
+    temps = marked_lines("TEMP", "chunk_before_traced", CUPY)
+    held = lines_of(report, report["held_at_end"], CUPY)
+    check(not held & temps, f"no temporary's line holds it: {sorted(held - {None})}")
+
+
 def case_cupy_segments_only():
     """The same program seen by the driver alone (CUMEMTRACE_FRAMEWORKS=0):
     the leak's line never asks the driver for anything, so that view cannot
