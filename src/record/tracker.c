@@ -755,12 +755,9 @@ void tracker_cache_segment_at(int cache_kind, uint64_t address)
 {
     if (!kind_in_cache(cache_kind) || !enter_to_record())
         return;
-    uint32_t flag = STACK_CACHE_SEGMENT(cache_kind);
     uint64_t bytes;
-    uint32_t id = stack_of(block_key(address, SPACE_MEMORY), &bytes);
-    struct stack *s = stack_get(id);
-    if (s && !(s->flags & flag))
-        flag_cache_stack(id, flag);
+    flag_cache_stack(stack_of(block_key(address, SPACE_MEMORY), &bytes),
+                     STACK_CACHE_SEGMENT(cache_kind));
     tracker_leave();
 }
 
