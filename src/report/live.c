@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,16 +32,12 @@
 #include "output.h"
 #include "python.h"
 #include "stacks.h"
+#include "threads.h"
 #include "tracker.h"
 
 #define LIVE_STACKS (LIVE_TOP + LIVE_GROWING)
 
 static int listener = -1;
-/* Posted by the thread once it runs: live_start() returns only then, so that
- * a program forking right after its first CUDA call never forks while the
- * new thread is still being set up inside the C library or a sanitizer
- * (signals.c waits for its thread the same way). */
-static sem_t ready;
 
 /* What one answer is made of, copied under the tracker's lock. */
 struct live_copy {
@@ -288,7 +283,6 @@ static int same_user(int client)
 static void *serve(void *argument)
 {
     int fd = (int)(intptr_t)argument;
-    sem_post(&ready);
     for (;;) {
         int client = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
         if (client < 0) {
@@ -336,26 +330,11 @@ void live_start(void)
         log_debug("no live view: cannot listen as cumemtrace-live-%d", (int)getpid());
         return;
     }
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t thread;
-    pthread_attr_t attr;
-    sem_init(&ready, 0, 0);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int error = pthread_create(&thread, &attr, serve, (void *)(intptr_t)listener);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (error) {
+    if (thread_start(serve, (void *)(intptr_t)listener, "cumemtrace-live") != 0) {
         close(listener);
         listener = -1;
         log_debug("no live view: cannot start its thread");
-        return;
     }
-    while (sem_wait(&ready) < 0 && errno == EINTR)
-        ;
-    pthread_setname_np(thread, "cumemtrace-live");
 }
 
 int live_start_pending;

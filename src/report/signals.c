@@ -24,7 +24,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +34,7 @@
 #include "log.h"
 #include "report.h"
 #include "signals.h"
+#include "threads.h"
 #include "torch_stats.h"
 #include "tracker.h"
 
@@ -77,18 +77,12 @@ static int take_wakeups(void)
     return n == 0 ? -1 : (int)n;
 }
 
-/* Posted by the thread once it is set up. start_thread() waits for it: a
- * program that forks right after its first CUDA call must not fork while the
- * new thread is still inside the C library's or a sanitizer's allocator
- * (seen: ASan's allocator lock inherited held by the child, a hang). */
-static sem_t ready;
 static int drained;     /* set by signals_drain() under `writing` */
 
 static void *snapshot_thread(void *unused)
 {
     (void)unused;
     struct pollfd wait = {wake_pipe[0], POLLIN, 0};
-    sem_post(&ready);
     for (;;) {
         if (poll(&wait, 1, -1) < 0 && errno != EINTR)
             return NULL;
@@ -121,26 +115,12 @@ static int start_thread(void)
 {
     if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         return -1;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t thread;
-    pthread_attr_t attr;
-    sem_init(&ready, 0, 0);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int error = pthread_create(&thread, &attr, snapshot_thread, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (error) {
+    if (thread_start(snapshot_thread, NULL, "cumemtrace") != 0) {
         close(wake_pipe[0]);
         close(wake_pipe[1]);
         wake_pipe[0] = wake_pipe[1] = -1;
         return -1;
     }
-    while (sem_wait(&ready) < 0 && errno == EINTR)
-        ;
-    pthread_setname_np(thread, "cumemtrace");
     return 0;
 }
 

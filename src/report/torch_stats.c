@@ -39,6 +39,7 @@
 #include "host.h"
 #include "jax_arrays.h"
 #include "py_api.h"
+#include "threads.h"
 #include "torch_stats.h"
 #include "tracker.h"
 
@@ -278,23 +279,10 @@ static void *reader_thread(void *unused)
     }
 }
 
-/* With every signal blocked, like the snapshot thread: signals are the
- * program's and the main thread's business. */
 static void start_reader(void)
 {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t thread;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&thread, &attr, reader_thread, NULL) == 0)
-        pthread_setname_np(thread, "cumemtrace-py");
-    else
+    if (thread_start(reader_thread, NULL, "cumemtrace-py") != 0)
         available = -1;
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* At the first CUDA call of a Python program, the exit hook must go in
