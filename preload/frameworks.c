@@ -26,12 +26,12 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "log.h"
 #include "modules.h"
+#include "output.h"
 #include "preload.h"
 #include "torch_tracker.h"
 #include "triggers.h"
@@ -80,8 +80,8 @@ static void torch_event(const struct torch_tracker_event *e)
 
 /* torch.__version__ of the PyTorch whose libc10_cuda.so is at `c10`: its
  * torch/version.py, one directory up from torch/lib. Read only if it is a
- * regular file (O_NONBLOCK, then the check on what was opened: a FIFO or a
- * device there is never waited on or read), and only its first 4 KiB. */
+ * regular file and not a link (a FIFO or a device there is never waited on
+ * or read), and only its first 4 KiB. */
 static int loaded_torch_version(const char *c10, char *version, size_t size)
 {
     char path[4096];
@@ -89,14 +89,9 @@ static int loaded_torch_version(const char *c10, char *version, size_t size)
     if (!slash || snprintf(path, sizeof(path), "%.*s/../version.py", (int)(slash - c10), c10) >=
                       (int)sizeof(path))
         return -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-    struct stat st;
+    int fd = output_open_regular(path, O_NOFOLLOW);
     if (fd < 0)
         return -1;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return -1;
-    }
     char text[4096];
     ssize_t n = read(fd, text, sizeof(text) - 1);
     close(fd);

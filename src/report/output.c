@@ -66,6 +66,20 @@ int output_path(const char *template_, const char *suffix, char *path, size_t si
     return append(path, size, &used, suffix);
 }
 
+int output_open_regular(const char *path, int flags)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 /* The directory part of `path` ("." when it has none), in `dir`. */
 static void directory_of(const char *path, char *dir, size_t size)
 {

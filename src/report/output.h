@@ -43,6 +43,10 @@ struct out_identity {
 };
 
 int output_path(const char *template_, const char *suffix, char *path, size_t size);
+/* `path` opened for reading, with `flags` added (O_NOFOLLOW, say), if it is
+ * a regular file: a FIFO or a device is never waited on or read (O_NONBLOCK,
+ * then the check on what was opened; blocking again after). The fd, or -1. */
+int output_open_regular(const char *path, int flags);
 
 /* A new file without a name, in the directory of `path`, in `mode` (less the
  * umask). 0, or -1 with errno set (ENOENT: no such directory). */

@@ -18,17 +18,16 @@
  * looked for by build id under /usr/lib/debug, and by .gnu_debuglink beside
  * the module, again regular files only. */
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arena.h"
+#include "output.h"
 #include "symbolize.h"
 
 /* The few libdw entry points we use, resolved with the lookup (dlsym) the
@@ -119,23 +118,6 @@ static const char *keep(struct symbolizer *sym, const char *s)
     return copy;
 }
 
-/* `path` opened for reading if it is a regular file (a FIFO or a device is
- * never opened for reading: O_NONBLOCK, and the check on what was opened);
- * -1 otherwise. */
-static int open_regular(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0)
-        return -1;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return -1;
-    }
-    fcntl(fd, F_SETFL, 0);
-    return fd;
-}
-
 /* libdw's find_debuginfo callback for another process's modules: by build
  * id (only under the absolute directories of libdw's debug path,
  * /usr/lib/debug), else the .gnu_debuglink name beside the module, in its
@@ -157,7 +139,7 @@ static int find_regular_debuginfo(Dwfl_Module *module, void **userdata, const ch
         if (snprintf(path, sizeof(path), places[i], dir, file, debuglink) >= (int)sizeof(path) ||
             strcmp(path, file) == 0)
             continue;
-        fd = open_regular(path);
+        fd = output_open_regular(path, 0);
         if (fd >= 0) {
             *found = strdup(path);      /* libdw frees it */
             return fd;
@@ -331,7 +313,7 @@ struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
                 const struct mapping *m = &sym->maps[i];
                 if (m->offset != 0 || load_base(sym, m->path) != m->start)
                     continue;
-                int fd = open_regular(m->path);     /* libdw owns it from here */
+                int fd = output_open_regular(m->path, 0);     /* libdw owns it from here */
                 if (fd >= 0 && !sym->dw.report_elf(sym->dwfl, m->path, m->path, fd, m->start, 0))
                     close(fd);
             }
