@@ -51,14 +51,11 @@ def torch_env(**extra):
     return env
 
 
-def scenario(name, args=(), expect_rc=0, **env):
-    """Run one scenario: (stdout, stderr, {reason: report}, the stand-in's figures)."""
-    if not os.path.exists(os.path.join(cases.ARGS.build, "sim", "torch", "lib",
-                                       "libc10_cuda.so")):
-        print("no C++ compiler: the stand-in for PyTorch was not built")
-        sys.exit(77)
-    out, err, reports, _ = run(sys.executable, [script(), name, *args], env=torch_env(**env),
-                               expect_rc=expect_rc)
+def run_scenario(file, name, args, env, expect_rc=0, preload=True):
+    """Run one scenario of the script `file`: (stdout, stderr, {reason:
+    [reports]}, the figures the framework or its stand-in printed)."""
+    out, err, reports, _ = run(sys.executable, [script(file), name, *args], env=env,
+                               expect_rc=expect_rc, preload=preload)
     by_reason = {}
     for report in reports:
         by_reason.setdefault(report["reason"], []).append(report)
@@ -67,6 +64,15 @@ def scenario(name, args=(), expect_rc=0, **env):
         if line.startswith("stats: "):
             figures = json.loads(line[len("stats: "):])
     return out, err, by_reason, figures
+
+
+def scenario(name, args=(), expect_rc=0, **env):
+    """Run one scenario of torch_blocks.py (run_scenario's answer)."""
+    if not os.path.exists(os.path.join(cases.ARGS.build, "sim", "torch", "lib",
+                                       "libc10_cuda.so")):
+        print("no C++ compiler: the stand-in for PyTorch was not built")
+        sys.exit(77)
+    return run_scenario("torch_blocks.py", name, args, torch_env(**env), expect_rc)
 
 
 def format_bytes(count):
@@ -694,23 +700,14 @@ REGION = 256 * MiB      # the JAX stand-in's preallocated region (SIMJAX_PREALLO
 
 
 def python_scenario(file, name, args=(), expect_rc=0, preload=True, **extra):
-    """Run one scenario of cupy_blocks.py or jax_blocks.py: (stdout, stderr,
-    {reason: [reports]}, the framework's own figures it printed)."""
+    """Run one scenario of cupy_blocks.py or jax_blocks.py, with the stand-in
+    packages on PYTHONPATH (run_scenario's answer)."""
     env = {"LD_LIBRARY_PATH": os.path.join(cases.ARGS.build, "sim"),
            "PYTHONPATH": os.path.join(cases.ARGS.source, "tests", "sim", "python"),
            "CUMEMTRACE_SAMPLE_MS": "40", "CUMEMTRACE_QUIET": "1",
            "PYTHONDONTWRITEBYTECODE": "1"}     # nothing written into the source tree
     env.update(extra)
-    out, err, reports, _ = run(sys.executable, [script(file), name, *args], env=env,
-                               expect_rc=expect_rc, preload=preload)
-    by_reason = {}
-    for report in reports:
-        by_reason.setdefault(report["reason"], []).append(report)
-    figures = {}
-    for line in out.splitlines():
-        if line.startswith("stats: "):
-            figures = json.loads(line[len("stats: "):])
-    return out, err, by_reason, figures
+    return run_scenario(file, name, args, env, expect_rc, preload)
 
 
 def cache_device(report, kind, device=0):
