@@ -96,11 +96,7 @@ static int fetch(int pid, char **text, size_t *length)
     if (fd < 0)
         return -1;
     struct sockaddr_un address;
-    memset(&address, 0, sizeof(address));
-    address.sun_family = AF_UNIX;
-    int name = live_socket_name(pid, address.sun_path);
-    if (connect(fd, (struct sockaddr *)&address,
-                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + name)) < 0) {
+    if (connect(fd, (struct sockaddr *)&address, live_socket_address(pid, &address)) < 0) {
         int saved = errno;
         close(fd);
         errno = saved;

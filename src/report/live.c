@@ -55,10 +55,13 @@ struct live_copy {
     struct out out;
 };
 
-int live_socket_name(int pid, char *name)
+socklen_t live_socket_address(int pid, struct sockaddr_un *address)
 {
-    name[0] = '\0';
-    return 1 + snprintf(name + 1, 107, "cumemtrace-live-%d", pid);
+    memset(address, 0, sizeof(*address));
+    address->sun_family = AF_UNIX;
+    int name = 1 + snprintf(address->sun_path + 1, sizeof(address->sun_path) - 1,
+                            "cumemtrace-live-%d", pid);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + name);
 }
 
 /* Keep `id` in a list of at most `size`, sorted by `value` (highest first). */
@@ -310,10 +313,7 @@ static int open_listener(void)
     if (fd < 0)
         return -1;
     struct sockaddr_un address;
-    memset(&address, 0, sizeof(address));
-    address.sun_family = AF_UNIX;
-    int length = live_socket_name((int)getpid(), address.sun_path);
-    socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
+    socklen_t size = live_socket_address((int)getpid(), &address);
     if (bind(fd, (struct sockaddr *)&address, size) < 0 || listen(fd, 4) < 0) {
         close(fd);
         return -1;

@@ -31,12 +31,16 @@
 #ifndef CUMEMTRACE_LIVE_H
 #define CUMEMTRACE_LIVE_H
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #define LIVE_FORMAT_VERSION 1
 #define LIVE_TOP 20            /* stacks sent by live bytes */
 #define LIVE_GROWING 10        /* and by growth rate */
 
-/* "\0cumemtrace-live-PID" into `name` (room for 108 bytes); its length. */
-int live_socket_name(int pid, char *name);
+/* The abstract socket "\0cumemtrace-live-PID" into `address`; its length,
+ * for bind and connect. */
+socklen_t live_socket_address(int pid, struct sockaddr_un *address);
 
 void live_start(void);         /* at the first CUDA event */
 void live_after_fork(void);    /* in the child: the parent's socket closed */
