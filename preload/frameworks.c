@@ -47,6 +47,8 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- the tracker's events ------------------------------------------------- */
 
+static uint64_t (*torch_operation)(void);  /* torch_tracker_operation, once attached */
+
 static void torch_event(const struct torch_tracker_event *e)
 {
     /* A tensor's block is recorded until its free completes; the request
@@ -57,7 +59,8 @@ static void torch_event(const struct torch_tracker_event *e)
         self_time_start();
     switch (e->action) {
     case TORCH_ALLOC:
-        tracker_cache_block(KIND_TORCH_TENSOR, e->device, e->address, e->size, e->stream);
+        tracker_cache_block(KIND_TORCH_TENSOR, e->device, e->address, e->size, e->stream,
+                            torch_operation);
         break;
     case TORCH_FREE_COMPLETED:   /* as torch.cuda.memory_stats()'s requested_bytes */
         tracker_cache_block_free(e->address);
@@ -148,7 +151,8 @@ static void attach_torch(const char *c10)
     const char *(*version)(void) = library ? real_dlsym(library, "torch_tracker_version") : NULL;
     int (*attach)(torch_tracker_sink) =
         library ? real_dlsym(library, "torch_tracker_attach") : NULL;
-    if (!version || !attach) {
+    uint64_t (*operation)(void) = library ? real_dlsym(library, "torch_tracker_operation") : NULL;
+    if (!version || !attach || !operation) {
         const char *error = library ? "not a tracker library" : dlerror();
         snprintf(why, sizeof(why), "%.50s cannot be loaded (%.80s)", path, error ? error : "?");
         segments_only(why);
@@ -162,6 +166,7 @@ static void attach_torch(const char *c10)
         segments_only(why);
         return;
     }
+    torch_operation = operation;
     int status = attach(torch_event);
     if (status == TORCH_TRACKER_ATTACHED) {
         tracker_cache_view(KIND_TORCH_TENSOR, CACHE_BLOCKS, "");

@@ -19,8 +19,16 @@
 // The callback runs in the allocating thread with the device's allocator
 // lock held and maybe the GIL: it must not throw, call into PyTorch or take
 // the GIL. It only copies five fields and calls the core.
+//
+// On the autograd engine's threads, which run no Python, what names a
+// tensor is the backward node being run: the core asks for it
+// (torch_tracker_operation) instead of unwinding thirty native frames down
+// to it. PyTorch keeps that node in a thread-local (get_current_node(), set
+// by the engine around each node), so asking takes no lock.
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/csrc/autograd/function.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -31,10 +39,35 @@
 #endif
 
 namespace allocator = c10::cuda::CUDACachingAllocator;
+namespace autograd = torch::autograd;
 
 namespace {
 
 torch_tracker_sink sink;
+
+// The byte offset of Node::apply's slot in a node's vtable, -1 if unknown.
+// A pointer to a virtual member holds it (Itanium C++ ABI: {1 + offset,
+// adjustment} on x86-64; {offset, 2 * adjustment + 1} on ARM); apply() is
+// protected, so only a class derived from Node may name it.
+struct ApplySlot : autograd::Node {
+    static std::ptrdiff_t offset() noexcept
+    {
+        auto member = &ApplySlot::apply;
+        struct {
+            std::uintptr_t pointer;
+            std::ptrdiff_t adjustment;
+        } raw;
+        static_assert(sizeof(member) == sizeof(raw), "an Itanium C++ ABI member pointer");
+        std::memcpy(&raw, &member, sizeof(raw));
+#if defined(__aarch64__) || defined(__arm__)
+        return (raw.adjustment & 1) ? static_cast<std::ptrdiff_t>(raw.pointer) : -1;
+#else
+        return (raw.pointer & 1) ? static_cast<std::ptrdiff_t>(raw.pointer - 1) : -1;
+#endif
+    }
+};
+
+const std::ptrdiff_t apply_slot = ApplySlot::offset();
 
 void forward(const allocator::TraceEntry &entry) noexcept
 {
@@ -52,6 +85,17 @@ void forward(const allocator::TraceEntry &entry) noexcept
 extern "C" __attribute__((visibility("default"))) const char *torch_tracker_version(void)
 {
     return CUMEMTRACE_TORCH_VERSION;
+}
+
+extern "C" __attribute__((visibility("default"))) uint64_t torch_tracker_operation(void)
+{
+    if (apply_slot < 0)
+        return 0;
+    std::shared_ptr<autograd::Node> node = autograd::get_current_node();
+    if (!node)
+        return 0;
+    const char *vtable = *reinterpret_cast<const char *const *>(node.get());
+    return *reinterpret_cast<const uint64_t *>(vtable + apply_slot);
 }
 
 extern "C" __attribute__((visibility("default"))) int torch_tracker_attach(torch_tracker_sink s)

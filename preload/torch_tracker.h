@@ -5,7 +5,8 @@
  * The preloaded library dlopens libcumemtrace_torch.so once PyTorch's CUDA
  * allocator has allocated, checks torch_tracker_version() against the
  * PyTorch that is loaded, and calls torch_tracker_attach() with its sink.
- * From then on the sink gets every event of PyTorch's caching allocator. */
+ * From then on the sink gets every event of PyTorch's caching allocator;
+ * torch_tracker_operation() names what an autograd engine thread runs. */
 #ifndef CUMEMTRACE_TORCH_TRACKER_H
 #define CUMEMTRACE_TORCH_TRACKER_H
 
@@ -48,6 +49,10 @@ extern "C" {
 const char *torch_tracker_version(void);
 /* Register the sink as a trace tracker of every device's allocator: once. */
 int torch_tracker_attach(torch_tracker_sink sink);
+/* The code address of apply() of the autograd node this thread is running
+ * (PyTorch's backward, on its engine threads), 0 if none. Safe inside the
+ * sink: it reads a thread-local of PyTorch's and takes no lock. */
+uint64_t torch_tracker_operation(void);
 #ifdef __cplusplus
 }
 #endif

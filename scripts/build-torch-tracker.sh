@@ -50,5 +50,5 @@ mkdir -p "$build"
 "$cxx" -std="$std" -O2 -fPIC -shared -fvisibility=hidden -Wall -Wextra \
     -D_GLIBCXX_USE_CXX11_ABI="$abi" -DCUMEMTRACE_TORCH_VERSION="\"$version\"" \
     $includes -isystem "$cuda" -Ipreload preload/torch_tracker.cpp \
-    -o "$build/libcumemtrace_torch.so" -L"$root/lib" -lc10_cuda -lc10 -Wl,-z,nodelete
+    -o "$build/libcumemtrace_torch.so" -L"$root/lib" -lc10_cuda -lc10 -ltorch_cpu -Wl,-z,nodelete
 echo "build-torch-tracker: built $build/libcumemtrace_torch.so for PyTorch $version"

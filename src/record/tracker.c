@@ -365,19 +365,29 @@ static void account_alloc(const struct block *b, int api)
         count(&tracker.runtime_blocks, 1);
 }
 
-/* Native frames to capture for a block of `kind`. A framework's block
- * allocated by a thread that runs Python is placed by its Python frames
- * (the user's line, and the framework's own Python down to the operation);
- * its native frames, the allocator's and the dispatcher's, cost more than
- * all the rest of the event (measured on a transformer step: docs/
+/* The native frames of a block, innermost first. A framework's block
+ * allocated by a thread that runs Python is placed by its Python frames (the
+ * user's line, and the framework's own Python down to the operation); its
+ * native frames, the allocator's and the dispatcher's, cost more than all
+ * the rest of the event (measured on a transformer step: docs/
  * PERFORMANCE.md), so only CUMEMTRACE_BLOCK_DEPTH of them are taken. A
- * thread that runs no Python (PyTorch's autograd engine) gets them all:
- * they name the operation it runs for the main thread. */
-static int native_depth(int kind)
+ * thread that runs no Python (PyTorch's autograd engine) gets as many, then
+ * the frame of the operation the framework says it runs (the backward
+ * node's apply, recorded as a return address inside it): unwinding some
+ * thirty frames down to that node took about 1 us a tensor. Where the
+ * framework names no operation, it gets every frame. */
+static int native_frames(const struct allocation *a, uintptr_t *frames)
 {
-    if (kind_in_cache(kind) && config.block_depth < config.depth && python_runs_here())
-        return config.block_depth;
-    return config.depth;
+    if (!kind_in_cache(a->kind & BLOCK_KIND_MASK) || config.block_depth >= config.depth)
+        return stack_capture(frames, config.depth);
+    if (python_runs_here())
+        return stack_capture(frames, config.block_depth);
+    uint64_t operation = a->operation ? a->operation() : 0;
+    if (!operation)
+        return stack_capture(frames, config.depth);
+    int depth = stack_capture(frames, config.block_depth);
+    frames[depth++] = operation + 1;        /* symbolized at address - 1, as a return address */
+    return depth;
 }
 
 /* A driver allocation made inside a framework's allocator is a segment of
@@ -444,9 +454,7 @@ uint64_t tracker_alloc(const struct allocation *a)
     int depth = 0;
     frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
     if (config.depth > 0 && a->size >= config.min_size)
-        depth = python_capture(frames,
-                               stack_capture(frames, native_depth(a->kind & BLOCK_KIND_MASK)),
-                               CONFIG_MAX_DEPTH);
+        depth = python_capture(frames, native_frames(a, frames), CONFIG_MAX_DEPTH);
     uint64_t number = record(a, frames, depth);
     tracker_leave();
     return number;
@@ -633,7 +641,8 @@ int tracker_has_runtime_blocks(void)
 }
 
 static struct allocation cache_allocation(int cache_kind, int device, uint64_t address,
-                                          uint64_t size, uint64_t stream)
+                                          uint64_t size, uint64_t stream,
+                                          uint64_t (*operation)(void))
 {
     return (struct allocation){
         .value = address,
@@ -642,16 +651,17 @@ static struct allocation cache_allocation(int cache_kind, int device, uint64_t a
         .device = device,
         .kind = cache_kind,
         .api = host.cache_api[cache_kind - KIND_TORCH_TENSOR],
+        .operation = operation,
     };
 }
 
 uint64_t tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
-                             uint64_t stream)
+                             uint64_t stream, uint64_t (*operation)(void))
 {
     if (!kind_in_cache(cache_kind) || !config.enabled || address == 0)
         return 0;
     int saved_errno = errno;
-    struct allocation a = cache_allocation(cache_kind, device, address, size, stream);
+    struct allocation a = cache_allocation(cache_kind, device, address, size, stream, operation);
     uint64_t number = tracker_alloc(&a);
     errno = saved_errno;
     return number;
@@ -669,7 +679,7 @@ uint64_t tracker_cache_block_with_frames(int cache_kind, int device, uint64_t ad
     if (config.depth > 0 && size >= config.min_size)
         for (; n < depth && n < CONFIG_MAX_DEPTH; n++)
             copy[n] = frames[n];
-    struct allocation a = cache_allocation(cache_kind, device, address, size, 0);
+    struct allocation a = cache_allocation(cache_kind, device, address, size, 0, NULL);
     uint64_t number = record(&a, copy, n);
     errno = saved_errno;
     tracker_leave();

@@ -32,6 +32,9 @@ struct allocation {
     int kind;           /* enum kind, optionally | BLOCK_FROM_RUNTIME */
     int api;            /* entry point index (host.h: api_names) */
     int context;        /* interned context, 0 if none */
+    /* A framework's block: the code address of the operation this thread
+     * runs for it, 0 if none; asked only where it is needed. NULL: none. */
+    uint64_t (*operation)(void);
 };
 
 /* Why an event could not be recorded (counted, and shown in reports). */
@@ -113,10 +116,14 @@ int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live *
  * cache's segments are marked by their stacks (STACK_CACHE_SEGMENT). */
 
 /* A block of `cache_kind` handed out inside its cache, on this thread (its
- * stack is captured here), and its return to the cache. The block's
- * allocation number is returned (0: not recorded). errno is kept. */
+ * stack is captured here), and its return to the cache. `operation`, if not
+ * NULL, tells the code address of the function the framework runs on this
+ * thread (PyTorch's autograd node, on its engine threads), or 0: on a thread
+ * that runs no Python that frame stands for the native frames that would
+ * name it (native_frames in tracker.c). The block's allocation number is
+ * returned (0: not recorded). errno is kept. */
 uint64_t tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
-                             uint64_t stream);
+                             uint64_t stream, uint64_t (*operation)(void));
 void tracker_cache_block_free(uint64_t address);
 /* The same, for a block whose stack is known rather than this thread's: its
  * frames, innermost first (tagged Python frames, python_frame_at), as a

@@ -95,7 +95,7 @@ static void record(PyObject *pointer, PyObject *size)
                                            : NULL;
     /* Only a pool's block has a __dict__ to hold it. */
     if (token && py.set_attr_object(memory, s_token, token) == 0) {
-        uint64_t number = tracker_cache_block(KIND_CUPY_BLOCK, (int)ordinal, at, bytes, 0);
+        uint64_t number = tracker_cache_block(KIND_CUPY_BLOCK, (int)ordinal, at, bytes, 0, NULL);
         py.capsule_set_context(token, (void *)(uintptr_t)number);
         tracker_cache_segment_at(KIND_CUPY_BLOCK, at);   /* a chunk from before we were in */
     }

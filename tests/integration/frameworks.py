@@ -17,6 +17,7 @@ cache's terms. Same harness as cases.py.
     frameworks.py --build BUILD_DIR --source SOURCE_DIR CASE
 """
 import glob
+import itertools
 import json
 import os
 import pickle
@@ -523,6 +524,45 @@ def case_torch_blocks_threads():
           counters["allocation"]["allocated"] == counters["allocation"]["freed"],
           f"every tensor freed and seen freed: {counters}")
     check(report["tracer"]["lost"]["unknown_free"] == 0, "no free of an unknown tensor")
+
+
+def case_torch_blocks_backward():
+    """Tensors of backward nodes, made on the autograd engine's thread (no
+    Python there): by default each stack is the node's apply() and the main
+    thread's Python frames, nothing unwound; growth names the line that ran
+    the backward. With CUMEMTRACE_BLOCK_DEPTH at the full depth, the native
+    frames are unwound as on any other thread."""
+    leak = marked_lines("LEAK", "backward_nodes")
+    for depth, unwound in (("0", False), ("32", True)):
+        _, err, reports, _ = scenario("backward_nodes", CUMEMTRACE_BLOCK_DEPTH=depth)
+        report = reports["exit"][0]
+        check_verdicts(report, "backward_nodes")
+        frames = {f["id"]: f for f in report["frames"]}
+        stacks = {s["id"]: [frames[i] for i in s["frames"]] for s in report["stacks"]}
+        groups = [g for g in report["live"] if g["kind"] == "torch_tensor" and
+                  site_line(report, g["stack"]) in leak]
+        check(sorted(g["bytes"] for g in groups) == [30 * MiB, 30 * MiB],
+              f"depth {depth}: two live groups of 30 MiB at the LEAK line: "
+              f"{[(g['bytes'], site_line(report, g['stack'])) for g in report['live']]}")
+        nodes = set()
+        for group in groups:
+            stack = stacks[group["stack"]]
+            native = [f["function"] or "" for f in itertools.takewhile(
+                lambda f: not f["python"], stack)]
+            applies = [re.search(r"(\w+)::apply\(", name) for name in native]
+            applies = [found.group(1) for found in applies if found]
+            nodes.update(applies)
+            marker = stack[len(native)] if len(native) < len(stack) else {}
+            check(marker.get("function") == "[main thread, at that moment]",
+                  f"depth {depth}: the main thread's frames follow the native ones: {marker}")
+            if unwound:
+                check(len(applies) == 1 and any("gradient" in name for name in native),
+                      f"depth {depth}: the unwound frames, apply() among them: {native}")
+            else:
+                check(len(native) == 1 and len(applies) == 1,
+                      f"depth {depth}: the node's apply() alone, nothing unwound: {native}")
+        check(nodes == {"SimMmBackward", "SimAddBackward"},
+              f"depth {depth}: each node's tensors under its own apply(): {nodes}")
 
 
 def case_torch_blocks_frames():

@@ -293,10 +293,30 @@ def frames_reused(rounds=40):
     return kept
 
 
+def backward_nodes(steps=30):
+    """Backward nodes run by the stand-in's autograd engine, on its own thread
+    that runs no Python, while this one waits: every step makes an activation
+    here, then keeps the gradients of two nodes (growing, named by the line
+    that ran them) and lets those of four others go."""
+    c10.c10sim_backward.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int,
+                                    ctypes.c_void_p]
+    kept = []
+    for _ in range(steps):
+        activation = Tensor(2 * MiB)  # TEMP-backward_nodes
+        gradients = (ctypes.c_void_p * 2)()
+        c10.c10sim_backward(0, MiB, 2, gradients)  # LEAK-backward_nodes
+        kept.append(gradients)
+        c10.c10sim_backward(0, 3 * MiB, 4, None)  # TEMP-backward_nodes
+        del activation
+        step_pause()
+    return kept
+
+
 SCENARIOS = {f.__name__: f for f in (training_mix, kept_then_freed, held_at_end, never_freed,
                                       cache_idle, fragmentation_oom, fragmented_at_end,
                                       exhaustion_oom, teardown_ctypes, crash_with_tensors,
-                                      threads_and_snapshots, watched, frames_reused)}
+                                      threads_and_snapshots, watched, frames_reused,
+                                      backward_nodes)}
 HELD = None
 
 if __name__ == "__main__":

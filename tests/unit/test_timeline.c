@@ -17,7 +17,7 @@ static struct timeline_event copy[64];
 
 static void allocate(uint64_t value, uint64_t size, int kind, int context)
 {
-    struct allocation a = {value, size, 0, 0, kind, 0, context};
+    struct allocation a = {value, size, 0, 0, kind, 0, context, NULL};
     tracker_alloc(&a);
 }
 
@@ -30,7 +30,7 @@ static void test_tracker_events(void)
     CHECK(tracker_take(0x1000, SPACE_MEMORY, &saved) == 1);
     tracker_put_back(&saved);                   /* the real free failed */
     tracker_mark("step");
-    struct allocation failed = {0, 1 << 30, 0, 0, KIND_DEVICE, 0, 1};
+    struct allocation failed = {0, 1 << 30, 0, 0, KIND_DEVICE, 0, 1, NULL};
     tracker_failure(&failed, 2, 1);
     tracker_context_gone(1);                    /* frees both implicitly */
 

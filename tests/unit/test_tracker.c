@@ -18,7 +18,7 @@ static struct counters *set(int device, int kind)
 
 static void allocate(uint64_t value, uint64_t size, int kind, int device, int context)
 {
-    struct allocation a = {value, size, 0, device, kind, 0, context};
+    struct allocation a = {value, size, 0, device, kind, 0, context, NULL};
     tracker_alloc(&a);
 }
 
@@ -74,7 +74,7 @@ int main(void)
     CHECK_EQ(set(0, KIND_VMM_MAPPING)->blocks_current, 1);
 
     /* Failures are counted per kind and device; OOMs separately. */
-    struct allocation failed = {0, 1 << 30, 0, 0, KIND_DEVICE, 0, 1};
+    struct allocation failed = {0, 1 << 30, 0, 0, KIND_DEVICE, 0, 1, NULL};
     tracker_failure(&failed, 2, 1);
     tracker_failure(&failed, 1, 0);
     CHECK_EQ(set(0, KIND_DEVICE)->failures, 2);

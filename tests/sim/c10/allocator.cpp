@@ -13,7 +13,13 @@
 // Its C functions (c10sim_*) are what test programs call, from C or from
 // Python through ctypes. C10SIM_BACKEND=cudaMallocAsync makes attaching a
 // tracker throw, as PyTorch's cudaMallocAsync backend does.
+//
+// It also stands in for the part of PyTorch's autograd engine the tracer
+// reads (libtorch_cpu.so's, in PyTorch): c10sim_backward runs backward nodes
+// that allocate, on a thread of its own that runs no Python, with the node
+// being run in a thread-local (torch::autograd::get_current_node()).
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/csrc/autograd/function.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +28,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -286,7 +293,84 @@ std::atomic<CUDAAllocator *> allocator{&native};
 
 namespace sim = c10::cuda::CUDACachingAllocator;
 
+// ---- the autograd engine's part ---------------------------------------------
+
+namespace torch {
+namespace autograd {
+
+namespace {
+
+thread_local std::shared_ptr<Node> current_node;
+
+// Two kinds of backward node, each allocating one gradient of `size` bytes
+// (kept, or freed before apply returns), from calls of different depths.
+struct SimMmBackward : Node {
+    SimMmBackward(int device, size_t size, bool keep) : device(device), size(size), keep(keep) {}
+    variable_list apply(variable_list &&) override
+    {
+        return {gradient()};
+    }
+    __attribute__((noinline)) void *gradient()
+    {
+        void *p = sim::native.device(device)->malloc(size);
+        if (p && !keep) {
+            sim::native.device(device)->free(p);
+            p = nullptr;
+        }
+        return p;
+    }
+    int device;
+    size_t size;
+    bool keep;
+};
+
+struct SimAddBackward : SimMmBackward {
+    using SimMmBackward::SimMmBackward;
+    variable_list apply(variable_list &&) override
+    {
+        return {gradient(), nullptr};   // not SimMmBackward's code, which the compiler might share
+    }
+};
+
+} // namespace
+
+std::shared_ptr<Node> get_current_node()
+{
+    return current_node;
+}
+
+} // namespace autograd
+} // namespace torch
+
 extern "C" {
+
+// Run `count` backward nodes, SimMmBackward and SimAddBackward in turn, on a
+// new thread; each allocates `size` bytes on `device`, kept in kept[i] if
+// `kept` is not NULL, else freed at once. Returns when they are done.
+__attribute__((visibility("default"))) int c10sim_backward(int device, size_t size, int count,
+                                                           void **kept)
+{
+    namespace autograd = torch::autograd;
+    if (!sim::native.device(device))
+        return -1;
+    std::thread engine([=] {
+        cudaSetDevice(device);
+        for (int i = 0; i < count; i++) {
+            std::shared_ptr<autograd::Node> node;
+            if (i % 2)
+                node = std::make_shared<autograd::SimAddBackward>(device, size, kept != nullptr);
+            else
+                node = std::make_shared<autograd::SimMmBackward>(device, size, kept != nullptr);
+            autograd::current_node = node;      // as the engine's NodeGuard does
+            autograd::variable_list out = (*node)({});
+            autograd::current_node = nullptr;
+            if (kept)
+                kept[i] = out[0];
+        }
+    });
+    engine.join();
+    return 0;
+}
 
 __attribute__((visibility("default"))) int c10sim_init(int devices)
 {
