@@ -7,7 +7,11 @@ For each scenario: the report must name every LEAK line among the growing
 sites and no TEMP or HELD line there, no TEMP line among the sites that grew,
 then were freed near the end; HELD lines are held at the end, not
 leaked; an OOM scenario's report must carry the expected verdict and name
-its OOM line. CuPy's and JAX's scenarios must have their blocks traced one
+its OOM line. A scenario that runs backward (training_mix, retain_graph,
+dataset_on_gpu) must hold at its end tensors made by the autograd engine's
+threads (the gradients), each named by its backward node's apply() alone,
+none by unwound frames; the row counts both.
+CuPy's and JAX's scenarios must have their blocks traced one
 by one (the cache's view "blocks"), and their kept arrays (LEAK, returned
 into a module global) held at the end, not leaked. Prints one table row per
 scenario, with the framework's own figures (printed by the program) beside
@@ -24,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "tests", "gpu", "default_mode.py")
 OOM_VERDICT = {"fragmentation_oom": "cache_fragmented", "exhaustion_oom": "tensors_exhausted"}
 CACHE_KIND = {"cupy_mix": "cupy_block", "jax_kept": "jax_array"}
+BACKWARD = {"training_mix", "retain_graph", "dataset_on_gpu"}   # they run backward
 
 
 def markers():
@@ -58,6 +63,30 @@ def site_line(report, stack_id):
     return None
 
 
+def engine_stacks(report):
+    """Stacks of the live tensors made by the autograd engine's threads (they
+    borrow the main thread's frames, after a marker frame): (named by their
+    backward node alone, unwound). The driver allocations those threads make
+    (cuBLAS's workspaces, cache segments) are not tensors: always unwound."""
+    frames = {f["id"]: f for f in report["frames"]}
+    tensors = {g["stack"] for g in report["live"] if g["kind"] == "torch_tensor"}
+    named = unwound = 0
+    for stack in report["stacks"]:
+        if stack["id"] not in tensors:
+            continue
+        chain = [frames[i] for i in stack["frames"]]
+        marker = [i for i, f in enumerate(chain)
+                  if f.get("python") and f.get("function") == "[main thread, at that moment]"]
+        if not marker:
+            continue
+        native = chain[:marker[0]]
+        if len(native) == 1 and "::apply" in (native[0].get("function") or ""):
+            named += 1
+        else:
+            unwound += 1
+    return named, unwound
+
+
 def run(scenario, build, out):
     base = os.path.join(out, scenario)
     for name in glob.glob(base + ".*") + glob.glob(base + "-oom*"):
@@ -86,8 +115,9 @@ def main():
     all_scenarios = sorted({s for _, s in marks})
     failures = 0
     print("| scenario | verdict | growing lines (LEAK expected) | held at end | OOM verdict | "
-          "tracer: blocks / reserved / holes | framework's own figures |")
-    print("|---|---|---|---|---|---|---|")
+          "tracer: blocks / reserved / holes | engine threads' stacks: by node / unwound | "
+          "framework's own figures |")
+    print("|---|---|---|---|---|---|---|---|")
     for scenario in args.scenarios or all_scenarios:
         done, base, printed = run(scenario, os.path.abspath(args.build), args.out)
         misses = []
@@ -149,6 +179,10 @@ def main():
                 misses.append(f"LEAK line {line} (kept to the end) not held at the end")
             for line in leak & leaked_lines:
                 misses.append(f"LEAK line {line} (kept to the end) called leaked")
+        named, unwound = engine_stacks(report)
+        if scenario in BACKWARD and (unwound or not named):
+            misses.append(f"tensors of the autograd engine: {named} named by their backward "
+                          f"node, {unwound} unwound")
         view = "-"
         for cache in report.get("caches", []):
             if cache["kind"] == CACHE_KIND.get(scenario, "torch_tensor"):
@@ -162,7 +196,8 @@ def main():
         verdict = "ok" if not misses else "MISS: " + "; ".join(misses)
         failures += bool(misses)
         print(f"| {scenario} | {verdict} | {sorted(l for l in grown_lines if l)} ({sorted(leak)}) | "
-              f"{sorted(l for l in held_lines if l)} | {oom_cell} | {view} | {own} |")
+              f"{sorted(l for l in held_lines if l)} | {oom_cell} | {view} | {named} / {unwound} | "
+              f"{own} |")
     return 1 if failures else 0
 
 
