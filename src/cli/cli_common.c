@@ -173,11 +173,14 @@ char *cli_stack_key(const struct report *r, uint32_t stack_id)
     return key;
 }
 
-/* Where a short list of frames starts: the framework call the site made, or
- * the site; the CUDA call inside is the same in every stack. */
+/* Where a short list of frames starts: the operation a framework's thread
+ * ran, else the framework call the site made, else the site; the CUDA call
+ * inside is the same in every stack. */
 static uint32_t first_shown(const struct frame_view *view)
 {
-    long first = view->call >= 0 ? view->call : view->site;
+    long first = view->operation >= 0 ? view->operation
+                 : view->call >= 0    ? view->call
+                                      : view->site;
     return first > 0 ? (uint32_t)first : 0;
 }
 
@@ -212,7 +215,7 @@ void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id
 void cli_write_frames_json(struct out *out, const struct report *r, uint32_t stack_id, int limit)
 {
     const struct stack *s = stack_at(r, stack_id);
-    struct frame_view view = {-1, -1};
+    struct frame_view view = {-1, -1, -1};
     if (s)
         frames_view(r, s, &view);
     out_str(out, "[");

@@ -72,6 +72,16 @@ void frames_view(const struct report *r, const struct stack *s, struct frame_vie
             python = i;
     }
     v->call = python >= 0 ? python : native;
+    v->operation = -1;
+    for (long i = 1; i < (long)s->depth; i++) {
+        const struct symbol *marker = symbol_of(r, frames[i]);
+        if (is_python_frame(frames[i]) && marker && marker->line == 0) {
+            if (!is_python_frame(frames[i - 1]) &&
+                frames_origin(r, frames[i - 1]) == ORIGIN_FRAMEWORK)
+                v->operation = i - 1;
+            break;
+        }
+    }
 }
 
 int frames_hidden(const struct report *r, const struct stack *s, uint32_t index,
@@ -79,7 +89,8 @@ int frames_hidden(const struct report *r, const struct stack *s, uint32_t index,
 {
     const uintptr_t *frames = r->frames + s->first_frame;
     int origin = frames_origin(r, frames[index]);
-    if ((long)index == v->site || (long)index == v->call || origin == ORIGIN_USER)
+    if ((long)index == v->site || (long)index == v->call || (long)index == v->operation ||
+        origin == ORIGIN_USER)
         return 0;
     if (origin == ORIGIN_CUDA)
         return index + 1 < s->depth && frames_origin(r, frames[index + 1]) == ORIGIN_CUDA;

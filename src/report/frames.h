@@ -35,9 +35,13 @@ int frames_origin(const struct report *r, uintptr_t address);
 /* What a stack shows: `site`, the index of its site (-1 for a stack without
  * frames), and `call`, the framework frame kept below the site (-1: none):
  * the innermost framework Python frame inside it (linear.py's forward), else
- * its outermost native framework frame (the binding the site called). */
+ * its outermost native framework frame (the binding the site called); and
+ * `operation` (-1: none), on a stack that borrows the main thread's frames,
+ * the native framework frame just before the marker: what the framework's
+ * thread ran for the main thread (PyTorch's backward node, AddmmBackward0's
+ * apply), which tells apart tensors made under the same backward() line. */
 struct frame_view {
-    long site, call;
+    long site, call, operation;
 };
 void frames_view(const struct report *r, const struct stack *s, struct frame_view *v);
 /* 1 if frame `index` of `s` is hidden by default, whatever

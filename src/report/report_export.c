@@ -73,7 +73,7 @@ void report_folded(const struct report *r, struct out *out)
             g->stack_id >= 1 && g->stack_id <= r->stack_count ? &r->stacks[g->stack_id - 1] : NULL;
         if (!s || s->depth == 0)
             out_str(out, ";[no stack]");
-        struct frame_view view = {-1, -1};
+        struct frame_view view = {-1, -1, -1};
         if (s)
             frames_view(r, s, &view);
         for (uint32_t f = s ? s->depth : 0; f > 0; f--) {

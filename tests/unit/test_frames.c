@@ -1,6 +1,7 @@
 /* test_frames.c - frame origins, the site of a stack and hidden frames
  * (src/report/frames.c) on hand-made stacks: a PyTorch step seen from
- * Python, a PyTorch autograd thread with no Python, a C program, a CuPy
+ * Python, a PyTorch autograd thread with no Python (unwound, or named by
+ * its backward node), a C program, a CuPy
  * call, a stack of the standard library only. */
 #include <string.h>
 
@@ -236,6 +237,27 @@ static void autograd_tensor(void)
     CHECK(strcmp(shown(&f), "00000011011") == 0);
 }
 
+/* A tensor the engine made for a backward node: the node's apply() as its
+ * one native frame (the tracker library's), kept in view before the marker:
+ * it is what tells apart the tensors of one backward() line. */
+static void autograd_node(void)
+{
+    struct symbol frames[] = {
+        NATIVE("torch::autograd::generated::AddmmBackward0::apply",
+               "/x/site-packages/torch/lib/libtorch_cpu.so"),
+        PY("[main thread, at that moment]",
+           "<this thread runs no Python: the main thread's stack follows>", 0),
+        PY("_engine_run_backward", "/x/site-packages/torch/autograd/graph.py", 869),
+        PY("Tensor.backward", "/x/site-packages/torch/_tensor.py", 648),
+        PY("step", "/srv/train.py", 46),
+        PY("<module>", "/srv/train.py", 80),
+    };
+    struct fixture f;
+    build(&f, frames, 6);
+    CHECK_EQ(site_of(&f), 4);
+    CHECK(strcmp(shown(&f), "111011") == 0);
+}
+
 /* The same engine thread when the main thread's frames could not be read:
  * the site is the allocator's frame, never the tracer's hook under it. */
 static void autograd_tensor_alone(void)
@@ -280,6 +302,7 @@ int main(void)
     standard_library_only();
     tracer_hook();
     autograd_tensor();
+    autograd_node();
     autograd_tensor_alone();
     names();
     return check_done("frames");
