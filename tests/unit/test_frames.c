@@ -208,6 +208,15 @@ static void tracer_hook(void)
     CHECK(strcmp(shown(&f), "0011") == 0);
 }
 
+/* What an autograd engine thread's stack continues with: the marker, then
+ * the main thread's frames, waiting in loss.backward() (train.py:46). */
+#define BORROWED_FROM_MAIN_THREAD                                                 \
+    PY("[main thread, at that moment]",                                           \
+       "<this thread runs no Python: the main thread's stack follows>", 0),       \
+    PY("_engine_run_backward", "/x/site-packages/torch/autograd/graph.py", 869),  \
+    PY("Tensor.backward", "/x/site-packages/torch/_tensor.py", 648),              \
+    PY("step", "/srv/train.py", 46), PY("<module>", "/srv/train.py", 80)
+
 /* A tensor PyTorch's autograd engine allocates: no Python on its thread, so
  * its stack is the tracer's hook, the allocator, the engine, thread start,
  * then the main thread's Python frames after a marker (python.c). The site
@@ -221,12 +230,7 @@ static void autograd_tensor(void)
         NATIVE("execute_native_thread_routine", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"),
         NATIVE("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
         NATIVE("__clone3", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
-        PY("[main thread, at that moment]",
-           "<this thread runs no Python: the main thread's stack follows>", 0),
-        PY("_engine_run_backward", "/x/site-packages/torch/autograd/graph.py", 869),
-        PY("Tensor.backward", "/x/site-packages/torch/_tensor.py", 648),
-        PY("step", "/srv/train.py", 46),
-        PY("<module>", "/srv/train.py", 80),
+        BORROWED_FROM_MAIN_THREAD,
     };
     struct fixture f;
     build(&f, frames, 11);
@@ -245,12 +249,7 @@ static void autograd_node(void)
     struct symbol frames[] = {
         NATIVE("torch::autograd::generated::AddmmBackward0::apply",
                "/x/site-packages/torch/lib/libtorch_cpu.so"),
-        PY("[main thread, at that moment]",
-           "<this thread runs no Python: the main thread's stack follows>", 0),
-        PY("_engine_run_backward", "/x/site-packages/torch/autograd/graph.py", 869),
-        PY("Tensor.backward", "/x/site-packages/torch/_tensor.py", 648),
-        PY("step", "/srv/train.py", 46),
-        PY("<module>", "/srv/train.py", 80),
+        BORROWED_FROM_MAIN_THREAD,
     };
     struct fixture f;
     build(&f, frames, 6);
