@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 
 import cases
@@ -658,25 +659,34 @@ def case_frameworks_off():
           f"the segment view, and why: {cache(report)}")
 
 
+# Programs of a test's own that drive torch_blocks.py (its path in argv[1]):
+# the stand-in imported and initialised; one CUDA call of the program's own.
+IMPORT_TORCH_BLOCKS = ("sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
+                       "sys.argv[1:] = ['training_mix']\n"
+                       "import torch_blocks as t\n"
+                       "t.c10.c10sim_init(1)\n")
+CUDA_CALL = ("p = ctypes.c_void_p()\n"
+             "assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0\n"
+             "cudart.cudaFree(p)\n")
+
+
+def run_program(name, program):
+    """Write `program` to build/tests/NAME and run it traced, torch_blocks.py's
+    path its argument: run's answer."""
+    path = os.path.join(cases.ARGS.build, "tests", name)
+    with open(path, "w") as handle:
+        handle.write(program)
+    return run(sys.executable, [path, script()], env=torch_env())
+
+
 def case_torch_blocks_after_cuda():
     """CUDA initialised, and the tracer started, by the program's own calls
     before the framework's first tensor: its tensors are still traced one by
     one, with the same verdicts."""
-    program = (
-        "import ctypes, os, sys\n"
-        "cudart = ctypes.CDLL('libcudart.so.13')\n"
-        "p = ctypes.c_void_p()\n"
-        "assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0\n"
-        "cudart.cudaFree(p)\n"
-        "sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
-        "sys.argv[1:] = ['training_mix']\n"
-        "import torch_blocks as t\n"
-        "t.c10.c10sim_init(1)\n"
-        "t.HELD = t.training_mix()\n")
-    path = os.path.join(cases.ARGS.build, "tests", "torch_blocks_after_cuda.py")
-    with open(path, "w") as handle:
-        handle.write(program)
-    _, err, reports, _ = run(sys.executable, [path, script()], env=torch_env())
+    program = ("import ctypes, os, sys\n"
+               "cudart = ctypes.CDLL('libcudart.so.13')\n" + CUDA_CALL + IMPORT_TORCH_BLOCKS +
+               "t.HELD = t.training_mix()\n")
+    _, err, reports, _ = run_program("torch_blocks_after_cuda.py", program)
     report = reports[-1] if reports else {}
     check(report.get("reason") == "exit", f"an exit report: {[r['reason'] for r in reports]}")
     view = cache(report) if report else None
@@ -698,18 +708,11 @@ def case_torch_blocks_fork():
     gate = "threading.Lock()" if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") \
         else "contextlib.nullcontext()"
     program = (
-        "import contextlib, ctypes, os, signal, sys, threading, time\n"
-        "sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
-        "sys.argv[1:] = ['training_mix']\n"
-        "import torch_blocks as t\n"
-        "t.c10.c10sim_init(1)\n"
+        "import contextlib, ctypes, os, signal, sys, threading, time\n" + IMPORT_TORCH_BLOCKS +
         "cudart = ctypes.CDLL('libcudart.so.13')\n"
         "# The first CUDA calls load libraries: a fork during a dlopen leaves the\n"
         "# child's loader inconsistent, traced or not (python_fork.py says so too).\n"
-        "first = t.Tensor(1 << 20)\n"
-        "p = ctypes.c_void_p()\n"
-        "assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0\n"
-        "cudart.cudaFree(p)\n"
+        "first = t.Tensor(1 << 20)\n" + CUDA_CALL +
         "del first  # a child's exit frees no tensor under a lock held at the fork\n"
         f"gate = {gate}\n"
         "stop = time.time() + 1.0\n"
@@ -725,21 +728,15 @@ def case_torch_blocks_fork():
         "    with gate:\n"
         "        pid = os.fork()\n"
         "    if pid == 0:\n"
-        "        signal.alarm(20)\n"
-        "        p = ctypes.c_void_p()\n"
-        "        assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0\n"
-        "        cudart.cudaFree(p)\n"
+        "        signal.alarm(20)\n" + textwrap.indent(CUDA_CALL, " " * 8) +
         "        sys.exit(0)\n"
         "    _, status = os.waitpid(pid, 0)\n"
         "    assert status == 0, status\n"
         "    children += 1\n"
         "[w.join() for w in workers]\n"
         "print('children', children)\n")
-    path = os.path.join(cases.ARGS.build, "tests", "torch_blocks_fork.py")
-    with open(path, "w") as handle:
-        handle.write(program)
     start = time.time()
-    out, err, _, _ = run(sys.executable, [path, script()], env=torch_env())
+    out, err, _, _ = run_program("torch_blocks_fork.py", program)
     check(out.startswith("children ") and int(out.split()[1]) > 0, f"children exited: {out!r}")
     check(time.time() - start < 60, "done in time")
 
