@@ -62,7 +62,8 @@ def step_ms(env, steps, prefix=(), extra=(), timeout=300, script=SCRIPT, key="st
         return None, f"no exit within {timeout} s"
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("{"):
-            return json.loads(line)[key], done.returncode
+            figures = json.loads(line)
+            return (figures[key] if key else figures), done.returncode
     return None, f"exit {done.returncode}: {done.stderr[-300:]!r}"
 
 
@@ -177,6 +178,62 @@ def activity(traced, env, label, timed, extra, untraced_ms):
             f"timed steps, {counts[1][2]} with {counts[1][0]}")
 
 
+def switched_rows(args, traced, notes):
+    """The transformer step in one process, windows with the tracker's events
+    recorded and dropped in turn (torch_step_time.py --switch): per process,
+    the median of its pairs' ratios, and the tracer's own time on the
+    program's threads and on its own thread in the recorded windows. Then
+    the same untraced, where the two windows of a pair differ by nothing."""
+    library = os.path.join(os.path.abspath(args.build), "libcumemtrace_torch_bench.so")
+    if not os.path.exists(library):
+        subprocess.run([os.path.join(ROOT, "scripts", "build-torch-tracker.sh"), "--bench",
+                        args.build], capture_output=True)
+    if not os.path.exists(library):
+        notes.append("in-process rows: scripts/build-torch-tracker.sh --bench failed")
+        return
+    steps = max(1, args.large_steps // 20)
+    extra = ("--model", "transformer", "--switch")
+    print()
+    print(f"| transformer step, one process: windows of {steps} steps, the tracker's events "
+          "recorded / dropped | median of processes | each process's median of 20 pairs | "
+          "own time per step (program's threads) | the tracer's thread per step |")
+    print("|---|---|---|---|---|", flush=True)
+    for label, env in (("tensors traced", {}),
+                       ("tensors traced, no stacks (CUMEMTRACE_DEPTH=0 CUMEMTRACE_PYTHON=0)",
+                        {"CUMEMTRACE_DEPTH": "0", "CUMEMTRACE_PYTHON": "0"}),
+                       ("untraced: nothing switched (how alike two windows are)", None)):
+        ratios, own, thread = [], [], []
+        for _ in range(args.rounds):
+            if env is None:
+                ratio, _ = step_ms({}, steps, extra=extra, key="ratio")
+                if ratio:
+                    ratios.append(ratio)
+                continue
+            result = {}
+
+            def run(tracer):
+                figures, _ = step_ms({**env, **tracer, "CUMEMTRACE_TORCH_TRACKER": library},
+                                     steps, extra=extra, key=None)
+                result.update(figures or {})
+            report = self_timed_report(traced, run)
+            if not report or not result.get("switched"):
+                continue
+            marks = report["marks"]["recent"]
+            spent = sum(b["self_time_ns"] - a["self_time_ns"] for a, b in zip(marks, marks[1:])
+                        if a["label"] == "switch on: start" and b["label"] == "switch on: end")
+            ratios.append(result["ratio"])
+            own.append(spent / 1000 / (20 * steps))
+            thread.append(result["tracer_thread_us_per_step"])
+        if not ratios:
+            print(f"| {label} | failed | | | |")
+            continue
+        print(f"| {label} | {statistics.median(ratios):.3f}x | "
+              + " ".join(f"{r:.3f}" for r in ratios) + " | "
+              + (" ".join(f"{o:.0f}" for o in own) + " us" if own else "") + " | "
+              + (" ".join(f"{t:.0f}" for t in thread) + " us" if thread else "") + " |",
+              flush=True)
+
+
 def others(args, traced, emit, notes):
     """A CuPy loop and a cudaMalloc-heavy C program, untraced and traced."""
     if "cupy" in args.only and subprocess.run(
@@ -207,7 +264,8 @@ def main():
                                 "per-tensor,large,history,cupy,c",
                         help="which rows, comma-separated (default: all but parts: the "
                              "tracer's time per per-tensor step without stacks or Python "
-                             "frames)")
+                             "frames, and transformer-switch: the transformer step in one "
+                             "process, its windows recorded and not in turn)")
     parser.add_argument("--sanitizer-steps", type=int, default=0,
                         help="also time compute-sanitizer --leak-check full (0: not)")
     parser.add_argument("--pin", default="",
@@ -282,6 +340,8 @@ def main():
                                 max(2, args.rounds // 2))
             emit(row(f"transformer step, torch memory history with {words} (reference; "
                      "'traced' = recording)", *figures))
+    if "transformer-switch" in args.only:
+        switched_rows(args, traced, notes)
     others(args, traced, emit, notes)
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if args.sanitizer_steps and os.path.exists(sanitizer):

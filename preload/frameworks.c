@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -33,6 +34,7 @@
 #include "modules.h"
 #include "output.h"
 #include "preload.h"
+#include "threads.h"
 #include "torch_tracker.h"
 #include "triggers.h"
 
@@ -59,11 +61,11 @@ static void torch_event(const struct torch_tracker_event *e)
         self_time_start();
     switch (e->action) {
     case TORCH_ALLOC:
-        tracker_cache_block(KIND_TORCH_TENSOR, e->device, e->address, e->size, e->stream,
-                            torch_operation);
+        tracker_defer_cache_block(KIND_TORCH_TENSOR, e->device, e->address, e->size,
+                                  e->stream, torch_operation);
         break;
     case TORCH_FREE_COMPLETED:   /* as torch.cuda.memory_stats()'s requested_bytes */
-        tracker_cache_block_free(e->address);
+        tracker_defer_cache_free(e->address);
         break;
     case TORCH_SEGMENT_ALLOC:
     case TORCH_SEGMENT_MAP:
@@ -77,6 +79,21 @@ static void torch_event(const struct torch_tracker_event *e)
     }
     if (config.self_time)
         self_time_stop();
+}
+
+/* The tracer's own thread, which enters the tensors' events in the registry
+ * (tracker_apply, pending.h says why): PyTorch's threads only take stacks.
+ * Every millisecond, some seventy events of a transformer's step; it is
+ * never woken by them, so an event costs its thread no system call. */
+static void *apply_events(void *unused)
+{
+    (void)unused;
+    struct timespec pause = {0, 1000000};
+    for (;;) {
+        tracker_apply();
+        nanosleep(&pause, NULL);
+    }
+    return NULL;
 }
 
 /* ---- attaching ------------------------------------------------------------ */
@@ -170,6 +187,8 @@ static void attach_torch(const char *c10)
     int status = attach(torch_event);
     if (status == TORCH_TRACKER_ATTACHED) {
         tracker_cache_view(KIND_TORCH_TENSOR, CACHE_BLOCKS, "");
+        if (thread_start(apply_events, NULL, "cumemtrace-rec") != 0)
+            log_debug("no thread to enter tensors: the allocating threads enter them");
         log_debug("tracing PyTorch %s's tensors through its trace tracker", loaded);
     } else {
         segments_only(status == TORCH_TRACKER_REFUSED

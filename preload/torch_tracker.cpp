@@ -41,6 +41,15 @@
 namespace allocator = c10::cuda::CUDACachingAllocator;
 namespace autograd = torch::autograd;
 
+#ifdef CUMEMTRACE_BENCH_SWITCH
+// Only in the build bench/gpu_cost.py makes for its in-process comparison
+// (scripts/build-torch-tracker.sh --bench): while this is not 0, every event
+// is dropped here, so windows of steps traced and not alternate within one
+// process, whose speed varies less than from one process to the next.
+extern "C" __attribute__((visibility("default"))) int torch_tracker_bench_off;
+int torch_tracker_bench_off = 0;
+#endif
+
 namespace {
 
 torch_tracker_sink sink;
@@ -71,6 +80,10 @@ const std::ptrdiff_t apply_slot = ApplySlot::offset();
 
 void forward(const allocator::TraceEntry &entry) noexcept
 {
+#ifdef CUMEMTRACE_BENCH_SWITCH
+    if (__atomic_load_n(&torch_tracker_bench_off, __ATOMIC_RELAXED))
+        return;
+#endif
     struct torch_tracker_event event;
     event.action = static_cast<int>(entry.action_);
     event.device = static_cast<int>(entry.device_);

@@ -4,14 +4,23 @@
 # its default caching mode (preload/torch_tracker.cpp says why it must be built
 # against that very PyTorch's headers).
 #
-#   scripts/build-torch-tracker.sh [BUILD_DIR]      (default: build)
+#   scripts/build-torch-tracker.sh [--bench] [BUILD_DIR]      (default: build)
 #
 # Uses $PYTHON (default python3) to find torch, $CXX (default c++), and the
 # CUDA headers from $CUDA_HOME, /usr/local/cuda or nvcc's directory. Writes
 # BUILD_DIR/libcumemtrace_torch.so, beside libcumemtrace.so, where the tracer
-# looks for it (CUMEMTRACE_TORCH_TRACKER names another).
+# looks for it (CUMEMTRACE_TORCH_TRACKER names another). --bench builds
+# libcumemtrace_torch_bench.so instead, whose events a variable can switch
+# off (bench/gpu_cost.py's in-process comparison; never for use).
 set -eu
 cd "$(dirname "$0")/.."
+name=libcumemtrace_torch.so
+switch=""
+if [ "${1:-}" = "--bench" ]; then
+    name=libcumemtrace_torch_bench.so
+    switch=-DCUMEMTRACE_BENCH_SWITCH
+    shift
+fi
 build=${1:-build}
 python=${PYTHON:-python3}
 cxx=${CXX:-c++}
@@ -48,7 +57,7 @@ done
 mkdir -p "$build"
 # shellcheck disable=SC2086  # $includes is a list of options
 "$cxx" -std="$std" -O2 -fPIC -shared -fvisibility=hidden -Wall -Wextra \
-    -D_GLIBCXX_USE_CXX11_ABI="$abi" -DCUMEMTRACE_TORCH_VERSION="\"$version\"" \
+    -D_GLIBCXX_USE_CXX11_ABI="$abi" -DCUMEMTRACE_TORCH_VERSION="\"$version\"" $switch \
     $includes -isystem "$cuda" -Ipreload preload/torch_tracker.cpp \
-    -o "$build/libcumemtrace_torch.so" -L"$root/lib" -lc10_cuda -lc10 -ltorch_cpu -Wl,-z,nodelete
-echo "build-torch-tracker: built $build/libcumemtrace_torch.so for PyTorch $version"
+    -o "$build/$name" -L"$root/lib" -lc10_cuda -lc10 -ltorch_cpu -Wl,-z,nodelete
+echo "build-torch-tracker: built $build/$name for PyTorch $version"

@@ -15,13 +15,19 @@
  * - tracker_lock() takes every shard lock, in order: with it held, nothing
  *   above moves. Reports, growth samples, marks, failures, context teardown
  *   and unmaps of address ranges take it; the crash dump tries it.
+ * - A framework's tensors, hundreds a step, are not entered by the thread
+ *   that makes them: it takes the stack and queues the event (pending.h).
+ *   apply_lock's holder enters queued events in order: the tracer's thread
+ *   (tracker_apply), a thread finding the queue long, or tracker_lock()
+ *   before it takes the shards, so whoever holds that lock sees them all.
  * - tables_lock guards adding to the thread and handle tables; it is taken
  *   inside a shard lock, and only for a thread's first event or a new handle.
- * Lock order: shards (in index order), then the stack table's insert lock or
- * tables_lock. Nothing here decides about reports: the interposer tells
+ * Lock order: apply_lock, shards (in index order), then the stack table's
+ * insert lock or tables_lock. Nothing here decides about reports: the interposer tells
  * report/triggers.c what happened once the event is recorded. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -34,6 +40,7 @@
 #include "counters.h"
 #include "growth.h"
 #include "kinds.h"
+#include "pending.h"
 #include "python.h"
 #include "stack_totals.h"
 #include "stacks.h"
@@ -113,6 +120,7 @@ static void reset_state(void)
     tracker.start_ns = monotonic_ns();
     tracker.pid = (int)getpid();
     timeline_reset(tracker.start_ns);
+    pending_reset();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     tracker.start_unix = ts.tv_sec + ts.tv_nsec / 1e9;
@@ -168,10 +176,14 @@ static int enter_to_record(void)
     return 0;
 }
 
+static int apply_pending(int wait);
+
 /* With every shard held, the threads' pending stack totals are still: they
- * are moved into the stacks, so whoever holds the lock reads exact totals. */
+ * are moved into the stacks, so whoever holds the lock reads exact totals.
+ * The framework events made before it are entered first. */
 void tracker_lock(void)
 {
+    apply_pending(1);
     registry_lock_all();
     stack_totals_flush();
 }
@@ -184,7 +196,7 @@ void tracker_unlock(void)
 /* From the crash dump's signal handler: tries, never waits. */
 int tracker_trylock(void)
 {
-    if (!registry_trylock_all())
+    if (apply_pending(0) < 0 || !registry_trylock_all())
         return 0;
     stack_totals_flush();
     return 1;
@@ -332,20 +344,38 @@ static uint64_t next_sequence(void)
     return this_thread.sequence_next++;
 }
 
-/* A new record's fields. Its shard's lock held. */
-static void fill_block(struct block *b, const struct allocation *a, uint32_t stack_id,
-                       uint32_t now)
+/* The event of allocation `a`, made now by this thread with stack
+ * `stack_id`: what a record is made of (its thread is 0, this one, until
+ * someone takes a number for it). */
+static struct pending_event event_of(const struct allocation *a, uint32_t stack_id, uint32_t now)
 {
-    b->size = a->size;
+    return (struct pending_event){
+        .value = a->value,
+        .size = a->size,
+        .handle = a->handle,
+        .stack_id = stack_id,
+        .time_ms = now,
+        .device = (int8_t)(a->device >= -1 && a->device < 127 ? a->device : -1),
+        .type = PENDING_ALLOC,
+        .kind = (uint8_t)a->kind,
+        .api = (uint8_t)a->api,
+        .context = (uint8_t)a->context,
+    };
+}
+
+/* A new record's fields. Its shard's lock held. */
+static void fill_block(struct block *b, const struct pending_event *e)
+{
+    b->size = e->size;
     b->sequence = next_sequence();
-    b->stack_id = stack_id;
-    b->time_ms = now;
-    b->handle = handle_number(a->handle);
-    b->thread = thread_number();
-    b->device = (int8_t)(a->device >= -1 && a->device < 127 ? a->device : -1);
-    b->kind = (uint8_t)a->kind;
-    b->api = (uint8_t)a->api;
-    b->context = (uint8_t)a->context;
+    b->stack_id = e->stack_id;
+    b->time_ms = e->time_ms;
+    b->handle = handle_number(e->handle);
+    b->thread = e->thread ? e->thread : thread_number();
+    b->device = e->device;
+    b->kind = e->kind;
+    b->api = e->api;
+    b->context = e->context;
 }
 
 /* Count a block just added. Its shard's lock held. */
@@ -407,17 +437,10 @@ static void note_cache_role(int kind, uint32_t stack_id, int depth)
         this_thread.physical_stack = stack_id;
 }
 
-/* Record a block with the stack frames[0..depth): its allocation number, 0
- * if it could not be recorded. Inside the tracer. */
-static uint64_t record(const struct allocation *a, const uintptr_t *frames, int depth)
+/* Enter allocation event `e` in the registry at `key`: its allocation
+ * number, 0 if it could not be recorded. Takes the key's shard. */
+static uint64_t enter_block(uint64_t key, const struct pending_event *e)
 {
-    int kind = a->kind & BLOCK_KIND_MASK;
-    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
-    note_cache_role(kind, stack_id, depth);
-    uint64_t key = block_key(a->value, kind_space(kind));
-    uint32_t now = tracker_now_ms();
-    note_traced();
-
     registry_lock(key);
     struct block *old = registry_find(key);
     if (old) {              /* we missed its free: the address was reused */
@@ -427,7 +450,7 @@ static uint64_t record(const struct allocation *a, const uintptr_t *frames, int 
     }
     struct block *b = registry_new(key);
     if (b) {
-        fill_block(b, a, stack_id, now);
+        fill_block(b, e);
         if (registry_add(b) < 0) {
             registry_release(b);
             b = NULL;
@@ -435,10 +458,43 @@ static uint64_t record(const struct allocation *a, const uintptr_t *frames, int 
     }
     uint64_t number = b ? b->sequence : 0;
     if (b)
-        account_alloc(b, a->api);
+        account_alloc(b, e->api);
     else
         tracker_lost(LOST_NO_MEMORY);
     registry_unlock(key);
+    return number;
+}
+
+/* End the record at `key` (a free), saving it in *saved: whether one was
+ * there. With `flag`, only a record that has it. Takes the key's shard. */
+static int forget_at(uint64_t key, int flag, struct block *saved)
+{
+    registry_lock(key);
+    struct block *b = registry_find(key);
+    if (b && flag && !(b->kind & flag))
+        b = NULL;
+    else if (b) {
+        *saved = *b;
+        forget_block(b, 0);
+        registry_release(b);
+    } else if (!flag) {
+        tracker_lost(LOST_UNKNOWN_FREE);
+    }
+    registry_unlock(key);
+    return b != NULL;
+}
+
+/* Record a block with the stack frames[0..depth): its allocation number, 0
+ * if it could not be recorded. Inside the tracer. */
+static uint64_t record(const struct allocation *a, const uintptr_t *frames, int depth)
+{
+    int kind = a->kind & BLOCK_KIND_MASK;
+    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
+    note_cache_role(kind, stack_id, depth);
+    uint32_t now = tracker_now_ms();
+    note_traced();
+    struct pending_event e = event_of(a, stack_id, now);
+    uint64_t number = enter_block(block_key(a->value, kind_space(kind)), &e);
     if (!this_thread.sweeping)
         sample_growth_if_due(now);
     else
@@ -464,21 +520,9 @@ static int take(uint64_t value, int space, int flag, struct block *saved)
 {
     if (!enter_to_record())
         return 0;
-    uint64_t key = block_key(value, space);
-    registry_lock(key);
-    struct block *b = registry_find(key);
-    if (b && flag && !(b->kind & flag))
-        b = NULL;
-    else if (b) {
-        *saved = *b;
-        forget_block(b, 0);
-        registry_release(b);
-    } else if (!flag) {
-        tracker_lost(LOST_UNKNOWN_FREE);
-    }
-    registry_unlock(key);
+    int found = forget_at(block_key(value, space), flag, saved);
     tracker_leave();
-    return b != NULL;
+    return found;
 }
 
 int tracker_take(uint64_t value, int space, struct block *saved)
@@ -686,14 +730,123 @@ uint64_t tracker_cache_block_with_frames(int cache_kind, int device, uint64_t ad
     return number;
 }
 
-void tracker_cache_block_free(uint64_t address)
+/* ---- framework blocks entered later (pending.h) ------------------------------ */
+
+/* Held by whoever enters pending events, so they are entered one at a time,
+ * in order. Taken before any shard. */
+static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Enters more than this many pending events at once cost the thread that
+ * finds them waiting: they are otherwise left to tracker_apply's caller. */
+#define APPLY_BATCH 2048
+
+static void apply_event(const struct pending_event *e)
 {
-    if (address == 0 || !config.enabled)
+    uint64_t key = block_key(e->value, SPACE_FRAMEWORK);
+    struct block saved;
+    if (e->type == PENDING_ALLOC)
+        enter_block(key, e);
+    else
+        forget_at(key, 0, &saved);
+}
+
+/* Enter every published pending event, in order; with `wait` 0, only if no
+ * one else is entering them (-1 if someone is). Holds no shard when called. */
+static int apply_pending(int wait)
+{
+    if (pending_count() == 0)
+        return 0;
+    if (wait)
+        pthread_mutex_lock(&apply_lock);
+    else if (pthread_mutex_trylock(&apply_lock) != 0)
+        return -1;
+    const struct pending_event *e;
+    while ((e = pending_next())) {
+        apply_event(e);
+        pending_done();
+    }
+    pthread_mutex_unlock(&apply_lock);
+    return 0;
+}
+
+int tracker_apply(void)
+{
+    if (pending_count() == 0)
+        return 0;
+    int entered_before = tracker_enter();
+    apply_pending(1);
+    if (entered_before)
+        tracker_leave();
+    sample_growth_if_due(tracker_now_ms());
+    return 1;
+}
+
+/* Queue event `e`; a full ring is emptied by this thread first. With the
+ * timeline on, it is entered at once, so the timeline's times are the
+ * events' own. */
+static void defer(const struct pending_event *e)
+{
+    uint64_t number;
+    struct pending_event *slot;
+    while (!(slot = pending_claim(&number))) {
+        if (pending_count() == 0) {     /* the ring has no memory: enter it now */
+            apply_event(e);
+            return;
+        }
+        apply_pending(1);
+        if (pending_count() >= APPLY_BATCH)
+            sched_yield();              /* a writer between its claim and its publish */
+    }
+    *slot = *e;
+    pending_publish(slot, number);
+    if (timeline.events || pending_count() >= APPLY_BATCH)
+        apply_pending(0);
+}
+
+/* This thread's number, registered with a shard held (thread_number says
+ * why) the first time. */
+static uint16_t own_number(uint64_t key)
+{
+    if (this_thread.number == 0) {
+        registry_lock(key);
+        thread_number();
+        registry_unlock(key);
+    }
+    return this_thread.number;
+}
+
+void tracker_defer_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
+                               uint64_t stream, uint64_t (*operation)(void))
+{
+    if (!kind_in_cache(cache_kind) || !config.enabled || address == 0 || !enter_to_record())
         return;
     int saved_errno = errno;
-    struct block saved;
-    tracker_take(address, SPACE_FRAMEWORK, &saved);
+    struct allocation a = cache_allocation(cache_kind, device, address, size, stream, operation);
+    uintptr_t frames[CONFIG_MAX_DEPTH];
+    int depth = 0;
+    frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
+    if (config.depth > 0 && size >= config.min_size)
+        depth = python_capture(frames, native_frames(&a, frames), CONFIG_MAX_DEPTH);
+    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
+    note_cache_role(cache_kind, stack_id, depth);
+    note_traced();
+    struct pending_event e = event_of(&a, stack_id, tracker_now_ms());
+    e.thread = own_number(block_key(address, SPACE_FRAMEWORK));
+    defer(&e);
+    sample_growth_if_due(e.time_ms);
     errno = saved_errno;
+    tracker_leave();
+}
+
+void tracker_defer_cache_free(uint64_t address)
+{
+    if (address == 0 || !config.enabled || !enter_to_record())
+        return;
+    int saved_errno = errno;
+    struct pending_event e = {.value = address, .type = PENDING_FREE};
+    defer(&e);
+    errno = saved_errno;
+    tracker_leave();
 }
 
 void tracker_cache_block_free_if(uint64_t address, uint64_t number)
@@ -879,6 +1032,7 @@ void tracker_oom_retried(int succeeded)
 void tracker_fork_prepare(void)
 {
     stacks_fork_prepare();  /* first: a capture is made before a shard is taken */
+    pthread_mutex_lock(&apply_lock);
     registry_lock_all();
     python_fork_prepare();  /* after: a report holds the shards, then the table */
 }
@@ -887,6 +1041,7 @@ void tracker_fork_parent(void)
 {
     python_fork_parent();
     registry_unlock_all();
+    pthread_mutex_unlock(&apply_lock);
     stacks_fork_parent();
 }
 
@@ -895,6 +1050,7 @@ void tracker_fork_parent(void)
 void tracker_fork_child(void)
 {
     pthread_mutex_init(&tables_lock, NULL);
+    pthread_mutex_init(&apply_lock, NULL);
     if (initialized)
         reset_state();
     else

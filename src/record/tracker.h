@@ -124,7 +124,17 @@ int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live *
  * returned (0: not recorded). errno is kept. */
 uint64_t tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
                              uint64_t stream, uint64_t (*operation)(void));
-void tracker_cache_block_free(uint64_t address);
+/* The same, entered in the registry later (pending.h), for a framework whose
+ * blocks come and go by the hundred a step (PyTorch's tensors): the stack is
+ * taken now, the record is made by the next tracker_apply, report, mark or
+ * tracker_lock, in the order the events happened. No allocation number. A
+ * free of a block that tracker_cache_block recorded must not be deferred. */
+void tracker_defer_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
+                               uint64_t stream, uint64_t (*operation)(void));
+void tracker_defer_cache_free(uint64_t address);
+/* Enter the pending framework events (the tracer's own thread calls it
+ * every millisecond or so): whether there were any. */
+int tracker_apply(void);
 /* The same, for a block whose stack is known rather than this thread's: its
  * frames, innermost first (tagged Python frames, python_frame_at), as a
  * framework recorded them when it made the block (a JAX array's traceback). */

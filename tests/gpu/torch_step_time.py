@@ -1,7 +1,7 @@
 """Time a PyTorch training step: the median over windows of steps after a warm-up.
 
     python3 tests/gpu/torch_step_time.py STEPS [--model small|large|transformer]
-                                         [--history default|python|none]
+                                         [--history default|python|none] [--switch]
 
 Run it with and without the tracer (same mode) and compare; prints one JSON
 line. The step time is the median of 10 windows of STEPS/10 steps, so a pause
@@ -17,9 +17,20 @@ in one window (a collection, another process) does not move it.
 cumemtrace is compared with: `default` (its defaults: C++ and Python stacks
 at every event), `python` (context="alloc", stacks="python"), `none`
 (context=None: events, no stacks). Used by bench/gpu_cost.py.
+`--switch`, traced with the tracker library's bench build
+(CUMEMTRACE_TORCH_TRACKER=.../libcumemtrace_torch_bench.so): 20 pairs of
+windows of STEPS steps, the tracker's events dropped in one window of each
+pair (torch_tracker_bench_off) and recorded in the other, in alternating
+order; prints the median of the pairs' ratios (recorded / dropped), each
+window's time, and the CPU time of the tracer's own thread in the recorded
+windows. One process, so what differs from one process to the next (its
+placement, its caches, the machine's other work) falls on both sides. Run
+untraced, the same pairs with nothing switched say how alike two windows
+are.
 """
 import ctypes
 import json
+import os
 import statistics
 import sys
 import time
@@ -95,6 +106,8 @@ def main():
     for _ in range(200 if kind == "small" else 20):
         step()
     torch.cuda.synchronize()
+    if "--switch" in sys.argv:
+        return switched(step, steps)
     per_window = max(1, steps // WINDOWS)
     windows = []
     mark("timed steps: start")
@@ -108,6 +121,64 @@ def main():
     print(json.dumps({"step_ms": round(statistics.median(windows), 4),
                       "windows_ms": [round(w, 4) for w in windows],
                       "loss": round(float(loss.detach()), 6)}), flush=True)
+
+
+def thread_cpu_ns(name):
+    """CPU time so far of this process's threads called `name` (schedstat)."""
+    total = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as comm:
+                if comm.read().strip() != name:
+                    continue
+            with open(f"/proc/self/task/{tid}/schedstat") as stat:
+                total += int(stat.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def switched(step, steps, pairs=20):
+    """--switch: windows of `steps` steps, recorded and dropped in turn."""
+    library = os.environ.get("CUMEMTRACE_TORCH_TRACKER", "")
+    off = None
+    if "LD_PRELOAD" in os.environ and library.endswith("_bench.so"):
+        off = ctypes.c_int.in_dll(ctypes.CDLL(library), "torch_tracker_bench_off")
+    thread_ns = 0
+
+    def window(recorded):
+        nonlocal thread_ns
+        if off is not None:
+            off.value = 0 if recorded else 1
+        if recorded:
+            mark("switch on: start")
+            before = thread_cpu_ns("cumemtrace-rec")
+        started = time.perf_counter()
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+        took = (time.perf_counter() - started) / steps * 1000
+        if recorded:
+            thread_ns += thread_cpu_ns("cumemtrace-rec") - before
+            mark("switch on: end")
+        return took
+
+    on, dropped = [], []
+    for number in range(pairs):
+        if number % 2 == 0:
+            on.append(window(True))
+            dropped.append(window(False))
+        else:
+            dropped.append(window(False))
+            on.append(window(True))
+    if off is not None:
+        off.value = 0
+    print(json.dumps({"ratio": round(statistics.median(a / b for a, b in zip(on, dropped)), 4),
+                      "on_ms": [round(w, 4) for w in on],
+                      "off_ms": [round(w, 4) for w in dropped],
+                      "switched": off is not None,
+                      "tracer_thread_us_per_step": round(thread_ns / 1000 / (pairs * steps), 2)}),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -695,6 +695,31 @@ def case_torch_blocks_after_cuda():
         check_verdicts(report, "training_mix")
 
 
+def case_torch_tracker_bench_switch():
+    """The tracker library's bench build (scripts/build-torch-tracker.sh
+    --bench, for bench/gpu_cost.py's in-process comparison): a tensor made
+    while its switch is on is not traced; those before and after are."""
+    bench = os.path.join(cases.ARGS.build, "sim", "torch", "libcumemtrace_torch_bench.so")
+    program = ("import ctypes, os, sys\n" + IMPORT_TORCH_BLOCKS +
+               "off = ctypes.c_int.in_dll(ctypes.CDLL(os.environ['CUMEMTRACE_TORCH_TRACKER']),\n"
+               "                          'torch_tracker_bench_off')\n"
+               "t.HELD = [t.Tensor(1 << 20)]\n"
+               "off.value = 1\n"
+               "t.HELD.append(t.Tensor(2 << 20))\n"
+               "off.value = 0\n"
+               "t.HELD.append(t.Tensor(4 << 20))\n")
+    path = os.path.join(cases.ARGS.build, "tests", "torch_bench_switch.py")
+    with open(path, "w") as handle:
+        handle.write(program)
+    _, err, reports, _ = run(sys.executable, [path, script()],
+                             env=torch_env(CUMEMTRACE_TORCH_TRACKER=bench))
+    counters = cases.device_counters(reports[-1], 0, "torch_tensor") if reports else None
+    check(counters and counters["allocation"]["allocated"] == 2 and
+          counters["allocated_bytes"]["allocated"] == 5 << 20,
+          f"the tensors before and after the switch, not the one in between: {counters} "
+          f"{err[-300:]!r}")
+
+
 def case_torch_blocks_fork():
     """fork() while threads allocate through the stand-in (a child inherits
     its lock as it was, as with PyTorch, so the child only makes CUDA calls

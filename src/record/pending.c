@@ -1,0 +1,65 @@
+/* pending.c - the ring of framework block events waiting to be entered (see
+ * pending.h). */
+#include "pending.h"
+
+#include "arena.h"
+
+/* 8192 events: 512 KiB, some 13 steps of a transformer's 614 tensors. */
+#define PENDING_CAPACITY 8192u
+
+static struct {
+    struct pending_event *events;
+    _Alignas(64) uint64_t head;     /* events claimed */
+    _Alignas(64) uint64_t tail;     /* events entered: written by the reader only */
+} ring;
+
+int pending_reset(void)
+{
+    if (!ring.events)
+        ring.events = pages_alloc(PENDING_CAPACITY * sizeof(struct pending_event));
+    else
+        for (uint32_t i = 0; i < PENDING_CAPACITY; i++)
+            ring.events[i].stamp = 0;
+    ring.head = ring.tail = 0;
+    return ring.events ? 0 : -1;
+}
+
+struct pending_event *pending_claim(uint64_t *number)
+{
+    if (!ring.events)
+        return NULL;
+    uint64_t head = __atomic_load_n(&ring.head, __ATOMIC_RELAXED);
+    do {
+        if (head - __atomic_load_n(&ring.tail, __ATOMIC_ACQUIRE) >= PENDING_CAPACITY)
+            return NULL;
+    } while (!__atomic_compare_exchange_n(&ring.head, &head, head + 1, 1, __ATOMIC_ACQUIRE,
+                                          __ATOMIC_RELAXED));
+    *number = head;
+    return &ring.events[head % PENDING_CAPACITY];
+}
+
+void pending_publish(struct pending_event *e, uint64_t number)
+{
+    __atomic_store_n(&e->stamp, number + 1, __ATOMIC_RELEASE);
+}
+
+uint64_t pending_count(void)
+{
+    return __atomic_load_n(&ring.head, __ATOMIC_ACQUIRE) -
+           __atomic_load_n(&ring.tail, __ATOMIC_ACQUIRE);
+}
+
+const struct pending_event *pending_next(void)
+{
+    uint64_t tail = __atomic_load_n(&ring.tail, __ATOMIC_RELAXED);
+    if (!ring.events || tail == __atomic_load_n(&ring.head, __ATOMIC_ACQUIRE))
+        return NULL;
+    const struct pending_event *e = &ring.events[tail % PENDING_CAPACITY];
+    return __atomic_load_n(&e->stamp, __ATOMIC_ACQUIRE) == tail + 1 ? e : NULL;
+}
+
+void pending_done(void)
+{
+    __atomic_store_n(&ring.tail, __atomic_load_n(&ring.tail, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELEASE);
+}

@@ -1,0 +1,61 @@
+/* pending.h - framework block events recorded now, entered in the registry
+ * later, in the order they happened.
+ *
+ * A training step of PyTorch's caching allocator hands out and takes back
+ * hundreds of tensors, each an event in the allocating thread while PyTorch
+ * waits. Entering one in the registry (shard lock, probes, counters, stack
+ * totals) took most of the tracer's time there, and the caches that work
+ * evicted cost PyTorch about as much again (docs/PERFORMANCE.md). So the
+ * allocating thread only takes the stack and writes the event here; the
+ * tracker enters the events later, in batches, on its own thread or at the
+ * next report, whichever comes first (tracker.c).
+ *
+ * A bounded ring, many writers and one reader at a time: a writer claims a
+ * slot (one compare-and-swap on the shared head), fills it and publishes it
+ * by its stamp; the reader takes published events in claim order, so a
+ * tensor's free is never entered before its allocation, whichever threads
+ * made them. A full ring refuses a claim: the writer then enters what is
+ * pending itself and tries again. Nothing is allocated per event. */
+#ifndef CUMEMTRACE_PENDING_H
+#define CUMEMTRACE_PENDING_H
+
+#include <stdint.h>
+
+enum pending_type { PENDING_ALLOC = 1, PENDING_FREE };
+
+/* One cache line, so writers on two cores never share one. */
+struct pending_event {
+    _Alignas(64) uint64_t stamp;    /* the event's number + 1 once written */
+    uint64_t value;                 /* the block's address */
+    uint64_t size;
+    uint64_t handle;                /* its stream, 0 if none */
+    uint32_t stack_id;
+    uint32_t time_ms;
+    uint16_t thread;                /* the allocating thread's number */
+    int8_t device;
+    uint8_t type;                   /* enum pending_type */
+    uint8_t kind;                   /* enum kind */
+    uint8_t api;
+    uint8_t context;                /* interned CUDA context, 0 if none */
+};
+
+/* An empty ring; its memory is mapped at the first call (0, or -1 if it
+ * could not be: then every claim is refused). Also in a forked child,
+ * whose parent's events are not its own. */
+int pending_reset(void);
+
+/* A slot for the next event, its number in *number, or NULL if the ring is
+ * full (or has no memory). The caller fills it and calls pending_publish. */
+struct pending_event *pending_claim(uint64_t *number);
+void pending_publish(struct pending_event *e, uint64_t number);
+
+/* Events claimed and not yet entered (published or not). */
+uint64_t pending_count(void);
+
+/* The reader's side, one reader at a time (the tracker's apply lock): the
+ * oldest event if it is published, else NULL; pending_done once it is
+ * entered frees its slot. */
+const struct pending_event *pending_next(void);
+void pending_done(void);
+
+#endif

@@ -1,0 +1,183 @@
+/* test_pending.c - framework events queued and entered later (pending.h),
+ * the ring alone and through the tracker: nothing is counted before it is
+ * entered, events are entered in the order they were made whichever thread
+ * made them, a full ring is emptied by the thread that finds it full, and
+ * with the timeline on an event is entered at once. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "counters.h"
+#include "kinds.h"
+#include "pending.h"
+#include "tracker.h"
+
+#define CAPACITY 8192       /* pending.c's */
+
+static void ring_alone(void)
+{
+    CHECK_EQ(pending_reset(), 0);
+    CHECK(pending_next() == NULL);
+    uint64_t first, second;
+    struct pending_event *a = pending_claim(&first), *b = pending_claim(&second);
+    CHECK(a && b && a != b);
+    CHECK_EQ(second, first + 1);
+    CHECK_EQ(pending_count(), 2);
+    b->value = 2;
+    pending_publish(b, second);
+    CHECK(pending_next() == NULL);           /* the older one is not written yet */
+    a->value = 1;
+    pending_publish(a, first);
+    const struct pending_event *e = pending_next();
+    CHECK(e && e->value == 1);
+    pending_done();
+    e = pending_next();
+    CHECK(e && e->value == 2);
+    pending_done();
+    CHECK(pending_next() == NULL);
+    CHECK_EQ(pending_count(), 0);
+
+    uint64_t number = 0;
+    for (int i = 0; i < CAPACITY; i++) {
+        struct pending_event *slot = pending_claim(&number);
+        CHECK(slot != NULL);
+        slot->value = (uint64_t)i;
+        pending_publish(slot, number);
+    }
+    CHECK(pending_claim(&number) == NULL);   /* full */
+    e = pending_next();
+    CHECK(e && e->value == 0);
+    pending_done();
+    struct pending_event *slot = pending_claim(&number);
+    CHECK(slot != NULL);                     /* one slot free again: the oldest's */
+    pending_publish(slot, number);
+
+    /* A reset forgets what was queued, stamps too: a claimed, unwritten slot
+     * is not read as an old event. */
+    CHECK_EQ(pending_reset(), 0);
+    CHECK(pending_claim(&number) != NULL);
+    CHECK_EQ(number, 0);
+    CHECK(pending_next() == NULL);
+    CHECK_EQ(pending_reset(), 0);
+}
+
+static struct counters *tensors(void)
+{
+    static struct counter_table now;
+    counters_snapshot(&now);
+    return &now.sets[counters_slot(0)][KIND_TORCH_TENSOR];
+}
+
+/* Thread "A" allocates tensors, thread "B" frees each one A hands it, as
+ * PyTorch's autograd engine frees the forward's: three times the ring's
+ * capacity, and no thread enters them but the ones that find the ring long
+ * or full. A reuses 64 addresses, each once B has freed it. */
+#define HANDED (3 * CAPACITY)
+static uint64_t handed[HANDED];
+static int handed_count, freed_count;
+static pthread_mutex_t hand = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t moved = PTHREAD_COND_INITIALIZER;
+
+static void *allocating(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < HANDED; i++) {
+        uint64_t address = 0x7f0000000000ull + (uint64_t)(i % 64) * 0x1000;
+        tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, address, 512, 0, NULL);
+        pthread_mutex_lock(&hand);
+        handed[i] = address;
+        handed_count = i + 1;
+        pthread_cond_broadcast(&moved);
+        while (i % 64 == 63 && freed_count < i + 1)
+            pthread_cond_wait(&moved, &hand);
+        pthread_mutex_unlock(&hand);
+    }
+    return NULL;
+}
+
+static void *freeing(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < HANDED; i++) {
+        pthread_mutex_lock(&hand);
+        while (handed_count <= i)
+            pthread_cond_wait(&moved, &hand);
+        uint64_t address = handed[i];
+        pthread_mutex_unlock(&hand);
+        tracker_defer_cache_free(address);
+        pthread_mutex_lock(&hand);
+        freed_count = i + 1;
+        pthread_cond_broadcast(&moved);
+        pthread_mutex_unlock(&hand);
+    }
+    return NULL;
+}
+
+static void through_the_tracker(void)
+{
+    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x5000, 1000, 0, NULL);
+    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x6000, 3000, 0, NULL);
+    CHECK_EQ(tensors()->blocks_current, 0);          /* queued, not entered */
+    CHECK(tracker_apply() == 1);
+    CHECK_EQ(tensors()->blocks_current, 2);
+    CHECK_EQ(tensors()->bytes_current, 4000);
+    CHECK(tracker_apply() == 0);
+
+    /* A free queued after its allocation is entered after it, and a report's
+     * lock enters what is queued before it looks. */
+    tracker_defer_cache_free(0x5000);
+    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x5000, 10, 0, NULL);
+    tracker_lock();
+    tracker_unlock();
+    CHECK_EQ(tensors()->blocks_current, 2);
+    CHECK_EQ(tensors()->bytes_current, 3010);
+    tracker_defer_cache_free(0x5000);
+    tracker_defer_cache_free(0x6000);
+    tracker_apply();
+    CHECK_EQ(tensors()->blocks_current, 0);
+
+    pthread_t a, b;
+    CHECK(pthread_create(&b, NULL, freeing, NULL) == 0);
+    CHECK(pthread_create(&a, NULL, allocating, NULL) == 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    CHECK(pending_count() <= CAPACITY);
+    tracker_apply();
+    CHECK_EQ(pending_count(), 0);
+    CHECK_EQ(tensors()->blocks_current, 0);
+    CHECK_EQ(tensors()->blocks_allocated, HANDED + 3);
+    CHECK_EQ(tracker.lost[LOST_UNKNOWN_FREE], 0);
+    CHECK_EQ(tracker.lost[LOST_MISSED_FREE], 0);
+}
+
+/* With the timeline on, its times are the events' own: entered at once. */
+static int with_timeline(void)
+{
+    setenv("CUMEMTRACE_EVENTS", "100", 1);
+    tracker_init();
+    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x5000, 1000, 0, NULL);
+    CHECK_EQ(pending_count(), 0);
+    CHECK_EQ(tensors()->blocks_current, 1);
+    return checks_failed;
+}
+
+int main(void)
+{
+    setenv("CUMEMTRACE_QUIET", "1", 1);
+    setenv("CUMEMTRACE_FORMAT", "none", 1);
+    setenv("CUMEMTRACE_DEPTH", "0", 1);
+    pid_t child = fork();                   /* before this process's tracker_init */
+    CHECK(child >= 0);
+    if (child == 0)
+        _exit(with_timeline() ? 1 : 0);
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    ring_alone();
+    tracker_init();
+    through_the_tracker();
+    return check_done("pending");
+}
