@@ -7,11 +7,22 @@
 /* 8192 events: 512 KiB, some 13 steps of a transformer's 614 tensors. */
 #define PENDING_CAPACITY 8192u
 
+/* Writers and the reader share as few lines as they can: the reader never
+ * reads head (a slot's stamp says it is published), and a writer reads tail,
+ * which the reader moves at every event, only when its last look says the
+ * ring may be full or long. */
 static struct {
     struct pending_event *events;
     _Alignas(64) uint64_t head;     /* events claimed */
     _Alignas(64) uint64_t tail;     /* events entered: written by the reader only */
 } ring;
+static __thread uint64_t tail_seen;     /* this writer's last look at tail */
+
+static uint64_t look_at_tail(void)
+{
+    tail_seen = __atomic_load_n(&ring.tail, __ATOMIC_ACQUIRE);
+    return tail_seen;
+}
 
 int pending_reset(void)
 {
@@ -21,6 +32,7 @@ int pending_reset(void)
         for (uint32_t i = 0; i < PENDING_CAPACITY; i++)
             ring.events[i].stamp = 0;
     ring.head = ring.tail = 0;
+    tail_seen = 0;
     return ring.events ? 0 : -1;
 }
 
@@ -30,7 +42,10 @@ struct pending_event *pending_claim(uint64_t *number)
         return NULL;
     uint64_t head = __atomic_load_n(&ring.head, __ATOMIC_RELAXED);
     do {
-        if (head - __atomic_load_n(&ring.tail, __ATOMIC_ACQUIRE) >= PENDING_CAPACITY)
+        /* tail_seen may be older than the head read (another thread's
+         * look, or a forked child's reset): then look again. */
+        if ((head - tail_seen >= PENDING_CAPACITY || head < tail_seen) &&
+            head - look_at_tail() >= PENDING_CAPACITY)
             return NULL;
     } while (!__atomic_compare_exchange_n(&ring.head, &head, head + 1, 1, __ATOMIC_ACQUIRE,
                                           __ATOMIC_RELAXED));
@@ -43,6 +58,13 @@ void pending_publish(struct pending_event *e, uint64_t number)
     __atomic_store_n(&e->stamp, number + 1, __ATOMIC_RELEASE);
 }
 
+uint64_t pending_behind(uint64_t number, uint64_t longer_than)
+{
+    if (number + 1 - tail_seen <= longer_than && number >= tail_seen)
+        return number + 1 - tail_seen;
+    return number + 1 - look_at_tail();
+}
+
 uint64_t pending_count(void)
 {
     return __atomic_load_n(&ring.head, __ATOMIC_ACQUIRE) -
@@ -52,8 +74,9 @@ uint64_t pending_count(void)
 const struct pending_event *pending_next(void)
 {
     uint64_t tail = __atomic_load_n(&ring.tail, __ATOMIC_RELAXED);
-    if (!ring.events || tail == __atomic_load_n(&ring.head, __ATOMIC_ACQUIRE))
+    if (!ring.events)
         return NULL;
+    /* Published stamps are unique: an older lap's, or 0, is never tail + 1. */
     const struct pending_event *e = &ring.events[tail % PENDING_CAPACITY];
     return __atomic_load_n(&e->stamp, __ATOMIC_ACQUIRE) == tail + 1 ? e : NULL;
 }

@@ -51,6 +51,9 @@ void pending_publish(struct pending_event *e, uint64_t number);
 
 /* Events claimed and not yet entered (published or not). */
 uint64_t pending_count(void);
+/* The same, as this writer last saw it once it claimed event `number`: an
+ * estimate that may be high, looked at again when over `longer_than`. */
+uint64_t pending_behind(uint64_t number, uint64_t longer_than);
 
 /* The reader's side, one reader at a time (the tracker's apply lock): the
  * oldest event if it is published, else NULL; pending_done once it is

@@ -799,7 +799,7 @@ static void defer(const struct pending_event *e)
     }
     *slot = *e;
     pending_publish(slot, number);
-    if (timeline.events || pending_count() >= APPLY_BATCH)
+    if (timeline.events || pending_behind(number, APPLY_BATCH) > APPLY_BATCH)
         apply_pending(0);
 }
 
