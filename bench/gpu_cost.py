@@ -198,10 +198,13 @@ def switched_rows(args, traced, notes):
           "recorded / dropped | median of processes | each process's median of 20 pairs | "
           "own time per step (program's threads) | the tracer's thread per step |")
     print("|---|---|---|---|---|", flush=True)
-    for label, env in (("tensors traced", {}),
-                       ("tensors traced, no stacks (CUMEMTRACE_DEPTH=0 CUMEMTRACE_PYTHON=0)",
-                        {"CUMEMTRACE_DEPTH": "0", "CUMEMTRACE_PYTHON": "0"}),
-                       ("untraced: nothing switched (how alike two windows are)", None)):
+    rows = [("tensors traced", {}),
+            ("tensors traced, no stacks (CUMEMTRACE_DEPTH=0 CUMEMTRACE_PYTHON=0)",
+             {"CUMEMTRACE_DEPTH": "0", "CUMEMTRACE_PYTHON": "0"}),
+            ("untraced: nothing switched (how alike two windows are)", None)]
+    if "transformer-parts" not in args.only:
+        del rows[1]
+    for label, env in rows:
         ratios, own, thread = [], [], []
         for _ in range(args.rounds):
             if env is None:
@@ -265,7 +268,8 @@ def main():
                         help="which rows, comma-separated (default: all but parts: the "
                              "tracer's time per per-tensor step without stacks or Python "
                              "frames, and transformer-switch: the transformer step in one "
-                             "process, its windows recorded and not in turn)")
+                             "process, its windows recorded and not in turn; with "
+                             "transformer-parts, also with no stacks)")
     parser.add_argument("--sanitizer-steps", type=int, default=0,
                         help="also time compute-sanitizer --leak-check full (0: not)")
     parser.add_argument("--pin", default="",
