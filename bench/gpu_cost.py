@@ -178,8 +178,8 @@ def activity(traced, env, label, timed, extra, untraced_ms):
             f"timed steps, {counts[1][2]} with {counts[1][0]}")
 
 
-def switched_rows(args, traced, notes):
-    """The transformer step in one process, windows with the tracker's events
+def switched_rows(args, traced, notes, model, steps):
+    """A step (`model`) in one process, windows of `steps` steps with the tracker's events
     recorded and dropped in turn (torch_step_time.py --switch): per process,
     the median of its pairs' ratios, and the tracer's own time on the
     program's threads and on its own thread in the recorded windows. Then
@@ -191,10 +191,9 @@ def switched_rows(args, traced, notes):
     if not os.path.exists(library):
         notes.append("in-process rows: scripts/build-torch-tracker.sh --bench failed")
         return
-    steps = max(1, args.large_steps // 20)
-    extra = ("--model", "transformer", "--switch")
+    extra = ("--model", model, "--switch")
     print()
-    print(f"| transformer step, one process: windows of {steps} steps, the tracker's events "
+    print(f"| {model} step, one process: windows of {steps} steps, the tracker's events "
           "recorded / dropped | median of processes | each process's median of 20 pairs | "
           "own time per step (program's threads) | the tracer's thread per step |")
     print("|---|---|---|---|---|", flush=True)
@@ -269,7 +268,8 @@ def main():
                              "tracer's time per per-tensor step without stacks or Python "
                              "frames, and transformer-switch: the transformer step in one "
                              "process, its windows recorded and not in turn; with "
-                             "transformer-parts, also with no stacks)")
+                             "transformer-parts, also with no stacks; small-switch: the "
+                             "same for the small step)")
     parser.add_argument("--sanitizer-steps", type=int, default=0,
                         help="also time compute-sanitizer --leak-check full (0: not)")
     parser.add_argument("--pin", default="",
@@ -345,7 +345,9 @@ def main():
             emit(row(f"transformer step, torch memory history with {words} (reference; "
                      "'traced' = recording)", *figures))
     if "transformer-switch" in args.only:
-        switched_rows(args, traced, notes)
+        switched_rows(args, traced, notes, "transformer", max(1, args.large_steps // 20))
+    if "small-switch" in args.only:
+        switched_rows(args, traced, notes, "small", max(1, args.steps // 20))
     others(args, traced, emit, notes)
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if args.sanitizer_steps and os.path.exists(sanitizer):
