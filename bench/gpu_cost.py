@@ -182,8 +182,9 @@ def switched_rows(args, traced, notes, model, steps):
     """A step (`model`) in one process, windows of `steps` steps with the tracker's events
     recorded and dropped in turn (torch_step_time.py --switch): per process,
     the median of its pairs' ratios, and the tracer's own time on the
-    program's threads and on its own thread in the recorded windows. Then
-    the same untraced, where the two windows of a pair differ by nothing."""
+    program's threads (two more processes, whose clock reads would count
+    in the ratio) and on its own thread in the recorded windows. Then the
+    same untraced, where the two windows of a pair differ by nothing."""
     library = os.path.join(os.path.abspath(args.build), "libcumemtrace_torch_bench.so")
     if not os.path.exists(library):
         subprocess.run([os.path.join(ROOT, "scripts", "build-torch-tracker.sh"), "--bench",
@@ -195,7 +196,8 @@ def switched_rows(args, traced, notes, model, steps):
     print()
     print(f"| {model} step, one process: windows of {steps} steps, the tracker's events "
           "recorded / dropped | median of processes | each process's median of 20 pairs | "
-          "own time per step (program's threads) | the tracer's thread per step |")
+          "own time per step (program's threads; two more processes, "
+          "CUMEMTRACE_SELF_TIME=1) | the tracer's thread per step |")
     print("|---|---|---|---|---|", flush=True)
     rows = [("tensors traced", {}),
             ("tensors traced, no stacks (CUMEMTRACE_DEPTH=0 CUMEMTRACE_PYTHON=0)",
@@ -206,11 +208,15 @@ def switched_rows(args, traced, notes, model, steps):
     for label, env in rows:
         ratios, own, thread = [], [], []
         for _ in range(args.rounds):
-            if env is None:
-                ratio, _ = step_ms({}, steps, extra=extra, key="ratio")
-                if ratio:
-                    ratios.append(ratio)
-                continue
+            tracer = {} if env is None else {**traced, **env, "CUMEMTRACE_TORCH_TRACKER": library}
+            figures, _ = step_ms(tracer, steps, extra=extra, key=None)
+            if figures and (env is None or figures.get("switched")):
+                ratios.append(figures["ratio"])
+                if env is not None:
+                    thread.append(figures["tracer_thread_us_per_step"])
+        # The own time takes two clock reads an event: apart, so the ratios
+        # above are the tracer's as it is used.
+        for _ in range(2 if env is not None else 0):
             result = {}
 
             def run(tracer):
@@ -223,9 +229,7 @@ def switched_rows(args, traced, notes, model, steps):
             marks = report["marks"]["recent"]
             spent = sum(b["self_time_ns"] - a["self_time_ns"] for a, b in zip(marks, marks[1:])
                         if a["label"] == "switch on: start" and b["label"] == "switch on: end")
-            ratios.append(result["ratio"])
             own.append(spent / 1000 / (20 * steps))
-            thread.append(result["tracer_thread_us_per_step"])
         if not ratios:
             print(f"| {label} | failed | | | |")
             continue
