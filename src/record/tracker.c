@@ -26,6 +26,7 @@
  * insert lock or tables_lock. Nothing here decides about reports: the interposer tells
  * report/triggers.c what happened once the event is recorded. */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -789,7 +790,10 @@ static void defer(const struct pending_event *e)
     uint64_t number;
     struct pending_event *slot;
     while (!(slot = pending_claim(&number))) {
-        if (pending_count() == 0) {     /* the ring has no memory: enter it now */
+        /* Nothing queued, yet no slot: the ring has no memory (or was
+         * emptied meanwhile). Either way nothing made before this event
+         * waits, so it is entered now. */
+        if (pending_count() == 0) {
             apply_event(e);
             return;
         }
@@ -797,7 +801,10 @@ static void defer(const struct pending_event *e)
         if (pending_count() >= APPLY_BATCH)
             sched_yield();              /* a writer between its claim and its publish */
     }
-    *slot = *e;
+    /* All but the stamp, which the reader may be reading: pending_publish
+     * writes it. */
+    size_t body = offsetof(struct pending_event, value);
+    memcpy((char *)slot + body, (const char *)e + body, sizeof(*e) - body);
     pending_publish(slot, number);
     if (timeline.events || pending_behind(number, APPLY_BATCH) > APPLY_BATCH)
         apply_pending(0);
