@@ -23,12 +23,13 @@
  * - tables_lock guards adding to the thread and handle tables; it is taken
  *   inside a shard lock, and only for a thread's first event or a new handle.
  * Lock order: apply_lock, shards (in index order), then the stack table's
- * insert lock or tables_lock. Nothing here decides about reports: the interposer tells
- * report/triggers.c what happened once the event is recorded. */
+ * insert lock or tables_lock. Nothing here decides about reports: the
+ * interposer tells report/triggers.c what happened once the event is
+ * recorded. */
 #include <errno.h>
-#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -345,25 +346,6 @@ static uint64_t next_sequence(void)
     return this_thread.sequence_next++;
 }
 
-/* The event of allocation `a`, made now by this thread with stack
- * `stack_id`: what a record is made of (its thread is 0, this one, until
- * someone takes a number for it). */
-static struct pending_event event_of(const struct allocation *a, uint32_t stack_id, uint32_t now)
-{
-    return (struct pending_event){
-        .value = a->value,
-        .size = a->size,
-        .handle = a->handle,
-        .stack_id = stack_id,
-        .time_ms = now,
-        .device = (int8_t)(a->device >= -1 && a->device < 127 ? a->device : -1),
-        .type = PENDING_ALLOC,
-        .kind = (uint8_t)a->kind,
-        .api = (uint8_t)a->api,
-        .context = (uint8_t)a->context,
-    };
-}
-
 /* A new record's fields. Its shard's lock held. */
 static void fill_block(struct block *b, const struct pending_event *e)
 {
@@ -438,6 +420,39 @@ static void note_cache_role(int kind, uint32_t stack_id, int depth)
         this_thread.physical_stack = stack_id;
 }
 
+/* This thread's stack for allocation `a`, as the settings ask, in frames[]:
+ * its depth. */
+static int capture(const struct allocation *a, uintptr_t *frames)
+{
+    frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
+    if (config.depth > 0 && a->size >= config.min_size)
+        return python_capture(frames, native_frames(a, frames), CONFIG_MAX_DEPTH);
+    return 0;
+}
+
+/* The event of allocation `a` with the stack frames[0..depth), made now by
+ * this thread: the stack interned, its role noted. What a record is made of
+ * (its thread is 0, this one, until someone takes a number for it). */
+static struct pending_event event_of(const struct allocation *a, const uintptr_t *frames,
+                                     int depth)
+{
+    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
+    note_cache_role(a->kind & BLOCK_KIND_MASK, stack_id, depth);
+    note_traced();
+    return (struct pending_event){
+        .value = a->value,
+        .size = a->size,
+        .handle = a->handle,
+        .stack_id = stack_id,
+        .time_ms = tracker_now_ms(),
+        .device = (int8_t)(a->device >= -1 && a->device < 127 ? a->device : -1),
+        .type = PENDING_ALLOC,
+        .kind = (uint8_t)a->kind,
+        .api = (uint8_t)a->api,
+        .context = (uint8_t)a->context,
+    };
+}
+
 /* Enter allocation event `e` in the registry at `key`: its allocation
  * number, 0 if it could not be recorded. Takes the key's shard. */
 static uint64_t enter_block(uint64_t key, const struct pending_event *e)
@@ -489,15 +504,10 @@ static int forget_at(uint64_t key, int flag, struct block *saved)
  * if it could not be recorded. Inside the tracer. */
 static uint64_t record(const struct allocation *a, const uintptr_t *frames, int depth)
 {
-    int kind = a->kind & BLOCK_KIND_MASK;
-    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
-    note_cache_role(kind, stack_id, depth);
-    uint32_t now = tracker_now_ms();
-    note_traced();
-    struct pending_event e = event_of(a, stack_id, now);
-    uint64_t number = enter_block(block_key(a->value, kind_space(kind)), &e);
+    struct pending_event e = event_of(a, frames, depth);
+    uint64_t number = enter_block(block_key(a->value, kind_space(a->kind & BLOCK_KIND_MASK)), &e);
     if (!this_thread.sweeping)
-        sample_growth_if_due(now);
+        sample_growth_if_due(e.time_ms);
     else
         this_thread.sweeping = SWEEP_RECORDED;
     return number;
@@ -508,11 +518,7 @@ uint64_t tracker_alloc(const struct allocation *a)
     if (!enter_to_record())
         return 0;
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    int depth = 0;
-    frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
-    if (config.depth > 0 && a->size >= config.min_size)
-        depth = python_capture(frames, native_frames(a, frames), CONFIG_MAX_DEPTH);
-    uint64_t number = record(a, frames, depth);
+    uint64_t number = record(a, frames, capture(a, frames));
     tracker_leave();
     return number;
 }
@@ -830,14 +836,7 @@ void tracker_defer_cache_block(int cache_kind, int device, uint64_t address, uin
     int saved_errno = errno;
     struct allocation a = cache_allocation(cache_kind, device, address, size, stream, operation);
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    int depth = 0;
-    frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
-    if (config.depth > 0 && size >= config.min_size)
-        depth = python_capture(frames, native_frames(&a, frames), CONFIG_MAX_DEPTH);
-    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
-    note_cache_role(cache_kind, stack_id, depth);
-    note_traced();
-    struct pending_event e = event_of(&a, stack_id, tracker_now_ms());
+    struct pending_event e = event_of(&a, frames, capture(&a, frames));
     e.thread = own_number(block_key(address, SPACE_FRAMEWORK));
     defer(&e);
     sample_growth_if_due(e.time_ms);

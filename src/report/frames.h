@@ -15,7 +15,8 @@
  *    frames, and CUDA's frames but the outermost of each run of them (the
  *    call the program made). Never hidden: the user's own frames, the site,
  *    the one framework frame that names what the site asked for, and the
- *    operation a framework's thread ran for it (see struct frame_view). CUMEMTRACE_ALL_FRAMES=1 (--all-frames) shows every frame; the JSON
+ *    operation a framework's thread ran for it (see struct frame_view).
+ *    CUMEMTRACE_ALL_FRAMES=1 (--all-frames) shows every frame; the JSON
  *    report always keeps every frame and says which are hidden. */
 #ifndef CUMEMTRACE_FRAMES_H
 #define CUMEMTRACE_FRAMES_H
