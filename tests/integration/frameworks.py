@@ -670,13 +670,13 @@ CUDA_CALL = ("p = ctypes.c_void_p()\n"
              "cudart.cudaFree(p)\n")
 
 
-def run_program(name, program):
+def run_program(name, program, **env):
     """Write `program` to build/tests/NAME and run it traced, torch_blocks.py's
-    path its argument: run's answer."""
+    path its argument, torch_env(**env) its environment: run's answer."""
     path = os.path.join(cases.ARGS.build, "tests", name)
     with open(path, "w") as handle:
         handle.write(program)
-    return run(sys.executable, [path, script()], env=torch_env())
+    return run(sys.executable, [path, script()], env=torch_env(**env))
 
 
 def case_torch_blocks_after_cuda():
@@ -708,11 +708,8 @@ def case_torch_tracker_bench_switch():
                "t.HELD.append(t.Tensor(2 << 20))\n"
                "off.value = 0\n"
                "t.HELD.append(t.Tensor(4 << 20))\n")
-    path = os.path.join(cases.ARGS.build, "tests", "torch_bench_switch.py")
-    with open(path, "w") as handle:
-        handle.write(program)
-    _, err, reports, _ = run(sys.executable, [path, script()],
-                             env=torch_env(CUMEMTRACE_TORCH_TRACKER=bench))
+    _, err, reports, _ = run_program("torch_bench_switch.py", program,
+                                     CUMEMTRACE_TORCH_TRACKER=bench)
     counters = cases.device_counters(reports[-1], 0, "torch_tensor") if reports else None
     check(counters and counters["allocation"]["allocated"] == 2 and
           counters["allocated_bytes"]["allocated"] == 5 << 20,
