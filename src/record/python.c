@@ -394,19 +394,23 @@ static const char *first_frame(const char *thread_state, int *bad)
 }
 
 /* What decided a frame's location in this thread's last walks: a table
- * direct-mapped by frame address and instruction. The outer frames of a
- * model's forward stay put from one tensor to the next, at the same
- * addresses, and its inner ones come back to the same few calls. Per thread,
- * so it only ever holds this thread's frames; ids are never taken back, and
- * the location table is copied whole across fork, so an entry stays valid in
- * a forked child too. An entry's code is never NULL, its frame never NULL. */
-#define MEMO_BITS 7
+ * direct-mapped by code object and instruction, whose location is a pure
+ * function of them. A model's forward comes back to the same few hundred
+ * call sites from one tensor to the next (and a table keyed by frame
+ * address as well held each site once per depth it was reached at, and
+ * missed). Two ways a set, the newer first, so that two sites that hash
+ * alike do not evict each other at every tensor; a set is one cache line.
+ * Per thread: no lock, and only this thread's frames; ids are never taken
+ * back, and the location table is copied whole across fork, so an entry
+ * stays valid in a forked child too. An entry's code is never NULL. 16 KiB
+ * in static TLS, which the C library zeroes for each thread it creates. */
+#define MEMO_BITS 8
 struct frame_memo {
-    const char *frame, *code, *instruction, *check;
+    const char *code, *instruction, *check;
     uint32_t id;
     char owner;
 };
-static __thread struct frame_memo memo[1 << MEMO_BITS];
+static __thread _Alignas(64) struct frame_memo memo[1 << MEMO_BITS][2];
 
 static inline const char *load_pointer(const char *address)
 {
@@ -415,36 +419,33 @@ static inline const char *load_pointer(const char *address)
     return p;
 }
 
-static inline struct frame_memo *memo_slot(const char *frame, const char *instruction)
+static inline struct frame_memo *memo_set(const char *code, const char *instruction)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)frame ^ (uint64_t)(uintptr_t)instruction << 16) *
+    uint64_t h = ((uint64_t)(uintptr_t)code ^ (uint64_t)(uintptr_t)instruction << 16) *
                  0x9e3779b97f4a7c15ull;
-    return &memo[h >> (64 - MEMO_BITS)];
+    return memo[h >> (64 - MEMO_BITS)];
 }
 
-/* The id of `frame` if its memo entry `m` is for the same code at the same
- * instruction (the same byte offset then: 3.11 on keep the instructions inside
- * the code object, 3.10's f_lasti is the offset itself) and with the same
- * owner, and the code still passes what location_at and frame_offset check: a
- * code object, with the same filename object (a code object freed and another
- * compiled at its address is told apart as the index tells it apart), whose
- * frame is complete. The index would then find the entry's (code, filename,
- * offset) key, whose id never changes: the same id without the hash look-up.
- * 0 otherwise. Plain loads: the thread's own frames, a validated layout. */
-static inline uint32_t memo_confirms(const struct frame_memo *m, const char *frame,
-                                     const char *code, const char *instruction, char owner)
+/* The id of a frame of `code` at `instruction` if memo entry `m` is for the
+ * same code at the same instruction (the same byte offset then: 3.11 on keep
+ * the instructions inside the code object, 3.10's f_lasti is the offset
+ * itself), with the same owner and the same filename object; 0 otherwise.
+ * The entry was made by the full path, which found `code` a code object
+ * whose frame was complete at that instruction. If it is the same code
+ * object, the full path would find so again: a live frame of this thread
+ * holds a code object (a C stack's shim, which may not, is skipped before),
+ * and whether a frame is complete depends only on its code, its instruction
+ * and its owner. Whether it is the same code object, not one compiled at its
+ * address after it was freed, is what the filename tells, as it tells the
+ * index. The index would then find the entry's (code, filename, offset) key,
+ * whose id never changes: the same id without the hash look-up. Plain loads:
+ * the thread's own frames, a validated layout. */
+static inline uint32_t memo_confirms(const struct frame_memo *m, const char *code,
+                                     const char *instruction, char owner, size_t filename_at)
 {
-    const struct python_layout *l = layout;
-    if (m->frame != frame || m->code != code || m->instruction != instruction ||
-        m->owner != owner || load_pointer(code + sizeof(void *)) != py.code_type ||
-        load_pointer(code + l->code_filename) != m->check)
+    if (m->code != code || m->instruction != instruction || m->owner != owner ||
+        load_pointer(code + filename_at) != m->check)
         return 0;
-    if (l->minor >= 11 && owner != 1) {
-        int first_traceable;
-        memcpy(&first_traceable, code + l->code_first_traceable, sizeof(first_traceable));
-        if (instruction < code + l->code_start + 2 * first_traceable)
-            return 0;
-    }
     return m->id;
 }
 
@@ -453,21 +454,28 @@ static inline uint32_t memo_confirms(const struct frame_memo *m, const char *fra
  * frames found so far, where the full path finds something wrong, as
  * walk_state does. The memo's frames need no lock (walk() says why); the
  * full path does: *locked says whether this thread holds it, and the first
- * frame the memo does not confirm takes it. */
+ * frame the memo does not confirm takes it. The layout's offsets are copied
+ * to locals: the stores to frames[] might alias the layout for all the
+ * compiler knows, and it would load them again at every frame. */
 static int walk_own(const char *frame, uintptr_t *frames, int n, int max, int *locked)
 {
-    const struct python_layout *l = layout;
+    const int minor = layout->minor;
+    const size_t code_at = layout->frame_code, instruction_at = layout->frame_instruction,
+                 owner_at = layout->frame_owner, previous_at = layout->frame_previous,
+                 filename_at = layout->code_filename;
     while (frame && n < max) {
-        const char *code = load_pointer(frame + l->frame_code);
+        const char *code = load_pointer(frame + code_at);
         /* 3.10: f_lasti and the field after it; only compared */
-        const char *instruction = load_pointer(frame + l->frame_instruction);
-        char owner = l->minor >= 11 ? frame[l->frame_owner] : 0;
-        if (l->minor >= 12 && owner == 3) {     /* a C stack's shim: frame_offset's 0 */
-            frame = load_pointer(frame + l->frame_previous);
+        const char *instruction = load_pointer(frame + instruction_at);
+        char owner = minor >= 11 ? frame[owner_at] : 0;
+        if (minor >= 12 && owner == 3) {        /* a C stack's shim: frame_offset's 0 */
+            frame = load_pointer(frame + previous_at);
             continue;
         }
-        struct frame_memo *m = memo_slot(frame, instruction);
-        uint32_t id = memo_confirms(m, frame, code, instruction, owner);
+        struct frame_memo *set = memo_set(code, instruction);
+        uint32_t id = memo_confirms(&set[0], code, instruction, owner, filename_at);
+        if (!id)
+            id = memo_confirms(&set[1], code, instruction, owner, filename_at);
         if (!id) {
             int bad = 0, offset;
             if (!*locked) {
@@ -478,13 +486,15 @@ static int walk_own(const char *frame, uintptr_t *frames, int n, int max, int *l
                 id = location_at(code, offset, &bad);
             if (bad)
                 break;
-            if (id)
-                *m = (struct frame_memo){frame, code, instruction,
-                                         load_pointer(code + l->code_filename), id, owner};
+            if (id) {
+                set[1] = set[0];
+                set[0] = (struct frame_memo){code, instruction, load_pointer(code + filename_at),
+                                             id, owner};
+            }
         }
         if (id)
             frames[n++] = PYTHON_FRAME_TAG | id;
-        frame = load_pointer(frame + l->frame_previous);
+        frame = load_pointer(frame + previous_at);
     }
     return n;
 }

@@ -1024,7 +1024,9 @@ def case_python_frames():
     # Other interpreters to try, e.g. every CPython 3.10-3.13 on a developer's machine.
     pythons = [sys.executable] + [p for p in os.environ.get("CUMEMTRACE_TEST_PYTHONS", "").split(":") if p]
     with open(script) as handle:
-        native_line = next(i for i, text in enumerate(handle, 1) if "NATIVE-THREAD-LINE" in text)
+        marked = {text.split("# ")[-1].strip(): i for i, text in enumerate(handle, 1)
+                  if "-LINE" in text or "-OF-TWO" in text}
+    native_line = marked["NATIVE-THREAD-LINE"]
     for python in pythons:
         out, err, reports, _ = run(python, [script, os.path.join(ARGS.build, "tests", "x")])
         check("python frames: done" in out, f"{python} ran: {out!r} {err[-500:]!r}")
@@ -1042,6 +1044,11 @@ def case_python_frames():
             check(python_frames and python_frames[0]["file"] == script and
                   python_frames[0]["line"] == line,
                   f"{python}: file and line of the cudaMalloc call: {python_frames[:1]}")
+        # The same function at two lines: three blocks from each.
+        for size, marker in ((3 * 29 << 20, "FIRST-OF-TWO"), (3 * 31 << 20, "SECOND-OF-TWO")):
+            seen = [(f["function"].split(".")[-1], f["line"]) for f in python_stack(report, size)]
+            check(seen[:2] == [("allocate", line), ("two_lines", marked[marker])],
+                  f"{python}: {size >> 20} MiB named by their own line of two_lines: {seen}")
         # A thread that runs no Python: the main thread's frames, after a marker.
         # (19 MiB: a thread holding a thread state it runs no Python in, as
         # PyTorch's autograd engine threads do.)

@@ -3,7 +3,7 @@
 ctypes.PyDLL keeps the GIL held during the call; ctypes.CDLL releases it, as
 PyTorch, CuPy and JAX do before they allocate. Python frames must be found
 either way, in the main thread, in other threads, in generators, and with
-names that are not ASCII; and an allocation made by a thread that runs no
+names that are not ASCII, from two lines of one function; and an allocation made by a thread that runs no
 Python while the main thread waits for it (given the directory of
 libnative_thread.so as argument), which gets the main thread's frames.
 cases.py checks the report against the lines marked below.
@@ -48,6 +48,16 @@ def größe():
     return allocate(without_gil, 13 << 20)
 
 
+def two_lines():
+    """One function allocating from two lines in turn: each block names its
+    own line, also once the tracer has seen both."""
+    blocks = []
+    for _ in range(3):
+        blocks.append(allocate(without_gil, 29 << 20))  # FIRST-OF-TWO
+        blocks.append(allocate(without_gil, 31 << 20))  # SECOND-OF-TWO
+    return blocks
+
+
 def waits_for_native_thread():
     native = ctypes.CDLL(os.path.join(os.path.dirname(sys.argv[0]) or ".", "libnative_thread.so"))
     native.allocate_in_native_thread.restype = ctypes.c_void_p
@@ -63,6 +73,7 @@ thread.start()
 thread.join()
 kept.extend(produce())
 kept.append(größe())
+kept.extend(two_lines())
 if len(sys.argv) > 1:
     sys.argv[0] = sys.argv[1]   # where libnative_thread.so is
     kept.extend(waits_for_native_thread())
