@@ -197,8 +197,9 @@ def switched_rows(args, traced, notes, model, steps):
     print(f"| {model} step, one process: windows of {steps} steps, the tracker's events "
           "recorded / dropped | median of processes | each process's median of 20 pairs | "
           "own time per step (program's threads; two more processes, "
-          "CUMEMTRACE_SELF_TIME=1) | the tracer's thread per step |")
-    print("|---|---|---|---|---|", flush=True)
+          "CUMEMTRACE_SELF_TIME=1) | the tracer's thread per step | the program's threads' CPU "
+          "per step, recorded minus dropped (median of processes) |")
+    print("|---|---|---|---|---|---|", flush=True)
     rows = [("tensors traced", {}),
             ("tensors traced, no stacks (CUMEMTRACE_DEPTH=0 CUMEMTRACE_PYTHON=0)",
              {"CUMEMTRACE_DEPTH": "0", "CUMEMTRACE_PYTHON": "0"}),
@@ -206,12 +207,14 @@ def switched_rows(args, traced, notes, model, steps):
     if "transformer-parts" not in args.only:
         del rows[1]
     for label, env in rows:
-        ratios, own, thread = [], [], []
+        ratios, own, thread, added = [], [], [], []
         for _ in range(args.rounds):
             tracer = {} if env is None else {**traced, **env, "CUMEMTRACE_TORCH_TRACKER": library}
             figures, _ = step_ms(tracer, steps, extra=extra, key=None)
             if figures and (env is None or figures.get("switched")):
                 ratios.append(figures["ratio"])
+                program = figures["program_threads_us_per_step"]
+                added.append(program["on"] - program["off"])
                 if env is not None:
                     thread.append(figures["tracer_thread_us_per_step"])
         # The own time takes two clock reads an event: apart, so the ratios
@@ -231,13 +234,13 @@ def switched_rows(args, traced, notes, model, steps):
                         if a["label"] == "switch on: start" and b["label"] == "switch on: end")
             own.append(spent / 1000 / (20 * steps))
         if not ratios:
-            print(f"| {label} | failed | | | |")
+            print(f"| {label} | failed | | | | |")
             continue
         print(f"| {label} | {statistics.median(ratios):.3f}x | "
               + " ".join(f"{r:.3f}" for r in ratios) + " | "
               + (" ".join(f"{o:.0f}" for o in own) + " us" if own else "") + " | "
-              + (" ".join(f"{t:.0f}" for t in thread) + " us" if thread else "") + " |",
-              flush=True)
+              + (" ".join(f"{t:.0f}" for t in thread) + " us" if thread else "") + " | "
+              + f"{statistics.median(added):.0f} us |", flush=True)
 
 
 def others(args, traced, emit, notes):

@@ -22,8 +22,10 @@ at every event), `python` (context="alloc", stacks="python"), `none`
 windows of STEPS steps, the tracker's events dropped in one window of each
 pair (torch_tracker_bench_off) and recorded in the other, in alternating
 order; prints the median of the pairs' ratios (recorded / dropped), each
-window's time, and the CPU time of the tracer's own thread in the recorded
-windows. One process, so what differs from one process to the next (its
+window's time, the CPU time of the tracer's own thread in the recorded
+windows, and that of all the program's other threads in each kind of
+window (whether the step's added time is CPU those threads spent, or time
+they waited). One process, so what differs from one process to the next (its
 placement, its caches, the machine's other work) falls on both sides. Run
 untraced, the same pairs with nothing switched say how alike two windows
 are.
@@ -123,13 +125,14 @@ def main():
                       "loss": round(float(loss.detach()), 6)}), flush=True)
 
 
-def thread_cpu_ns(name):
-    """CPU time so far of this process's threads called `name` (schedstat)."""
+def thread_cpu_ns(name, others=False):
+    """CPU time so far of this process's threads called `name` (schedstat);
+    with `others`, of all its threads but those."""
     total = 0
     for tid in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{tid}/comm") as comm:
-                if comm.read().strip() != name:
+                if (comm.read().strip() == name) == others:
                     continue
             with open(f"/proc/self/task/{tid}/schedstat") as stat:
                 total += int(stat.read().split()[0])
@@ -145,6 +148,7 @@ def switched(step, steps, pairs=20):
     if "LD_PRELOAD" in os.environ and library.endswith("_bench.so"):
         off = ctypes.c_int.in_dll(ctypes.CDLL(library), "torch_tracker_bench_off")
     thread_ns = 0
+    program_ns = {True: 0, False: 0}
 
     def window(recorded):
         nonlocal thread_ns
@@ -153,11 +157,13 @@ def switched(step, steps, pairs=20):
         if recorded:
             mark("switch on: start")
             before = thread_cpu_ns("cumemtrace-rec")
+        program = thread_cpu_ns("cumemtrace-rec", others=True)
         started = time.perf_counter()
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
         took = (time.perf_counter() - started) / steps * 1000
+        program_ns[recorded] += thread_cpu_ns("cumemtrace-rec", others=True) - program
         if recorded:
             thread_ns += thread_cpu_ns("cumemtrace-rec") - before
             mark("switch on: end")
@@ -177,7 +183,10 @@ def switched(step, steps, pairs=20):
                       "on_ms": [round(w, 4) for w in on],
                       "off_ms": [round(w, 4) for w in dropped],
                       "switched": off is not None,
-                      "tracer_thread_us_per_step": round(thread_ns / 1000 / (pairs * steps), 2)}),
+                      "tracer_thread_us_per_step": round(thread_ns / 1000 / (pairs * steps), 2),
+                      "program_threads_us_per_step": {
+                          "on": round(program_ns[True] / 1000 / (pairs * steps), 1),
+                          "off": round(program_ns[False] / 1000 / (pairs * steps), 1)}}),
           flush=True)
 
 
