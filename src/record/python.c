@@ -570,9 +570,12 @@ static int main_state_is_static(void)
  * system call, dearer than the rest of the event: a backward pass makes
  * hundreds of them a step from one engine thread, while loss.backward()
  * waits in one frame. So the same thread finding the main thread in the same
- * frame asks again only after BORROWED_REUSES walks or BORROWED_NS: a main
- * thread that went on to another line of the same function within that
- * window has its next few borrowed walks show the line before. Lock held. */
+ * frame asks again only after BORROWED_REUSES walks or BORROWED_NS, as the
+ * coarse clock tells it (it moves a kernel tick at a time: the window is up
+ * to one tick, 1 to 4 ms; the full clock took some 300 cycles of a tensor's
+ * event on the H100, clock.h): a main thread that went on to another line of
+ * the same function within that window has its next few borrowed walks show
+ * the line before. Lock held. */
 #define BORROWED_REUSES 64
 #define BORROWED_NS 2000000
 
@@ -591,7 +594,7 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
     foreign = !main_state_is_static();
     const char *frame = first_frame(main_state, &bad);
     foreign = 1;          /* the frame itself may be in a chunk freed meanwhile */
-    uint64_t now = monotonic_ns();
+    uint64_t now = coarse_ns();
     if (!walker)
         walker = ++walkers;
     int recent = frame == last_frame && walker == last_walker &&
