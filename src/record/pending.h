@@ -30,7 +30,6 @@ struct pending_event {
     uint64_t size;
     uint64_t handle;                /* its stream, 0 if none */
     uint32_t stack_id;
-    uint32_t time_ms;
     uint16_t thread;                /* the allocating thread's number */
     int8_t device;
     uint8_t type;                   /* enum pending_type */

@@ -346,13 +346,13 @@ static uint64_t next_sequence(void)
     return this_thread.sequence_next++;
 }
 
-/* A new record's fields. Its shard's lock held. */
-static void fill_block(struct block *b, const struct pending_event *e)
+/* A new record's fields, entered at `time_ms`. Its shard's lock held. */
+static void fill_block(struct block *b, const struct pending_event *e, uint32_t time_ms)
 {
     b->size = e->size;
     b->sequence = next_sequence();
     b->stack_id = e->stack_id;
-    b->time_ms = e->time_ms;
+    b->time_ms = time_ms;
     b->handle = handle_number(e->handle);
     b->thread = e->thread ? e->thread : thread_number();
     b->device = e->device;
@@ -432,7 +432,10 @@ static int capture(const struct allocation *a, uintptr_t *frames)
 
 /* The event of allocation `a` with the stack frames[0..depth), made now by
  * this thread: the stack interned, its role noted. What a record is made of
- * (its thread is 0, this one, until someone takes a number for it). */
+ * (its thread is 0, this one, until someone takes a number for it) but its
+ * time, which is when it is entered: a queued event's clock read is then
+ * one per batch, not one per tensor on PyTorch's thread, where it cost
+ * some 300 cycles with its lines out of cache (H100, rdtsc around it). */
 static struct pending_event event_of(const struct allocation *a, const uintptr_t *frames,
                                      int depth)
 {
@@ -444,7 +447,6 @@ static struct pending_event event_of(const struct allocation *a, const uintptr_t
         .size = a->size,
         .handle = a->handle,
         .stack_id = stack_id,
-        .time_ms = tracker_now_ms(),
         .device = (int8_t)(a->device >= -1 && a->device < 127 ? a->device : -1),
         .type = PENDING_ALLOC,
         .kind = (uint8_t)a->kind,
@@ -453,9 +455,9 @@ static struct pending_event event_of(const struct allocation *a, const uintptr_t
     };
 }
 
-/* Enter allocation event `e` in the registry at `key`: its allocation
- * number, 0 if it could not be recorded. Takes the key's shard. */
-static uint64_t enter_block(uint64_t key, const struct pending_event *e)
+/* Enter allocation event `e` in the registry at `key`, at `time_ms`: its
+ * allocation number, 0 if it could not be recorded. Takes the key's shard. */
+static uint64_t enter_block(uint64_t key, const struct pending_event *e, uint32_t time_ms)
 {
     registry_lock(key);
     struct block *old = registry_find(key);
@@ -466,7 +468,7 @@ static uint64_t enter_block(uint64_t key, const struct pending_event *e)
     }
     struct block *b = registry_new(key);
     if (b) {
-        fill_block(b, e);
+        fill_block(b, e, time_ms);
         if (registry_add(b) < 0) {
             registry_release(b);
             b = NULL;
@@ -505,9 +507,11 @@ static int forget_at(uint64_t key, int flag, struct block *saved)
 static uint64_t record(const struct allocation *a, const uintptr_t *frames, int depth)
 {
     struct pending_event e = event_of(a, frames, depth);
-    uint64_t number = enter_block(block_key(a->value, kind_space(a->kind & BLOCK_KIND_MASK)), &e);
+    uint32_t now = tracker_now_ms();
+    uint64_t number =
+        enter_block(block_key(a->value, kind_space(a->kind & BLOCK_KIND_MASK)), &e, now);
     if (!this_thread.sweeping)
-        sample_growth_if_due(e.time_ms);
+        sample_growth_if_due(now);
     else
         this_thread.sweeping = SWEEP_RECORDED;
     return number;
@@ -747,18 +751,19 @@ static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
  * finds them waiting: they are otherwise left to tracker_apply's caller. */
 #define APPLY_BATCH 2048
 
-static void apply_event(const struct pending_event *e)
+static void apply_event(const struct pending_event *e, uint32_t time_ms)
 {
     uint64_t key = block_key(e->value, SPACE_FRAMEWORK);
     struct block saved;
     if (e->type == PENDING_ALLOC)
-        enter_block(key, e);
+        enter_block(key, e, time_ms);
     else
         forget_at(key, 0, &saved);
 }
 
-/* Enter every published pending event, in order; with `wait` 0, only if no
- * one else is entering them (-1 if someone is). Holds no shard when called. */
+/* Enter every published pending event, in order, all at the time the batch
+ * begins; with `wait` 0, only if no one else is entering them (-1 if someone
+ * is). Holds no shard when called. */
 static int apply_pending(int wait)
 {
     if (pending_count() == 0)
@@ -767,9 +772,10 @@ static int apply_pending(int wait)
         pthread_mutex_lock(&apply_lock);
     else if (pthread_mutex_trylock(&apply_lock) != 0)
         return -1;
+    uint32_t now = tracker_now_ms();
     const struct pending_event *e;
     while ((e = pending_next())) {
-        apply_event(e);
+        apply_event(e, now);
         pending_done();
     }
     pthread_mutex_unlock(&apply_lock);
@@ -790,20 +796,25 @@ int tracker_apply(void)
 
 /* Queue event `e`; a full ring is emptied by this thread first. With the
  * timeline on, it is entered at once, so the timeline's times are the
- * events' own. */
+ * events' own. Where this thread entered events, it also takes the growth
+ * sample if one is due (else tracker_apply's caller does). */
 static void defer(const struct pending_event *e)
 {
     uint64_t number;
     struct pending_event *slot;
+    int entered = 0;
     while (!(slot = pending_claim(&number))) {
         /* Nothing queued, yet no slot: the ring has no memory (or was
          * emptied meanwhile). Either way nothing made before this event
          * waits, so it is entered now. */
         if (pending_count() == 0) {
-            apply_event(e);
+            uint32_t now = tracker_now_ms();
+            apply_event(e, now);
+            sample_growth_if_due(now);
             return;
         }
         apply_pending(1);
+        entered = 1;
         if (pending_count() >= APPLY_BATCH)
             sched_yield();              /* a writer between its claim and its publish */
     }
@@ -812,8 +823,11 @@ static void defer(const struct pending_event *e)
     size_t body = offsetof(struct pending_event, value);
     memcpy((char *)slot + body, (const char *)e + body, sizeof(*e) - body);
     pending_publish(slot, number);
-    if (timeline.events || pending_behind(number, APPLY_BATCH) > APPLY_BATCH)
-        apply_pending(0);
+    if ((timeline.events || pending_behind(number, APPLY_BATCH) > APPLY_BATCH) &&
+        apply_pending(0) == 0)
+        entered = 1;
+    if (entered)
+        sample_growth_if_due(tracker_now_ms());
 }
 
 /* This thread's number, registered with a shard held (thread_number says
@@ -839,7 +853,6 @@ void tracker_defer_cache_block(int cache_kind, int device, uint64_t address, uin
     struct pending_event e = event_of(&a, frames, capture(&a, frames));
     e.thread = own_number(block_key(address, SPACE_FRAMEWORK));
     defer(&e);
-    sample_growth_if_due(e.time_ms);
     errno = saved_errno;
     tracker_leave();
 }

@@ -1,8 +1,9 @@
 /* test_pending.c - framework events queued and entered later (pending.h),
  * the ring alone and through the tracker: nothing is counted before it is
  * entered, events are entered in the order they were made whichever thread
- * made them, a full ring is emptied by the thread that finds it full, and
- * with the timeline on an event is entered at once. */
+ * made them, a block's time is when it is entered, a full ring is emptied
+ * by the thread that finds it full, and with the timeline on an event is
+ * entered at once. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,19 @@ static void through_the_tracker(void)
     tracker_apply();
     CHECK_EQ(tensors()->blocks_current, 0);
 
+    /* A queued block's time is when it is entered: the allocating thread
+     * reads no clock. */
+    uint32_t made = tracker_now_ms();
+    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x7000, 64, 0, NULL);
+    usleep(30 * 1000);
+    uint32_t before = tracker_now_ms();
+    tracker_apply();
+    uint32_t after = tracker_now_ms();
+    struct block saved;
+    CHECK(tracker_take(0x7000, SPACE_FRAMEWORK, &saved));
+    CHECK(before >= made + 30);
+    CHECK(saved.time_ms >= before && saved.time_ms <= after);
+
     pthread_t a, b;
     CHECK(pthread_create(&b, NULL, freeing, NULL) == 0);
     CHECK(pthread_create(&a, NULL, allocating, NULL) == 0);
@@ -148,7 +162,7 @@ static void through_the_tracker(void)
     tracker_apply();
     CHECK_EQ(pending_count(), 0);
     CHECK_EQ(tensors()->blocks_current, 0);
-    CHECK_EQ(tensors()->blocks_allocated, HANDED + 3);
+    CHECK_EQ(tensors()->blocks_allocated, HANDED + 4);
     CHECK_EQ(tracker.lost[LOST_UNKNOWN_FREE], 0);
     CHECK_EQ(tracker.lost[LOST_MISSED_FREE], 0);
 }
