@@ -1722,10 +1722,15 @@ def main(table=CASES):
     parser.add_argument("--source", required=True)
     parser.add_argument("case", choices=sorted(table))
     ARGS = parser.parse_args()
+    # Every temporary directory of the case inside one, removed if it passes:
+    # a failed case keeps its programs' reports and dumps for a look.
+    scratch = tempfile.mkdtemp(prefix=f"cumemtrace-test-{ARGS.case}-")
+    tempfile.tempdir = scratch
     table[ARGS.case]()
     if FAILED:
-        print(f"{ARGS.case}: {len(FAILED)} checks failed")
+        print(f"{ARGS.case}: {len(FAILED)} checks failed; its files are in {scratch}")
         return 1
+    shutil.rmtree(scratch, ignore_errors=True)
     print(f"{ARGS.case}: ok")
     return 0
 
