@@ -129,12 +129,13 @@ def row(name, plain, mine, ratios, target=None, unit=1.0, digits=3):
 def self_timed_report(traced, run):
     """`run(env)` once, traced, timing the tracer's own work (CUMEMTRACE_SELF_TIME)
     and writing its JSON report; the report, or None."""
-    out = tempfile.mkdtemp(prefix="cumemtrace-cost-")
-    run({**traced, "CUMEMTRACE_FORMAT": "json", "CUMEMTRACE_SELF_TIME": "1",
-         "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")})
-    for name in os.listdir(out):
-        if name.endswith(".json"):
-            return json.load(open(os.path.join(out, name)))
+    with tempfile.TemporaryDirectory(prefix="cumemtrace-cost-") as out:
+        run({**traced, "CUMEMTRACE_FORMAT": "json", "CUMEMTRACE_SELF_TIME": "1",
+             "CUMEMTRACE_OUTPUT": os.path.join(out, "run-%p")})
+        for name in os.listdir(out):
+            if name.endswith(".json"):
+                with open(os.path.join(out, name)) as handle:
+                    return json.load(handle)
     return None
 
 

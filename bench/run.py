@@ -260,7 +260,12 @@ def main():
     counts = [int(n) for n in args.threads.split(",") if n.strip()]
     only = set(args.only.split(","))
     args.build = os.path.abspath(args.build)
-    args.tmp = tempfile.mkdtemp(prefix="cumemtrace-bench-")
+    with tempfile.TemporaryDirectory(prefix="cumemtrace-bench-") as args.tmp:
+        tables(args, counts, only)
+
+
+def tables(args, counts, only):
+    """The tables `only` names, their files in args.tmp."""
     pairs = 50_000 if args.quick else 200_000
     print(f"machine: {os.cpu_count()} CPUs; {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}")
     print()
