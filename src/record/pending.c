@@ -24,12 +24,15 @@ static uint64_t look_at_tail(void)
     return tail_seen;
 }
 
+/* Only the slots ever claimed hold a stamp: a forked child of a process
+ * that queued nothing (no PyTorch) writes none of the ring's pages, which
+ * it shares with its parent until then. */
 int pending_reset(void)
 {
     if (!ring.events)
         ring.events = pages_alloc(PENDING_CAPACITY * sizeof(struct pending_event));
     else
-        for (uint32_t i = 0; i < PENDING_CAPACITY; i++)
+        for (uint64_t i = 0; i < ring.head && i < PENDING_CAPACITY; i++)
             ring.events[i].stamp = 0;
     ring.head = ring.tail = 0;
     tail_seen = 0;
