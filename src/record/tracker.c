@@ -782,27 +782,32 @@ static int apply_pending(int wait)
     return 0;
 }
 
+/* apply_pending, then the growth sample if one is due: whoever enters
+ * events takes it. Not for tracker_lock, which a sample takes. */
+static void apply_and_sample(int wait)
+{
+    if (apply_pending(wait) == 0)
+        sample_growth_if_due(tracker_now_ms());
+}
+
 int tracker_apply(void)
 {
     if (pending_count() == 0)
         return 0;
     int entered_before = tracker_enter();
-    apply_pending(1);
+    apply_and_sample(1);
     if (entered_before)
         tracker_leave();
-    sample_growth_if_due(tracker_now_ms());
     return 1;
 }
 
 /* Queue event `e`; a full ring is emptied by this thread first. With the
  * timeline on, it is entered at once, so the timeline's times are the
- * events' own. Where this thread entered events, it also takes the growth
- * sample if one is due (else tracker_apply's caller does). */
+ * events' own. */
 static void defer(const struct pending_event *e)
 {
     uint64_t number;
     struct pending_event *slot;
-    int entered = 0;
     while (!(slot = pending_claim(&number))) {
         /* Nothing queued, yet no slot: the ring has no memory (or was
          * emptied meanwhile). Either way nothing made before this event
@@ -813,8 +818,7 @@ static void defer(const struct pending_event *e)
             sample_growth_if_due(now);
             return;
         }
-        apply_pending(1);
-        entered = 1;
+        apply_and_sample(1);
         if (pending_count() >= APPLY_BATCH)
             sched_yield();              /* a writer between its claim and its publish */
     }
@@ -823,11 +827,8 @@ static void defer(const struct pending_event *e)
     size_t body = offsetof(struct pending_event, value);
     memcpy((char *)slot + body, (const char *)e + body, sizeof(*e) - body);
     pending_publish(slot, number);
-    if ((timeline.events || pending_behind(number, APPLY_BATCH) > APPLY_BATCH) &&
-        apply_pending(0) == 0)
-        entered = 1;
-    if (entered)
-        sample_growth_if_due(tracker_now_ms());
+    if (timeline.events || pending_behind(number, APPLY_BATCH) > APPLY_BATCH)
+        apply_and_sample(0);
 }
 
 /* This thread's number, registered with a shard held (thread_number says
