@@ -5,11 +5,16 @@
 #include <stdint.h>
 #include <time.h>
 
-static inline uint64_t monotonic_ns(void)
+static inline uint64_t clock_ns(clockid_t clock)
 {
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(clock, &now);
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static inline uint64_t monotonic_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* The time of the kernel's last tick (CLOCK_MONOTONIC_COARSE): it moves a
@@ -19,9 +24,7 @@ static inline uint64_t monotonic_ns(void)
  * cycles). For checks where a tick is fine enough. */
 static inline uint64_t coarse_ns(void)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    return clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
 #endif
