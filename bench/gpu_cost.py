@@ -233,7 +233,7 @@ def switched_rows(args, traced, notes, model, steps):
             marks = report["marks"]["recent"]
             spent = sum(b["self_time_ns"] - a["self_time_ns"] for a, b in zip(marks, marks[1:])
                         if a["label"] == "switch on: start" and b["label"] == "switch on: end")
-            own.append(spent / 1000 / (20 * steps))
+            own.append(spent / 1000 / (len(result["on_ms"]) * steps))
         if not ratios:
             print(f"| {label} | failed | | | | |")
             continue
