@@ -133,7 +133,8 @@ void tracker_defer_cache_block(int cache_kind, int device, uint64_t address, uin
                                uint64_t stream, uint64_t (*operation)(void));
 void tracker_defer_cache_free(uint64_t address);
 /* Enter the pending framework events (the tracer's own thread calls it
- * every millisecond or so): whether there were any. */
+ * every millisecond or so), and note whether a growth sample is due, for
+ * the next framework allocation to take: whether there were any events. */
 int tracker_apply(void);
 /* The same, for a block whose stack is known rather than this thread's: its
  * frames, innermost first (tagged Python frames, python_frame_at), as a

@@ -174,6 +174,14 @@ def case_torch_blocks_mix():
     check(not tensors, f"no tensor leaked: {tensors}")
 
 
+def case_torch_blocks_leak_beside_temporaries():
+    """A line that keeps 512 bytes a step and makes 8 MiB of temporaries it
+    frees within the step: growing, the line named (growth samples taken in
+    the middle of steps, by the tracer's thread, lost it)."""
+    _, _, reports, _ = scenario("leak_beside_temporaries")
+    check_verdicts(reports["exit"][0], "leak_beside_temporaries")
+
+
 def case_torch_blocks_kept_then_freed():
     """A list of outputs kept by a function that returns before the program
     ends: not growing at the end, but named as grown, then freed near the end,

@@ -65,6 +65,22 @@ def training_mix(steps=60):
     return weights, kept
 
 
+def leak_beside_temporaries(steps=60):
+    """One line keeps a small tensor each step and makes two large
+    temporaries it frees before the step's pause, as `loss = f(g(h))` keeps
+    the loss: wherever growth samples fall in the step, the leak is told
+    from the temporaries' rises and falls."""
+    kept = []
+    for _ in range(steps):
+        scratch = Tensor(48 * MiB)  # TEMP-leak_beside_temporaries
+        a, b, k = Tensor(4 * MiB), Tensor(4 * MiB), Tensor(512)  # LEAK-leak_beside_temporaries
+        kept.append(k)
+        time.sleep(0.004)           # the step's work, its temporaries alive
+        del scratch, a, b
+        step_pause()
+    return kept
+
+
 def kept_then_freed(steps=60):
     """A function keeps each step's output in a list beside a per-step
     temporary, and returns: the list goes, then the program ends."""
@@ -312,7 +328,8 @@ def backward_nodes(steps=30):
     return kept
 
 
-SCENARIOS = {f.__name__: f for f in (training_mix, kept_then_freed, held_at_end, never_freed,
+SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries, kept_then_freed,
+                                      held_at_end, never_freed,
                                       cache_idle, fragmentation_oom, fragmented_at_end,
                                       exhaustion_oom, teardown_ctypes, crash_with_tensors,
                                       threads_and_snapshots, watched, frames_reused,
