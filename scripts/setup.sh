@@ -4,7 +4,7 @@
 #   scripts/setup.sh [BUILD_DIR] [cmake options...]
 #
 # Needs the CUDA toolkit's headers (found through nvcc, CUDAToolkit_ROOT or
-# /usr/local/cuda). Installs libunwind, pkg-config, cmake and the
+# /usr/local/cuda). Installs libunwind (run time only), pkg-config, cmake and the
 # Python JSON-schema checker with apt-get when run as root and they are missing,
 # g++ for the tests' stand-in for PyTorch's allocator, Chromium, in which
 # the tests load the HTML report (headless), tmux, in which they watch
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 
-packages="cmake gcc g++ make pkg-config libunwind-dev python3 python3-jsonschema libdw1 valgrind
+packages="cmake gcc g++ make pkg-config libunwind8 python3 python3-jsonschema libdw1 valgrind
           chromium tmux python3-pytest clang-14 libclang-rt-14-dev"
 missing=""
 for p in $packages; do

@@ -5,9 +5,7 @@
  * preloaded library's dependencies come first in the process's symbol lookup,
  * so linking it would have moved every C++ exception of the traced program
  * (PyTorch's, ...) from libgcc_s to libunwind. Kept local, it serves us only. */
-#define UNW_LOCAL_ONLY
 #include <dlfcn.h>
-#include <libunwind.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -17,9 +15,22 @@
 #include "log.h"
 #include "stacks.h"
 
-/* The names behind libunwind's macros (e.g. _ULx86_64_set_caching_policy). */
-#define NAME_OF(symbol) NAME_OF_(symbol)
-#define NAME_OF_(symbol) #symbol
+/* The three things we take from libunwind, declared here rather than from
+ * <libunwind.h>, so that building needs no libunwind headers (pip users and
+ * GPU images rarely have them). These are libunwind's stable ABI: the local-only
+ * names behind its macros carry the target (_ULx86_64_set_caching_policy), an
+ * address space is a pointer, and UNW_CACHE_PER_THREAD is 2. */
+#if defined(__x86_64__)
+#define UNW_TARGET "x86_64"
+#elif defined(__aarch64__)
+#define UNW_TARGET "aarch64"
+#elif defined(__powerpc64__)
+#define UNW_TARGET "ppc64"
+#else
+#error "libunwind's name for this target is not known here"
+#endif
+#define UNW_CACHE_PER_THREAD 2
+typedef void *unw_addr_space_t;
 
 static int (*backtrace_fn)(void **, int);
 
@@ -70,10 +81,9 @@ void stack_init(void *(*lookup)(void *handle, const char *name))
                  dlerror());
         return;
     }
-    int (*set_caching)(unw_addr_space_t, unw_caching_policy_t) =
-        (int (*)(unw_addr_space_t, unw_caching_policy_t))lookup(libunwind,
-                                                                NAME_OF(unw_set_caching_policy));
-    unw_addr_space_t *space = lookup(libunwind, NAME_OF(unw_local_addr_space));
+    int (*set_caching)(unw_addr_space_t, int) =
+        (int (*)(unw_addr_space_t, int))lookup(libunwind, "_UL" UNW_TARGET "_set_caching_policy");
+    unw_addr_space_t *space = lookup(libunwind, "_UL" UNW_TARGET "_local_addr_space");
     *(void **)&backtrace_fn = lookup(libunwind, "unw_backtrace");
     if (set_caching && space)
         set_caching(*space, UNW_CACHE_PER_THREAD);
