@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "collect.h"
 #include "config.h"
 #include "live.h"
 #include "log.h"
 #include "modules.h"
 #include "preload.h"
-#include "report.h"
 #include "signals.h"
 #include "stacks.h"
 #include "torch_stats.h"

@@ -32,7 +32,7 @@
 #include "cli_common.h"
 #include "frames.h"
 #include "json.h"
-#include "live.h"
+#include "live_format.h"
 #include "python.h"
 #include "report.h"
 

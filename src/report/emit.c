@@ -98,15 +98,3 @@ int report_emit(const struct report *r, const char *template_, int summary,
             result = -1;
     return result;
 }
-
-int report_write_to(const char *reason, const char *template_, int summary)
-{
-    if (!config.formats && (!summary || config.quiet))
-        return 0;      /* nothing would be written: no collecting, no symbols */
-    struct report *r = report_new(reason);
-    if (!r)
-        return -1;
-    int result = report_emit(r, template_, summary, NULL);
-    report_delete(r);
-    return result;
-}

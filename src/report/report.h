@@ -1,10 +1,11 @@
 /* report.h - a consistent picture of the tracker's state, and its writers.
  *
- * A struct report is filled in from this process (collect.c), from a JSON
- * report or a crash dump (the command's loaders), then finished (report.c:
- * groups, the stacks worth showing, symbols) and concluded on (verdicts.c).
- * The writers (text, JSON, HTML, the exports) read this picture only, and
- * emit.c writes it to every configured format. */
+ * A struct report is filled in from a traced process (src/runtime/collect.c),
+ * from a JSON report or a crash dump (the command's loaders), then finished
+ * (report.c: groups, the stacks worth showing, symbols) and concluded on
+ * (verdicts.c). The writers (text, JSON, HTML, the exports) read this
+ * picture only, and emit.c writes it to every configured format. Nothing
+ * here runs only in the traced process: the command links it too. */
 #ifndef CUMEMTRACE_REPORT_H
 #define CUMEMTRACE_REPORT_H
 
@@ -20,7 +21,7 @@
 #include "stacks.h"
 #include "symbolize.h"
 #include "timeline.h"
-#include "torch_stats.h"
+#include "torch_figures.h"
 #include "tracker.h"
 
 struct report_block {
@@ -184,19 +185,6 @@ uint32_t report_torch_age_ms(const struct report *r);
 const char *report_stack_label(const struct report *r, uint32_t stack_id);
 const struct counters *report_counters(const struct report *r, int slot, int set);
 
-/* collect.c: this process's report, collected and finished now; NULL (said
- * on stderr) if out of memory. Released with report_delete. */
-struct report *report_new(const char *reason);
-void report_delete(struct report *r);
-/* The program ended (tracker_program_end has been told): keep the caches'
- * view as it is now for the exit report (report_caches_at_end). */
-void report_keep_end(void);
-/* Around fork, before the tracker's prepare and after its parent and child:
- * fork waits for a report being finished (sorted, symbolized: collect.c). */
-void report_fork_prepare(void);
-void report_fork_parent(void);
-void report_fork_child(void);
-
 /* The writers. */
 void report_text(const struct report *r, struct out *out);
 /* The summary on stderr: the top CUMEMTRACE_TOP entries of each section. */
@@ -228,13 +216,11 @@ struct report_files {
  * gets a name no other file has (output.h), unless `files` (may be NULL)
  * recorded one for its format: then it replaces that one, if still ours.
  * Files written are recorded in `files`. 0, or -1 if a file could not be
- * written. report_write_to collects this process's report for `reason`
- * first, and only when something would be written. */
+ * written. */
 int report_emit(const struct report *r, const char *template_, int summary,
                 struct report_files *files);
 /* The writer of one format (FORMAT_INDEX_*: config.h's REPORT_FORMATS). */
 void report_write_format(const struct report *r, int format, struct out *out);
-int report_write_to(const char *reason, const char *template_, int summary);
 
 /* caches.c: r->caches, from the live blocks (all of them: a report collected
  * or read from a dump); `live` also marks, in this process's stack table,
@@ -242,7 +228,7 @@ int report_write_to(const char *reason, const char *template_, int summary);
  * out of memory. */
 int report_caches(struct report *r, int live);
 /* Whether r->caches are as they were when the program ended: the exit
- * report of a program whose end was seen (collect.c keeps that view,
+ * report of a program whose end was seen (src/runtime/collect.c keeps that view,
  * report_keep_end; a report read back carries it). */
 int report_caches_at_end(const struct report *r);
 /* The stack allocated a framework's cache segments, and that framework's

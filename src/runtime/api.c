@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "arena.h"
+#include "collect.h"
 #include "config.h"
 #include "cumemtrace.h"
-#include "report.h"
 #include "torch_stats.h"
 #include "tracker.h"
 

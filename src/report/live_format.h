@@ -1,4 +1,6 @@
-/* live.h - what `cumemtrace live PID` reads from a traced process.
+/* live_format.h - what `cumemtrace live PID` reads from a traced process:
+ * the socket and the document, for the server (src/runtime/live.c) and the
+ * command (src/cli/cli_live.c).
  *
  * A thread of ours listens on a Linux abstract unix socket named after the
  * process, "\0cumemtrace-live-PID": no file on disk, and the name is gone
@@ -25,12 +27,13 @@
  *               "growing":true|false,"rate":N,
  *               "frames":["0x7f..." | {"function":..,"file":..,"line":N}]}],
  *    "top":[stack ids, most live bytes first],
- *    "growing":[stack ids, fastest first]}
- *
- * CUMEMTRACE_LIVE=0 starts no thread. */
-#ifndef CUMEMTRACE_LIVE_H
-#define CUMEMTRACE_LIVE_H
+ *    "growing":[stack ids, fastest first]} */
+#ifndef CUMEMTRACE_LIVE_FORMAT_H
+#define CUMEMTRACE_LIVE_FORMAT_H
 
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -40,18 +43,13 @@
 
 /* The abstract socket "\0cumemtrace-live-PID" into `address`; its length,
  * for bind and connect. */
-socklen_t live_socket_address(int pid, struct sockaddr_un *address);
-
-void live_start(void);         /* at the first CUDA event */
-void live_after_fork(void);    /* in the child: the parent's socket closed */
-/* A forked child's socket and thread are made at its first CUDA call, not
- * in the fork handler (live.c says why): every wrapper calls this. */
-extern int live_start_pending;
-void live_start_now(void);
-static inline void live_start_if_pending(void)
+static inline socklen_t live_socket_address(int pid, struct sockaddr_un *address)
 {
-    if (__builtin_expect(__atomic_load_n(&live_start_pending, __ATOMIC_RELAXED), 0))
-        live_start_now();
+    memset(address, 0, sizeof(*address));
+    address->sun_family = AF_UNIX;
+    int name = 1 + snprintf(address->sun_path + 1, sizeof(address->sun_path) - 1,
+                            "cumemtrace-live-%d", pid);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + name);
 }
 
 #endif

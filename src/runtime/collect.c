@@ -22,10 +22,11 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "collect.h"
 #include "config.h"
 #include "log.h"
 #include "registry.h"
-#include "report.h"
+#include "torch_stats.h"
 
 static pthread_mutex_t finishing = PTHREAD_MUTEX_INITIALIZER;
 
@@ -263,4 +264,16 @@ void report_delete(struct report *r)
 {
     report_release(r);
     pages_free(r, sizeof(*r));
+}
+
+int report_write_to(const char *reason, const char *template_, int summary)
+{
+    if (!config.formats && (!summary || config.quiet))
+        return 0;      /* nothing would be written: no collecting, no symbols */
+    struct report *r = report_new(reason);
+    if (!r)
+        return -1;
+    int result = report_emit(r, template_, summary, NULL);
+    report_delete(r);
+    return result;
 }

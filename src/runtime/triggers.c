@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "collect.h"
 #include "config.h"
 #include "crashdump.h"
-#include "report.h"
 #include "signals.h"
 #include "triggers.h"
 

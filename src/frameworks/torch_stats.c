@@ -56,15 +56,6 @@ static const char *const keys[TORCH_FIGURE_COUNT] = {
     [TORCH_OOMS] = "num_ooms",
 };
 
-static const char *const names[TORCH_FIGURE_COUNT] = {
-    [TORCH_ALLOCATED] = "allocated_bytes",        [TORCH_ALLOCATED_PEAK] = "allocated_peak",
-    [TORCH_REQUESTED] = "requested_bytes",
-    [TORCH_RESERVED] = "reserved_bytes",          [TORCH_RESERVED_PEAK] = "reserved_peak",
-    [TORCH_ACTIVE] = "active_bytes",              [TORCH_INACTIVE_SPLIT] = "inactive_split_bytes",
-    [TORCH_INACTIVE_SPLIT_BLOCKS] = "inactive_split_blocks",
-    [TORCH_ALLOC_RETRIES] = "num_alloc_retries",  [TORCH_OOMS] = "num_ooms",
-};
-
 static int available;        /* -1 no Python (or no reader thread), 1 yes, 0 not looked yet */
 static int exiting;          /* the exit hook ran: Python is being finalized */
 static int hook_registered;
@@ -77,11 +68,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t read_done = PTHREAD_COND_INITIALIZER;
 static struct torch_stats latest;
-
-const char *torch_figure_name(int figure)
-{
-    return figure >= 0 && figure < TORCH_FIGURE_COUNT ? names[figure] : "unknown";
-}
 
 /* One device's figures from memory_stats(device), a flat dict. */
 static void read_device(PyObject *cuda, int device, uint64_t *figures)

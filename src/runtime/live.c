@@ -1,4 +1,4 @@
-/* live.c - the traced process's side of `cumemtrace live` (see live.h).
+/* live.c - the traced process's side of `cumemtrace live` (see live_format.h).
  *
  * One listening socket and one thread per process, both this process's
  * only: after fork the child closes the socket it inherited (the parent's
@@ -54,15 +54,6 @@ struct live_copy {
     uintptr_t frames[LIVE_STACKS][CONFIG_MAX_DEPTH];
     struct out out;
 };
-
-socklen_t live_socket_address(int pid, struct sockaddr_un *address)
-{
-    memset(address, 0, sizeof(*address));
-    address->sun_family = AF_UNIX;
-    int name = 1 + snprintf(address->sun_path + 1, sizeof(address->sun_path) - 1,
-                            "cumemtrace-live-%d", pid);
-    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + name);
-}
 
 /* Keep `id` in a list of at most `size`, sorted by `value` (highest first). */
 static void keep_best(uint32_t *list, double *values, uint32_t *count, uint32_t size, uint32_t id,

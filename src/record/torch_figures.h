@@ -1,12 +1,14 @@
-/* torch_stats.h - PyTorch's own memory counters, next to ours (torch_stats.c).
+/* torch_figures.h - PyTorch's own memory counters, as read in the traced
+ * process (src/frameworks/torch_stats.c) and carried by a report.
  *
  * A block PyTorch's caching allocator frees but keeps is invisible to the
  * driver; only PyTorch knows how much of what it reserved is in use. These
  * are its torch.cuda.memory_stats() figures, read by the program's own main
  * thread with the GIL, at the latest sample before a report and at Python's
- * exit. */
-#ifndef CUMEMTRACE_TORCH_STATS_H
-#define CUMEMTRACE_TORCH_STATS_H
+ * exit. A JSON report names them as torch_figure_name() does, and the
+ * command reads them back by the same names. */
+#ifndef CUMEMTRACE_TORCH_FIGURES_H
+#define CUMEMTRACE_TORCH_FIGURES_H
 
 #include <stdint.h>
 
@@ -37,20 +39,8 @@ struct torch_stats {
     uint64_t figures[MAX_DEVICES][TORCH_FIGURE_COUNT];
 };
 
-const char *torch_figure_name(int figure);   /* "allocated_bytes", ... */
-
-/* Ask the program's main Python thread to read the counters at its next safe
- * point. Any thread, any time, no lock needed; does nothing without Python. */
-void torch_stats_request(void);
-/* The same, for a report (JAX's arrays swept too, whatever it costs), then
- * wait for the reading up to timeout_ms (a thread holding the GIL reads
- * itself). 0 if it came. */
-int torch_stats_refresh(int timeout_ms);
-/* Before cumemtrace_mark()'s growth sample: JAX's arrays swept, if they are
- * (and it costs at most 1% of the time), so that the sample sees them now. */
-void torch_stats_before_mark(void);
-/* The latest reading. */
-void torch_stats_get(struct torch_stats *out);
-void torch_stats_reset(void);   /* after fork: nothing read in this process yet */
+/* The figure's name in reports ("allocated_bytes", ...); "unknown" for a
+ * number that is none. */
+const char *torch_figure_name(int figure);
 
 #endif

@@ -29,10 +29,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collect.h"
 #include "config.h"
 #include "crashdump.h"
 #include "log.h"
-#include "report.h"
 #include "signals.h"
 #include "threads.h"
 #include "torch_stats.h"
