@@ -1,6 +1,6 @@
 /* cli_live.c - `cumemtrace live PID`: a running process's memory, every second.
  *
- * Each refresh connects to the process's socket (src/report/live.h), reads
+ * Each refresh connects to the process's socket (src/report/live_format.h), reads
  * one JSON document to its end and closes. The process names its Python
  * frames; native frames are symbolized here, against /proc/PID/maps, once
  * each (a cache keeps their names for the next refreshes). The stacks become
