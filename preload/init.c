@@ -4,9 +4,11 @@
  * process that never uses CUDA (a shell, a compiler started by the traced
  * program) is not touched at all: no settings read, no message, no handler.
  * The first event calls preload_init(), which does its work once. The
- * exceptions, at the bottom: a private duplicate of stderr, and the settings
- * that change the environment (CUMEMTRACE_FOLLOW=0, ..._TORCH_PER_TENSOR=1). */
+ * exceptions, at the bottom: a private duplicate of stderr (let go in a
+ * forked child and at setsid), and the settings that change the
+ * environment (CUMEMTRACE_FOLLOW=0, ..._TORCH_PER_TENSOR=1). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,9 +72,32 @@ static const struct host interposer = {
     .program_ended = report_keep_end,
 };
 
+/* Descriptors made while the tracer starts are ours, not the program's:
+ * libunwind's (a pipe it validates memory with) go above the program's
+ * range (log_move_high), so that the program's own next descriptors get the
+ * numbers they would have had without us. Only this thread, only then. */
+static __thread int starting;
+static int (*real_pipe2)(int fds[2], int flags);
+
+PUBLIC int pipe2(int fds[2], int flags)
+{
+    if (!real_pipe2) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int result = real_pipe2(fds, flags);
+    if (result == 0 && starting) {
+        fds[0] = log_move_high(fds[0]);
+        fds[1] = log_move_high(fds[1]);
+    }
+    return result;
+}
+
 static void init_once(void)
 {
+    starting = 1;
     tracker_start(&interposer);
+    starting = 0;
     uintptr_t low, high;
     if (module_range((const void *)&preload_init, &low, &high) == 0)
         stack_set_skip_range(low, high);
@@ -149,12 +174,29 @@ static void torch_per_tensor_setting(void)
         setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
 }
 
+/* A process that detaches from its session (a daemon, a server started by
+ * a script) lets go of the stderr it started with: our copy of it too. */
+static pid_t (*real_setsid)(void);
+
+PUBLIC pid_t setsid(void)
+{
+    log_release_stderr();
+    if (!real_setsid) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real_setsid();
+}
+
 /* The only work done at load time: keep a private copy of stderr (log.h),
  * find the C library's exec functions (exec.c), and settings that must
  * change the environment before the program runs. */
 __attribute__((constructor)) static void cumemtrace_load(void)
 {
     log_keep_stderr();
+    pthread_atfork(NULL, NULL, log_release_stderr);
+    *(void **)&real_setsid = real_dlsym(RTLD_NEXT, "setsid");
+    *(void **)&real_pipe2 = real_dlsym(RTLD_NEXT, "pipe2");
     exec_init();
     follow_setting();
     torch_per_tensor_setting();

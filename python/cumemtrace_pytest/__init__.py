@@ -21,7 +21,8 @@ installation, yourself.)
     Less than SIZE per test is not a leak (default 0; "64K", "1 MiB", ...).
 @pytest.mark.cuda_leaks(allowed="8 MiB")
     This much is allowed to one test; @pytest.mark.cuda_leaks(False) leaves a
-    test unchecked.
+    test unchecked; @pytest.mark.cuda_leaks(True) (or no argument) checks it
+    with nothing allowed beyond --cuda-leaks-below.
 
 What counts is read from the tracer's JSON report
 (docs/report.schema.json), never assumed: every live group but the VMM
@@ -82,7 +83,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda_leaks(allowed=SIZE): GPU memory a test may leave "
-                            "held (cuda_leaks(False): not checked)")
+                            "held (cuda_leaks(False): not checked; cuda_leaks(True): none)")
     checking = config.getoption("--cuda-leaks") or config.getoption("--cuda-leaks-repeat") > 0
     if not checking:
         return
@@ -189,9 +190,12 @@ class LeakChecker:
         marker = item.get_closest_marker("cuda_leaks")
         if marker is None:
             return self.below
-        if marker.args and marker.args[0] is False:
+        value = marker.kwargs.get("allowed", marker.args[0] if marker.args else True)
+        if value is False:
             return None
-        return max(self.below, parse_size(marker.kwargs.get("allowed", marker.args[0] if marker.args else 0)))
+        if value is True:       # checked, with nothing allowed (not 1 byte)
+            return self.below
+        return max(self.below, parse_size(value))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):

@@ -39,6 +39,64 @@ int cli_file_mode(void)
     return mode;
 }
 
+/* The number N when PATH names a descriptor of this process: /dev/fd/N,
+ * /proc/self/fd/N, /proc/thread-self/fd/N, /proc/PID/fd/N of our own pid,
+ * or a link to one (/dev/stdout, /dev/stderr, a link of the user's). Those
+ * names are the caller's descriptor, whatever file is behind it (a regular
+ * file a shell redirected there): never a name to replace. -1 if not. */
+static int descriptor_named(const char *path)
+{
+    char name[OUTPUT_PATH_MAX], target[OUTPUT_PATH_MAX], own[64];
+    snprintf(name, sizeof(name), "%s", path);
+    snprintf(own, sizeof(own), "/proc/%d/fd/", (int)getpid());
+    for (int hops = 0; hops < 40; hops++) {
+        static const char *const prefixes[] = {"/dev/fd/", "/proc/self/fd/",
+                                               "/proc/thread-self/fd/", NULL};
+        const char *number = NULL;
+        for (int i = 0; prefixes[i] && !number; i++)
+            if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+                number = name + strlen(prefixes[i]);
+        if (!number && strncmp(name, own, strlen(own)) == 0)
+            number = name + strlen(own);
+        if (number) {
+            char *end;
+            long fd = strtol(number, &end, 10);
+            return *number >= '0' && *number <= '9' && *end == '\0' && fd <= 1 << 30
+                       ? (int)fd : -1;
+        }
+        ssize_t n = readlink(name, target, sizeof(target) - 1);
+        if (n <= 0)
+            return -1;
+        target[n] = '\0';
+        if (target[0] == '/') {
+            memcpy(name, target, (size_t)n + 1);
+        } else {            /* relative to the link's directory */
+            char *slash = strrchr(name, '/');
+            size_t keep = slash ? (size_t)(slash - name) + 1 : 0;
+            if (keep + (size_t)n >= sizeof(name))
+                return -1;
+            memcpy(name + keep, target, (size_t)n + 1);
+        }
+    }
+    return -1;
+}
+
+/* PATH names one of our descriptors (descriptor_named): written through a
+ * duplicate of it, as it is, at its offset. 1 if it is open, -1 if that
+ * descriptor is not open, 0 if PATH is no such name. */
+static int open_descriptor(struct cli_output *output, const char *path)
+{
+    int named = descriptor_named(path);
+    if (named < 0)
+        return 0;
+    int fd = fcntl(named, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return -1;
+    out_fd(&output->out, fd);
+    output->as_is = 1;
+    return 1;
+}
+
 /* PATH already there and not a regular file (nor a directory): a FIFO, a
  * device, a pipe. Opened for plain writing, never created, truncated or
  * replaced; should it be a regular file by the time it is open (swapped
@@ -69,7 +127,9 @@ int cli_output_open(struct cli_output *output, const char *path)
         return CLI_OK;
     }
     snprintf(output->path, sizeof(output->path), "%s", path);
-    int opened = open_as_is(output, path);
+    int opened = open_descriptor(output, path);
+    if (opened == 0)
+        opened = open_as_is(output, path);
     if (opened == 0 && out_create(&output->out, path, cli_file_mode()) < 0)
         opened = -1;
     if (opened < 0) {

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <termios.h>
 #include <time.h>
@@ -87,9 +88,32 @@ static void on_signal(int signal)
 
 /* ---- reading from the process ------------------------------------------ */
 
+/* Who answered at the name, when it was not the process (fetch_error). */
+static struct ucred impostor;
+
+/* The peer is the process itself, as the kernel tells (SO_PEERCRED): any
+ * user can bind the abstract name first, and would then be shown as the
+ * process. Its pid must be PID, its user the owner of /proc/PID. */
+static int peer_is(int fd, int pid)
+{
+    struct ucred peer;
+    socklen_t length = sizeof(peer);
+    struct stat process;
+    char proc[32];
+    snprintf(proc, sizeof(proc), "/proc/%d", pid);
+    memset(&peer, 0, sizeof(peer));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) < 0 || length != sizeof(peer) ||
+        stat(proc, &process) < 0 || peer.pid != pid || peer.uid != process.st_uid) {
+        impostor = peer;
+        return 0;
+    }
+    return 1;
+}
+
 /* The whole answer, NUL-terminated, in *text (freed by the caller); 0, or -1
  * with errno: ECONNREFUSED or ENOENT when nobody listens, EACCES when the
- * process would not answer (another user's), ETIMEDOUT. */
+ * process would not answer (another user's), EPERM when another process
+ * holds its name (impostor), ETIMEDOUT. */
 static int fetch(int pid, char **text, size_t *length)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -100,6 +124,11 @@ static int fetch(int pid, char **text, size_t *length)
         int saved = errno;
         close(fd);
         errno = saved;
+        return -1;
+    }
+    if (!peer_is(fd, pid)) {
+        close(fd);
+        errno = EPERM;
         return -1;
     }
     size_t size = 1 << 16, used = 0;
@@ -796,6 +825,12 @@ static const char *fetch_error(int error)
                "or not a process of this machine)";
     if (error == EACCES)
         return "it does not answer this user (only the user it runs as can watch it)";
+    if (error == EPERM) {
+        static char text[160];
+        snprintf(text, sizeof(text), "its live view's name is held by another process (pid %d, "
+                 "uid %u), not shown", (int)impostor.pid, (unsigned)impostor.uid);
+        return text;
+    }
     return strerror(error);
 }
 

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -202,6 +203,8 @@ int config_parse_signal(const char *text, int *out)
         return -1;
     if (relied_on((int)number))
         return -2;
+    if (number > SIGSYS && (number < SIGRTMIN || number > SIGRTMAX))
+        return -3;          /* the C library's own real-time signals (32, 33) */
     *out = (int)number;
     return 0;
 }
@@ -291,6 +294,10 @@ void config_load(void)
         log_line("CUMEMTRACE_SIGNAL='%s': the program relies on that signal's own action "
                  "(TERM, INT, HUP, QUIT, PIPE, a crash, ...); using %s",
                  value, config.snapshot_signal ? "USR2" : "off");
+    else if (refused == -3)
+        log_line("CUMEMTRACE_SIGNAL='%s': reserved by the C library; real-time signals are "
+                 "%d to %d; using %s", value, SIGRTMIN, SIGRTMAX,
+                 config.snapshot_signal ? "USR2" : "off");
 
     if ((value = env("CUMEMTRACE_FILE_MODE")) && config_parse_mode(value, &config.file_mode) < 0)
         log_line("CUMEMTRACE_FILE_MODE='%s' is not octal permissions such as 0600 or 0640; "
@@ -319,11 +326,16 @@ void config_load(void)
                  "(at most 64M), or 0; using %llu", value, (unsigned long long)config.events);
 
     if ((value = env("CUMEMTRACE_OUTPUT"))) {
-        if (strlen(value) >= sizeof(config.output))
+        /* A directory (a name ending in '/'): the default name inside it. */
+        const char *name = value[strlen(value) - 1] == '/' ? config.output : "";
+        char joined[sizeof(config.output)];
+        if (strlen(value) + strlen(name) >= sizeof(config.output)) {
             log_line("CUMEMTRACE_OUTPUT is longer than %zu characters; using '%s'",
-                     sizeof(config.output) - 1, config.output);
-        else
-            strcpy(config.output, value);
+                     sizeof(config.output) - 1 - strlen(name), config.output);
+        } else {
+            snprintf(joined, sizeof(joined), "%s%s", value, name);
+            strcpy(config.output, joined);
+        }
     }
 
     if ((value = env("CUMEMTRACE_TORCH_TRACKER"))) {

@@ -94,7 +94,8 @@ int config_parse_formats(const char *text, int *out);   /* "text,json,html", "no
 int config_parse_events(const char *text, uint64_t *out); /* 100000, 64K, 1M, 0 */
 const char *config_format_names(int formats, char *text, size_t size);
 /* "USR2", "SIGUSR1", "12", "off"; never a signal whose default action the
- * program relies on (see config.c): those give -2. */
+ * program relies on (see config.c): those give -2; the C library's own
+ * real-time signals (32, 33: below SIGRTMIN) give -3. */
 int config_parse_signal(const char *text, int *out);
 int config_parse_mode(const char *text, int *out);       /* octal permissions: "0600", "640" */
 int config_parse_oom(const char *text, int *out);        /* first, every, off */

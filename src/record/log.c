@@ -45,6 +45,15 @@ void log_keep_stderr(void)
     checked = 1;
 }
 
+void log_release_stderr(void)
+{
+    if (!checked || kept < 0 || kept == STDERR_FILENO)
+        return;
+    int copy = kept;
+    kept = STDERR_FILENO;   /* checked against the same identity */
+    close(copy);
+}
+
 int log_fd(void)
 {
     struct stat st;

@@ -21,6 +21,11 @@ void log_set_debug(int on);
 /* At load: keep a duplicate of fd 2, close-on-exec, at a high number. Until
  * then (the command, the tests) lines go to fd 2 itself. */
 void log_keep_stderr(void);
+/* Let the duplicate go: in a forked child (a daemon's first step: the pipe
+ * its caller reads to the end must not stay open in it because of us) and
+ * at setsid(). From then on lines go to fd 2 while it is still the file the
+ * duplicate was, and nowhere once the program has put another there. */
+void log_release_stderr(void);
 /* `fd` moved to a high number (close-on-exec), so that the program's own
  * descriptors keep the numbers they would have had without us; `fd` itself
  * if none is free up there. For the few descriptors the tracer keeps open. */

@@ -7,6 +7,7 @@
  * (PyTorch's, ...) from libgcc_s to libunwind. Kept local, it serves us only. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -33,6 +34,13 @@
 typedef void *unw_addr_space_t;
 
 static int (*backtrace_fn)(void **, int);
+/* For stack_in_signal_handler: a walk frame by frame. */
+static struct {
+    int (*getcontext)(unw_context_t *);
+    int (*init_local)(unw_cursor_t *, unw_context_t *);
+    int (*step)(unw_cursor_t *);
+    int (*is_signal_frame)(unw_cursor_t *);
+} walk;
 
 static uintptr_t skip_low, skip_high;
 
@@ -85,6 +93,10 @@ void stack_init(void *(*lookup)(void *handle, const char *name))
         (int (*)(unw_addr_space_t, int))lookup(libunwind, "_UL" UNW_TARGET "_set_caching_policy");
     unw_addr_space_t *space = lookup(libunwind, "_UL" UNW_TARGET "_local_addr_space");
     *(void **)&backtrace_fn = lookup(libunwind, "unw_backtrace");
+    *(void **)&walk.getcontext = lookup(libunwind, NAME_OF(unw_tdep_getcontext));
+    *(void **)&walk.init_local = lookup(libunwind, NAME_OF(unw_init_local));
+    *(void **)&walk.step = lookup(libunwind, NAME_OF(unw_step));
+    *(void **)&walk.is_signal_frame = lookup(libunwind, NAME_OF(unw_is_signal_frame));
     if (set_caching && space)
         set_caching(*space, UNW_CACHE_PER_THREAD);
     if (!backtrace_fn)
@@ -397,4 +409,24 @@ int stack_first_use(const struct stack *stack, int *kind, int *api)
     *kind = (int)(flags >> STACK_USE_KIND_SHIFT & 0xff);
     *api = (int)(flags >> STACK_USE_API_SHIFT & 0xff);
     return (flags & STACK_USE_SET) != 0;
+}
+
+int stack_in_signal_handler(void)
+{
+    stack_t alternate;
+    if (sigaltstack(NULL, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK))
+        return 1;
+    if (!walk.getcontext || !walk.init_local || !walk.step || !walk.is_signal_frame)
+        return -1;
+    unw_context_t context;
+    unw_cursor_t cursor;
+    if (walk.getcontext(&context) != 0 || walk.init_local(&cursor, &context) != 0)
+        return -1;
+    for (int depth = 0; depth < 512; depth++) {
+        if (walk.is_signal_frame(&cursor) > 0)
+            return 1;
+        if (walk.step(&cursor) <= 0)
+            return 0;
+    }
+    return 0;
 }

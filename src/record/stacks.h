@@ -77,6 +77,12 @@ void stack_flag(uint32_t id, uint32_t flags);
 /* Load libunwind, finding its functions with `lookup` (dlsym); without one,
  * or without libunwind, stacks are empty. */
 void stack_init(void *(*lookup)(void *handle, const char *name));
+/* 1 when this thread runs a signal handler now (a signal frame below us,
+ * or the alternate signal stack in use), 0 when not, -1 when it cannot be
+ * told (no libunwind). For exit() called from a handler: the code it
+ * interrupted may hold malloc's lock. Walks with libunwind, which takes no
+ * lock of the allocator; the loader's, it takes only as this thread may. */
+int stack_in_signal_handler(void);
 void stack_reset(void);                /* forget every stack (after fork) */
 
 /* Leave out frames in [low, high) wherever they are: the tracer's own. */

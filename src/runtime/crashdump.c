@@ -58,6 +58,11 @@ static int ready_fd(void)
     return ready.fd;
 }
 
+int crashdump_ready(void)
+{
+    return ready_fd() >= 0;
+}
+
 void crashdump_prepare(void)
 {
     if (ready_fd() >= 0)
@@ -459,6 +464,18 @@ static int name_dump(char *name, size_t size)
     return error;
 }
 
+/* Why the exit report gave way to a dump (crashdump_exit). */
+static const char *exit_why;
+
+int crashdump_exit(const char *why)
+{
+    if (!path[0] || !tracker.traced)
+        return -1;
+    exit_why = why;
+    crashdump_write(0);
+    return 0;
+}
+
 void crashdump_write(int signal)
 {
     if (!path[0] || !tracker.traced)
@@ -506,10 +523,10 @@ void crashdump_write(int signal)
             dump_name(0, name, sizeof(name));
         say("cannot write the crash dump to '", name, "': ", error_text(error));
     } else {
-        say(signal ? "fatal signal; crash dump written to "
-                   : "exit() during a CUDA call (from a signal handler?); instead of the report, "
-                     "a dump written to ",
-            name, "", "");
+        if (signal)
+            say("fatal signal; crash dump written to ", name, "", "");
+        else
+            say(exit_why, "; a dump written in its place to ", name, "");
     }
     errno = saved_errno;
 }

@@ -11,8 +11,13 @@
 
 /* Work out the path and make the file ahead; call again after fork. */
 void crashdump_prepare(void);
-/* async-signal-safe; signal 0: exit() was called during a CUDA call, from a
- * signal handler most likely, where the full report could hang. */
+/* async-signal-safe: the dump of a fatal signal. */
 void crashdump_write(int signal);
+/* The dump in place of the exit report, where that could not be written
+ * safely or at all; `why` starts the line that says so. Async-signal-safe;
+ * -1 if no dump can be written here (no path, nothing traced). */
+int crashdump_exit(const char *why);
+/* 1 while the file made ahead is there to be written. */
+int crashdump_ready(void);
 
 #endif

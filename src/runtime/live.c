@@ -298,15 +298,20 @@ static void *serve(void *argument)
     }
 }
 
+/* The listening socket, at a descriptor above the program's (log.h); -1
+ * with errno. */
 static int open_listener(void)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    fd = log_move_high(fd);
     struct sockaddr_un address;
     socklen_t size = live_socket_address((int)getpid(), &address);
     if (bind(fd, (struct sockaddr *)&address, size) < 0 || listen(fd, 4) < 0) {
+        int saved = errno;
         close(fd);
+        errno = saved;
         return -1;
     }
     return fd;
@@ -317,6 +322,13 @@ void live_start(void)
     if (!config.live)
         return;
     listener = open_listener();
+    if (listener < 0 && errno == EADDRINUSE) {
+        /* Taken first by another process, maybe another user's: said, since
+         * `cumemtrace live` will refuse whoever answers at that name. */
+        log_line("no live view: another process holds its name cumemtrace-live-%d",
+                 (int)getpid());
+        return;
+    }
     if (listener < 0) {
         log_debug("no live view: cannot listen as cumemtrace-live-%d", (int)getpid());
         return;

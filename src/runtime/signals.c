@@ -1,9 +1,11 @@
 /* signals.c - reports on request (a signal) and dumps when the program dies.
  *
  * Snapshot signal (CUMEMTRACE_SIGNAL, SIGUSR2 by default): the handler only
- * writes one byte to a pipe; a helper thread, started with every signal
- * blocked, reads it and writes the report outside signal context, while the
- * program carries on.
+ * posts a semaphore (async-signal-safe); a helper thread, started with every
+ * signal blocked, waits on it and writes the report outside signal context,
+ * while the program carries on. A semaphore, not a pipe: the program may
+ * close descriptors it does not know and open its own at their numbers, and
+ * a byte written by number would land in its file.
  *
  * Fatal signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, and with
  * CUMEMTRACE_DUMP_ON_TERM also SIGTERM and SIGINT): the handler writes a raw
@@ -21,12 +23,12 @@
  * Handlers are installed at the first CUDA event, not at load time, so a
  * process that never uses CUDA keeps its signals untouched. */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -43,7 +45,8 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SI
 
 static struct sigaction previous[65];
 static int installed[65];
-static int wake_pipe[2] = {-1, -1};
+static sem_t wake;
+static int waking;          /* the semaphore and the thread are up */
 static int snapshots;
 static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
 
@@ -66,15 +69,14 @@ static void write_snapshot(void)
         tracker_leave();
 }
 
-/* Take what the pipe holds; several signals while a report is being written
- * make one report. Returns how many bytes were read, 0 if none, -1 at EOF. */
+/* Take the posts not yet taken; several signals while a report is being
+ * written make one report. Returns how many were taken. */
 static int take_wakeups(void)
 {
-    char bytes[64];
-    ssize_t n = read(wake_pipe[0], bytes, sizeof(bytes));
-    if (n < 0)
-        return errno == EAGAIN || errno == EINTR ? 0 : -1;
-    return n == 0 ? -1 : (int)n;
+    int n = 0;
+    while (sem_trywait(&wake) == 0 || errno == EINTR)
+        n++;
+    return n;
 }
 
 static int drained;     /* set by signals_drain() under `writing` */
@@ -82,16 +84,16 @@ static int drained;     /* set by signals_drain() under `writing` */
 static void *snapshot_thread(void *unused)
 {
     (void)unused;
-    struct pollfd wait = {wake_pipe[0], POLLIN, 0};
     for (;;) {
-        if (poll(&wait, 1, -1) < 0 && errno != EINTR)
-            return NULL;
+        if (sem_wait(&wake) < 0)
+            continue;           /* EINTR */
+        sem_post(&wake);        /* taken again below, with the others */
         pthread_mutex_lock(&writing);
-        int n = drained ? -1 : take_wakeups();
+        int done = drained, n = done ? 0 : take_wakeups();
         if (n > 0)
             write_snapshot();
         pthread_mutex_unlock(&writing);
-        if (n < 0)
+        if (done)
             return NULL;
     }
 }
@@ -102,7 +104,7 @@ static void *snapshot_thread(void *unused)
  * snapshot cut short would leave a temporary file behind. */
 void signals_drain(void)
 {
-    if (wake_pipe[0] < 0)
+    if (!waking)
         return;
     pthread_mutex_lock(&writing);
     if (take_wakeups() > 0)
@@ -113,14 +115,13 @@ void signals_drain(void)
 
 static int start_thread(void)
 {
-    if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+    if (sem_init(&wake, 0, 0) < 0)
         return -1;
     if (thread_start(snapshot_thread, NULL, "cumemtrace") != 0) {
-        close(wake_pipe[0]);
-        close(wake_pipe[1]);
-        wake_pipe[0] = wake_pipe[1] = -1;
+        sem_destroy(&wake);
         return -1;
     }
+    __atomic_store_n(&waking, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -140,12 +141,45 @@ static void chain(int signal, siginfo_t *info, void *context)
 static void snapshot_handler(int signal, siginfo_t *info, void *context)
 {
     int saved_errno = errno;
-    if (wake_pipe[1] >= 0) {
-        ssize_t unused = write(wake_pipe[1], "s", 1);
-        (void)unused;
-    }
+    if (__atomic_load_n(&waking, __ATOMIC_ACQUIRE))
+        sem_post(&wake);
     chain(signal, info, context);
     errno = saved_errno;
+}
+
+/* The dump's own stack, for when the handler runs on a small alternate
+ * signal stack of the program's (a few KiB, enough for its handler, not for
+ * the dump): DUMP_STACK_NEED is what crashdump_write() may take. */
+#define DUMP_STACK_NEED (32 * 1024)
+static char dump_stack[DUMP_STACK_NEED * 2] __attribute__((aligned(64)));
+static ucontext_t dump_context, handler_context;
+static int dump_signal;
+
+static void dump_on_own_stack(void)
+{
+    crashdump_write(dump_signal);
+}
+
+/* Write the dump on the stack we run on, when it has room; else on ours:
+ * a small alternate stack would overflow, and the program's handler, which
+ * runs after, would never run. */
+static void dump(int signal)
+{
+    stack_t alternate;
+    char here;
+    if (sigaltstack(NULL, &alternate) < 0 || !(alternate.ss_flags & SS_ONSTACK) ||
+        (size_t)(&here - (char *)alternate.ss_sp) >= DUMP_STACK_NEED) {
+        crashdump_write(signal);
+        return;
+    }
+    dump_signal = signal;
+    if (getcontext(&dump_context) < 0)
+        return;
+    dump_context.uc_stack.ss_sp = dump_stack;
+    dump_context.uc_stack.ss_size = sizeof(dump_stack);
+    dump_context.uc_link = &handler_context;
+    makecontext(&dump_context, dump_on_own_stack, 0);
+    swapcontext(&handler_context, &dump_context);
 }
 
 static void fatal_handler(int signal, siginfo_t *info, void *context)
@@ -153,7 +187,7 @@ static void fatal_handler(int signal, siginfo_t *info, void *context)
     static int dumping;
     int saved_errno = errno;
     if (!__atomic_exchange_n(&dumping, 1, __ATOMIC_ACQ_REL))
-        crashdump_write(signal);
+        dump(signal);
 
     /* Hand the signal on. A handler of the program's own runs now. With the
      * default action: restore it; a fault raised by the CPU happens again when
@@ -206,19 +240,18 @@ void signals_start(void)
 
 int signals_start_pending;
 
-/* In a forked child the thread is gone and the pipe is shared with the
- * parent: the pipe is closed, and a new one and a new thread are made at
- * the child's first CUDA call (signals_start_if_pending), not here. A
+/* In a forked child the thread is gone and the semaphore's count is the
+ * parent's: a new semaphore and a new thread are made at the child's first
+ * CUDA call (signals_start_if_pending), not here; meanwhile a signal posts
+ * nothing. A
  * thread made here, in a child of a process whose other threads may have
  * been inside the allocator at the fork, can wait for ever on a lock the
  * C library does not reset (ASan's allocator does that). And a dump path
  * with the child's pid. */
 void signals_after_fork(void)
 {
-    if (wake_pipe[0] >= 0) {
-        close(wake_pipe[0]);
-        close(wake_pipe[1]);
-        wake_pipe[0] = wake_pipe[1] = -1;
+    if (waking) {
+        waking = 0;
         snapshots = 0;
         drained = 0;
         pthread_mutex_init(&writing, NULL);

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "crashdump.h"
 #include "signals.h"
+#include "stacks.h"
 #include "triggers.h"
 
 /* ---- out-of-memory reports ---------------------------------------------
@@ -217,26 +218,34 @@ static int final_report(const char *reason)
         return 0;
     if (__atomic_exchange_n(&exit_report_pid, pid, __ATOMIC_ACQ_REL) == pid)
         return 0;
-    /* exit() called from a signal handler that interrupted this thread
-     * inside a CUDA call or inside the tracer: the CUDA libraries, malloc or
-     * our own lock may be held by the very code that was interrupted, so the
-     * full report could hang. Write the async-signal-safe dump instead. */
-    if ((host.call_in_progress && host.call_in_progress()) || tracker_inside()) {
+    /* exit() called from a signal handler (an alarm's, a Ctrl-C's): the
+     * code it interrupted may hold malloc's lock, the loader's, the CUDA
+     * libraries' or our own, and the full report, which takes them all,
+     * could wait for ever. Likewise inside a CUDA call or inside the tracer.
+     * The async-signal-safe dump takes its place (and says so). */
+    if ((host.call_in_progress && host.call_in_progress()) || tracker_inside() ||
+        stack_in_signal_handler() > 0) {
         if (strcmp(reason, "exit") == 0)
-            crashdump_write(0);
+            crashdump_exit("exit() from a signal handler or during a CUDA call, where the "
+                           "report could wait for ever on a lock the interrupted code holds");
         return 0;
     }
     signals_drain();
     if (!tracker_enter())       /* not inside: said above */
         return 0;
+    int failed = 0;
     if (config.formats || !config.quiet) {
         struct report *r = report_new(reason);
-        if (r) {
-            report_emit(r, config.output, 1, &exit_files);
+        failed = !r || report_emit(r, config.output, 1, &exit_files) < 0;
+        if (r)
             report_delete(r);
-        }
     }
     tracker_leave();
+    /* Out of descriptors or memory (the program took them all): the dump,
+     * made ahead and written without either, keeps what the report would.
+     * (Where that file could not be made either, the lines said enough.) */
+    if (failed && strcmp(reason, "exit") == 0 && crashdump_ready())
+        crashdump_exit("the exit report could not be written");
     return 1;
 }
 

@@ -618,10 +618,10 @@ def case_crash_unwritable():
 
 
 def case_exit_in_handler():
-    # The SIGALRM handler's exit() lands inside a CUDA call most of the time:
-    # then a dump stands in for the report (the full report could hang on a
-    # lock the interrupted call holds); otherwise the usual report. Either way
-    # the program exits 0, once, and what it holds is on record.
+    # The SIGALRM handler's exit() runs in a signal handler: a dump stands in
+    # for the report (the full report could hang on a lock the interrupted
+    # code holds: a CUDA call's, malloc's). The program exits 0, once, and
+    # what it holds is on record.
     seen = set()
     for attempt in range(8):
         out, err, reports, _ = run("tests/crash", ["exit-in-handler"])
@@ -630,7 +630,7 @@ def case_exit_in_handler():
               f"one exit record, report or dump: {len(reports)} reports, {len(dumps)} dumps")
         if dumps:
             seen.add("dump")
-            check("exit() during a CUDA call" in err, f"the dump is announced: {err[-300:]!r}")
+            check("exit() from a signal handler" in err, f"the dump is announced: {err[-300:]!r}")
             rc, text, report = symbolize(dumps[0])
             check(rc == 0 and report and report["reason"] == "exit" and report["event"] is None,
                   f"the dump reads back as an exit report: {rc} {text[-300:]}")

@@ -18,6 +18,26 @@
  *   fork-threads        holds a block, forks; the child prints its threads
  *                       ("child threads N M": before and after a CUDA call
  *                       of its own), the parent waits for it
+ *   wait-first          prints its pid and waits for a line before its first
+ *                       CUDA call; then holds a block, prints "ready" and
+ *                       waits for a line again
+ *   exit-in-malloc      holds a block; a SIGALRM handler calls exit(3) while
+ *                       the program allocates with malloc in a loop
+ *   daemon              holds a block, then daemon(0, 0): the parent is gone
+ *                       at once, the daemon lives on for 3 s
+ *   detach              holds a block, forks; the child calls setsid(), puts
+ *                       /dev/null on fds 0-2 and lives on for 3 s; the parent
+ *                       exits
+ *   close-fds N         holds a block, closes every descriptor above 2, opens
+ *                       8 files of its own (own-0 ...), sends itself N
+ *                       SIGUSR2 and allocates; prints "bytes B" (what its
+ *                       files hold)
+ *   fds                 prints "first D E": the first free descriptor before
+ *                       its first CUDA call and after it; then takes every
+ *                       descriptor there is (RLIMIT_NOFILE 64) and exits
+ *   small-altstack      its own SIGSEGV handler on a 4 KiB alternate stack
+ *                       (installed first), then a stack overflow: the handler
+ *                       prints "handler ran" and exits 3
  */
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -26,7 +46,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void *hold(size_t bytes)
@@ -51,6 +75,41 @@ static int threads(void)
     if (status)
         fclose(status);
     return count;
+}
+
+static void *volatile kept;
+
+/* The lowest free descriptor now. */
+static int first_free(void)
+{
+    int fd = open("/dev/null", O_RDONLY);
+    if (fd >= 0)
+        close(fd);
+    return fd;
+}
+
+static void exit_three(int signal)
+{
+    (void)signal;
+    exit(3);
+}
+
+static void segv_on_altstack(int signal)
+{
+    (void)signal;
+    static const char line[] = "handler ran\n";
+    ssize_t unused = write(1, line, sizeof(line) - 1);
+    (void)unused;
+    _exit(3);
+}
+
+__attribute__((noinline)) static int overflow(int depth)
+{
+    volatile char pad[512];
+    if (depth < 0)
+        return 0;
+    pad[depth % 512] = (char)depth;
+    return overflow(depth + 1) + pad[depth % 512];
 }
 
 static void wait_for_line(void)
@@ -127,6 +186,98 @@ int main(int argc, char **argv)
         int status = 0;
         if (child < 0 || waitpid(child, &status, 0) != child || status != 0)
             return 10;
+    } else if (strcmp(mode, "wait-first") == 0) {
+        wait_for_line();
+        hold(1 << 20);
+        printf("ready\n");
+        fflush(stdout);
+        char line[16];
+        if (!fgets(line, sizeof(line), stdin))
+            return 5;
+    } else if (strcmp(mode, "exit-in-malloc") == 0) {
+        hold(1 << 20);
+        signal(SIGALRM, exit_three);
+        struct itimerval timer = {{0, 0}, {0, 5000}};
+        setitimer(ITIMER_REAL, &timer, NULL);
+        for (unsigned i = 0;; i++) {
+            char *p = malloc(2048 + (i * 7919) % 65536);   /* past tcache: the arena, locked */
+            if (p)
+                p[0] = (char)i;
+            kept = p;       /* seen: the pair is not optimized away */
+            free(kept);
+        }
+    } else if (strcmp(mode, "daemon") == 0) {
+        hold(1 << 20);
+        fflush(stdout);
+        if (daemon(0, 0) < 0)
+            return 11;
+        sleep(3);
+    } else if (strcmp(mode, "detach") == 0) {
+        hold(1 << 20);
+        fflush(stdout);
+        pid_t child = fork();
+        if (child < 0)
+            return 11;
+        if (child == 0) {
+            int null = open("/dev/null", O_RDWR);
+            if (setsid() < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+                dup2(null, 2) < 0)
+                _exit(12);
+            sleep(3);
+            _exit(0);
+        }
+    } else if (strcmp(mode, "close-fds") == 0 && argc > 2) {
+        hold(1 << 20);
+        for (int fd = 3; fd < 65536; fd++)
+            close(fd);
+        int files[8];
+        for (int i = 0; i < 8; i++) {
+            char name[16];
+            snprintf(name, sizeof(name), "own-%d", i);
+            files[i] = open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
+            if (files[i] < 0)
+                return 13;
+        }
+        int signals = atoi(argv[2]);
+        struct timespec pause = {0, 50000};
+        for (int i = 0; i < signals; i++) {
+            kill(getpid(), SIGUSR2);
+            nanosleep(&pause, NULL);
+            if (i % 100 == 0)
+                cudaFree(hold(4096));
+        }
+        pause.tv_nsec = 300 * 1000000;
+        nanosleep(&pause, NULL);
+        long bytes = 0;
+        for (int i = 0; i < 8; i++) {
+            struct stat st;
+            if (fstat(files[i], &st) == 0)
+                bytes += st.st_size;
+            close(files[i]);
+        }
+        printf("bytes %ld\n", bytes);
+    } else if (strcmp(mode, "fds") == 0) {
+        int before = first_free();
+        hold(1 << 20);
+        printf("first %d %d\n", before, first_free());
+        fflush(stdout);
+        struct rlimit limit = {64, 64};
+        if (setrlimit(RLIMIT_NOFILE, &limit) < 0)
+            return 14;
+        while (open("/dev/null", O_RDONLY) >= 0)
+            ;
+    } else if (strcmp(mode, "small-altstack") == 0) {
+        stack_t alternate = {.ss_sp = malloc(4096), .ss_size = 4096, .ss_flags = 0};
+        struct sigaction action;
+        memset(&action, 0, sizeof(action));
+        action.sa_handler = segv_on_altstack;
+        action.sa_flags = SA_ONSTACK;
+        sigemptyset(&action.sa_mask);
+        if (!alternate.ss_sp || sigaltstack(&alternate, NULL) < 0 ||
+            sigaction(SIGSEGV, &action, NULL) < 0)
+            return 15;
+        hold(1 << 20);
+        return overflow(0);
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

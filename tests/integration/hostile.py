@@ -12,11 +12,13 @@ import glob
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import cases
 from cases import check, run
@@ -437,6 +439,219 @@ def case_huge_malloc():
     check(device and device["allocated_bytes"]["current"] == 1 << 20 and
           device["allocated_bytes"]["allocated"] == 1 << 20,
           f"1 MiB live, nothing wrapped: {device and device['allocated_bytes']}")
+
+
+def case_exit_in_malloc():
+    """exit() from a SIGALRM handler that interrupted malloc: every run exits
+    with the handler's status (never waits on malloc's lock), and what the
+    program held is on record, in the dump that stands in for the report."""
+    runs, hung, statuses = 30, 0, set()
+    for attempt in range(runs):
+        directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+        try:
+            completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), "exit-in-malloc"],
+                                       cwd=directory, env=environment(directory),
+                                       capture_output=True, text=True, timeout=20)
+            statuses.add(completed.returncode)
+        except subprocess.TimeoutExpired:
+            hung += 1
+            continue
+        dumps = glob.glob(os.path.join(directory, "*.dump"))
+        check(len(dumps) == 1 and "a dump written in its place" in completed.stderr,
+              f"run {attempt}: the dump, said in one line: {os.listdir(directory)} "
+              f"{completed.stderr[-300:]!r}")
+    check(hung == 0 and statuses == {3}, f"{runs} runs: {hung} hung, statuses {statuses}")
+
+
+def case_output_descriptor():
+    """-o /dev/stdout, /dev/fd/1, /proc/self/fd/1 (or a link to one) with
+    stdout redirected to a regular file: the report goes into that file,
+    through the descriptor; no name is replaced."""
+    run(HOSTILE, ["leak"], env={"CUMEMTRACE_QUIET": "1"})
+    good = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
+    expected = cases.tool("report", good).stdout
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    link = os.path.join(directory, "stdout")
+    os.symlink("/proc/self/fd/1", link)
+    names = ["/dev/fd/1", "/proc/self/fd/1", link] + (["/dev/stdout"] if os.geteuid() != 0 else [])
+    for name in names:
+        target = os.path.join(directory, "file.txt")
+        with open(target, "w") as handle:
+            handle.write("before\n")
+            handle.flush()
+            completed = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "report",
+                                        good, "-o", name], stdout=handle, stderr=subprocess.PIPE,
+                                       text=True, timeout=60)
+        with open(target) as handle:
+            written = handle.read()
+        check(completed.returncode == 0 and written == "before\n" + expected,
+              f"-o {name} with stdout a file: {completed.returncode} {completed.stderr!r} "
+              f"{len(written)} bytes")
+        check(os.path.islink(link) and os.readlink(link) == "/proc/self/fd/1",
+              f"-o {name}: the link is still the link")
+    check(sorted(os.listdir(directory)) == ["file.txt", "stdout"],
+          f"nothing else made: {os.listdir(directory)}")
+    completed = cases.tool("report", good, "-o", "/dev/fd/57")
+    check(completed.returncode != 0 and completed.stderr.count("\n") == 1 and
+          "/dev/fd/57" in completed.stderr, f"a descriptor not open: one line: {completed.stderr!r}")
+
+
+def case_daemon_detached():
+    """A traced program that daemonizes (daemon(3), or fork + setsid +
+    /dev/null on 0-2): whoever reads its output to the end (a $(...), a
+    subprocess.run) is done when the program is, not when the daemon is."""
+    for mode in ("daemon", "detach"):
+        directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+        started = time.monotonic()
+        completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), mode], cwd=directory,
+                                   env=environment(directory), capture_output=True, timeout=60)
+        took = time.monotonic() - started
+        check(completed.returncode == 0 and took < 2.5,
+              f"{mode}: the output ends with the program: {took:.2f} s (the daemon lives 3 s), "
+              f"status {completed.returncode}")
+        print(f"{mode}: {took:.2f} s")
+    time.sleep(3)
+
+
+def case_snapshot_wakeup():
+    """A program that closes every descriptor above 2 after its first CUDA
+    call and opens its own: 1,000 SIGUSR2 write nothing into its files, and
+    snapshots are still written."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), "close-fds", "1000"],
+                               cwd=directory, env=environment(directory, {"CUMEMTRACE_QUIET": "1",
+                                                                          "CUMEMTRACE_FORMAT": "text"}),
+                               capture_output=True, text=True, timeout=120)
+    check(completed.returncode == 0 and completed.stdout == "bytes 0\n",
+          f"nothing in the program's files: {completed.stdout!r} {completed.stderr[-300:]!r}")
+    snapshots = glob.glob(os.path.join(directory, "report-*-signal-*.txt"))
+    check(len(snapshots) >= 1, f"snapshots written: {sorted(os.listdir(directory))}")
+    print(completed.stdout.strip(), f"under 1000 SIGUSR2; {len(snapshots)} snapshots")
+
+
+def case_live_squatted():
+    """Another process holds the live view's name before the traced one
+    starts it: the traced one says so in one line; `cumemtrace live PID`
+    refuses whoever answers there (not PID), in one line."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    process, pid = start_waiting(directory, "wait-first")
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    squatter.bind(f"\0cumemtrace-live-{pid}")
+    squatter.listen(4)
+    fake = json.dumps({"format": "cumemtrace-live", "version": 1, "pid": pid, "time_ms": 1,
+                       "growth": {"mode": "time", "samples": 0}, "devices": [], "caches": [],
+                       "stacks": [], "top": [], "growing": []}) + "\n"
+
+    def answer():
+        try:
+            while True:
+                connection, _ = squatter.accept()
+                connection.sendall(fake.encode())
+                connection.close()
+        except OSError:
+            pass
+
+    server = threading.Thread(target=answer, daemon=True)
+    server.start()
+    try:
+        process.stdin.write("go\n")
+        process.stdin.flush()
+        check(process.stdout.readline() == "ready\n", "the program made its first CUDA call")
+        shown = cases.tool("live", str(pid), "--once")
+    finally:
+        squatter.close()
+        (rc, err), = release([process])
+    lines = [line for line in err.splitlines() if "live view" in line]
+    check(rc == 0 and len(lines) == 1 and f"cumemtrace-live-{pid}" in lines[0],
+          f"the traced process says its name is taken: {lines} {err[-300:]!r}")
+    check(shown.returncode != 0 and shown.stdout == "" and shown.stderr.count("\n") == 1 and
+          f"pid {os.getpid()}" in shown.stderr,
+          f"live refuses the impostor, naming it: {shown.returncode} {shown.stdout[:200]!r} "
+          f"{shown.stderr!r}")
+
+
+def case_live_peer():
+    """`cumemtrace live PID` still shows the process itself, its peer
+    checked (SO_PEERCRED: PID, of PID's owner)."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    process, pid = start_waiting(directory)
+    try:
+        shown = cases.tool("live", str(pid), "--once")
+    finally:
+        release([process])
+    check(shown.returncode == 0 and f"pid {pid}" in shown.stdout, f"shown: {shown.stderr!r}")
+
+
+def case_small_altstack():
+    """The program's SIGSEGV handler on a 4 KiB alternate stack, and a stack
+    overflow: its handler runs (status 3) and the dump is written, on a
+    stack of the tracer's own."""
+    out, err, reports, _ = run(HOSTILE, ["small-altstack"], expect_rc=3)
+    check(out == "handler ran\n", f"the program's handler ran: {out!r} {err[-300:]!r}")
+    dumps = glob.glob(os.path.join(cases.LAST_DIR, "*.dump"))
+    check(len(dumps) == 1 and "crash dump written" in err, f"the dump: {os.listdir(cases.LAST_DIR)}")
+    with open(dumps[0]) as handle:
+        check(handle.read().endswith("end\n"), "the dump is whole")
+
+
+def case_descriptors():
+    """The tracer's descriptors sit above the program's: its first free one
+    is the same before and after its first CUDA call. A program that takes
+    every descriptor there is still leaves its memory on record: the dump,
+    made ahead, in place of the report it left no descriptor for."""
+    out, err, reports, _ = run(HOSTILE, ["fds"], env={"CUMEMTRACE_QUIET": "1"})
+    words = out.split()
+    check(len(words) == 3 and words[1] == words[2],
+          f"the first free descriptor is the program's: {out!r}")
+    print(out.strip())
+    dumps = glob.glob(os.path.join(cases.LAST_DIR, "*.dump"))
+    lines = [line for line in err.splitlines() if "cumemtrace" in line]
+    check(len(reports) == 1 or (len(dumps) == 1 and any("a dump written in its place" in line
+                                                         for line in lines)),
+          f"the report or the dump: {os.listdir(cases.LAST_DIR)} {lines}")
+
+
+def case_settings_that_did_nothing():
+    """CUMEMTRACE_SIGNAL=32 or 33 (the C library's): one line, USR2 used.
+    CUMEMTRACE_OUTPUT=dir/: the default name inside dir, not dir/.json."""
+    for value in ("32", "33"):
+        out, err, reports, _ = run(HOSTILE, ["raise", "12"], env={"CUMEMTRACE_SIGNAL": value})
+        lines = [line for line in err.splitlines() if "CUMEMTRACE_SIGNAL" in line]
+        check(len(lines) == 1 and f"'{value}'" in lines[0] and "using USR2" in lines[0],
+              f"{value}: one line: {lines}")
+        check(out == "survived signal 12\n" and any(r["reason"] == "signal" for r in reports),
+              f"{value}: USR2 takes snapshots")
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    inside = os.path.join(directory, "reports")
+    os.mkdir(inside)
+    completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), "leak"], cwd=directory,
+                               env=environment(directory, {"CUMEMTRACE_OUTPUT": inside + "/"}),
+                               capture_output=True, text=True, timeout=60)
+    names = sorted(os.listdir(inside))
+    check(completed.returncode == 0 and len(names) == 1 and
+          names[0].startswith("cumemtrace-") and names[0].endswith(".json"),
+          f"CUMEMTRACE_OUTPUT=dir/: {names}")
+
+
+def case_pytest_marker_true():
+    """@pytest.mark.cuda_leaks(True): checked, nothing allowed (a 1-byte
+    leak fails); cuda_leaks(False): not checked."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    with open(os.path.join(directory, "test_marker.py"), "w") as handle:
+        handle.write(
+            "import ctypes\nimport pytest\ncuda = ctypes.CDLL('libcudart.so.13')\nkept = []\n\n"
+            "def allocate():\n    pointer = ctypes.c_void_p()\n"
+            "    assert cuda.cudaMalloc(ctypes.byref(pointer), ctypes.c_size_t(1)) == 0\n"
+            "    kept.append(pointer)\n\n"
+            "@pytest.mark.cuda_leaks(True)\ndef test_true():\n    allocate()\n\n"
+            "@pytest.mark.cuda_leaks(False)\ndef test_false():\n    allocate()\n")
+    out, err, _, _ = run("cumemtrace", ["run", "--quiet", "--format=none", "--", sys.executable, "-m",
+                                        "pytest", "-p", "no:cacheprovider", "-p", "cumemtrace_pytest",
+                                        "-q", "--cuda-leaks", directory],
+                         preload=False, expect_rc=None)
+    text = out + err
+    check("1 failed, 1 passed" in text and "test_true left" in text and "test_false left" not in text,
+          f"cuda_leaks(True) allows nothing:\n{text[-2000:]}")
 
 
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
