@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 
 #include "arena.h"
 #include "config.h"
@@ -34,12 +35,19 @@
 typedef void *unw_addr_space_t;
 
 static int (*backtrace_fn)(void **, int);
-/* For stack_in_signal_handler: a walk frame by frame. */
+/* For stack_in_signal_handler: a walk frame by frame, with libunwind's
+ * context and cursor as room enough for any target's (x86_64: a ucontext_t
+ * and 127 words; aarch64 and ppc64: at most 280 words besides). Where the
+ * getcontext is a macro, not a function (aarch64), there is no walk. */
+typedef union {
+    ucontext_t context;
+    uint64_t words[1024];
+} unw_room;
 static struct {
-    int (*getcontext)(unw_context_t *);
-    int (*init_local)(unw_cursor_t *, unw_context_t *);
-    int (*step)(unw_cursor_t *);
-    int (*is_signal_frame)(unw_cursor_t *);
+    int (*getcontext)(unw_room *);
+    int (*init_local)(unw_room *cursor, unw_room *context);
+    int (*step)(unw_room *cursor);
+    int (*is_signal_frame)(unw_room *cursor);
 } walk;
 
 static uintptr_t skip_low, skip_high;
@@ -93,10 +101,10 @@ void stack_init(void *(*lookup)(void *handle, const char *name))
         (int (*)(unw_addr_space_t, int))lookup(libunwind, "_UL" UNW_TARGET "_set_caching_policy");
     unw_addr_space_t *space = lookup(libunwind, "_UL" UNW_TARGET "_local_addr_space");
     *(void **)&backtrace_fn = lookup(libunwind, "unw_backtrace");
-    *(void **)&walk.getcontext = lookup(libunwind, NAME_OF(unw_tdep_getcontext));
-    *(void **)&walk.init_local = lookup(libunwind, NAME_OF(unw_init_local));
-    *(void **)&walk.step = lookup(libunwind, NAME_OF(unw_step));
-    *(void **)&walk.is_signal_frame = lookup(libunwind, NAME_OF(unw_is_signal_frame));
+    *(void **)&walk.getcontext = lookup(libunwind, "_U" UNW_TARGET "_getcontext");
+    *(void **)&walk.init_local = lookup(libunwind, "_UL" UNW_TARGET "_init_local");
+    *(void **)&walk.step = lookup(libunwind, "_UL" UNW_TARGET "_step");
+    *(void **)&walk.is_signal_frame = lookup(libunwind, "_UL" UNW_TARGET "_is_signal_frame");
     if (set_caching && space)
         set_caching(*space, UNW_CACHE_PER_THREAD);
     if (!backtrace_fn)
@@ -411,15 +419,13 @@ int stack_first_use(const struct stack *stack, int *kind, int *api)
     return (flags & STACK_USE_SET) != 0;
 }
 
-int stack_in_signal_handler(void)
+/* The walk itself, apart: its 16 KiB of room are taken only off a stack
+ * that is not the (maybe small) alternate one. */
+__attribute__((noinline)) static int signal_frame_below(void)
 {
-    stack_t alternate;
-    if (sigaltstack(NULL, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK))
-        return 1;
     if (!walk.getcontext || !walk.init_local || !walk.step || !walk.is_signal_frame)
         return -1;
-    unw_context_t context;
-    unw_cursor_t cursor;
+    unw_room context, cursor;
     if (walk.getcontext(&context) != 0 || walk.init_local(&cursor, &context) != 0)
         return -1;
     for (int depth = 0; depth < 512; depth++) {
@@ -429,4 +435,12 @@ int stack_in_signal_handler(void)
             return 0;
     }
     return 0;
+}
+
+int stack_in_signal_handler(void)
+{
+    stack_t alternate;
+    if (sigaltstack(NULL, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK))
+        return 1;
+    return signal_frame_below();
 }
