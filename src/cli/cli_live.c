@@ -70,6 +70,7 @@ struct past {
 
 struct live {
     int pid, top, once, tty;
+    FILE *errors;                   /* where an answer that is not one is said */
     struct cache cache;
     struct past history[HISTORY];
     int history_count;
@@ -706,12 +707,23 @@ static int terminal_width(void)
 
 /* One refresh: fetch, read, show. 0; -1 with errno when the process could
  * not be asked; 1 when its answer was not one (a message printed). */
+static int show(struct live *l, char *text, size_t length, FILE *to);
+
 static int refresh(struct live *l)
 {
     char *text = NULL;
     size_t length = 0;
     if (fetch(l->pid, &text, &length) < 0)
         return -1;
+    int status = show(l, text, length, stdout);
+    free(text);
+    return status;
+}
+
+/* One answer (`text`, NUL-terminated, from a peer that may say anything)
+ * read and shown on `to`; 0, or 1 when it was not one (a message printed). */
+static int show(struct live *l, char *text, size_t length, FILE *to)
+{
     struct view *v = calloc(1, sizeof(*v));
     struct json_document document;
     memset(&document, 0, sizeof(document));
@@ -739,20 +751,34 @@ static int refresh(struct live *l)
         write_top(l, v, &s);
         write_growing(v, &s);
         if (l->tty)
-            fputs("\033[H\033[2J", stdout);
-        fputs(s.text ? s.text : "", stdout);
+            fputs("\033[H\033[2J", to);
+        fputs(s.text ? s.text : "", to);
         if (!l->tty && !l->once)
-            fputs("\n", stdout);
-        fflush(stdout);
+            fputs("\n", to);
+        fflush(to);
         free(s.text);
     } else {
-        fprintf(stderr, "cumemtrace: pid %d: %s\n", l->pid, error[0] ? error : "out of memory");
+        fprintf(l->errors, "cumemtrace: pid %d: %s\n", l->pid, error[0] ? error : "out of memory");
     }
     json_free(&document);
     if (v)
         report_release(&v->r);
     free(v);
-    free(text);
+    return status;
+}
+
+int live_show_answer(char *text, size_t length, FILE *to)
+{
+    struct live *l = calloc(1, sizeof(*l));
+    if (!l)
+        return 1;
+    l->pid = (int)getpid();
+    l->top = LIVE_TOP;
+    l->once = 1;
+    l->errors = to;
+    int status = show(l, text, length, to);
+    cache_free(&l->cache);
+    free(l);
     return status;
 }
 
@@ -847,6 +873,7 @@ int command_live(int argc, char **argv)
         return CLI_UNREADABLE;
     }
     l->top = 10;
+    l->errors = stderr;
     int status = CLI_OK;
     for (int c; status == CLI_OK && (c = cli_getopt(&args)) != -1;) {
         long top = 0;
