@@ -466,11 +466,14 @@ static int name_dump(char *name, size_t size)
 
 /* Why the exit report gave way to a dump (crashdump_exit). */
 static const char *exit_why;
+static pid_t dumped;                     /* the process that wrote a dump */
 
 int crashdump_exit(const char *why)
 {
     if (!path[0] || !tracker.traced)
         return -1;
+    if (__atomic_load_n(&dumped, __ATOMIC_ACQUIRE) == getpid())
+        return 0;           /* a fatal signal's dump, and then exit() from its handler */
     exit_why = why;
     crashdump_write(0);
     return 0;
@@ -492,6 +495,7 @@ void crashdump_write(int signal)
     }
     used = 0;
     write_error = 0;
+    __atomic_store_n(&dumped, getpid(), __ATOMIC_RELEASE);
     enum dump_lock lock = take_lock();
     write_header(signal, lock);
     flush();

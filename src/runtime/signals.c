@@ -74,9 +74,12 @@ static void write_snapshot(void)
 static int take_wakeups(void)
 {
     int n = 0;
-    while (sem_trywait(&wake) == 0 || errno == EINTR)
-        n++;
-    return n;
+    for (;;) {
+        if (sem_trywait(&wake) == 0)
+            n++;
+        else if (errno != EINTR)
+            return n;
+    }
 }
 
 static int drained;     /* set by signals_drain() under `writing` */
