@@ -277,12 +277,21 @@ static int same_user(int client)
 static void *serve(void *argument)
 {
     int fd = (int)(intptr_t)argument;
+    struct pollfd wait = {fd, POLLIN, 0};
     for (;;) {
+        /* Asleep in poll, not in accept: a thread blocked in accept holds
+         * the lowest free descriptor number, which the program's next open
+         * would have had. The listener does not block: accept only takes. */
+        if (poll(&wait, 1, -1) < 0 || (wait.revents & POLLNVAL)) {
+            if (errno == EINTR && !(wait.revents & POLLNVAL))
+                continue;
+            return NULL;                   /* closed under us (fork) */
+        }
         int client = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
         if (client < 0) {
             if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK)
                 return NULL;               /* closed under us (fork) */
-            if (errno != EINTR && errno != ECONNABORTED)
+            if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
                 poll(NULL, 0, 100);        /* out of descriptors, memory: try again later */
             continue;
         }
@@ -302,7 +311,7 @@ static void *serve(void *argument)
  * with errno. */
 static int open_listener(void)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
     fd = log_move_high(fd);
