@@ -45,12 +45,14 @@ int main(void)
     frame_previous = offsetof(PyFrameObject, f_back);
     size_t code_name = offsetof(PyCodeObject, co_name);
 #endif
-    printf("    {%d, %d, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu},\n",
+    /* From 3.14 f_executable is a _PyStackRef, whose low two bits are flags. */
+    int code_tag_bits = PY_VERSION_HEX >= 0x030e0000 ? 3 : 0;
+    printf("    {%d, %d, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %d},\n",
            PY_MAJOR_VERSION, PY_MINOR_VERSION, tstate_frame, cframe_frame, frame_code,
            frame_previous, frame_instruction, frame_owner, offsetof(PyCodeObject, co_filename),
            code_name, offsetof(PyCodeObject, co_firstlineno), code_start, code_first_traceable,
            sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject),
            offsetof(PyCompactUnicodeObject, utf8), offsetof(PyASCIIObject, state),
-           offsetof(PyASCIIObject, length));
+           offsetof(PyASCIIObject, length), code_tag_bits);
     return 0;
 }

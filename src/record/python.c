@@ -3,17 +3,20 @@
  * PyTorch, CuPy and JAX release the GIL before they reach the allocator, so
  * the Python stack of the allocating thread has to be read without the GIL.
  * That is safe for the thread's own frames: only the thread itself changes
- * its frame chain, and it is busy calling us. So on CPython 3.10 to 3.13 the
+ * its frame chain, and it is busy calling us. So on CPython 3.10 to 3.14 the
  * chain is walked directly, from PyGILState_GetThisThreadState() (the thread's
  * own state, kept in thread-local storage) through the interpreter's frame
- * structures, whose offsets python_layout.h lists per version. Reading never
+ * structures: from 3.13 on at the offsets the interpreter publishes about
+ * itself (python_offsets.c), before that at those python_layout.h lists per
+ * version (and for a 3.13 whose published record is not right). Reading never
  * allocates, never takes a reference and never calls the interpreter except
  * PyCode_Addr2Line, a pure function of the immutable code object. Every code
  * object and string is checked against the interpreter's own type objects;
  * the first walk in a process reads through process_vm_readv, so a layout
  * that is not what we expect costs a message, not a crash.
  *
- * Other versions (3.9, 3.14, ...) get the stable C API (PyEval_GetFrame,
+ * Other versions (3.9, a release whose record we do not know, a
+ * free-threaded build) get the stable C API (PyEval_GetFrame,
  * PyFrame_GetBack, ...) when the thread holds the GIL, and nothing otherwise.
  * All symbols are resolved at run time with the dlsym the interposer lends
  * (host.h): libpython is never linked, and a process without Python pays
@@ -43,6 +46,7 @@
 #include "modules.h"
 #include "python.h"
 #include "python_layout.h"
+#include "python_offsets.h"
 
 typedef struct _object PyObject;
 
@@ -67,6 +71,7 @@ static struct {
 static int available;              /* -1 no, 1 yes, 0 not looked yet */
 static int c_api;                  /* every C API function of the fallback was found */
 static const struct python_layout *layout;   /* NULL: the C API, GIL only */
+static struct python_layout published;       /* the interpreter's own, 3.13 on */
 static int validated;              /* a walk through checked reads succeeded */
 static int foreign;                /* walking another thread's frames: every read checked */
 static const char *main_state;     /* the main thread's state, seen when it allocated */
@@ -102,6 +107,27 @@ static int resolve(void **slot, const char *name)
     return *slot != NULL;
 }
 
+static int peek_checked(const char *address, void *out, size_t size);
+
+/* Whether the table's row gives every offset the published record gives, as
+ * it does: then it may add the one the record lacks. */
+static int row_agrees(const struct python_layout *row, const struct python_layout *p)
+{
+    return row->tstate_frame == p->tstate_frame && row->cframe_frame == p->cframe_frame &&
+           row->frame_code == p->frame_code && row->frame_previous == p->frame_previous &&
+           row->frame_instruction == p->frame_instruction &&
+           row->frame_owner == p->frame_owner && row->code_filename == p->code_filename &&
+           row->code_name == p->code_name && row->code_start == p->code_start &&
+           row->ascii_size == p->ascii_size && row->compact_size == p->compact_size &&
+           row->compact_utf8 == p->compact_utf8 && row->string_state == p->string_state &&
+           row->string_length == p->string_length && row->code_tag_bits == p->code_tag_bits;
+}
+
+/* The interpreter's own offsets where it publishes them (3.13 on) and they
+ * hold up, else the table's row for its version, else none (the C API, with
+ * the GIL only); a record not as expected is said once, here. _PyRuntime is
+ * read through a checked read: a symbol of that name that is something else
+ * must not crash us. */
 static void choose_layout(void)
 {
     int major = 0, minor = 0;
@@ -110,12 +136,35 @@ static void choose_layout(void)
     void *free_threaded;   /* 3.13t: another object header, no GIL at all */
     if (resolve(&free_threaded, "_Py_MergeZeroLocalRefcount"))
         return;
+    const struct python_layout *row = NULL;
     for (size_t i = 0; i < sizeof(python_layouts) / sizeof(python_layouts[0]); i++)
         if (python_layouts[i].major == major && python_layouts[i].minor == minor)
-            layout = &python_layouts[i];
-    if (!layout)
+            row = &python_layouts[i];
+    void *runtime;
+    if ((major > 3 || minor >= 13) && resolve(&runtime, "_PyRuntime")) {
+        unsigned char record[PYTHON_OFFSETS_BYTES];
+        const char *why = "_PyRuntime cannot be read";
+        if (peek_checked(runtime, record, sizeof(record)) == 0 &&
+            python_offsets_read(record, major, minor, &published, &why) == 0) {
+            if (row && row_agrees(row, &published))
+                published.code_first_traceable = row->code_first_traceable;
+            layout = &published;
+            log_debug("CPython %d.%d: Python frames at the offsets it publishes", major, minor);
+            return;
+        }
+        log_line("CPython %d.%d: the structure offsets it publishes are not as expected (%s); %s",
+                 major, minor, why, row ? "Python frames at the offsets known for it"
+                                        : "Python frames only for threads that hold the GIL");
+        layout = row;
+        return;
+    }
+    layout = row;
+    if (layout)
+        log_debug("CPython %d.%d: Python frames at the offsets known for it", major, minor);
+    else
         log_line("CPython %d.%d: Python frames only for threads that hold the GIL "
-                 "(frame layouts known for 3.10 to 3.13)", major, minor);
+                 "(frame layouts known for 3.10 to 3.12, and from the interpreter itself "
+                 "from 3.13 on)", major, minor);
 }
 
 static void look_up(void)
@@ -334,7 +383,9 @@ static int frame_offset(const char *frame, const char *code, int *offset, int *b
     char owner = 0;
     if (layout->minor >= 11 && peek(frame + layout->frame_owner, &owner, 1) < 0)
         *bad = 1;
-    if (*bad || (layout->minor >= 12 && owner == 3))      /* FRAME_OWNED_BY_CSTACK */
+    /* 3.12, 3.13: 3 is FRAME_OWNED_BY_CSTACK; 3.14: 3 is the interpreter's
+     * entry shim, 4 the C stack's. Neither is a Python function's. */
+    if (*bad || (layout->minor >= 12 && owner >= 3))
         return 0;
     if (!is_a(code, py.code_type, bad)) {
         *bad = 1;
@@ -349,7 +400,8 @@ static int frame_offset(const char *frame, const char *code, int *offset, int *b
     }
     int first_traceable = 0;
     const char *instruction = pointer_at(frame, layout->frame_instruction, bad);
-    if (peek(code + layout->code_first_traceable, &first_traceable, sizeof(int)) < 0)
+    if (layout->code_first_traceable &&    /* else only an instruction before the code */
+        peek(code + layout->code_first_traceable, &first_traceable, sizeof(int)) < 0)
         *bad = 1;
     const char *start = code + layout->code_start;
     if (*bad || (owner != 1 && instruction < start + 2 * first_traceable))   /* incomplete */
@@ -460,15 +512,17 @@ static inline uint32_t memo_confirms(const struct frame_memo *m, const char *cod
 static int walk_own(const char *frame, uintptr_t *frames, int n, int max, int *locked)
 {
     const int minor = layout->minor;
+    const uintptr_t code_tag_bits = layout->code_tag_bits;
     const size_t code_at = layout->frame_code, instruction_at = layout->frame_instruction,
                  owner_at = layout->frame_owner, previous_at = layout->frame_previous,
                  filename_at = layout->code_filename;
     while (frame && n < max) {
-        const char *code = load_pointer(frame + code_at);
+        const char *code =
+            (const char *)((uintptr_t)load_pointer(frame + code_at) & ~code_tag_bits);
         /* 3.10: f_lasti and the field after it; only compared */
         const char *instruction = load_pointer(frame + instruction_at);
         char owner = minor >= 11 ? frame[owner_at] : 0;
-        if (minor >= 12 && owner == 3) {        /* a C stack's shim: frame_offset's 0 */
+        if (minor >= 12 && owner >= 3) {        /* a shim: frame_offset's 0 */
             frame = load_pointer(frame + previous_at);
             continue;
         }
@@ -509,7 +563,8 @@ static int walk_state(const char *thread_state, uintptr_t *frames, int n, int ma
     if (validated && !foreign)
         return bad ? n : walk_own(frame, frames, n, max, &locked);
     while (frame && !bad && n < max) {
-        const char *code = pointer_at(frame, layout->frame_code, &bad);
+        const char *code = (const char *)((uintptr_t)pointer_at(frame, layout->frame_code, &bad) &
+                                          ~layout->code_tag_bits);
         int offset;
         if (!bad && frame_offset(frame, code, &offset, &bad)) {
             uint32_t id = location_at(code, offset, &bad);

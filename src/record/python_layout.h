@@ -4,11 +4,15 @@
  * (pyenv builds 3.10.13, 3.11.7, 3.12.1, 3.13.0; Debian's 3.11.2 gives the
  * same row). These structures are internal to CPython and change between
  * minor versions, never within one; python.c checks every object it reads
- * against the interpreter's own type objects and gives up on a mismatch. */
+ * against the interpreter's own type objects and gives up on a mismatch.
+ * From 3.13 on the interpreter publishes these offsets itself
+ * (python_offsets.c), and python.c prefers them; the 3.13 row stays for an
+ * interpreter whose published record is not as expected. */
 #ifndef CUMEMTRACE_PYTHON_LAYOUT_H
 #define CUMEMTRACE_PYTHON_LAYOUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct python_layout {
     int major, minor;
@@ -21,15 +25,16 @@ struct python_layout {
     size_t frame_owner;         /* char owner (3.11+) */
     size_t code_filename, code_name, code_first_line;
     size_t code_start;          /* co_code_adaptive: the instructions (3.11+) */
-    size_t code_first_traceable;
+    size_t code_first_traceable;   /* 0: not known (published offsets lack it) */
     size_t ascii_size, compact_size, compact_utf8, string_state, string_length;
+    uintptr_t code_tag_bits;    /* flags in f_executable's low bits (3.14: a _PyStackRef) */
 };
 
 static const struct python_layout python_layouts[] = {
-    {3, 10, 24, 0, 32, 24, 96, 0, 104, 112, 40, 0, 0, 48, 72, 56, 32, 16},
-    {3, 11, 56, 8, 32, 48, 56, 69, 112, 128, 72, 184, 168, 48, 72, 56, 32, 16},
-    {3, 12, 56, 0, 0, 8, 56, 70, 112, 128, 68, 192, 176, 40, 56, 48, 32, 16},
-    {3, 13, 72, 0, 0, 8, 56, 70, 112, 128, 68, 200, 184, 40, 56, 48, 32, 16},
+    {3, 10, 24, 0, 32, 24, 96, 0, 104, 112, 40, 0, 0, 48, 72, 56, 32, 16, 0},
+    {3, 11, 56, 8, 32, 48, 56, 69, 112, 128, 72, 184, 168, 48, 72, 56, 32, 16, 0},
+    {3, 12, 56, 0, 0, 8, 56, 70, 112, 128, 68, 192, 176, 40, 56, 48, 32, 16, 0},
+    {3, 13, 72, 0, 0, 8, 56, 70, 112, 128, 68, 200, 184, 40, 56, 48, 32, 16, 0},
 };
 
 #endif

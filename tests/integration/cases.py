@@ -1017,51 +1017,55 @@ def check_python_sites(report, script, line, err):
           f"and hides libffi's and _ctypes' frames: {err[-1500:]}")
 
 
-def case_python_frames():
+def check_python_frames(python):
+    """python_frames.py's allocations under `python`, each with its Python frames."""
     script = os.path.join(ARGS.source, "tests", "integration", "python_frames.py")
     with open(script) as handle:
         line = next(i for i, text in enumerate(handle, 1) if "ALLOCATE-LINE" in text)
-    # Other interpreters to try, e.g. every CPython 3.10-3.13 on a developer's machine.
-    pythons = [sys.executable] + [p for p in os.environ.get("CUMEMTRACE_TEST_PYTHONS", "").split(":") if p]
     with open(script) as handle:
         marked = {text.split("# ")[-1].strip(): i for i, text in enumerate(handle, 1)
                   if "-LINE" in text or "-OF-TWO" in text}
     native_line = marked["NATIVE-THREAD-LINE"]
-    for python in pythons:
-        out, err, reports, _ = run(python, [script, os.path.join(ARGS.build, "tests", "x")])
-        check("python frames: done" in out, f"{python} ran: {out!r} {err[-500:]!r}")
-        check("not laid out as expected" not in err, f"{python}: layout accepted: {err[-300:]!r}")
-        report = only(reports)
-        expected = {3 << 20: ["allocate", "leak_in_python", "<module>"],       # GIL held
-                    5 << 20: ["allocate", "released", "<module>"],             # GIL released
-                    7 << 20: ["allocate", "in_thread", "run"],                 # another thread
-                    22 << 20: ["allocate", "produce", "<module>"],             # a generator
-                    13 << 20: ["allocate", "größe", "<module>"]}               # not ASCII
-        for size, names in expected.items():
-            python_frames = python_stack(report, size)
-            seen = [f["function"].split(".")[-1] for f in python_frames]
-            check(seen[:len(names)] == names, f"{python}: {size >> 20} MiB held by {names}: {seen}")
-            check(python_frames and python_frames[0]["file"] == script and
-                  python_frames[0]["line"] == line,
-                  f"{python}: file and line of the cudaMalloc call: {python_frames[:1]}")
-        # The same function at two lines: three blocks from each.
-        for size, marker in ((3 * 29 << 20, "FIRST-OF-TWO"), (3 * 31 << 20, "SECOND-OF-TWO")):
-            seen = [(f["function"].split(".")[-1], f["line"]) for f in python_stack(report, size)]
-            check(seen[:2] == [("allocate", line), ("two_lines", marked[marker])],
-                  f"{python}: {size >> 20} MiB named by their own line of two_lines: {seen}")
-        # A thread that runs no Python: the main thread's frames, after a marker.
-        # (19 MiB: a thread holding a thread state it runs no Python in, as
-        # PyTorch's autograd engine threads do.)
-        for size, at in ((17 << 20, native_line), (19 << 20, native_line + 1)):
-            python_frames = python_stack(report, size)
-            seen = [(f["function"].split(".")[-1], f["line"]) for f in python_frames]
-            check(seen[:2] == [("[main thread, at that moment]", 0),
-                               ("waits_for_native_thread", at)] and
-                  len(seen) > 2 and seen[2][0] == "<module>",
-                  f"{python}: {size >> 20} MiB from a thread running no Python names the line "
-                  f"the main thread waits at: {seen}")
-        check("leak_in_python at " in err, "the summary shows Python lines")
-        check_python_sites(report, script, line, err)
+    out, err, reports, _ = run(python, [script, os.path.join(ARGS.build, "tests", "x")])
+    check("python frames: done" in out, f"{python} ran: {out!r} {err[-500:]!r}")
+    check("not laid out as expected" not in err and "not as expected" not in err,
+          f"{python}: layout accepted: {err[-300:]!r}")
+    report = only(reports)
+    expected = {3 << 20: ["allocate", "leak_in_python", "<module>"],       # GIL held
+                5 << 20: ["allocate", "released", "<module>"],             # GIL released
+                7 << 20: ["allocate", "in_thread", "run"],                 # another thread
+                22 << 20: ["allocate", "produce", "<module>"],             # a generator
+                13 << 20: ["allocate", "größe", "<module>"]}               # not ASCII
+    for size, names in expected.items():
+        python_frames = python_stack(report, size)
+        seen = [f["function"].split(".")[-1] for f in python_frames]
+        check(seen[:len(names)] == names, f"{python}: {size >> 20} MiB held by {names}: {seen}")
+        check(python_frames and python_frames[0]["file"] == script and
+              python_frames[0]["line"] == line,
+              f"{python}: file and line of the cudaMalloc call: {python_frames[:1]}")
+    # The same function at two lines: three blocks from each.
+    for size, marker in ((3 * 29 << 20, "FIRST-OF-TWO"), (3 * 31 << 20, "SECOND-OF-TWO")):
+        seen = [(f["function"].split(".")[-1], f["line"]) for f in python_stack(report, size)]
+        check(seen[:2] == [("allocate", line), ("two_lines", marked[marker])],
+              f"{python}: {size >> 20} MiB named by their own line of two_lines: {seen}")
+    # A thread that runs no Python: the main thread's frames, after a marker.
+    # (19 MiB: a thread holding a thread state it runs no Python in, as
+    # PyTorch's autograd engine threads do.)
+    for size, at in ((17 << 20, native_line), (19 << 20, native_line + 1)):
+        python_frames = python_stack(report, size)
+        seen = [(f["function"].split(".")[-1], f["line"]) for f in python_frames]
+        check(seen[:2] == [("[main thread, at that moment]", 0),
+                           ("waits_for_native_thread", at)] and
+              len(seen) > 2 and seen[2][0] == "<module>",
+              f"{python}: {size >> 20} MiB from a thread running no Python names the line "
+              f"the main thread waits at: {seen}")
+    check("leak_in_python at " in err, "the summary shows Python lines")
+    check_python_sites(report, script, line, err)
+
+
+def case_python_frames():
+    script = os.path.join(ARGS.source, "tests", "integration", "python_frames.py")
+    check_python_frames(sys.executable)
     # Every frame on request, unresolved ones named module+offset, never by address.
     out, err, reports, texts = run(sys.executable, [script],
                                    env={"CUMEMTRACE_ALL_FRAMES": "1", "CUMEMTRACE_FORMAT": "text"})
@@ -1075,11 +1079,16 @@ def case_python_frames():
 
 
 def case_python_fork():
+    check_python_fork(sys.executable)
+
+
+def check_python_fork(python):
+    """python_fork.py under `python`: each forked child reports its own block and line."""
     script = os.path.join(ARGS.source, "tests", "integration", "python_fork.py")
     with open(script) as handle:
         line = next(i for i, text in enumerate(handle, 1) if "CHILD-LINE" in text)
     children = 20
-    out, err, reports, _ = run(sys.executable, [script, str(children)])
+    out, err, reports, _ = run(python, [script, str(children)])
     check(f"{children} of {children} children exited cleanly" in out,
           f"no child hung or failed: {out!r} {err[-500:]!r}")
     pids = {r["process"]["pid"] for r in reports}
@@ -1092,6 +1101,48 @@ def case_python_fork():
         check(frames and frames[0]["function"].split(".")[-1] == "in_child" and
               frames[0]["line"] == line,
               f"child {report['process']['pid']}: its own Python line: {frames[:1]}")
+
+
+def interpreters(version):
+    """Every CPython `version` ("3.12") here: python3.12 on PATH and pyenv's
+    builds of it (not its shims), each once."""
+    found = [os.path.join(d, f"python{version}") for d in os.environ.get("PATH", "").split(":") if d]
+    found = [p for p in found if os.access(p, os.X_OK)]
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found += sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", "python3")))
+    seen, pythons = set(), []
+    for python in found:
+        if "/shims/" not in python and os.path.realpath(python) not in seen:
+            seen.add(os.path.realpath(python))
+            pythons.append(python)
+    return pythons
+
+
+def check_python_version(version):
+    """The Python-frame cases under each CPython `version` found here; where
+    none is, the case is skipped (a clean Debian has only its python3.11).
+    Each also says where its frame layout came from: from 3.13 on, the
+    offsets the interpreter publishes; before, the table."""
+    pythons = interpreters(version)
+    if not pythons:
+        print(f"python {version}: skipped (no python{version} on PATH or in pyenv)")
+        sys.exit(77)
+    program = ("import ctypes\n"
+               "p = ctypes.c_void_p()\n"
+               "assert ctypes.CDLL('libcudart.so.13').cudaMalloc(ctypes.byref(p), 1 << 20) == 0\n")
+    source = ("Python frames at the offsets it publishes" if tuple(map(int, version.split("."))) >= (3, 13) else
+              "Python frames at the offsets known for it")
+    for python in pythons:
+        print(f"python {version}: {python}")
+        out, err, reports, _ = run(python, ["-c", program], env={"CUMEMTRACE_DEBUG": "1"})
+        check(f"CPython {version}: {source}" in err, f"{python}: {source}: {err[-1500:]!r}")
+        check_python_frames(python)
+        check_python_fork(python)
+
+
+for _minor in range(10, 15):
+    globals()[f"case_python_3_{_minor}"] = \
+        lambda version=f"3.{_minor}": check_python_version(version)
 
 
 def case_torch_counters():
