@@ -16,7 +16,11 @@
  * (the HTML report and the exports draw them). The report is never
  * "finished" (report_finish): groups come from the file's "live" section,
  * not from the listed blocks, which may be fewer than all
- * (CUMEMTRACE_MAX_BLOCKS), and no symbolizer is opened. */
+ * (CUMEMTRACE_MAX_BLOCKS), and no symbolizer is opened. C++ names the
+ * traced program could not demangle (it had no C++ runtime loaded) are
+ * demangled here, with the C++ runtime loaded on the first such name, so
+ * that every writer and every comparison of reports sees one form. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -39,6 +43,8 @@ struct loader {
     size_t error_size;
     int failed;
     int unmarked;                /* live groups without held_at_end: an older report */
+    demangler demangle;          /* looked for at the first mangled name */
+    int demangler_sought;
 };
 
 static void fail(struct loader *l, const char *what)
@@ -325,6 +331,29 @@ static void load_pools_and_torch(struct loader *l, const struct json_value *root
     }
 }
 
+/* A frame's function demangled, where the report has it as linked only:
+ * `mangled` keeps that form, as the writer would have. */
+static void demangle_function(struct loader *l, struct symbol *s)
+{
+    if (s->mangled || !s->function || strncmp(s->function, "_Z", 2) != 0)
+        return;
+    if (!l->demangler_sought) {
+        l->demangle = symbol_demangler(dlsym, 1);
+        l->demangler_sought = 1;
+    }
+    char *plain = symbol_demangle(l->demangle, s->function);
+    if (!plain)
+        return;
+    size_t n = strlen(plain) + 1;
+    char *kept = alloc_array(l, n, 1);
+    if (kept) {
+        memcpy(kept, plain, n);
+        s->mangled = s->function;
+        s->function = kept;
+    }
+    free(plain);            /* __cxa_demangle's own malloc */
+}
+
 /* Frames: the symbols as written, addresses in the order of their ids,
  * which the writer makes ascending (report_frame_index searches them). */
 static void load_frames(struct loader *l, const struct json_value *root)
@@ -348,6 +377,8 @@ static void load_frames(struct loader *l, const struct json_value *root)
         s->module = json_string(json_get(f, "module"));
         s->module_offset = (uintptr_t)get_u64(f, "module_offset");
         s->function = json_string(json_get(f, "function"));
+        s->mangled = json_string(json_get(f, "mangled"));
+        demangle_function(l, s);
         s->function_offset = (uintptr_t)get_u64(f, "function_offset");
         s->file = json_string(json_get(f, "file"));
         s->line = (int)get_long(f, "line", 0);
@@ -783,7 +814,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     if (json_parse(text, length, &loaded->json, error, error_size) < 0)
         return -1;
     const struct json_value *root = loaded->json.root;
-    struct loader l = {r, NULL, error, error_size, 0, 0};
+    struct loader l = {r, NULL, error, error_size, 0, 0, NULL, 0};
     const char *format = json_string(json_get(root, "format"));
     if (!format || strcmp(format, "cumemtrace-report") != 0) {
         fail(&l, "no \"format\": \"cumemtrace-report\"");

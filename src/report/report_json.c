@@ -211,6 +211,10 @@ static void write_frames(const struct report *r, struct out *out)
         out_json_string(out, s->module);
         out_printf(out, ",\"module_offset\":%lu,\"function\":", (unsigned long)s->module_offset);
         out_json_string(out, s->function);
+        if (s->mangled) {
+            out_str(out, ",\"mangled\":");
+            out_json_string(out, s->mangled);
+        }
         out_printf(out, ",\"function_offset\":%lu,\"file\":", (unsigned long)s->function_offset);
         out_json_string(out, s->file);
         if (s->file)

@@ -85,7 +85,7 @@ struct symbolizer {
     struct mapping *maps;      /* offline only */
     size_t map_count, maps_bytes;
     Dwfl *dwfl;
-    char *(*demangle)(const char *, char *, size_t *, int *);
+    demangler demangle;
     char *strings;
     size_t strings_used, strings_size;
     char *pages[48];        /* every string page, released at close */
@@ -195,14 +195,32 @@ static int find_libstdcxx(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* C++ programs such as PyTorch load libstdc++ privately (RTLD_LOCAL), so
- * RTLD_DEFAULT does not see its demangler: look for the loaded library. */
-static void *find_demangler(void *(*lookup)(void *, const char *))
+ * RTLD_DEFAULT does not see its demangler: look for the loaded library. The
+ * library loaded for the command (`may_load`) stays loaded, as libdw does. */
+demangler symbol_demangler(void *(*lookup)(void *, const char *), int may_load)
 {
     void *function = lookup ? lookup(RTLD_DEFAULT, "__cxa_demangle") : NULL;
     void *libstdcxx = NULL;
     if (lookup && !function && dl_iterate_phdr(find_libstdcxx, &libstdcxx) && libstdcxx)
         function = lookup(libstdcxx, "__cxa_demangle");
-    return function;
+    if (lookup && !function && may_load && (libstdcxx = dlopen("libstdc++.so.6",
+                                                               RTLD_LAZY | RTLD_LOCAL)))
+        function = lookup(libstdcxx, "__cxa_demangle");
+    demangler found;
+    *(void **)&found = function;
+    return found;
+}
+
+char *symbol_demangle(demangler demangle, const char *name)
+{
+    if (!demangle || !name || strncmp(name, "_Z", 2) != 0)
+        return NULL;
+    int status = -1;
+    char *plain = demangle(name, NULL, NULL, &status);
+    if (status == 0 && plain)
+        return plain;
+    free(plain);
+    return NULL;
 }
 
 static int count_loads(struct dl_phdr_info *info, size_t size, void *data)
@@ -252,7 +270,7 @@ struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *nam
     sym->dw = live.dw;
     sym->dwfl = live.dwfl;
     sym->shared = 1;
-    *(void **)&sym->demangle = find_demangler(lookup);
+    sym->demangle = symbol_demangler(lookup, 0);
     return sym;
 }
 
@@ -323,7 +341,7 @@ struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
             }
         }
     }
-    *(void **)&sym->demangle = find_demangler(lookup);
+    sym->demangle = symbol_demangler(lookup, 1);    /* only the command reads dumps */
     return sym;
 }
 
@@ -332,17 +350,14 @@ int symbolizer_has_lines(const struct symbolizer *sym)
     return sym && sym->dwfl != NULL;
 }
 
-static const char *demangled(struct symbolizer *sym, const char *name)
+/* out->function from a symbol's `name`: demangled where it can be, with
+ * the name as linked kept in out->mangled. */
+static void name_function(struct symbolizer *sym, const char *name, struct symbol *out)
 {
-    if (!name || !sym->demangle || strncmp(name, "_Z", 2) != 0)
-        return keep(sym, name);
-    int status = -1;
-    char *plain = sym->demangle(name, NULL, NULL, &status);
-    if (status != 0 || !plain)
-        return keep(sym, name);
-    const char *kept = keep(sym, plain);
+    char *plain = symbol_demangle(sym->demangle, name);
+    out->function = keep(sym, plain ? plain : name);
+    out->mangled = plain ? keep(sym, name) : NULL;
     free(plain);            /* __cxa_demangle's own malloc */
-    return kept;
 }
 
 void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct symbol *out)
@@ -365,7 +380,7 @@ void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct 
         out->module = keep(sym, info.dli_fname[0] ? info.dli_fname : NULL);
         out->module_offset = address - (uintptr_t)info.dli_fbase;
         if (info.dli_sname) {
-            out->function = demangled(sym, info.dli_sname);
+            name_function(sym, info.dli_sname, out);
             out->function_offset = address - (uintptr_t)info.dli_saddr;
         }
     }
@@ -378,7 +393,7 @@ void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct 
     Elf64_Sym symbol;
     const char *name = sym->dw.module_addrinfo(module, lookup, &offset, &symbol, NULL, NULL, NULL);
     if (name) {
-        out->function = demangled(sym, name);
+        name_function(sym, name, out);
         out->function_offset = offset + (lookup != address ? 1 : 0);
     }
     Dwfl_Line *line = sym->dw.module_getsrc(module, lookup);

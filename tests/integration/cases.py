@@ -1103,6 +1103,63 @@ def check_python_fork(python):
               f"child {report['process']['pid']}: its own Python line: {frames[:1]}")
 
 
+def case_cxx_names():
+    """C++ names from a program with no C++ runtime (tests/cxx_names): the
+    tracer loads none into it, neither at start-up nor for a report, so its
+    reports keep the names as linked; everything the command prints or
+    exports from them shows them demangled, and a crash dump is symbolized
+    with them demangled."""
+    program = os.path.join(ARGS.build, "tests", "cxx_names")
+    if not os.path.exists(program):
+        print("cxx_names: skipped (no C++ compiler at configure time)")
+        sys.exit(77)
+    mangled, plain = "_ZN3app6memory4Pool4grabEm", "app::memory::Pool::grab(unsigned long)"
+    shown = "app::memory::Pool::grab("       # the text's stacks shorten the arguments
+    out, err, reports, _ = run(program, ["exit", "{dir}/snapshot"])
+    check("libstdc++ after the allocation: not mapped" in out and
+          "libstdc++ after a snapshot: not mapped" in out,
+          f"the tracer loads no C++ runtime, at start-up or for a report: {out!r}")
+    exit_report = by_reason(reports, "exit")
+    names = [(f["function"], f.get("mangled")) for f in exit_report.get("frames", [])]
+    check((mangled, None) in names or (plain, mangled) in names,
+          f"the report has the name as linked, or demangled with it kept: {names}")
+    report = os.path.join(LAST_DIR, f"report-{exit_report['process']['pid']}.json")
+    snapshot = os.path.join(LAST_DIR, "snapshot.json")
+    for args in (["report", report], ["diff", snapshot, report], ["merge", snapshot, report]):
+        completed = tool(*args)
+        check(completed.returncode == 0 and shown in completed.stdout and
+              mangled not in completed.stdout,
+              f"cumemtrace {args[0]}: demangled: {completed.returncode} {completed.stderr!r} "
+              f"{completed.stdout[:1500]}")
+    completed = tool("report", report, "--format", "json")
+    frames = json.loads(completed.stdout)["frames"] if completed.returncode == 0 else []
+    check({"function": plain, "mangled": mangled}.items() <=
+          next((f for f in frames if f.get("mangled")), {}).items(),
+          f"the JSON: the demangled name, and the name as linked: {frames}")
+    # The pages embed the report's JSON, which has the name as linked too.
+    for number, (args, only_plain) in enumerate(
+            ((["html", report], False), (["merge", snapshot, report, "--format", "html"], False),
+             (["export", "--format", "folded", report], True),
+             (["export", "--format", "memviz", report], True))):
+        out_path = os.path.join(LAST_DIR, f"exported-{number}")
+        completed = tool(*args, "-o", out_path)
+        written = glob.glob(out_path + "*")
+        text = open(written[0], encoding="latin-1").read() if len(written) == 1 else ""
+        check(completed.returncode == 0 and shown in text and not (only_plain and mangled in text),
+              f"cumemtrace {' '.join(args[:3])}: demangled: {completed.stderr!r} {written}")
+    # A crash dump, symbolized by the command against the program's files.
+    run(program, ["crash"], expect_rc=-11)
+    dump = one_dump()
+    if dump:
+        rc, output, symbolized = symbolize(dump, "json,text")
+        text_path = dump[:-len(".dump")] + "-symbolized.txt"
+        text = open(text_path).read() if os.path.exists(text_path) else ""
+        frames = symbolized["frames"] if symbolized else []
+        check(rc == 0 and any(f["function"] == plain and f.get("mangled") == mangled
+                              for f in frames) and shown in text and mangled not in text,
+              f"cumemtrace symbolize: demangled: {rc} {output[-300:]} {text[-800:]}")
+
+
 def interpreters(version):
     """Every CPython `version` ("3.12") here: python3.12 on PATH and pyenv's
     builds of it (not its shims), each once."""

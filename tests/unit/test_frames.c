@@ -74,8 +74,8 @@ static const char *shown(struct fixture *f)
     return text;
 }
 
-#define NATIVE(function, module) {0, function, 0, module, 0, NULL, 0, 0}
-#define PY(function, file, line) {0, function, 0, NULL, 0, file, line, 1}
+#define NATIVE(function, module) {0, function, 0, module, 0, NULL, 0, 0, NULL}
+#define PY(function, file, line) {0, function, 0, NULL, 0, file, line, 1, NULL}
 
 static void torch_from_python(void)
 {
