@@ -285,8 +285,10 @@ static void cache_fill(struct live *l, const uintptr_t *wanted, size_t count)
         item->address = wanted[i];
         struct symbol found;
         memset(&found, 0, sizeof(found));
-        if (symbolizer)
+        if (symbolizer) {
             symbolize(symbolizer, wanted[i], 1, &found);
+            symbolize_line(symbolizer, 1, &found);
+        }
         item->symbol = found;
         item->symbol.address = wanted[i];
         item->symbol.function = copy_string(found.function);

@@ -18,6 +18,7 @@
 
 #include "arena.h"
 #include "dump_read.h"
+#include "frames.h"
 #include "kinds.h"
 
 /* A cursor over one line's space-separated fields. */
@@ -430,7 +431,8 @@ int dump_parse(struct report *r, const char *input, size_t length)
         if (kind_in_cache(r->blocks[i].kind))
             r->state.caches[r->blocks[i].kind - KIND_TORCH_TENSOR].view = CACHE_BLOCKS;
     if (report_caches(r, 0) < 0 ||
-        report_finish(r, symbolizer_open_maps(maps, maps_length, dlsym)) < 0) {
+        report_finish(r, symbolizer_open_maps(maps, maps_length, dlsym)) < 0 ||
+        frames_read_lines(r) < 0) {
         errno = ENOMEM;
         return -1;
     }

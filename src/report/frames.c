@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "frames.h"
+#include "log.h"
 #include "python.h"
 #include "report.h"
 
@@ -101,6 +102,38 @@ int frames_left_out(const struct report *r, const struct stack *s, uint32_t inde
                     const struct frame_view *v)
 {
     return !r->all_frames && frames_hidden(r, s, index, v);
+}
+
+int frames_read_lines(struct report *r)
+{
+    if (!symbolizer_has_lines(r->symbolizer))
+        return 0;
+    uint8_t *shown = report_alloc(r, r->address_count);
+    if (!shown)
+        return -1;
+    memset(shown, r->all_frames, r->address_count);
+    for (uint32_t i = 0; !r->all_frames && i < r->shown_count; i++) {
+        const struct stack *s = &r->stacks[r->shown[i] - 1];
+        struct frame_view view;
+        frames_view(r, s, &view);
+        for (uint32_t f = 0; f < s->depth; f++) {
+            long index = report_frame_index(r, r->frames[s->first_frame + f]);
+            if (index >= 0 && !frames_hidden(r, s, f, &view))
+                shown[index] = 1;
+        }
+    }
+    size_t native = 0, read = 0;
+    for (size_t i = 0; i < r->address_count; i++) {
+        if (r->symbols[i].python)
+            continue;
+        native++;
+        if (shown[i]) {
+            symbolize_line(r->symbolizer, 1, &r->symbols[i]);
+            read++;
+        }
+    }
+    log_debug("symbolizer: file and line looked up for %zu of %zu native frames", read, native);
+    return 0;
 }
 
 void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t size)

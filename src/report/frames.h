@@ -17,7 +17,10 @@
  *    the one framework frame that names what the site asked for, and the
  *    operation a framework's thread ran for it (see struct frame_view).
  *    CUMEMTRACE_ALL_FRAMES=1 (--all-frames) shows every frame; the JSON
- *    report always keeps every frame and says which are hidden. */
+ *    report always keeps every frame and says which are hidden. A hidden
+ *    frame has its function and module, and its file and line only with
+ *    CUMEMTRACE_ALL_FRAMES=1 or where another stack shows it: a file and
+ *    line cost the module's whole debug information (frames_read_lines). */
 #ifndef CUMEMTRACE_FRAMES_H
 #define CUMEMTRACE_FRAMES_H
 
@@ -52,6 +55,13 @@ int frames_hidden(const struct report *r, const struct stack *s, uint32_t index,
 /* 1 if the writers leave frame `index` out: hidden, and not r->all_frames. */
 int frames_left_out(const struct report *r, const struct stack *s, uint32_t index,
                     const struct frame_view *v);
+
+/* File and line for the native frames the writers show (every native
+ * frame with r->all_frames): debug information is read for those alone,
+ * so the frames left out keep their function and module but no file or
+ * line. Called once report_finish has named and classified the frames.
+ * 0, or -1 when out of memory. */
+int frames_read_lines(struct report *r);
 
 /* A frame's name, the same in every export: "function" for a native frame,
  * "function (file:line)" for a Python one ("function" alone for a marker

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "log.h"
 #include "output.h"
 #include "symbolize.h"
 
@@ -64,13 +65,15 @@ typedef int find_debuginfo_fn(Dwfl_Module *, void **, const char *, uint64_t, co
                               const char *, uint32_t, char **);
 static find_debuginfo_fn *build_id_find_debuginfo;
 
-/* This process's modules as libdw read them, kept between reports. */
+/* This process's modules as libdw read them, kept between reports, and by a
+ * forked child, whose address space is its parent's. */
 static struct {
     int tried;                      /* libdw looked for */
     struct libdw dw;                /* handle NULL: not there */
     Dwfl *dwfl;
-    pid_t pid;                      /* the process dwfl describes */
+    pid_t pid;                      /* the process that uses dwfl */
     unsigned long long adds, subs;  /* loads and unloads when it was read */
+    int users;                      /* symbolizers open on dwfl (atomic) */
 } live;
 
 /* One line of /proc/PID/maps, for symbolizing a process that is gone. */
@@ -233,39 +236,67 @@ static int count_loads(struct dl_phdr_info *info, size_t size, void *data)
     return 1;               /* the counts are the same in every entry */
 }
 
-/* live.dwfl up to date with this process's modules: read again in a forked
- * child, or when objects were loaded or unloaded since. */
+/* Whether DEBUGINFOD_URLS names a server: only then is libdw's standard
+ * search, which loads the debuginfod client (libcurl and some thirty
+ * libraries, tens of milliseconds) before it looks at the variable, used
+ * for this process's modules. */
+static int debuginfod_wanted(void)
+{
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    return urls && urls[strspn(urls, " ")] != '\0';
+}
+
+/* live.dwfl up to date with this process's modules: read again when objects
+ * were loaded or unloaded since. */
 static void refresh_live(void *(*lookup)(void *, const char *))
 {
     if (!live.tried) {
         live.tried = 1;
         if (getenv("CUMEMTRACE_NO_LIBDW") || load_libdw(&live.dw, lookup) < 0)
             live.dw.handle = NULL;
+        else if (!debuginfod_wanted())
+            live.dw.callbacks.find_debuginfo = (void *)find_regular_debuginfo;
     }
     if (!live.dw.handle)
         return;
     unsigned long long counts[2] = {0, 0};
     dl_iterate_phdr(count_loads, counts);
-    if (live.dwfl && live.pid == getpid() && counts[0] == live.adds && counts[1] == live.subs)
+    if (live.dwfl && counts[0] == live.adds && counts[1] == live.subs)
         return;
     if (live.dwfl)
         live.dw.end(live.dwfl);
+    log_debug("symbolizer: reading the modules of process %d", (int)getpid());
     live.dwfl = live.dw.begin(&live.dw.callbacks);
     if (live.dwfl && (live.dw.linux_proc_report(live.dwfl, getpid()) != 0 ||
                       live.dw.report_end(live.dwfl, NULL, NULL) != 0)) {
         live.dw.end(live.dwfl);
         live.dwfl = NULL;
     }
-    live.pid = getpid();
     live.adds = counts[0];
     live.subs = counts[1];
 }
 
+/* A forked child keeps its parent's `live` (the same objects at the same
+ * addresses, and what libdw read of them), unless a symbolizer of the
+ * parent was open at the fork: the thread using it is gone, and what it
+ * was changing may be half done, so the child starts anew (the old one is
+ * left alone: ending it could touch that state; libdw stays loaded). Every
+ * change to `live` comes after the count of users went up, so a child that
+ * sees none sees `live` whole. */
 struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *name))
 {
     struct symbolizer *sym = pages_alloc(sizeof(*sym));
     if (!sym)
         return NULL;
+    if (live.pid != getpid()) {
+        if (__atomic_load_n(&live.users, __ATOMIC_ACQUIRE) != 0) {
+            live.tried = 0;
+            live.dwfl = NULL;
+            live.users = 0;
+        }
+        live.pid = getpid();
+    }
+    __atomic_add_fetch(&live.users, 1, __ATOMIC_ACQ_REL);
     refresh_live(lookup);
     sym->dw = live.dw;
     sym->dwfl = live.dwfl;
@@ -396,15 +427,21 @@ void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct 
         name_function(sym, name, out);
         out->function_offset = offset + (lookup != address ? 1 : 0);
     }
-    Dwfl_Line *line = sym->dw.module_getsrc(module, lookup);
-    if (line) {
-        uintptr_t line_address;
-        int number = 0;
-        const char *file = sym->dw.lineinfo(line, &line_address, &number, NULL, NULL, NULL);
-        if (file) {
-            out->file = keep(sym, file);
-            out->line = number;
-        }
+}
+
+void symbolize_line(struct symbolizer *sym, int call_site, struct symbol *out)
+{
+    uintptr_t lookup = call_site && out->address ? out->address - 1 : out->address;
+    Dwfl_Module *module = sym && sym->dwfl ? sym->dw.addrmodule(sym->dwfl, lookup) : NULL;
+    Dwfl_Line *line = module ? sym->dw.module_getsrc(module, lookup) : NULL;
+    if (!line)
+        return;
+    uintptr_t line_address;
+    int number = 0;
+    const char *file = sym->dw.lineinfo(line, &line_address, &number, NULL, NULL, NULL);
+    if (file) {
+        out->file = keep(sym, file);
+        out->line = number;
     }
 }
 
@@ -412,6 +449,8 @@ void symbolizer_close(struct symbolizer *sym)
 {
     if (!sym)
         return;
+    if (sym->shared)
+        __atomic_sub_fetch(&live.users, 1, __ATOMIC_ACQ_REL);
     if (sym->dwfl && !sym->shared)
         sym->dw.end(sym->dwfl);
     if (sym->dw.handle && !sym->shared)

@@ -35,8 +35,15 @@ struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *nam
  * are found by path, so the files must still be there. */
 struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
                                         void *(*lookup)(void *handle, const char *name));
-/* `call_site`: the address is a return address; look up the call before it. */
+/* Module and function of an address, from the symbol tables; no file or
+ * line. `call_site`: the address is a return address; look up the call
+ * before it. */
 void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct symbol *out);
+/* out's file and line, for a symbol symbolize() filled in: this reads the
+ * module's debug information (DWARF, decompressed whole by libdw, tens of
+ * milliseconds for the C library's), so a report asks it only for the
+ * frames it shows. */
+void symbolize_line(struct symbolizer *sym, int call_site, struct symbol *out);
 void symbolizer_close(struct symbolizer *sym);
 
 /* __cxa_demangle's signature. */

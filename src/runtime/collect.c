@@ -24,6 +24,7 @@
 #include "arena.h"
 #include "collect.h"
 #include "config.h"
+#include "frames.h"
 #include "log.h"
 #include "registry.h"
 #include "torch_stats.h"
@@ -214,7 +215,10 @@ static int collect(struct report *r, const char *reason)
         r->cache_count = end_cache_count;
     }
     if (result == 0)
-        result = report_held_at_end(r) < 0 ? -1 : report_finish(r, symbolizer_open(host.lookup));
+        result = report_held_at_end(r) < 0 || report_finish(r, symbolizer_open(host.lookup)) < 0 ||
+                         frames_read_lines(r) < 0
+                     ? -1
+                     : 0;
     pthread_mutex_unlock(&finishing);
     return result;
 }

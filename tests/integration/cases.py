@@ -349,6 +349,33 @@ def case_fork():
               "the child's report holds only its own blocks")
 
 
+def case_fork_symbols():
+    """A forked child symbolizes with what its parent's snapshot read, and a
+    report looks up file and line only for the frames it shows."""
+    out, err, reports, _ = run("tests/fork_symbols", ["{dir}/snap"],
+                               env={"CUMEMTRACE_DEBUG": "1", "LD_DEBUG": "files"})
+    child = int(re.search(r"child (\d+)", out).group(1))
+    readers = [int(pid) for pid in re.findall(r"reading the modules of process (\d+)", err)]
+    check(len(readers) == 1 and readers[0] != child,
+          f"the modules read once, by the parent, not again by the child: {readers}")
+    report = next((r for r in reports if r["process"]["pid"] == child), None)
+    check(report is not None, f"the child's report: {[r['process']['pid'] for r in reports]}")
+    if report:
+        frames = {f["function"]: f for f in report["frames"]}
+        allocating = frames.get("child_allocates")
+        check(allocating is not None and (allocating["file"] or "").endswith("fork_symbols.c"),
+              f"the child's own frame symbolized, with its file: {allocating}")
+    looked_up = re.findall(r"file and line looked up for (\d+) of (\d+) native frames", err)
+    check(looked_up and all(int(read) < int(native) for read, native in looked_up),
+          f"hidden frames (start-up, CUDA's inner ones) read no debug information: {looked_up}")
+    check("libdebuginfod" not in err, "the debuginfod client is not loaded without "
+          "DEBUGINFOD_URLS")
+    out, err, reports, _ = run("tests/fork_symbols", ["-"], env={"CUMEMTRACE_DEBUG": "1"})
+    child = int(re.search(r"child (\d+)", out).group(1))
+    readers = [int(pid) for pid in re.findall(r"reading the modules of process (\d+)", err)]
+    check(child in readers, f"a child whose parent read nothing reads its modules: {readers}")
+
+
 def case_fork_pool():
     """A child creates a pool after fork: its report lists that pool."""
     out, err, reports, _ = run("tests/fork_pool")
