@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -223,6 +224,125 @@ def table(header, rows):
     print()
 
 
+def process_run(args, command, tracer_env):
+    """Wall and CPU (user + system) milliseconds of one whole run of `command`,
+    its JSON figures if it printed any; tracer_env None: untraced."""
+    env = simulator_env(args, tracer_env)
+    start = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = (time.perf_counter() - start) * 1000
+    out, err = child.stdout.read(), child.stderr.read()
+    child.stdout.close()
+    child.stderr.close()
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed: {err[-2000:]}")
+    figures = json.loads(out.splitlines()[0]) if out.strip() else {}
+    figures["max_rss_kib"] = usage.ru_maxrss
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000, figures
+
+
+def spread(values, unit):
+    """min / median / max of values, as one cell."""
+    values = sorted(values)
+    return (f"{values[0]:.1f} / {values[len(values) // 2]:.1f} / {values[-1]:.1f}" +
+            (f" {unit}" if unit else ""))
+
+
+def process_table(args):
+    """Whole processes: a short one (start-up and exit only) and forked children
+    that each allocate once beside four allocating threads, untraced and traced
+    (JSON report), runs interleaved. Wall time moves with the machine's load;
+    a short process's CPU time (its user + system) much less."""
+    program = os.path.join(args.build, "bench", "bench_process")
+    runs = max(args.repeat, 1) * 10
+    print(f"A short process: one cudaMalloc+cudaFree, then exit ({runs} runs each, "
+          "interleaved; min / median / max)")
+    short = {"untraced": ([], []), "traced": ([], [])}
+    for _ in range(runs):
+        for name, tracer_env in (("untraced", None), ("traced", {})):
+            wall, cpu, _ = process_run(args, [program, "short"], tracer_env)
+            short[name][0].append(wall)
+            short[name][1].append(cpu)
+    table(("", "wall ms", "CPU ms (user + system)"),
+          [(name, spread(walls, ""), spread(cpus, "")) for name, (walls, cpus) in short.items()])
+    added = [t - u for t, u in zip(sorted(short["traced"][1]), sorted(short["untraced"][1]))]
+    print(f"added by the tracer (target: <= 10 ms): wall {min(short['traced'][0]) - min(short['untraced'][0]):.1f} ms "
+          f"between the fastest runs; CPU {sorted(added)[len(added) // 2]:.1f} ms, median")
+    print()
+    children, rounds = (10, 3) if args.quick else (50, max(args.repeat, 3))
+    print(f"Forked children: {children} forked one after another beside four allocating "
+          f"threads, each allocating once and exiting ({rounds} rounds each, interleaved)")
+    per_child = {"untraced": ([], []), "traced": ([], [])}
+    for _ in range(rounds):
+        for name, tracer_env in (("untraced", None), ("traced", {})):
+            _, _, figures = process_run(args, [program, "forks", str(children)], tracer_env)
+            per_child[name][0].append(figures["ms_per_child"])
+            per_child[name][1].append(figures["cpu_ms_per_child"])
+    table(("", "wall ms per child, fork to wait", "a child's CPU ms (user + system)"),
+          [(name, spread(walls, ""), spread(cpus, ""))
+           for name, (walls, cpus) in per_child.items()])
+    traced, untraced = per_child["traced"], per_child["untraced"]
+    print(f"a traced child's added cost (target: <= 20 ms): wall {min(traced[0]) - min(untraced[0]):.1f} ms "
+          f"between the fastest rounds; CPU {min(traced[1]) - min(untraced[1]):.1f} ms")
+    print()
+
+
+def bytes_table(args):
+    """Memory per live block: the peak resident size of bench_alloc holding a
+    million blocks, traced minus untraced, over the blocks (the record, its
+    slot, and whatever else the tracer keeps per block)."""
+    live = 100_000 if args.quick else 1_000_000
+    print(f"Bytes per live block at {live:,} live blocks (target: <= 48): peak resident size, "
+          "traced - untraced")
+    command = [os.path.join(args.build, "bench", "bench_alloc"), "1", "30", str(live), "1000"]
+    rss = {"untraced": [], "traced": []}
+    for _ in range(max(args.repeat, 3)):
+        for name, tracer_env in (("untraced", None), ("traced", {"CUMEMTRACE_FORMAT": "none"})):
+            rss[name].append(process_run(args, command, tracer_env)[2]["max_rss_kib"])
+    per_block = [(t - u) * 1024 / live for t, u in zip(rss["traced"], rss["untraced"])]
+    table(("untraced peak RSS, MiB", "traced peak RSS, MiB", "bytes per live block"),
+          [(spread([k / 1024 for k in rss["untraced"]], ""),
+            spread([k / 1024 for k in rss["traced"]], ""), spread(per_block, ""))])
+
+
+def callgrind_instructions(args, command, env):
+    """Instructions callgrind counts in a whole run of `command`."""
+    out = os.path.join(args.tmp, "callgrind.out")
+    done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                           *command], env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        sys.exit(f"callgrind failed: {done.stderr[-2000:]}")
+    with open(out) as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith("summary:"))
+
+
+def record_table(args, pairs):
+    """The record path: an allocate+free pair from 30 frames, one thread. Time
+    (best of --repeat) and, steadier on a shared machine, the instructions
+    the tracer adds per pair (callgrind, the difference between runs of two
+    lengths, so start-up and exit drop out)."""
+    print("The record path: a cudaMalloc+cudaFree pair at depth 30, 1 thread "
+          "(target: <= 0.8 us added)")
+    off = bench(args, 1, 30, 1000, pairs, False)
+    on = bench(args, 1, 30, 1000, pairs, True)
+    added = "no valgrind"
+    if shutil.which("valgrind"):
+        counts = {}
+        for name, tracer_env in (("untraced", None), ("traced", {"CUMEMTRACE_FORMAT": "none"})):
+            env = simulator_env(args, tracer_env)
+            runs = [callgrind_instructions(args, [os.path.join(args.build, "bench", "bench_alloc"),
+                                                  "1", "30", "1000", str(n)], env)
+                    for n in (10_000, 30_000)]
+            counts[name] = (runs[1] - runs[0]) / 20_000
+        added = f"{counts['traced'] - counts['untraced']:.0f}"
+    table(("untraced us/pair", "traced us/pair", "added us", "instructions added per pair"),
+          [(f"{off['ns_per_pair'] / 1000:.3f}", f"{on['ns_per_pair'] / 1000:.3f}",
+            f"{(on['ns_per_pair'] - off['ns_per_pair']) / 1000:.3f}", added)])
+
+
 def sites_table(args, counts, pairs):
     """Threads that each allocate from a call site of their own (one of bench_alloc's
     eight cudaMalloc call sites, depth 32): no stack is shared between threads,
@@ -249,8 +369,12 @@ def main():
     parser.add_argument("--threads", default="2,8",
                         help="thread counts to compare with 1 (default: 2,8)")
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs per figure")
-    parser.add_argument("--only", default="sites,threads,python,frameworks,torch,live,long,crash,oom",
-                        help="which tables, comma-separated (default: all): sites (threads "
+    parser.add_argument("--only", default="process,record,bytes,sites,threads,python,frameworks,"
+                        "torch,live,long,crash,oom",
+                        help="which tables, comma-separated (default: all): process (a short "
+                             "process, forked children), record (the record path at depth "
+                             "30: time and instructions), bytes (resident bytes per live "
+                             "block), sites (threads "
                              "with a call site each), threads (added time and scaling), "
                              "python (the Python frames' cost), frameworks (CuPy's "
                              "blocks, JAX's sweeps), torch (PyTorch's tensors, stand-in), live (report time and "
@@ -270,6 +394,12 @@ def tables(args, counts, only):
     print(f"machine: {os.cpu_count()} CPUs; {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}")
     print()
 
+    if "process" in only:
+        process_table(args)
+    if "record" in only:
+        record_table(args, pairs)
+    if "bytes" in only:
+        bytes_table(args)
     if "sites" in only:
         sites_table(args, counts, pairs)
     if "threads" in only:
