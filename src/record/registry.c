@@ -40,14 +40,35 @@ _Static_assert(offsetof(struct block, kind) >= sizeof(void *),
 #define PAGE 4096u
 #define NOT_FOUND UINT32_MAX
 
-struct slot {
-    uint64_t key;
-    struct block *block;               /* NULL: empty */
-};
+/* A slot is 8 bytes: the record's address in the low 48 bits (user space
+ * addresses, which mmap gives, are below 2^47), and in the top 16 the low
+ * 16 bits of its key's hash, the tag. The tag tells most records of a
+ * probe apart without reading them, and gives an entry's home without its
+ * key while a table has at most 2^16 homes. 0: empty. */
+typedef uint64_t slot_t;
+
+#define TAG_SHIFT 48
+#define TAG_BITS 16
+#define POINTER_MASK ((UINT64_C(1) << TAG_SHIFT) - 1)
+
+static slot_t slot_of(const struct block *block, uint64_t hash)
+{
+    return (uint64_t)(uintptr_t)block | hash << TAG_SHIFT;
+}
+
+static struct block *slot_block(slot_t slot)
+{
+    return (struct block *)(uintptr_t)(slot & POINTER_MASK);
+}
+
+static int slot_tag_matches(slot_t slot, uint64_t hash)
+{
+    return (slot >> TAG_SHIFT) == (hash & ((1u << TAG_BITS) - 1));
+}
 
 struct shard {
     _Alignas(64) pthread_mutex_t lock; /* one cache line per shard's hot fields */
-    struct slot *slots;                /* NULL until the first add */
+    slot_t *slots;                     /* NULL until the first add */
     uint32_t homes;                    /* a power of two: home = hash & (homes - 1) */
     uint32_t slot_count;               /* homes + the overflow tail */
     uint32_t used;
@@ -86,14 +107,9 @@ static uint32_t home_by_hash(uint64_t hash, uint32_t homes)
     return (uint32_t)hash & (homes - 1);
 }
 
-static uint32_t home_of(uint64_t key, uint32_t homes)
-{
-    return home_by_hash(registry_hash(key), homes);
-}
-
 static size_t table_bytes(uint32_t slot_count)
 {
-    return ((size_t)slot_count * sizeof(struct slot) + PAGE - 1) / PAGE * PAGE;
+    return ((size_t)slot_count * sizeof(slot_t) + PAGE - 1) / PAGE * PAGE;
 }
 
 static uint32_t slots_for(uint32_t homes)
@@ -163,17 +179,25 @@ int registry_trylock_all(void)
 
 /* Put a record in the first empty slot from its home (`hash` is its key's);
  * -1 if that would be the last slot, which stays empty. */
-static int place(struct slot *slots, uint32_t homes, uint32_t slot_count, uint64_t key,
-                 uint64_t hash, struct block *block)
+static int place(slot_t *slots, uint32_t homes, uint32_t slot_count, uint64_t hash,
+                 struct block *block)
 {
     uint32_t i = home_by_hash(hash, homes);
-    while (slots[i].block)
+    while (slots[i])
         i++;
     if (i >= slot_count - 1)
         return -1;
-    slots[i].key = key;
-    slots[i].block = block;
+    slots[i] = slot_of(block, hash);
     return 0;
+}
+
+/* The hash of the key of the record in `slot`: from its tag while homes
+ * take no more bits than the tag has, else from the record. */
+static uint64_t slot_hash(slot_t slot, uint32_t homes)
+{
+    if (homes <= 1u << TAG_BITS)
+        return slot >> TAG_SHIFT;
+    return registry_hash(slot_block(slot)->key);
 }
 
 /* A table of `homes` home slots (or more, should a probe overflow) holding
@@ -182,14 +206,14 @@ static int resize(struct shard *s, uint32_t homes)
 {
     for (; homes != 0 && homes <= (1u << 30); homes *= 2) {
         uint32_t count = slots_for(homes);
-        struct slot *slots = pages_alloc(table_bytes(count));
+        slot_t *slots = pages_alloc(table_bytes(count));
         if (!slots)
             return -1;
         uint32_t i = 0;
         while (i < s->slot_count &&
-               (!s->slots[i].block ||
-                place(slots, homes, count, s->slots[i].key, registry_hash(s->slots[i].key),
-                      s->slots[i].block) == 0))
+               (!s->slots[i] ||
+                place(slots, homes, count, registry_hash(slot_block(s->slots[i])->key),
+                      slot_block(s->slots[i])) == 0))
             i++;
         if (i == s->slot_count) {
             if (s->slots)
@@ -209,8 +233,8 @@ static uint32_t find_slot(const struct shard *s, uint64_t key, uint64_t hash)
 {
     if (!s->slots)
         return NOT_FOUND;
-    for (uint32_t i = home_by_hash(hash, s->homes); s->slots[i].block; i++)
-        if (s->slots[i].key == key)
+    for (uint32_t i = home_by_hash(hash, s->homes); s->slots[i]; i++)
+        if (slot_tag_matches(s->slots[i], hash) && slot_block(s->slots[i])->key == key)
             return i;
     return NOT_FOUND;
 }
@@ -219,14 +243,13 @@ static uint32_t find_slot(const struct shard *s, uint64_t key, uint64_t hash)
  * the hole moves into it, and leaves its own slot as the next hole. */
 static void remove_at(struct shard *s, uint32_t hole)
 {
-    for (uint32_t i = hole + 1; s->slots[i].block; i++) {
-        if (home_of(s->slots[i].key, s->homes) <= hole) {
+    for (uint32_t i = hole + 1; s->slots[i]; i++) {
+        if (home_by_hash(slot_hash(s->slots[i], s->homes), s->homes) <= hole) {
             s->slots[hole] = s->slots[i];
             hole = i;
         }
     }
-    s->slots[hole].key = 0;
-    s->slots[hole].block = NULL;
+    s->slots[hole] = 0;
     s->used--;
 }
 
@@ -242,10 +265,12 @@ int registry_add(struct block *block)
 {
     uint64_t hash = registry_hash(block->key);
     struct shard *s = shard_by_hash(hash);
+    if (((uintptr_t)block & ~POINTER_MASK) != 0)
+        return -1;                      /* not where mmap puts records: no room in a slot */
     if ((uint64_t)(s->used + 1) * 4 > (uint64_t)s->homes * 3 &&
         resize(s, s->homes ? s->homes * 2 : FIRST_HOMES) < 0)
         return -1;
-    while (place(s->slots, s->homes, s->slot_count, block->key, hash, block) < 0)
+    while (place(s->slots, s->homes, s->slot_count, hash, block) < 0)
         if (resize(s, s->homes * 2) < 0)
             return -1;
     s->used++;
@@ -257,7 +282,7 @@ struct block *registry_find(uint64_t key)
     uint64_t hash = registry_hash(key);
     struct shard *s = shard_by_hash(hash);
     uint32_t i = find_slot(s, key, hash);
-    return i == NOT_FOUND ? NULL : s->slots[i].block;
+    return i == NOT_FOUND ? NULL : slot_block(s->slots[i]);
 }
 
 void registry_unlink(struct block *block)
@@ -265,7 +290,7 @@ void registry_unlink(struct block *block)
     uint64_t hash = registry_hash(block->key);
     struct shard *s = shard_by_hash(hash);
     uint32_t i = find_slot(s, block->key, hash);
-    if (i != NOT_FOUND && s->slots[i].block == block)
+    if (i != NOT_FOUND && slot_block(s->slots[i]) == block)
         remove_at(s, i);
 }
 

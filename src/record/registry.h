@@ -2,16 +2,17 @@
  *
  * One 40-byte record per live allocation. The records sit in 64 shards chosen
  * by a hash of the key; each shard has its own lock, its own open-addressing
- * table of 16-byte slots (key, record pointer) and its own mmap-backed slab of
- * records. Threads that allocate at different addresses take different locks.
+ * table of 8-byte slots (the record's address and 16 bits of its key's hash)
+ * and its own mmap-backed slab of records. Threads that allocate at
+ * different addresses take different locks.
  *
  * Cost of a live block, amortised: the 40-byte record (plus the unused tail of
  * the shard's newest 64 KiB slab chunk) and its share of the slots: a table is
- * at most 3/4 full before it doubles, so 16 / (3/8 .. 3/4) = 21 to 43 bytes,
- * plus an overflow tail of 1/16. At most ~90 bytes once each shard holds a
+ * at most 3/4 full before it doubles, so 8 / (3/8 .. 3/4) = 11 to 21 bytes,
+ * plus an overflow tail of 1/16. At most ~63 bytes once each shard holds a
  * few thousand blocks (below that, the shards' first table pages and slab
- * chunks dominate: ~4.4 MB mapped once every shard holds a block, mostly
- * untouched pages); ~78 at 1M.
+ * chunks dominate: ~4.3 MB mapped once every shard holds a block, mostly
+ * untouched pages); ~58 at 1M.
  *
  * Locking: registry_find/add/unlink/release and registry_new work on the
  * shard of their key, with that shard's lock held (registry_lock(key)).
