@@ -35,6 +35,7 @@
 #include "output.h"
 #include "preload.h"
 #include "threads.h"
+#include "torch_stats.h"
 #include "torch_tracker.h"
 #include "triggers.h"
 
@@ -51,8 +52,31 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t (*torch_operation)(void);  /* torch_tracker_operation, once attached */
 
+/* PyTorch's allocator gave up (its OOM event, its lock held): the report
+ * waits for its out-of-memory observer, which follows on this thread with
+ * the lock let go, so that PyTorch's own figures and what its tensors are
+ * can be read with the GIL at that very moment (torch_stats_at_oom). */
+static __thread struct {
+    int waiting;
+    int device;
+    uint64_t size, driver_free;
+} given_up;
+
+static void torch_oom_observed(int device)
+{
+    if (!given_up.waiting || given_up.device != device)
+        return;
+    given_up.waiting = 0;
+    torch_stats_at_oom();
+    trigger_cache_oom(KIND_TORCH_TENSOR, device, given_up.size, given_up.driver_free);
+}
+
 static void torch_event(const struct torch_tracker_event *e)
 {
+    if (e->action == TORCH_OOM_OBSERVED) {
+        torch_oom_observed(e->device);
+        return;
+    }
     /* A tensor's block is recorded until its free completes; the request
      * before it, and snapshots, change nothing here (a third of the events). */
     if (e->action == TORCH_FREE_REQUESTED || e->action == TORCH_SNAPSHOT)
@@ -72,7 +96,10 @@ static void torch_event(const struct torch_tracker_event *e)
         tracker_cache_segment(KIND_TORCH_TENSOR, e->address, e->size);
         break;
     case TORCH_OOM:
-        trigger_cache_oom(KIND_TORCH_TENSOR, e->device, e->size, e->address);
+        given_up.waiting = 1;
+        given_up.device = e->device;
+        given_up.size = e->size;
+        given_up.driver_free = e->address;
         break;
     default:
         break;

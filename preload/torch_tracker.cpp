@@ -18,7 +18,11 @@
 //
 // The callback runs in the allocating thread with the device's allocator
 // lock held and maybe the GIL: it must not throw, call into PyTorch or take
-// the GIL. It only copies five fields and calls the core.
+// the GIL. It only copies five fields and calls the core. The allocator's
+// out-of-memory observer, attached too, runs on that thread after its OOM
+// event with the lock let go: there the core may take the GIL and read
+// PyTorch's own view of that moment (PyTorch's Python-level observers take
+// the GIL there too).
 //
 // On the autograd engine's threads, which run no Python, what names a
 // tensor is the backward node being run: the core asks for it
@@ -93,6 +97,14 @@ void forward(const allocator::TraceEntry &entry) noexcept
     sink(&event);
 }
 
+void observe(int64_t device) noexcept
+{
+    struct torch_tracker_event event = {};
+    event.action = TORCH_OOM_OBSERVED;
+    event.device = static_cast<int>(device);
+    sink(&event);
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) const char *torch_tracker_version(void)
@@ -118,6 +130,10 @@ extern "C" __attribute__((visibility("default"))) int torch_tracker_attach(torch
         if (!a || !a->initialized())
             return TORCH_TRACKER_NOT_READY;
         sink = s;
+        // The observer first: an allocator that took the tracker but no
+        // observer would leave its OOM events waiting for one.
+        a->attachOutOfMemoryObserver(
+            [](int64_t device, size_t, size_t, size_t) noexcept { observe(device); });
         a->attachAllocatorTraceTracker(forward);
         return TORCH_TRACKER_ATTACHED;
     } catch (...) {

@@ -22,7 +22,10 @@ enum torch_tracker_action {
     TORCH_SEGMENT_MAP,      /* expandable segments: pages mapped at address */
     TORCH_SEGMENT_UNMAP,
     TORCH_SNAPSHOT,         /* someone took torch.cuda.memory._snapshot() */
-    TORCH_OOM               /* the allocator gave up: address = the driver's free bytes */
+    TORCH_OOM,              /* the allocator gave up: address = the driver's free bytes */
+    /* Not PyTorch's: its out-of-memory observer, called after TORCH_OOM on
+     * the same thread, with the allocator's lock let go (so Python may run). */
+    TORCH_OOM_OBSERVED = 64
 };
 
 struct torch_tracker_event {
@@ -33,7 +36,8 @@ struct torch_tracker_event {
     uint64_t stream;
 };
 
-/* Called in the allocating thread, with PyTorch's allocator lock held. */
+/* Called in the allocating thread, with PyTorch's allocator lock held
+ * (TORCH_OOM_OBSERVED: without it). */
 typedef void (*torch_tracker_sink)(const struct torch_tracker_event *event);
 
 enum torch_tracker_status {
@@ -47,7 +51,8 @@ extern "C" {
 #endif
 /* torch.__version__ of the headers it was compiled against. */
 const char *torch_tracker_version(void);
-/* Register the sink as a trace tracker of every device's allocator: once. */
+/* Register the sink as a trace tracker and an out-of-memory observer of
+ * every device's allocator: once. */
 int torch_tracker_attach(torch_tracker_sink sink);
 /* The code address of apply() of the autograd node this thread is running
  * (PyTorch's backward, on its engine threads), 0 if none. Safe inside the

@@ -422,6 +422,8 @@ int dump_parse(struct report *r, const char *input, size_t length)
     r->reason = r->event.signal == 0 ? "exit"
                 : r->event.signal == SIGTERM || r->event.signal == SIGINT ? "terminated"
                                                                           : "crash";
+    report_classes_unknown(&r->classes, "a crash dump: Python could not be asked what the "
+                                        "tensors are");
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
         if (r->counters->device_seen[slot])
             r->devices[r->device_count++].slot = slot;

@@ -312,9 +312,12 @@ static void load_pools_and_torch(struct loader *l, const struct json_value *root
     const struct json_value *torch = json_get(root, "torch");
     if (!torch || torch->type != JSON_OBJECT)
         return;
-    const char *read = json_string(json_get(torch, "read"));
+    int read = torch_read_of(json_string(json_get(torch, "read")));
     r->torch.valid = 1;
-    r->torch.at_exit = read && strcmp(read, "python_exit") == 0;
+    r->torch.read = read < 0 ? TORCH_READ_SAMPLE : read;
+    const struct json_value *now = json_get(torch, "now");
+    r->torch.now = now && now->type == JSON_TRUE;
+    r->torch.why_not = json_string(json_get(torch, "why_not"));
     uint64_t age = get_u64(torch, "age_ms");
     r->torch.time_ms = age <= r->now_ms ? r->now_ms - (uint32_t)age : 0;
     const struct json_value *devices = json_get(torch, "devices");
@@ -352,6 +355,52 @@ static void demangle_function(struct loader *l, struct symbol *s)
         s->function = kept;
     }
     free(plain);            /* __cxa_demangle's own malloc */
+}
+
+/* What PyTorch's tensors were (report.h's report_classes). A report from
+ * before the split was written says it was not known. */
+static void load_classes(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    struct report_classes *k = &r->classes;
+    const struct json_value *classes = json_get(root, "classes");
+    if (!classes || classes->type != JSON_OBJECT) {
+        report_classes_unknown(k, "this report was written before tensors were classed");
+        return;
+    }
+    const struct json_value *known = json_get(classes, "known");
+    k->known = known && known->type == JSON_TRUE;
+    const char *why = json_string(json_get(classes, "why"));
+    snprintf(k->why, sizeof(k->why), "%s", why ? why : "");
+    int read = torch_read_of(json_string(json_get(classes, "read")));
+    k->read = read < 0 ? TORCH_READ_SAMPLE : read;
+    k->modules = (uint32_t)get_u64(classes, "modules");
+    k->optimizers = (uint32_t)get_u64(classes, "optimizers");
+    for (int c = 0; c < REPORT_CLASSES; c++) {
+        const struct json_value *figure = json_get(classes, report_class_name(c));
+        k->bytes[c] = get_u64(figure, "bytes");
+        k->blocks[c] = get_u64(figure, "blocks");
+    }
+    const struct json_value *holders = json_get(classes, "holders");
+    for (const struct json_value *h = holders ? holders->first : NULL;
+         h && k->holder_count < REPORT_CLASS_HOLDERS; h = h->next) {
+        struct report_class_holder *holder = &k->holders[k->holder_count++];
+        const char *name = json_string(json_get(h, "name"));
+        snprintf(holder->name, sizeof(holder->name), "%s", name ? name : "?");
+        for (int c = 0; c < CLASS_REST; c++)
+            holder->bytes[c] = get_u64(h, report_class_name(c));
+    }
+    const struct json_value *sites = json_get(classes, "rest_sites");
+    for (const struct json_value *s = sites ? sites->first : NULL;
+         s && k->site_count < REPORT_CLASS_SITES; s = s->next) {
+        uint64_t stack = get_u64(s, "stack");
+        if (stack < 1 || stack > r->stack_count) {
+            fail(l, "a class's site names no stack");
+            return;
+        }
+        k->sites[k->site_count++] =
+            (struct report_class_site){(uint32_t)stack, get_u64(s, "bytes"), get_u64(s, "blocks")};
+    }
 }
 
 /* Frames: the symbols as written, addresses in the order of their ids,
@@ -845,6 +894,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     if (l.failed)
         return -1;
     load_event(&l, root);
+    load_classes(&l, root);
     load_live(&l, root);
     load_failures_and_marks(&l, root);
     load_growth(&l, root);

@@ -41,6 +41,7 @@ static void load(void)
         {(void **)&py.list_size, "PyList_Size"},
         {(void **)&py.list_item, "PyList_GetItem"},
         {(void **)&py.tuple_item, "PyTuple_GetItem"},
+        {(void **)&py.bytes_data, "PyBytes_AsStringAndSize"},
         {(void **)&py.get_iter, "PyObject_GetIter"},
         {(void **)&py.iter_next, "PyIter_Next"},
         {(void **)&py.occurred, "PyErr_Occurred"},

@@ -50,6 +50,7 @@ struct py_api {
     py_ssize (*list_size)(PyObject *);
     PyObject *(*list_item)(PyObject *, py_ssize);      /* borrowed */
     PyObject *(*tuple_item)(PyObject *, py_ssize);     /* borrowed */
+    int (*bytes_data)(PyObject *, char **, py_ssize *);   /* PyBytes_AsStringAndSize */
     PyObject *(*get_iter)(PyObject *);
     PyObject *(*iter_next)(PyObject *);
     PyObject *(*occurred)(void);

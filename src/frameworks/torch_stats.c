@@ -23,6 +23,15 @@
  * (PyGILState_Ensure once finalization is under way is not safe): the C exit
  * report, written after finalization, shows those final figures.
  *
+ * A report asks for a reading of its own moment: a snapshot asks the reader
+ * and waits for it (or reads itself when its thread holds the GIL); an OOM
+ * report is collected in PyTorch's out-of-memory observer, whose thread
+ * takes the GIL and reads (torch_stats_at_oom), as PyTorch's own Python
+ * observers do; the exit report shows the exit hook's reading. Those
+ * readings also class the live tensors (torch_classes.c). A report given
+ * an older reading says how old and why (torch_stats_for_report): this
+ * thread's last request is remembered in thread-locals until it collects.
+ *
  * Nothing happens unless `torch` is already in sys.modules and
  * torch.cuda.is_initialized() (`cupy`, `jax` imported, and JAX's backends
  * up): we never import a module or initialize CUDA.
@@ -40,6 +49,7 @@
 #include "jax_arrays.h"
 #include "py_api.h"
 #include "threads.h"
+#include "torch_classes.h"
 #include "torch_stats.h"
 #include "tracker.h"
 
@@ -64,6 +74,15 @@ static int reader_pinned;    /* the reader's thread state is kept (read_with_gil
 static int wanted;           /* a reading was asked for */
 static int report_wanted;    /* ... for a report: JAX's arrays swept whatever it costs */
 static uint64_t readings;    /* completed attempts, for torch_stats_refresh */
+static uint64_t report_readings;   /* ... of them made for a report */
+static uint64_t serials;     /* the last reading's serial */
+static uint64_t report_serial;     /* the serial of the last reading made for a report */
+static struct torch_stats report_reading;       /* the reading report_serial */
+static struct torch_classes *latest_classes;   /* ... and what its tensors were */
+/* This thread's request, for the report it collects next: the serial of
+ * the reading it got, or why it got none. */
+static __thread uint64_t asked;
+static __thread const char *asked_why;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t read_done = PTHREAD_COND_INITIALIZER;
@@ -117,16 +136,31 @@ static void read_counters(struct torch_stats *out)
     py_release(cuda);
 }
 
-static void publish(const struct torch_stats *reading, int at_exit)
+/* A reading made for `read`, with its classes (a report's; taken over).
+ * Its serial. */
+static uint64_t publish(const struct torch_stats *reading, int read,
+                        struct torch_classes *classes)
 {
     pthread_mutex_lock(&lock);
+    uint64_t serial = ++serials;
     if (reading->valid) {
         latest = *reading;
-        latest.at_exit = at_exit;
+        latest.read = read;
+        latest.serial = serial;
+    }
+    if (read != TORCH_READ_SAMPLE) {
+        report_reading = *reading;
+        report_reading.read = read;
+        report_reading.serial = serial;
+        torch_classes_free(latest_classes);
+        latest_classes = classes;
+        report_serial = serial;
+        report_readings++;
     }
     readings++;
     pthread_cond_broadcast(&read_done);
     pthread_mutex_unlock(&lock);
+    return serial;
 }
 
 /* Python's exit hooks: the program has ended, its interpreter is about to
@@ -143,8 +177,9 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     jax_arrays_sweep(JAX_SWEEP_END);   /* unless the hook that runs before JAX's took it */
     read_counters(&reading);
     py.clear();
+    struct torch_classes *classes = torch_classes_read();
     __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
-    publish(&reading, 1);
+    publish(&reading, TORCH_READ_EXIT, classes);
     tracker_program_end();
     if (host.program_ended)
         host.program_ended();
@@ -177,8 +212,10 @@ static void first_with_gil(int bridge)
 
 /* With the GIL: PyTorch's counters, CuPy's allocator still ours (`bridge`:
  * on the reader thread, see cupy_pool_check), JAX's arrays swept (for a
- * report whatever it costs). The program's exception is kept. */
-static void read_holding_gil(struct torch_stats *reading, int bridge, int for_report)
+ * report whatever it costs), and for a report what the live tensors are
+ * (into *classes, if given). The program's exception is kept. */
+static void read_holding_gil(struct torch_stats *reading, int bridge, int for_report,
+                             struct torch_classes **classes)
 {
     PyObject *type, *value, *traceback;
     py.fetch(&type, &value, &traceback);
@@ -189,6 +226,8 @@ static void read_holding_gil(struct torch_stats *reading, int bridge, int for_re
         first_with_gil(bridge);
     read_counters(reading);
     py.clear();
+    if (classes)
+        *classes = torch_classes_read();
     cupy_pool_check(bridge);
     jax_arrays_sweep(for_report ? JAX_SWEEP_REPORT : JAX_SWEEP_TICK);
     py.clear();
@@ -210,6 +249,7 @@ static void read_holding_gil(struct torch_stats *reading, int bridge, int for_re
 static void read_with_gil(int for_report)
 {
     struct torch_stats reading = {0};
+    struct torch_classes *classes = NULL;
     if (py.is_initialized() && !(py.is_finalizing && py.is_finalizing()) &&
         !__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
         int gil = py.gil_ensure();
@@ -218,10 +258,10 @@ static void read_with_gil(int for_report)
             reader_pinned = 1;
         }
         if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
-            read_holding_gil(&reading, 1, for_report);
+            read_holding_gil(&reading, 1, for_report, for_report ? &classes : NULL);
         py.gil_release(gil);
     }
-    publish(&reading, 0);
+    publish(&reading, for_report ? TORCH_READ_REPORT : TORCH_READ_SAMPLE, classes);
 }
 
 /* Whether this thread may read itself: Python is running, and this thread
@@ -323,11 +363,13 @@ void torch_stats_request(void)
     request(0);
 }
 
-/* A reading, waited for up to timeout_ms. 0 if it came. */
+/* A reading (`for_report`: one made for a report, begun after this call),
+ * waited for up to timeout_ms. 0 if it came; a report's is this thread's. */
 static int refresh(int for_report, int timeout_ms)
 {
     pthread_mutex_lock(&lock);
-    uint64_t before = readings;
+    uint64_t *count = for_report ? &report_readings : &readings;
+    uint64_t before = *count;
     pthread_mutex_unlock(&lock);
     request(for_report);
     if (available < 0 || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
@@ -335,9 +377,11 @@ static int refresh(int for_report, int timeout_ms)
     struct timespec deadline = deadline_in(timeout_ms);
     pthread_mutex_lock(&lock);
     int error = 0;
-    while (readings == before && error != ETIMEDOUT)
+    while (*count == before && error != ETIMEDOUT)
         error = pthread_cond_timedwait(&read_done, &lock, &deadline);
-    int came = readings != before;
+    int came = *count != before;
+    if (came && for_report)
+        asked = report_serial;
     pthread_mutex_unlock(&lock);
     return came ? 0 : -1;
 }
@@ -345,12 +389,45 @@ static int refresh(int for_report, int timeout_ms)
 /* A thread that holds the GIL reads itself: the reader would wait for it. */
 int torch_stats_refresh(int timeout_ms)
 {
-    if (!holding_gil())
-        return refresh(1, timeout_ms);
+    asked = 0;
+    asked_why = NULL;
+    if (!holding_gil()) {
+        int came = refresh(1, timeout_ms);
+        if (came < 0)
+            asked_why = __atomic_load_n(&exiting, __ATOMIC_ACQUIRE)
+                            ? "Python had ended: its exit hook made the last reading"
+                            : "Python's GIL was not let go of in time for this report";
+        return came;
+    }
     struct torch_stats reading = {0};
-    read_holding_gil(&reading, 0, 1);
-    publish(&reading, 0);
+    struct torch_classes *classes = NULL;
+    read_holding_gil(&reading, 0, 1, &classes);
+    asked = publish(&reading, TORCH_READ_REPORT, classes);
     return 0;
+}
+
+void torch_stats_at_oom(void)
+{
+    asked = 0;
+    asked_why = "Python was not running at the OOM";
+    if (!__atomic_load_n(&available, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&available, py_api_load() == 0 ? 1 : -1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&available, __ATOMIC_ACQUIRE) < 0 || !py.is_initialized() ||
+        (py.is_finalizing && py.is_finalizing()) || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+        return;
+    int gil = py.gil_ensure();
+    struct torch_stats reading = {0};
+    struct torch_classes *classes = NULL;
+    read_holding_gil(&reading, 0, 1, &classes);
+    py.gil_release(gil);
+    asked = publish(&reading, TORCH_READ_OOM, classes);
+    asked_why = NULL;
+}
+
+void torch_stats_not_now(const char *why)
+{
+    asked = 0;
+    asked_why = why;
 }
 
 void torch_stats_before_mark(void)
@@ -362,15 +439,33 @@ void torch_stats_before_mark(void)
         return;
     }
     struct torch_stats reading = {0};
-    read_holding_gil(&reading, 0, 0);
-    publish(&reading, 0);
+    read_holding_gil(&reading, 0, 0, NULL);
+    publish(&reading, TORCH_READ_SAMPLE, NULL);
 }
 
-void torch_stats_get(struct torch_stats *out)
+void torch_stats_for_report(struct torch_stats *out, int at_end,
+                            void (*classes)(const struct torch_classes *, const char *why,
+                                            void *arg),
+                            void *arg)
 {
     pthread_mutex_lock(&lock);
-    *out = latest;
+    /* A periodic reading may have come between this thread's and now. */
+    uint64_t mine = at_end && report_reading.read == TORCH_READ_EXIT ? report_serial : asked;
+    int current = mine && report_serial == mine;
+    *out = current && report_reading.valid ? report_reading : latest;
+    out->now = current && report_reading.valid;
+    const char *why = asked_why;
+    if (!why && at_end)
+        why = "Python's exit hooks did not run (os._exit, exec, or the end came from C)";
+    if (!why)
+        why = available < 0 ? "no Python in this process"
+                            : "a periodic reading: none was made for this report";
+    out->why_not = out->now ? NULL : why;
+    if (classes)
+        classes(current ? latest_classes : NULL, current ? NULL : why, arg);
     pthread_mutex_unlock(&lock);
+    asked = 0;
+    asked_why = NULL;
 }
 
 void torch_stats_reset(void)
@@ -379,6 +474,12 @@ void torch_stats_reset(void)
     pthread_cond_init(&wake, NULL);
     pthread_cond_init(&read_done, NULL);
     memset(&latest, 0, sizeof(latest));
+    memset(&report_reading, 0, sizeof(report_reading));
+    torch_classes_free(latest_classes);   /* the parent's tensors */
+    latest_classes = NULL;
+    report_serial = report_readings = 0;
+    asked = 0;
+    asked_why = NULL;
     reader_started = 0;   /* the thread did not survive the fork */
     reader_pinned = 0;
     wanted = report_wanted = 0;

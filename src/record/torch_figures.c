@@ -1,4 +1,6 @@
 /* torch_figures.c - the names PyTorch's counters go by in reports. */
+#include <string.h>
+
 #include "torch_figures.h"
 
 static const char *const names[TORCH_FIGURE_COUNT] = {
@@ -13,4 +15,22 @@ static const char *const names[TORCH_FIGURE_COUNT] = {
 const char *torch_figure_name(int figure)
 {
     return figure >= 0 && figure < TORCH_FIGURE_COUNT ? names[figure] : "unknown";
+}
+
+static const char *const read_names[TORCH_READ_KINDS] = {
+    [TORCH_READ_SAMPLE] = "sample", [TORCH_READ_REPORT] = "report",
+    [TORCH_READ_OOM] = "oom_observer", [TORCH_READ_EXIT] = "python_exit",
+};
+
+const char *torch_read_name(int read)
+{
+    return read >= 0 && read < TORCH_READ_KINDS ? read_names[read] : "sample";
+}
+
+int torch_read_of(const char *name)
+{
+    for (int i = 0; name && i < TORCH_READ_KINDS; i++)
+        if (strcmp(name, read_names[i]) == 0)
+            return i;
+    return -1;
 }

@@ -3,13 +3,22 @@
  *
  * A block PyTorch's caching allocator frees but keeps is invisible to the
  * driver; only PyTorch knows how much of what it reserved is in use. These
- * are its torch.cuda.memory_stats() figures, read by the program's own main
- * thread with the GIL, at the latest sample before a report and at Python's
- * exit. A JSON report names them as torch_figure_name() does, and the
- * command reads them back by the same names. */
+ * are its torch.cuda.memory_stats() figures, read with the GIL: for a
+ * report, at its moment (a snapshot's, the OOM observer's, Python's exit),
+ * and every CUMEMTRACE_SAMPLE_MS otherwise. A report says whether its
+ * reading is of its moment, and if not, why not and how old it is. A JSON
+ * report names them as torch_figure_name() does, and the command reads them
+ * back by the same names.
+ *
+ * The readings made for a report also say what the live tensors are
+ * (struct torch_classes, read by src/frameworks/torch_classes.c): the
+ * program's nn.Module and torch.optim.Optimizer objects know which tensors
+ * are parameters (and their qualified names), gradients and optimizer
+ * state; the report matches them to its blocks (src/report/classes.c). */
 #ifndef CUMEMTRACE_TORCH_FIGURES_H
 #define CUMEMTRACE_TORCH_FIGURES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "counters.h"
@@ -31,9 +40,21 @@ enum torch_figure {
     TORCH_FIGURE_COUNT
 };
 
+/* What a reading was made for. */
+enum torch_read {
+    TORCH_READ_SAMPLE,       /* the periodic reading */
+    TORCH_READ_REPORT,       /* a snapshot's (signal, cumemtrace_snapshot) */
+    TORCH_READ_OOM,          /* the allocator's out-of-memory observer */
+    TORCH_READ_EXIT,         /* Python's exit hook: the program's end */
+    TORCH_READ_KINDS
+};
+
 struct torch_stats {
     int valid;               /* 0: never read (no PyTorch, or CUDA not initialized) */
-    int at_exit;             /* read by the Python exit hook */
+    int read;                /* enum torch_read */
+    int now;                 /* in a report: read at that report's moment */
+    const char *why_not;     /* in a report, when not `now`: why it could not be */
+    uint64_t serial;         /* which reading (torch_stats.c) */
     uint32_t time_ms;        /* when, in tracker time */
     int device_count;
     uint64_t figures[MAX_DEVICES][TORCH_FIGURE_COUNT];
@@ -42,5 +63,32 @@ struct torch_stats {
 /* The figure's name in reports ("allocated_bytes", ...); "unknown" for a
  * number that is none. */
 const char *torch_figure_name(int figure);
+const char *torch_read_name(int read);       /* "sample", "report", "oom_observer", ... */
+int torch_read_of(const char *name);         /* its enum torch_read; -1 if none */
+
+enum tensor_class {
+    TENSOR_PARAMETER,
+    TENSOR_GRADIENT,          /* a parameter's .grad */
+    TENSOR_OPTIMIZER_STATE,   /* a tensor in optimizer.state[parameter] */
+    TENSOR_CLASSES
+};
+
+struct torch_tensor_ref {
+    uint64_t address;         /* data_ptr(): inside its block */
+    uint64_t bytes;           /* numel() * element_size() */
+    uint32_t owner;           /* the parameter it is or belongs to: an index in names */
+    uint32_t tensor_class;    /* enum tensor_class */
+};
+
+/* What the live tensors are, by one reading, in one mapping of `mapped` bytes. */
+struct torch_classes {
+    size_t mapped;
+    const char *why;          /* NULL: read; else why it could not be (static text) */
+    uint32_t modules, optimizers;
+    uint32_t count;
+    struct torch_tensor_ref *tensors;   /* by address */
+    uint32_t name_count;
+    const char **names;       /* parameters' qualified names */
+};
 
 #endif

@@ -194,6 +194,9 @@ static int choose_stacks(struct report *r)
     for (size_t i = 0; i < r->held_count; i++)
         if (r->held[i].stack_id <= r->stack_count)
             wanted[r->held[i].stack_id] = 1;
+    for (int i = 0; i < r->classes.site_count; i++)
+        if (r->classes.sites[i].stack_id <= r->stack_count)
+            wanted[r->classes.sites[i].stack_id] = 1;
     /* The growth verdicts', which may hold nothing now. */
     for (uint32_t i = 0; i < r->growing_count; i++)
         wanted[r->growing[i]] = 1;

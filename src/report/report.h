@@ -69,6 +69,39 @@ struct report_pool {
 };
 #define REPORT_MAX_POOLS 64
 
+/* What PyTorch's live tensors are (classes.c): parameters, gradients,
+ * optimizer state and the rest, as the program's modules and optimizers
+ * said at the report's moment, matched to the recorded tensor blocks. */
+enum report_class {
+    CLASS_PARAMETERS,         /* enum tensor_class's order first */
+    CLASS_GRADIENTS,
+    CLASS_OPTIMIZER_STATE,
+    CLASS_REST,               /* activations, temporaries, data: by site */
+    REPORT_CLASSES
+};
+#define REPORT_CLASS_HOLDERS 8
+#define REPORT_CLASS_SITES 5
+#define REPORT_CLASS_TEXT 160
+struct report_classes {
+    int known;                           /* 0: `why` says why not */
+    int read;                            /* enum torch_read of the reading that said it */
+    char why[REPORT_CLASS_TEXT];
+    uint32_t modules, optimizers;
+    uint64_t bytes[REPORT_CLASSES], blocks[REPORT_CLASSES];
+    /* The parameters holding the most, with their gradients and state. */
+    struct report_class_holder {
+        char name[REPORT_CLASS_TEXT];
+        uint64_t bytes[CLASS_REST];      /* as a parameter, its gradient, its optimizer state */
+    } holders[REPORT_CLASS_HOLDERS];
+    int holder_count;
+    /* The rest, by the stack that allocated it, most bytes first. */
+    struct report_class_site {
+        uint32_t stack_id;
+        uint64_t bytes, blocks;
+    } sites[REPORT_CLASS_SITES];
+    int site_count;
+};
+
 /* What made the report, when it is not the end of the process. */
 enum event_type { EVENT_NONE, EVENT_OOM, EVENT_SIGNAL, EVENT_CRASH };
 
@@ -120,6 +153,7 @@ struct report {
     struct report_device devices[MAX_DEVICES + 1];
     int device_count;
     struct torch_stats torch;            /* PyTorch's own counters, if it was read */
+    struct report_classes classes;       /* what its tensors are */
     struct report_pool pools[REPORT_MAX_POOLS];
     int pool_count;
     struct report_cache *caches;         /* caches.c */
@@ -234,6 +268,12 @@ int report_caches_at_end(const struct report *r);
 /* The stack allocated a framework's cache segments, and that framework's
  * blocks are recorded: verdicts are about its blocks, not this stack. */
 int report_cache_segment(const struct report *r, uint32_t stack_id);
+/* classes.c: r->classes from r->blocks (this process's, as collected) and
+ * what a reading said of the tensors; `c` NULL: not known, `why`. */
+void report_classes(struct report *r, const struct torch_classes *c, const char *why);
+/* Not known, `why`. */
+void report_classes_unknown(struct report_classes *classes, const char *why);
+const char *report_class_name(int report_class);   /* "parameters", ..., "rest" */
 /* held.c: r->held, from state.end_totals and the live blocks. */
 int report_held_at_end(struct report *r);
 

@@ -391,9 +391,14 @@ static void write_torch(const struct report *r, struct out *out)
         out_str(out, ",\"torch\":null");
         return;
     }
-    out_printf(out, ",\"torch\":{\"read\":\"%s\",\"age_ms\":%u,\"devices\":[",
-               r->torch.at_exit ? "python_exit" : "sample",
-               report_torch_age_ms(r));
+    out_printf(out, ",\"torch\":{\"read\":\"%s\",\"age_ms\":%u,\"now\":%s,\"why_not\":",
+               torch_read_name(r->torch.read), report_torch_age_ms(r),
+               r->torch.now ? "true" : "false");
+    if (r->torch.now || !r->torch.why_not)
+        out_str(out, "null");
+    else
+        out_json_string(out, r->torch.why_not);
+    out_str(out, ",\"devices\":[");
     for (int d = 0; d < r->torch.device_count; d++) {
         out_printf(out, "%s{\"device\":%d", d ? "," : "", d);
         for (int i = 0; i < TORCH_FIGURE_COUNT; i++) {
@@ -405,6 +410,36 @@ static void write_torch(const struct report *r, struct out *out)
         }
         out_str(out, "}");
     }
+    out_str(out, "]}");
+}
+
+/* What PyTorch's tensors are (report.h's report_classes). */
+static void write_classes(const struct report *r, struct out *out)
+{
+    const struct report_classes *k = &r->classes;
+    out_printf(out, ",\"classes\":{\"known\":%s,\"why\":", k->known ? "true" : "false");
+    if (k->known)
+        out_str(out, "null");
+    else
+        out_json_string(out, k->why);
+    out_printf(out, ",\"read\":\"%s\",\"modules\":%u,\"optimizers\":%u",
+               torch_read_name(k->read), k->modules, k->optimizers);
+    for (int c = 0; c < REPORT_CLASSES; c++)
+        out_printf(out, ",\"%s\":{\"bytes\":%llu,\"blocks\":%llu}", report_class_name(c),
+                   U(k->bytes[c]), U(k->blocks[c]));
+    out_str(out, ",\"holders\":[");
+    for (int i = 0; i < k->holder_count; i++) {
+        const struct report_class_holder *h = &k->holders[i];
+        out_str(out, i ? ",{\"name\":" : "{\"name\":");
+        out_json_string(out, h->name);
+        for (int c = 0; c < CLASS_REST; c++)
+            out_printf(out, ",\"%s\":%llu", report_class_name(c), U(h->bytes[c]));
+        out_str(out, "}");
+    }
+    out_str(out, "],\"rest_sites\":[");
+    for (int i = 0; i < k->site_count; i++)
+        out_printf(out, "%s{\"stack\":%u,\"bytes\":%llu,\"blocks\":%llu}", i ? "," : "",
+                   k->sites[i].stack_id, U(k->sites[i].bytes), U(k->sites[i].blocks));
     out_str(out, "]}");
 }
 
@@ -599,6 +634,7 @@ void report_json(const struct report *r, struct out *out)
     write_entry_points(r, out);
     write_devices(r, out);
     write_torch(r, out);
+    write_classes(r, out);
     write_pools(r, out);
     write_caches(r, out);
     write_live(r, out);

@@ -202,12 +202,16 @@ static void write_torch_device(const struct report *r, struct out *out, int devi
     const uint64_t *t = r->torch.figures[device];
     if (t[TORCH_RESERVED] == TORCH_MISSING || t[TORCH_RESERVED_PEAK] == 0)
         return;
-    char when[48];
-    if (r->torch.at_exit)
+    char when[256];
+    if (r->torch.now && r->torch.read == TORCH_READ_EXIT)
         snprintf(when, sizeof(when), "at Python's exit");
+    else if (r->torch.now && r->torch.read == TORCH_READ_OOM)
+        snprintf(when, sizeof(when), "at the OOM, in PyTorch's out-of-memory observer");
+    else if (r->torch.now)
+        snprintf(when, sizeof(when), "at this report");
     else
-        snprintf(when, sizeof(when), "%.1f s before this report",
-                 report_torch_age_ms(r) / 1000.0);
+        snprintf(when, sizeof(when), "%.1f s before this report: %s",
+                 report_torch_age_ms(r) / 1000.0, r->torch.why_not ? r->torch.why_not : "");
     out_printf(out, "    PyTorch (torch.cuda.memory_stats, %s):", when);
     for (int i = 0; i < TORCH_FIGURE_COUNT; i++) {
         if (t[i] == TORCH_MISSING)
@@ -704,6 +708,79 @@ static void write_cache_oom(const struct report *r, struct out *out)
     }
 }
 
+/* "parameters 1.2 GiB, gradients 1.2 GiB, optimizer state 2.4 GiB, the rest
+ * 3.0 GiB": the split of PyTorch's tensors in one line. */
+static void write_class_split(const struct report *r, struct out *out)
+{
+    static const char *const words[REPORT_CLASSES] = {"parameters", "gradients",
+                                                      "optimizer state", "the rest"};
+    for (int c = 0; c < REPORT_CLASSES; c++) {
+        out_printf(out, "%s%s ", c ? ", " : "", words[c]);
+        out_bytes(out, r->classes.bytes[c]);
+    }
+}
+
+/* The OOM's line: what the tensors were at that moment, and the rest's
+ * largest site. */
+static void write_class_oom(const struct report *r, struct out *out)
+{
+    const struct report_classes *k = &r->classes;
+    if (!k->known) {
+        out_printf(out, "  at OOM: what the tensors are is not known: %s\n", k->why);
+        return;
+    }
+    out_str(out, "  at OOM: ");
+    write_class_split(r, out);
+    if (k->site_count) {
+        out_str(out, ", of which ");
+        out_bytes(out, k->sites[0].bytes);
+        out_str(out, " from the site below\n");
+        write_stack(r, out, k->sites[0].stack_id, 1);
+    } else {
+        out_str(out, "\n");
+    }
+}
+
+/* What PyTorch's tensors are: the split, the parameters holding the most
+ * (with their gradients and state), and the rest by site. */
+static void write_classes(const struct report *r, struct out *out, int brief)
+{
+    const struct report_classes *k = &r->classes;
+    if (!k->known) {
+        out_printf(out, "\n  What the tensors are: not known: %s\n", k->why);
+        return;
+    }
+    out_str(out, "\n  What the tensors are");
+    if (r->state.program_ended && strcmp(r->reason, "exit") == 0)
+        out_str(out, " (at the program's end)");
+    out_printf(out, ", from %u module%s and %u optimizer%s: ", k->modules,
+               k->modules == 1 ? "" : "s", k->optimizers, k->optimizers == 1 ? "" : "s");
+    write_class_split(r, out);
+    out_str(out, "\n");
+    int holders = brief && k->holder_count > 3 ? 3 : k->holder_count;
+    if (holders)
+        out_str(out, "    parameters holding the most (itself; its gradient; its optimizer "
+                     "state):\n");
+    for (int i = 0; i < holders; i++) {
+        const struct report_class_holder *h = &k->holders[i];
+        char name[REPORT_CLASS_TEXT * 4];
+        out_printf(out, "     %s: ", output_text(h->name, name, sizeof(name)));
+        for (int c = 0; c < CLASS_REST; c++) {
+            out_str(out, c ? "; " : "");
+            out_bytes(out, h->bytes[c]);
+        }
+        out_str(out, "\n");
+    }
+    int sites = brief && k->site_count > 1 ? 1 : k->site_count;
+    for (int i = 0; i < sites; i++) {
+        out_printf(out, "    the rest, #%d: ", i + 1);
+        out_bytes(out, k->sites[i].bytes);
+        out_printf(out, " in %llu tensor%s\n", (unsigned long long)k->sites[i].blocks,
+                   k->sites[i].blocks == 1 ? "" : "s");
+        write_stack(r, out, k->sites[i].stack_id, 1);
+    }
+}
+
 static void write_event(const struct report *r, struct out *out, int brief)
 {
     const struct report_event *e = &r->event;
@@ -748,6 +825,8 @@ static void write_event(const struct report *r, struct out *out, int brief)
     } else {
         out_str(out, "  verdict: unknown (the driver's free memory could not be read)\n");
     }
+    if (kind_in_cache(e->kind) && e->kind == KIND_TORCH_TENSOR)
+        write_class_oom(r, out);
     out_printf(out, "  retry: %s\n", retry_text[e->retry]);
     out_str(out, "  the failing call:\n");
     write_stack(r, out, e->stack_id, brief);
@@ -787,6 +866,7 @@ static void write_report(const struct report *r, struct out *out, int brief)
         out_str(out, "  no CUDA memory was allocated\n");
     else
         write_counters(r, out);
+    write_classes(r, out, brief);
     write_live(r, out, brief);
     write_held(r, out, brief);
     write_growing(r, out, brief);

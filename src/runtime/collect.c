@@ -38,6 +38,8 @@ static pthread_mutex_t finishing = PTHREAD_MUTEX_INITIALIZER;
  * end_cache_count -1 while there is none. */
 static struct report_cache end_caches[REPORT_MAX_CACHES];
 static int end_cache_count = -1;
+/* What the tensors were then, by the exit hook's reading. */
+static struct report_classes end_classes;
 
 void report_fork_prepare(void)
 {
@@ -53,6 +55,12 @@ void report_fork_child(void)
 {
     pthread_mutex_init(&finishing, NULL);
     end_cache_count = -1;   /* the child's program has not ended */
+}
+
+/* torch_stats_for_report's answer: what the tensors of its reading are. */
+static void match_classes(const struct torch_classes *c, const char *why, void *report)
+{
+    report_classes(report, c, why);
 }
 
 /* The live blocks into r->blocks, allocated for registry_count() of them.
@@ -207,13 +215,21 @@ static int collect(struct report *r, const char *reason)
     r->api_names = host.api_names;
     r->api_count = host.api_count < MAX_APIS ? host.api_count : MAX_APIS;
     read_device_memory(r);
-    torch_stats_get(&r->torch);
+    int at_end = strcmp(reason, "exit") == 0 || strcmp(reason, "exec") == 0;
+    int end_seen = at_end && r->state.program_ended;
+    torch_stats_for_report(&r->torch, at_end, end_seen ? NULL : match_classes, r);
+    r->classes.read = r->torch.read;
     pthread_mutex_lock(&finishing);
     int result = report_caches(r, 1);
     if (result == 0 && report_caches_at_end(r) && end_cache_count >= 0) {
         memcpy(r->caches, end_caches, (size_t)end_cache_count * sizeof(*end_caches));
         r->cache_count = end_cache_count;
     }
+    if (end_seen && end_cache_count >= 0)
+        r->classes = end_classes;
+    else if (end_seen)
+        report_classes_unknown(&r->classes, "the program's end was seen, but not what its "
+                                            "tensors were then");
     if (result == 0)
         result = report_held_at_end(r) < 0 || report_finish(r, symbolizer_open(host.lookup)) < 0 ||
                          frames_read_lines(r) < 0
@@ -240,10 +256,15 @@ void report_keep_end(void)
         copy_blocks(r);
     }
     tracker_unlock();
+    struct torch_stats reading;
+    if (r->stacks && r->blocks)
+        torch_stats_for_report(&reading, 1, match_classes, r);
     pthread_mutex_lock(&finishing);
     if (r->stacks && r->blocks && report_caches(r, 1) == 0) {
         memcpy(end_caches, r->caches, (size_t)r->cache_count * sizeof(*end_caches));
         end_cache_count = r->cache_count;
+        end_classes = r->classes;
+        end_classes.read = reading.read;
     } else {
         log_line("out of memory at the program's end: the caches' view in the exit report "
                  "is the one after the interpreter's teardown");

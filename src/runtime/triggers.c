@@ -17,6 +17,7 @@
 #include "crashdump.h"
 #include "signals.h"
 #include "stacks.h"
+#include "torch_stats.h"
 #include "triggers.h"
 
 /* ---- out-of-memory reports ---------------------------------------------
@@ -80,6 +81,8 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
         return;
     finish_pending_oom(RETRY_NONE);     /* an earlier one never saw its retry */
     int number = ++ooms_reported;
+    torch_stats_not_now("the failure is inside a CUDA call (PyTorch's allocator holds its lock "
+                        "then): Python cannot run there");
     struct report *r = report_new("oom");
     if (!r)
         return;

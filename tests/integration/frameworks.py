@@ -1078,6 +1078,130 @@ def case_jax_frameworks_off():
           "no array recorded")
 
 
+# ---- what the tensors are: torch_model.py's stand-in modules and optimizer ----
+
+def model_scenario(name, expect_rc=0, **env):
+    """Run one scenario of torch_model.py: run_scenario's answer and what
+    the program's own objects held ("held:")."""
+    if not os.path.exists(os.path.join(cases.ARGS.build, "sim", "torch", "lib",
+                                       "libc10_cuda.so")):
+        print("no C++ compiler: the stand-in for PyTorch was not built")
+        sys.exit(77)
+    out, err, reports, figures = run_scenario("torch_model.py", name, (), torch_env(**env),
+                                              expect_rc)
+    held = {}
+    for line in out.splitlines():
+        if line.startswith("held: "):
+            held = json.loads(line[len("held: "):])
+    return out, err, reports, figures, held
+
+
+def check_split(report, held, what):
+    """The report's parameters, gradients and optimizer state are what the
+    program's objects hold; its largest parameters are named."""
+    classes = report.get("classes") or {}
+    if not check(classes.get("known"), f"{what}: the split is known: {classes}"):
+        return
+    for name in ("parameters", "gradients", "optimizer_state"):
+        check(classes[name]["bytes"] == held[name],
+              f"{what}: {name} {classes[name]['bytes']}, the objects hold {held[name]}")
+    check(classes["modules"] >= 1 and classes["optimizers"] == 1, f"{what}: {classes}")
+    names = [h["name"] for h in classes["holders"]]
+    check(held["largest"] in names and "encoder.layers.3.linear1.weight" in names,
+          f"{what}: the largest parameters by their qualified names: {names}")
+    for h in classes["holders"]:
+        if h["name"] == "encoder.layers.3.linear1.weight":
+            check(h["parameters"] == h["gradients"] == h["optimizer_state"] // 2 == 4 * 128 * 512,
+                  f"{what}: that parameter, its gradient and its state: {h}")
+
+
+def check_counters_now(report, what):
+    """PyTorch's counters read at the report's moment, and equal to the
+    tracer's own view of the cache then."""
+    torch = report.get("torch")
+    if not check(torch is not None, f"{what}: PyTorch's counters are there"):
+        return
+    check(torch["now"] and torch["why_not"] is None, f"{what}: read at its moment: {torch}")
+    view = cache(report)
+    device = view["devices"][0] if view and view["devices"] else {}
+    figures = torch["devices"][0]
+    check(figures["requested_bytes"] == device.get("block_bytes") and
+          figures["reserved_bytes"] == device.get("reserved_bytes"),
+          f"{what}: PyTorch's counters {figures} against the cache's view {device}")
+
+
+def case_torch_model_classes():
+    """Parameters, gradients and Adam's state by their parameters' names, and
+    the leaking line as the rest's largest site: in a snapshot and at the end."""
+    _, _, reports, _, held = model_scenario("training", CUMEMTRACE_FORMAT="text,json")
+    snapshots, end = reports.get("snapshot", []), reports.get("exit", [])
+    if not check(len(snapshots) == 1 and len(end) == 1, f"a snapshot and the end: {reports}"):
+        return
+    leaks = marked_lines("LEAK", "training", "torch_model.py")
+    for report, what in ((snapshots[0], "snapshot"), (end[0], "exit")):
+        check_split(report, held, what)
+        classes = report["classes"]
+        sites = [site_line(report, s["stack"], "torch_model.py") for s in classes["rest_sites"]]
+        check(sites and sites[0] in leaks, f"{what}: the rest's largest site is the leak: {sites}")
+    check(snapshots[0]["classes"]["read"] == "report" and snapshots[0]["torch"]["now"],
+          f"the snapshot's reading is its own: {snapshots[0]['torch']}")
+    check(end[0]["classes"]["read"] == "python_exit" and
+          end[0]["classes"]["rest"]["bytes"] >= 40 * 256 * 1024,
+          f"the end's, with the 40 kept tensors: {end[0]['classes']}")
+    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*[0-9].txt"))[0]).read()
+    check("What the tensors are (at the program's end), from" in text and
+          "encoder.layers.3.linear1.weight: 256 KiB; 256 KiB; 512 KiB" in text,
+          "the text says it, by name")
+    again = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "report",
+                            glob.glob(os.path.join(cases.LAST_DIR, "report-*[0-9].json"))[0]],
+                           capture_output=True, text=True).stdout
+    check(again == text, "read back from the JSON, the same text")
+
+
+def check_model_oom(name, verdict):
+    out, _, _, _, held = model_scenario(name, SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every",
+                                        CUMEMTRACE_FORMAT="text,json")
+    check(f"{name}: out of memory" in out, f"the program saw its OOM: {out!r}")
+    reports = oom_reports(cases.LAST_DIR)
+    lines = marked_lines("OOM", name, "torch_model.py")
+    report = next((r for r in reports if r["event"]["kind"] == "torch_tensor" and
+                   site_line(r, r["event"]["stack"], "torch_model.py") in lines), None)
+    if not check(report is not None, f"{name}: an OOM report names the OOM line"):
+        return
+    check(report["event"]["verdict"] == verdict, f"{name}: verdict {report['event']}")
+    check(report["torch"] and report["torch"]["read"] == "oom_observer",
+          f"{name}: read in the OOM observer: {report['torch']}")
+    check_counters_now(report, name)
+    check_split(report, held, name)
+    check(report["classes"]["read"] == "oom_observer", f"{name}: {report['classes']}")
+    texts = [open(n).read() for n in glob.glob(os.path.join(cases.LAST_DIR, "report-*-oom*.txt"))]
+    check(any("at OOM: parameters " in t and "optimizer state " in t and ", of which " in t
+              for t in texts), f"{name}: the OOM's text says what the tensors were")
+    # The driver's failures before it could not read Python: they say so.
+    for r in reports:
+        if r is not report and r["torch"] and not r["torch"]["now"]:
+            check("inside a CUDA call" in (r["torch"]["why_not"] or ""),
+                  f"{name}: why not at that moment: {r['torch']}")
+
+
+def case_torch_model_exhaustion_oom():
+    check_model_oom("exhaustion_oom", "tensors_exhausted")
+
+
+def case_torch_model_fragmentation_oom():
+    check_model_oom("fragmentation_oom", "cache_fragmented")
+
+
+def case_torch_model_no_modules():
+    """Tensors and no module: one line says the split is not known, and why."""
+    _, _, reports, _, _ = model_scenario("no_modules", CUMEMTRACE_FORMAT="text,json")
+    classes = reports["exit"][0]["classes"]
+    check(not classes["known"] and "no nn.Module" in classes["why"], f"{classes}")
+    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*[0-9].txt"))[0]).read()
+    check("What the tensors are: not known: the program holds no nn.Module or optimizer" in text,
+          "the text says it in one line")
+
+
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":

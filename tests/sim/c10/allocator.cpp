@@ -8,7 +8,9 @@
 // neighbours; a request the cache cannot serve asks the driver, and when the
 // driver refuses, every entirely free segment is released and the driver
 // asked once more before giving up. Every step is told to the registered
-// trace trackers, with the device's recursive lock held, as PyTorch does.
+// trace trackers, with the device's recursive lock held, as PyTorch does;
+// after giving up, the out-of-memory observers are called with that lock let
+// go, as PyTorch does.
 //
 // Its C functions (c10sim_*) are what test programs call, from C or from
 // Python through ctypes. C10SIM_BACKEND=cudaMallocAsync makes attaching a
@@ -85,16 +87,36 @@ public:
         trackers_.push_back(std::move(tracker));
     }
 
+    void observe(OutOfMemoryObserver observer)
+    {
+        std::lock_guard<std::recursive_mutex> hold(mutex_);
+        observers_.push_back(std::move(observer));
+    }
+
     void *malloc(size_t size)
+    {
+        std::vector<OutOfMemoryObserver> observers;
+        size_t free_bytes = 0;
+        void *p = carve(size, observers, free_bytes);
+        for (const auto &observer : observers)
+            observer(device_, size, 0, free_bytes);
+        return p;
+    }
+
+    // malloc's work under the lock; on giving up, the observers to call
+    // once it is let go.
+    void *carve(size_t size, std::vector<OutOfMemoryObserver> &observers, size_t &free_bytes)
     {
         std::lock_guard<std::recursive_mutex> hold(mutex_);
         size_t rounded = round_block(size);
         bool small = rounded <= kSmallSize;
         Block *b = best_fit(small, rounded);
         if (!b)
-            b = new_segment(small, rounded);
-        if (!b)
+            b = new_segment(small, rounded, free_bytes);
+        if (!b) {
+            observers = observers_;
             return nullptr;
+        }
         free_[small].erase(b);
         split(b, rounded);
         b->allocated = true;
@@ -167,7 +189,7 @@ private:
         return it == free_[small].end() ? nullptr : *it;
     }
 
-    Block *new_segment(bool small, size_t rounded)
+    Block *new_segment(bool small, size_t rounded, size_t &free_bytes)
     {
         size_t bytes = segment_size(rounded);
         void *p = nullptr;
@@ -176,7 +198,7 @@ private:
             release_free_segments();
             if (cudaMalloc(&p, bytes) != cudaSuccess) {
                 cudaGetLastError();
-                size_t free_bytes = 0, total = 0;
+                size_t total = 0;
                 cudaMemGetInfo(&free_bytes, &total);
                 trace(TraceEntry::OOM, free_bytes, rounded);
                 return nullptr;
@@ -246,6 +268,7 @@ private:
     int device_;
     std::recursive_mutex mutex_;
     std::vector<AllocatorTraceTracker> trackers_;
+    std::vector<OutOfMemoryObserver> observers_;
     std::set<Block *, BySize> free_[2];   // [large, small]
     std::map<uintptr_t, Block *> active_;
     uint64_t allocated_ = 0, requested_ = 0, reserved_ = 0;
@@ -262,6 +285,12 @@ public:
             throw std::runtime_error("cudaMallocAsync does not yet support trace trackers");
         for (auto &device : devices_)
             device->attach(tracker);
+    }
+
+    void attachOutOfMemoryObserver(OutOfMemoryObserver observer) override
+    {
+        for (auto &device : devices_)
+            device->observe(observer);
     }
 
     void init(int count)

@@ -37,12 +37,15 @@ struct TraceEntry {
 };
 
 using AllocatorTraceTracker = std::function<void(const TraceEntry &)>;
+using OutOfMemoryObserver =
+    std::function<void(int64_t device, size_t allocated, size_t device_total, size_t device_free)>;
 
 class CUDAAllocator {
 public:
     virtual ~CUDAAllocator() = default;
     virtual bool initialized() = 0;
     virtual void attachAllocatorTraceTracker(AllocatorTraceTracker tracker) = 0;
+    virtual void attachOutOfMemoryObserver(OutOfMemoryObserver observer) = 0;
 };
 
 __attribute__((visibility("default"))) extern std::atomic<CUDAAllocator *> allocator;

@@ -1,0 +1,190 @@
+/* classes.c - what PyTorch's live tensors are, in a report (see report.h).
+ *
+ * A reading made for the report (torch_figures.h) lists the tensors the
+ * program's modules and optimizers hold, by address. Each is matched to the
+ * recorded tensor block that contains it; a block is counted once, in the
+ * first class that claims it (a parameter before a gradient before
+ * optimizer state: a flat buffer shared by several tensors is one block).
+ * The tensor blocks no one claimed are the rest, counted by the stack that
+ * allocated them. Figures are the blocks' recorded bytes (the requested
+ * sizes), so they add up to the cache's own view. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "kinds.h"
+#include "report.h"
+
+static const char *const class_names[REPORT_CLASSES] = {
+    [CLASS_PARAMETERS] = "parameters", [CLASS_GRADIENTS] = "gradients",
+    [CLASS_OPTIMIZER_STATE] = "optimizer_state", [CLASS_REST] = "rest",
+};
+
+const char *report_class_name(int report_class)
+{
+    return report_class >= 0 && report_class < REPORT_CLASSES ? class_names[report_class]
+                                                              : "rest";
+}
+
+void report_classes_unknown(struct report_classes *classes, const char *why)
+{
+    memset(classes, 0, sizeof(*classes));
+    snprintf(classes->why, sizeof(classes->why), "%s", why ? why : "not read");
+}
+
+struct tensor_block {
+    uint64_t start, size;
+    uint32_t stack_id, owner;
+    int tensor_class;          /* TENSOR_CLASSES: not claimed */
+};
+
+static int by_start(const void *a, const void *b)
+{
+    const struct tensor_block *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int by_stack(const void *a, const void *b)
+{
+    const struct tensor_block *x = a, *y = b;
+    return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* The block holding `address`, or NULL. */
+static struct tensor_block *containing(struct tensor_block *blocks, size_t count,
+                                       uint64_t address)
+{
+    size_t low = 0, high = count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (blocks[middle].start <= address)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    if (!low)
+        return NULL;
+    struct tensor_block *b = &blocks[low - 1];
+    return address < b->start + (b->size ? b->size : 1) ? b : NULL;
+}
+
+/* The rest by stack: the REPORT_CLASS_SITES largest, from blocks sorted by stack. */
+static void rest_sites(struct report_classes *k, const struct tensor_block *blocks,
+                       size_t count)
+{
+    for (size_t i = 0; i < count;) {
+        struct report_class_site site = {blocks[i].stack_id, 0, 0};
+        for (; i < count && blocks[i].stack_id == site.stack_id; i++) {
+            if (blocks[i].tensor_class != TENSOR_CLASSES)
+                continue;
+            site.bytes += blocks[i].size;
+            site.blocks++;
+        }
+        if (!site.blocks)
+            continue;
+        int at = k->site_count;
+        while (at > 0 && k->sites[at - 1].bytes < site.bytes)
+            at--;
+        if (at == REPORT_CLASS_SITES)
+            continue;
+        int last = k->site_count < REPORT_CLASS_SITES ? k->site_count : REPORT_CLASS_SITES - 1;
+        memmove(&k->sites[at + 1], &k->sites[at], (size_t)(last - at) * sizeof(site));
+        k->sites[at] = site;
+        if (k->site_count < REPORT_CLASS_SITES)
+            k->site_count++;
+    }
+}
+
+/* The parameters holding the most (as themselves, gradients and state). */
+static void holders(struct report_classes *k, const struct torch_classes *c,
+                    const struct tensor_block *blocks, size_t count)
+{
+    size_t bytes = (size_t)c->name_count * sizeof(uint64_t) * CLASS_REST;
+    uint64_t *held = bytes ? pages_alloc(bytes) : NULL;
+    if (!held)
+        return;
+    for (size_t i = 0; i < count; i++)
+        if (blocks[i].tensor_class != TENSOR_CLASSES)
+            held[(size_t)blocks[i].owner * CLASS_REST + blocks[i].tensor_class] += blocks[i].size;
+    for (uint32_t n = 0; n < c->name_count; n++) {
+        const uint64_t *h = &held[(size_t)n * CLASS_REST];
+        uint64_t total = h[0] + h[1] + h[2];
+        if (!total)
+            continue;
+        int at = k->holder_count;
+        while (at > 0) {
+            const uint64_t *o = k->holders[at - 1].bytes;
+            if (o[0] + o[1] + o[2] >= total)
+                break;
+            at--;
+        }
+        if (at == REPORT_CLASS_HOLDERS)
+            continue;
+        int last = k->holder_count < REPORT_CLASS_HOLDERS ? k->holder_count
+                                                          : REPORT_CLASS_HOLDERS - 1;
+        memmove(&k->holders[at + 1], &k->holders[at], (size_t)(last - at) * sizeof(k->holders[0]));
+        struct report_class_holder *holder = &k->holders[at];
+        snprintf(holder->name, sizeof(holder->name), "%s", c->names[n]);
+        memcpy(holder->bytes, h, sizeof(holder->bytes));
+        if (k->holder_count < REPORT_CLASS_HOLDERS)
+            k->holder_count++;
+    }
+    pages_free(held, bytes);
+}
+
+void report_classes(struct report *r, const struct torch_classes *c, const char *why)
+{
+    struct report_classes *k = &r->classes;
+    size_t count = 0, others = 0;
+    for (size_t i = 0; i < r->block_count; i++) {
+        count += r->blocks[i].kind == KIND_TORCH_TENSOR;
+        others += r->blocks[i].kind == KIND_JAX_ARRAY || r->blocks[i].kind == KIND_CUPY_BLOCK;
+    }
+    if (!count && others) {
+        report_classes_unknown(k, "only PyTorch's tensors are classed, and this program's "
+                                  "blocks are JAX's or CuPy's");
+        return;
+    }
+    if (!c || c->why) {
+        report_classes_unknown(k, c ? c->why : why);
+        return;
+    }
+    if (!count && c->count) {
+        report_classes_unknown(k, "PyTorch's tensors are not recorded one by one here (its "
+                                  "cache's segments only)");
+        return;
+    }
+    size_t bytes = (count ? count : 1) * sizeof(struct tensor_block);
+    struct tensor_block *blocks = pages_alloc(bytes);
+    if (!blocks) {
+        report_classes_unknown(k, "out of memory in the tracer");
+        return;
+    }
+    memset(k, 0, sizeof(*k));
+    k->known = 1;
+    k->modules = c->modules;
+    k->optimizers = c->optimizers;
+    for (size_t i = 0, n = 0; i < r->block_count; i++)
+        if (r->blocks[i].kind == KIND_TORCH_TENSOR)
+            blocks[n++] = (struct tensor_block){r->blocks[i].value, r->blocks[i].size,
+                                                r->blocks[i].stack_id, 0, TENSOR_CLASSES};
+    qsort(blocks, count, sizeof(*blocks), by_start);
+    for (uint32_t i = 0; i < c->count; i++) {
+        const struct torch_tensor_ref *t = &c->tensors[i];
+        struct tensor_block *b = containing(blocks, count, t->address);
+        if (b && (int)t->tensor_class < b->tensor_class) {
+            b->tensor_class = (int)t->tensor_class;
+            b->owner = t->owner;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        int which = blocks[i].tensor_class == TENSOR_CLASSES ? CLASS_REST : blocks[i].tensor_class;
+        k->bytes[which] += blocks[i].size;
+        k->blocks[which]++;
+    }
+    holders(k, c, blocks, count);
+    qsort(blocks, count, sizeof(*blocks), by_stack);
+    rest_sites(k, blocks, count);
+    pages_free(blocks, bytes);
+}
