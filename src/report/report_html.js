@@ -1452,8 +1452,10 @@
           }
         });
       });
-      container.appendChild(section('torch', 'PyTorch\'s own counters (torch.cuda.memory_stats(), read ' +
-        (report.torch.read === 'python_exit' ? 'at Python\'s exit' : (report.torch.age_ms / 1000).toFixed(1) + ' s before this report') + ')',
+      var when = !report.torch.now ? (report.torch.age_ms / 1000).toFixed(1) + ' s before this report: ' +
+        (report.torch.why_not || 'not read for it') : report.torch.read === 'python_exit' ? 'at Python\'s exit'
+        : report.torch.read === 'oom_observer' ? 'at the OOM, in PyTorch\'s out-of-memory observer' : 'at this report';
+      container.appendChild(section('torch', 'PyTorch\'s own counters (torch.cuda.memory_stats(), read ' + when + ')',
         [table(['device', 'figure', 'value'], torchRows, 'torch-table')]));
     }
 
@@ -1488,6 +1490,35 @@
   }
 
   /* ---- the page -------------------------------------------------------- */
+
+  /* What PyTorch's tensors are (the report's "classes"): the split, the
+   * parameters holding the most, and the rest by site; one line when it is
+   * not known. */
+  function classesSection(page) {
+    var k = page.report.classes;
+    if (!k) {
+      return null;
+    }
+    if (!k.known) {
+      return section('classes', 'What the tensors are', [element('p', { 'class': 'note' }, ['Not known: ' + k.why + '.'])]);
+    }
+    var words = { parameters: 'parameters', gradients: 'gradients', optimizer_state: 'optimizer state', rest: 'the rest (activations, temporaries, data)' };
+    var split = Object.keys(words).map(function (name) {
+      return [words[name], formatBytes(k[name].bytes), k[name].blocks];
+    });
+    var holders = k.holders.map(function (h) {
+      return [h.name, formatBytes(h.parameters), formatBytes(h.gradients), formatBytes(h.optimizer_state)];
+    });
+    var sites = k.rest_sites.map(function (s, i) {
+      return [i + 1, formatBytes(s.bytes), s.blocks, stackCell(page, s.stack)];
+    });
+    var atEnd = page.report.reason === 'exit' && page.report.program_end;
+    return section('classes', 'What the tensors are' + (atEnd ? ', at the program\'s end' : '') + ' (from ' +
+      k.modules + ' modules and ' + k.optimizers + ' optimizers)', [
+      table(['what', 'bytes', 'tensors'], split, 'classes-table'),
+      holders.length ? table(['parameter', 'itself', 'its gradient', 'its optimizer state'], holders, 'holders-table') : '',
+      sites.length ? table(['#', 'the rest', 'tensors', 'site'], sites, 'rest-table') : ''].filter(Boolean));
+  }
 
   function render(report) {
     var page = Page(report);
@@ -1559,6 +1590,11 @@
         ' failed (error ' + e.code + (e.error ? ' ' + e.error : '') + '); the driver had ' + free + ' free: ' + e.verdict + '.';
       main.appendChild(section('oom-event', 'Out of memory', [
         element('p', {}, [what + ' Retry: ' + e.retry + '.']), stackCell(page, e.stack)], 'bad'));
+    }
+
+    var classes = classesSection(page);
+    if (classes) {
+      main.appendChild(classes);
     }
 
     page.state.moment = namedMoment(page, page.hashMoment) || namedMoment(page, page.replay ? 'peak' : 'end');

@@ -1239,7 +1239,8 @@ def case_torch_counters():
     check(set(by_reason) == {"exit", "signal"}, f"an exit report and a snapshot: {sorted(by_reason)}")
     mib = 1 << 20
     final = by_reason.get("exit", {}).get("torch") or {}
-    check(final.get("read") == "python_exit", f"the exit report has the atexit reading: {final}")
+    check(final.get("read") == "python_exit" and final.get("now"),
+          f"the exit report has the atexit reading: {final}")
     devices = final.get("devices", [])
     check(len(devices) == 2, f"both devices: {devices}")
     if len(devices) == 2:
@@ -1252,8 +1253,12 @@ def case_torch_counters():
         check(all(v is None for k, v in d1.items() if k != "device"),
               f"device 1's memory_stats() raised: its figures are null: {d1}")
     snapshot = by_reason.get("signal", {}).get("torch") or {}
-    check(snapshot.get("read") == "sample" and snapshot["devices"][0]["allocated_bytes"] == 64 * mib,
-          f"the snapshot asked for a fresh reading: {snapshot}")
+    check(snapshot.get("read") == "report" and snapshot.get("now") and
+          snapshot["devices"][0]["allocated_bytes"] == 64 * mib,
+          f"the snapshot asked for a reading of its own: {snapshot}")
+    classes = by_reason.get("signal", {}).get("classes") or {}
+    check(not classes.get("known") and "torch.nn or torch.optim is not loaded" in classes["why"],
+          f"a torch without nn: the split is not known, and why: {classes}")
     fragmentation = by_reason.get("exit", {}).get("fragmentation", {})
     check(fragmentation.get("verdict") == "fragmented" and
           fragmentation.get("torch_inactive_split_bytes") == 256 * mib and
