@@ -1516,8 +1516,8 @@
     return section('classes', 'What the tensors are' + (atEnd ? ', at the program\'s end' : '') + ' (from ' +
       k.modules + ' modules and ' + k.optimizers + ' optimizers)', [
       table(['what', 'bytes', 'tensors'], split, 'classes-table'),
-      holders.length ? table(['parameter', 'itself', 'its gradient', 'its optimizer state'], holders, 'holders-table') : '',
-      sites.length ? table(['#', 'the rest', 'tensors', 'site'], sites, 'rest-table') : ''].filter(Boolean));
+      holders.length ? table(['parameter', 'itself', 'its gradient', 'its optimizer state'], holders, 'class-holders-table') : '',
+      sites.length ? table(['#', 'the rest', 'tensors', 'site'], sites, 'class-rest-table') : ''].filter(Boolean));
   }
 
   function render(report) {

@@ -1133,7 +1133,7 @@ def check_counters_now(report, what):
 def case_torch_model_classes():
     """Parameters, gradients and Adam's state by their parameters' names, and
     the leaking line as the rest's largest site: in a snapshot and at the end."""
-    _, _, reports, _, held = model_scenario("training", CUMEMTRACE_FORMAT="text,json")
+    _, _, reports, _, held = model_scenario("training", CUMEMTRACE_FORMAT="text,json,html")
     snapshots, end = reports.get("snapshot", []), reports.get("exit", [])
     if not check(len(snapshots) == 1 and len(end) == 1, f"a snapshot and the end: {reports}"):
         return
@@ -1156,6 +1156,27 @@ def case_torch_model_classes():
                             glob.glob(os.path.join(cases.LAST_DIR, "report-*[0-9].json"))[0]],
                            capture_output=True, text=True).stdout
     check(again == text, "read back from the JSON, the same text")
+    import exports
+    if not exports.find_browser():
+        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
+              "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
+        return
+    result, _ = exports.drive(glob.glob(os.path.join(cases.LAST_DIR, "report-*[0-9].html"))[0], """
+    function cells(id) {
+      return [].map.call(document.querySelectorAll('#' + id + ' tbody tr'), function (r) {
+        return [].map.call(r.cells, function (c) { return c.textContent; }); });
+    }
+    result.heading = document.querySelector('#classes h2').textContent;
+    result.split = cells('classes-table');
+    result.holders = cells('class-holders-table');
+    result.rest = cells('class-rest-table');""")
+    split = {row[0]: row[1] for row in result.get("split", [])}
+    check(split.get("parameters") == format_bytes(held["parameters"]) and
+          split.get("optimizer state") == format_bytes(held["optimizer_state"]),
+          f"the page's split: {result.get('split')} vs {held}")
+    check(any(row[0] == "encoder.layers.3.linear1.weight" for row in result.get("holders", [])) and
+          len(result.get("rest", [])) >= 1 and "program's end" in result.get("heading", ""),
+          f"the page names the parameters and the rest's sites: {result}")
 
 
 def check_model_oom(name, verdict):
