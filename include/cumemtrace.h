@@ -9,6 +9,12 @@
  *     lib.cumemtrace_mark(b"epoch 3")
  *     lib.cumemtrace_snapshot(b"/tmp/snap-%p")
  *
+ * From C, link libcumemtrace_api (`pkg-config --cflags --libs cumemtrace`),
+ * never libcumemtrace.so itself, which would trace every run: its calls do
+ * nothing in a program that is not traced (cumemtrace_version() returns
+ * NULL there), and reach the tracer in one that is, since the preloaded
+ * library's definitions come first.
+ *
  * All functions are safe to call from any thread. The pytest plugin
  * (python/cumemtrace_pytest) uses them to find tests that leave GPU memory
  * held. */
@@ -19,7 +25,8 @@
 extern "C" {
 #endif
 
-/* The library's version, e.g. "0.1.0". */
+/* The tracer's version, e.g. "0.1.0"; NULL from libcumemtrace_api when the
+ * tracer is not loaded. */
 const char *cumemtrace_version(void);
 
 /* Write a report of what is live now to `path` (a template like

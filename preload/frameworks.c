@@ -18,14 +18,19 @@
  * remembered by address range, so a program without PyTorch pays a few
  * compares per allocation.
  *
+ * The tracker library must be built for this very PyTorch: it is found in
+ * the per-user cache python/cumemtrace/torch_tracker.py builds into (by the
+ * same key), unless CUMEMTRACE_TORCH_TRACKER names one, or beside us.
  * Anything that stops it (no tracker library, one built for another PyTorch,
- * an allocator that refuses trackers, CUMEMTRACE_FRAMEWORKS=0) costs one line
- * and leaves the driver view, which the report then says it shows. */
+ * a cache another user can write, an allocator that refuses trackers,
+ * CUMEMTRACE_FRAMEWORKS=0) costs one line and leaves the driver view, which
+ * the report then says it shows. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,11 +135,13 @@ static void *apply_events(void *unused)
 
 /* ---- attaching ------------------------------------------------------------ */
 
-/* torch.__version__ of the PyTorch whose libc10_cuda.so is at `c10`: its
- * torch/version.py, one directory up from torch/lib. Read only if it is a
- * regular file and not a link (a FIFO or a device there is never waited on
- * or read), and only its first 4 KiB. */
-static int loaded_torch_version(const char *c10, char *version, size_t size)
+/* torch.__version__ and torch.version.git_version ("unknown" if absent) of
+ * the PyTorch whose libc10_cuda.so is at `c10`: its torch/version.py, one
+ * directory up from torch/lib. Read only if it is a regular file and not a
+ * link (a FIFO or a device there is never waited on or read), and only its
+ * first 4 KiB. */
+static int loaded_torch_version(const char *c10, char *version, size_t size, char *git,
+                                size_t git_size)
 {
     char path[4096];
     const char *slash = strrchr(c10, '/');
@@ -150,23 +157,89 @@ static int loaded_torch_version(const char *c10, char *version, size_t size)
     if (n <= 0)
         return -1;
     text[n] = '\0';
-    const char *at = strstr(text, "__version__ = '");
-    if (!at)
-        return -1;
-    at += strlen("__version__ = '");
-    size_t length = strcspn(at, "'\n");
-    if (at[length] != '\'' || length >= size)
-        return -1;
-    memcpy(version, at, length);
-    version[length] = '\0';
+    struct {
+        const char *name;
+        char *value;
+        size_t size;
+    } wanted[] = {{"__version__ = '", version, size}, {"git_version = '", git, git_size}};
+    snprintf(git, git_size, "unknown");
+    for (int i = 0; i < 2; i++) {
+        const char *at = strstr(text, wanted[i].name);
+        if (!at && i == 0)
+            return -1;
+        if (!at)
+            continue;
+        at += strlen(wanted[i].name);
+        size_t length = strcspn(at, "'\n");
+        if (at[length] != '\'' || length >= wanted[i].size)
+            return -1;
+        memcpy(wanted[i].value, at, length);
+        wanted[i].value[length] = '\0';
+    }
     return 0;
 }
 
-/* The tracker library: CUMEMTRACE_TORCH_TRACKER, else the one beside us. */
-static int tracker_path(char *path, size_t size)
+/* The file or directory at `path` is this user's alone: not a link, owned
+ * by us, writable by no one else (the tracer loads code from it). 0, or -1
+ * with why. */
+static int private_to_us(const char *path, int directory, char *why, size_t size)
 {
-    if (config.torch_tracker[0])
-        return snprintf(path, size, "%s", config.torch_tracker) < (int)size ? 0 : -1;
+    struct stat info;
+    if (lstat(path, &info) != 0)
+        return -1;
+    if (directory ? !S_ISDIR(info.st_mode) : !S_ISREG(info.st_mode))
+        snprintf(why, size, "%.200s is not a %s", path, directory ? "directory" : "file");
+    else if (info.st_uid != geteuid())
+        snprintf(why, size, "%.200s is owned by uid %u, not this user; refused", path,
+                 (unsigned)info.st_uid);
+    else if (info.st_mode & (S_IWGRP | S_IWOTH))
+        snprintf(why, size, "%.200s is writable by other users; refused", path);
+    else
+        return 0;
+    return -1;
+}
+
+/* The tracker for this PyTorch in the per-user cache that
+ * python/cumemtrace/torch_tracker.py builds: $XDG_CACHE_HOME/cumemtrace,
+ * else ~/.cache/cumemtrace, named by the same key it makes (the PyTorch's
+ * version and commit, the Python's version, the tracker's sources). 0 with
+ * `path` when it is there and private to us; 1 with `path` when it is not
+ * there; -1 with `why` when the cache is not ours alone. */
+static int cached_tracker(const char *version, const char *git, char *path, size_t size,
+                          char *why, size_t why_size)
+{
+    const char *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char folder[3072];
+    if (base && base[0] == '/')
+        snprintf(folder, sizeof(folder), "%.3000s/cumemtrace", base);
+    else if (home && home[0] == '/')
+        snprintf(folder, sizeof(folder), "%.3000s/.cache/cumemtrace", home);
+    else
+        return 1;
+    const char *(*python_version)(void) = real_dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    int major = 0, minor = 0;
+    char python[16] = "none";
+    if (python_version && sscanf(python_version(), "%d.%d", &major, &minor) == 2)
+        snprintf(python, sizeof(python), "%d.%d", major, minor);
+    char key[256];
+    snprintf(key, sizeof(key), "torch-%.100s-%.12s-py%s-%s", version, git, python,
+             CUMEMTRACE_TRACKER_SOURCES);
+    for (char *c = key; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              strchr(".+_-", *c)))
+            *c = '_';
+    snprintf(path, size, "%s/libcumemtrace_torch-%s.so", folder, key);
+    struct stat info;
+    if (lstat(folder, &info) != 0 || lstat(path, &info) != 0)
+        return 1;
+    if (private_to_us(folder, 1, why, why_size) < 0 || private_to_us(path, 0, why, why_size) < 0)
+        return -1;
+    return 0;
+}
+
+/* The tracker library beside us (a build tree's, or an installation's). */
+static int beside_us(char *path, size_t size)
+{
     Dl_info self;
     if (!dladdr((void *)&frameworks_probe, &self) || !self.dli_fname)
         return -1;
@@ -183,40 +256,90 @@ static void segments_only(const char *why)
              "segments", why);
 }
 
-/* Once, with probe_lock held, from inside PyTorch's allocator. */
+struct tracker_library {
+    const char *(*version)(void);
+    int (*attach)(torch_tracker_sink);
+    uint64_t (*operation)(void);
+};
+
+/* Load the tracker at `path` and check that it was built for PyTorch
+ * `loaded`: 0, or -1 with why. */
+static int load_tracker(const char *path, const char *loaded, struct tracker_library *t,
+                        char *why, size_t size)
+{
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    t->version = library ? real_dlsym(library, "torch_tracker_version") : NULL;
+    *(void **)&t->attach = library ? real_dlsym(library, "torch_tracker_attach") : NULL;
+    *(void **)&t->operation = library ? real_dlsym(library, "torch_tracker_operation") : NULL;
+    if (!t->version || !t->attach || !t->operation) {
+        const char *error = library ? "not a tracker library" : dlerror();
+        snprintf(why, size, "%.200s cannot be loaded (%.200s)", path, error ? error : "?");
+        return -1;
+    }
+    if (strcmp(loaded, t->version()) != 0) {
+        snprintf(why, size, "%.200s was built for PyTorch %.60s, this is %.60s", path,
+                 t->version(), loaded);
+        return -1;
+    }
+    return 0;
+}
+
+/* Once, with probe_lock held, from inside PyTorch's allocator. The tracker
+ * is CUMEMTRACE_TORCH_TRACKER, else the one cached for this PyTorch, else
+ * the one beside us; none of them: one line with the command that builds
+ * it (outside this process: it takes a compiler and seconds). */
 static void attach_torch(const char *c10)
 {
-    char why[160], path[4096], loaded[64];
+    char why[1024], path[4096], loaded[64], git[64];
     if (!config.frameworks) {
         tracker_cache_view(KIND_TORCH_TENSOR, CACHE_SEGMENTS, "CUMEMTRACE_FRAMEWORKS=0");
         return;
     }
-    if (tracker_path(path, sizeof(path)) < 0 || access(path, R_OK) != 0) {
-        segments_only("libcumemtrace_torch.so was not built for this PyTorch "
-                      "(scripts/build-torch-tracker.sh builds it)");
+    if (loaded_torch_version(c10, loaded, sizeof(loaded), git, sizeof(git)) < 0) {
+        segments_only("its torch/version.py cannot be read, so no tracker can be matched to it");
         return;
     }
-    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    const char *(*version)(void) = library ? real_dlsym(library, "torch_tracker_version") : NULL;
-    int (*attach)(torch_tracker_sink) =
-        library ? real_dlsym(library, "torch_tracker_attach") : NULL;
-    uint64_t (*operation)(void) = library ? real_dlsym(library, "torch_tracker_operation") : NULL;
-    if (!version || !attach || !operation) {
-        const char *error = library ? "not a tracker library" : dlerror();
-        snprintf(why, sizeof(why), "%.50s cannot be loaded (%.80s)", path, error ? error : "?");
-        segments_only(why);
-        return;
+    struct tracker_library t;
+    if (config.torch_tracker[0]) {
+        if (access(config.torch_tracker, R_OK) != 0) {
+            snprintf(why, sizeof(why), "%.200s (CUMEMTRACE_TORCH_TRACKER) was not built",
+                     config.torch_tracker);
+            segments_only(why);
+            return;
+        }
+        if (load_tracker(config.torch_tracker, loaded, &t, why, sizeof(why)) < 0) {
+            segments_only(why);
+            return;
+        }
+    } else {
+        int cached = cached_tracker(loaded, git, path, sizeof(path), why, sizeof(why));
+        if (cached < 0) {
+            segments_only(why);
+            return;
+        }
+        char beside[4096], beside_why[1024] = "";
+        if (cached == 1 && beside_us(beside, sizeof(beside)) == 0 && access(beside, R_OK) == 0 &&
+            load_tracker(beside, loaded, &t, beside_why, sizeof(beside_why)) == 0) {
+            cached = 2;     /* the one beside us fits */
+        } else if (cached == 1) {
+            char exe[4096] = "", command[4200] = "cumemtrace doctor";
+            ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+            const char *base = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+            if (base && strncmp(base + 1, "python", 6) == 0)
+                snprintf(command, sizeof(command), "cumemtrace doctor --python %s", exe);
+            snprintf(why, sizeof(why), "no tracker for PyTorch %.60s in %.300s%s%.200s "
+                     "(`%.200s` builds it, as `cumemtrace run` does)", loaded, path,
+                     beside_why[0] ? "; " : "", beside_why, command);
+            segments_only(why);
+            return;
+        }
+        if (cached == 0 && load_tracker(path, loaded, &t, why, sizeof(why)) < 0) {
+            segments_only(why);
+            return;
+        }
     }
-    if (loaded_torch_version(c10, loaded, sizeof(loaded)) < 0 ||
-        strcmp(loaded, version()) != 0) {
-        snprintf(why, sizeof(why), "libcumemtrace_torch.so was built for PyTorch %s, this is %s",
-                 version(), loaded_torch_version(c10, loaded, sizeof(loaded)) < 0
-                                ? "a PyTorch whose version.py cannot be read" : loaded);
-        segments_only(why);
-        return;
-    }
-    torch_operation = operation;
-    int status = attach(torch_event);
+    torch_operation = t.operation;
+    int status = t.attach(torch_event);
     if (status == TORCH_TRACKER_ATTACHED) {
         tracker_cache_view(KIND_TORCH_TENSOR, CACHE_BLOCKS, "");
         if (thread_start(apply_events, NULL, "cumemtrace-rec") != 0)

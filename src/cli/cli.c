@@ -8,6 +8,7 @@
  *   cumemtrace merge FILES...                        one view across ranks (cli_merge.c)
  *   cumemtrace live PID                              a running process (cli_live.c)
  *   cumemtrace symbolize DUMP                        a crash dump made a report
+ *   cumemtrace doctor                                what a run here records (cli_doctor.c)
  *
  * FILE is a JSON report or a crash dump (report_load.c tells them apart).
  * Every command parses its arguments with getopt_long (--opt=value works)
@@ -47,8 +48,10 @@ static const char run_usage[] =
     "  --signal SIG|off        the snapshot signal\n"
     "  --all-frames            hide no frame in the reports\n"
     "  -q, --quiet             no summary on stderr\n"
-    "It also puts the pytest plugin (cumemtrace_pytest) on PYTHONPATH:\n"
-    "  cumemtrace run -- python -m pytest -p cumemtrace_pytest --cuda-leaks\n"
+    "It also puts the Python packages (cumemtrace, the pytest plugin cumemtrace_pytest)\n"
+    "on PYTHONPATH, and first builds PyTorch's tracker for COMMAND's Python (COMMAND\n"
+    "itself if it is named python*, else python3) when none is cached:\n"
+    "  cumemtrace run -- python -m pytest --cuda-leaks\n"
     "Without a GPU, CUDA programs need the simulator built with the tests: run them\n"
     "with LD_LIBRARY_PATH=build/sim (scripts/demo.sh does).\n"
     "exit status: the command's own; 127 if it cannot be started, 1 usage error,\n"
@@ -104,57 +107,43 @@ static const struct option file_options[] = {
     {"all-frames", no_argument, NULL, 'a'},   {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
-/* libcumemtrace.so next to this program (a build tree) or in ../lib. */
-static int find_library(char *path, size_t size)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0)
-        return -1;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    const char *candidates[] = {"%s/libcumemtrace.so", "%s/../lib/libcumemtrace.so",
-                                "%s/../" CUMEMTRACE_LIBDIR "/libcumemtrace.so"};
-    for (unsigned i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-        snprintf(path, size, candidates[i], self);
-        if (access(path, R_OK) == 0)
-            return 0;
-    }
-    return -1;
-}
-
-/* The pytest plugin (python/cumemtrace_pytest), put on PYTHONPATH for the
- * traced program: from the source tree of a build, or installed beside the
- * library (share/cumemtrace/python). */
+/* The Python packages (the pytest plugin cumemtrace_pytest, cumemtrace's
+ * mark() and snapshot()) on PYTHONPATH for the traced program, after what
+ * is there, and the plugin in what pytest loads. */
 static void add_python_path(void)
 {
-    char self[PATH_MAX], folder[PATH_MAX * 2];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0)
+    char folder[PATH_MAX];
+    if (cli_python_folder(folder, sizeof(folder)) < 0)
         return;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash)
+    const char *old = getenv("PYTHONPATH");
+    char path[PATH_MAX * 4];
+    snprintf(path, sizeof(path), "%s%s%s", old && *old ? old : "", old && *old ? ":" : "",
+             folder);
+    setenv("PYTHONPATH", path, 1);
+    /* pytest loads the plugin, whichever way cumemtrace was installed (a
+     * pip install registers it too, by the same name: loaded once). */
+    const char *options = getenv("PYTEST_ADDOPTS");
+    snprintf(path, sizeof(path), "%s%s-p cumemtrace_pytest", options && *options ? options : "",
+             options && *options ? " " : "");
+    setenv("PYTEST_ADDOPTS", path, 1);
+}
+
+/* Before the traced program starts: the PyTorch tracker for its Python,
+ * built into the cache if missing (torch_tracker.py; it says in one line
+ * what it builds, or why it cannot). Never in the way of the run: a Python
+ * that is not there, no PyTorch, or a failed build leave the program to run
+ * with PyTorch's cache segments only. Skipped where the tracer would not
+ * look in the cache (CUMEMTRACE_TORCH_TRACKER) or for PyTorch at all. */
+static void ensure_torch_tracker(const char *program)
+{
+    const char *frameworks = getenv("CUMEMTRACE_FRAMEWORKS");
+    const char *enable = getenv("CUMEMTRACE_ENABLE");
+    const char *tracker = getenv("CUMEMTRACE_TORCH_TRACKER");
+    if ((frameworks && strcmp(frameworks, "0") == 0) || (enable && strcmp(enable, "0") == 0) ||
+        (tracker && *tracker))
         return;
-    *slash = '\0';
-    const char *candidates[] = {"%s/../" CUMEMTRACE_DATADIR "/cumemtrace/python",
-                                CUMEMTRACE_SOURCE_DIR "/python%.0s"};
-    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-        snprintf(folder, sizeof(folder), candidates[i], self);
-        char init[PATH_MAX * 2 + 64];
-        snprintf(init, sizeof(init), "%s/cumemtrace_pytest/__init__.py", folder);
-        if (access(init, R_OK) != 0)
-            continue;
-        const char *old = getenv("PYTHONPATH");
-        char path[PATH_MAX * 4];
-        snprintf(path, sizeof(path), "%s%s%s", old && *old ? old : "", old && *old ? ":" : "",
-                 folder);
-        setenv("PYTHONPATH", path, 1);
-        return;
-    }
+    const char *args[] = {"ensure", "--quiet", NULL};
+    cli_tracker_helper(cli_traced_python(program), args, NULL, 0);
 }
 
 static int command_run(int argc, char **argv)
@@ -200,7 +189,7 @@ static int command_run(int argc, char **argv)
         return cli_usage_error("run", "no command to run", NULL);
 
     char library[PATH_MAX];
-    if (find_library(library, sizeof(library)) < 0) {
+    if (cli_find_library(library, sizeof(library)) < 0) {
         fprintf(stderr, "cumemtrace: cannot find libcumemtrace.so next to this program or in "
                         "../lib\n");
         return CLI_UNREADABLE;
@@ -210,6 +199,7 @@ static int command_run(int argc, char **argv)
     char preload[PATH_MAX * 2];
     snprintf(preload, sizeof(preload), "%s%s%s", old ? old : "", old && *old ? " " : "",
              library);
+    ensure_torch_tracker(argv[optind]);
     setenv("LD_PRELOAD", preload, 1);
     add_python_path();
     execvp(argv[optind], argv + optind);
@@ -438,6 +428,7 @@ static const struct command {
      command_merge},
     {"live", live_usage, "a traced process's memory, refreshed every second", command_live},
     {"symbolize", symbolize_usage, "a crash dump made a report", command_symbolize},
+    {"doctor", doctor_usage, "what a run here records, and why", command_doctor},
 };
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
 

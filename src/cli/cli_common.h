@@ -9,6 +9,7 @@
 #ifndef CUMEMTRACE_CLI_COMMON_H
 #define CUMEMTRACE_CLI_COMMON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "output.h"
@@ -115,7 +116,23 @@ int cli_parse_compare(const char *command, const char *usage, int argc, char **a
 /* The commands of cli_diff.c, cli_merge.c and cli_live.c, and their usage texts (the
  * first line, "usage: cumemtrace NAME ...", is the synopsis). argv[0] is
  * the command's name. */
-extern const char diff_usage[], merge_usage[], live_usage[];
+/* The installation's parts, found from this program's path (cli_install.c):
+ * libcumemtrace.so; the folder of the Python packages (cumemtrace,
+ * cumemtrace_pytest). 0, or -1 when not found. */
+int cli_find_library(char *path, size_t size);
+int cli_python_folder(char *folder, size_t size);
+/* Runs `PYTHON .../cumemtrace/torch_tracker.py ARGS...` (args ends with
+ * NULL; at most 13) and waits: its standard output into `output` (up to
+ * size - 1 bytes, NUL-terminated; the rest read and dropped) or, with
+ * output NULL, the command's own. Its exit status; -1 when it could not run
+ * (errno ENOENT: no such Python, or no helper installed). */
+int cli_tracker_helper(const char *python, const char *const *args, char *output, size_t size);
+/* The Python a traced command runs: the command itself when its name
+ * starts with "python", else python3 (found on PATH). */
+const char *cli_traced_python(const char *program);
+
+extern const char diff_usage[], merge_usage[], live_usage[], doctor_usage[];
+int command_doctor(int argc, char **argv);
 int command_diff(int argc, char **argv);
 int command_merge(int argc, char **argv);
 int command_live(int argc, char **argv);     /* cli_live.c */

@@ -167,6 +167,17 @@ static void choose_layout(void)
                  "from 3.13 on)", major, minor);
 }
 
+int python_layout_known(int major, int minor, char *known, size_t size)
+{
+    const size_t count = sizeof(python_layouts) / sizeof(python_layouts[0]);
+    snprintf(known, size, "%d.%d to %d.%d", python_layouts[0].major, python_layouts[0].minor,
+             python_layouts[count - 1].major, python_layouts[count - 1].minor);
+    for (size_t i = 0; i < count; i++)
+        if (python_layouts[i].major == major && python_layouts[i].minor == minor)
+            return 1;
+    return 0;
+}
+
 static void look_up(void)
 {
     available = -1;

@@ -2,6 +2,7 @@
 #ifndef CUMEMTRACE_PYTHON_H
 #define CUMEMTRACE_PYTHON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* A Python frame in a stack: no return address has these top bits set. */
@@ -33,6 +34,12 @@ uintptr_t python_frame_at(const void *code, int offset);
 void python_fork_prepare(void);
 void python_fork_parent(void);
 void python_fork_child(void);
+
+/* Whether CPython major.minor's frames are read from the interpreter's
+ * structures on every thread, the GIL held or not (its layout is known);
+ * `known` gets the versions that are ("3.10 to 3.13"). For `cumemtrace
+ * doctor`. */
+int python_layout_known(int major, int minor, char *known, size_t size);
 
 /* The location of a tagged frame; NULL if it is not one we know. */
 const struct python_location *python_location(uintptr_t tagged);
