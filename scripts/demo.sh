@@ -6,6 +6,7 @@
 # see is produced by the real interposition paths either way.
 set -eu
 cd "$(dirname "$0")/.."
+echo "demo: setting up, then building cumemtrace, the CUDA simulator and the examples in build/"
 scripts/setup.sh build
 out=${CUMEMTRACE_DEMO_DIR:-build/demo}
 mkdir -p "$out"

@@ -168,7 +168,7 @@ def cuda_headers():
             places.append(os.path.join(entry, "nvidia", "cuda_runtime", "include"))
     for place in places:
         if os.path.isfile(os.path.join(place, "cuda_runtime_api.h")):
-            return os.path.realpath(place)
+            return os.path.normpath(place)
     raise TrackerError("CUDA's headers (cuda_runtime_api.h) are in none of CUDA_HOME, "
                        "/usr/local/cuda, nvcc's toolkit or pip's nvidia packages: set CUDA_HOME, "
                        "or pip install nvidia-cuda-runtime")
@@ -260,6 +260,7 @@ def ensure(torch, say=print):
         if os.path.lexists(path):        # another build finished while we waited
             private(path, "file")
             return path, False, None
+        compiler(), cuda_headers()      # what is missing said alone, before building
         say(f"{PREFIX}building libcumemtrace_torch.so for PyTorch {torch[1]}, once "
             f"(into {folder})")
         base = path[:-len(".so")]

@@ -3,11 +3,13 @@
 The GPU counterpart of pytest-memray's limits, for a test suite run under the
 tracer:
 
-    cumemtrace run -- python -m pytest -p cumemtrace_pytest --cuda-leaks tests/
+    cumemtrace run -- python -m pytest --cuda-leaks tests/
 
-(`cumemtrace run` puts this package's folder on PYTHONPATH; with LD_PRELOAD
-instead, add python/ of the source tree, or share/cumemtrace/python of an
-installation, yourself.)
+(`cumemtrace run` puts this package's folder on PYTHONPATH and has pytest
+load it; `pip install` registers it with pytest, so `-p` is not needed there;
+with LD_PRELOAD instead, add python/ of the source tree, or
+share/cumemtrace/python of an installation, to PYTHONPATH and `-p
+cumemtrace_pytest` yourself.)
 
 --cuda-leaks
     A test fails when memory it allocated is still held after it: live after
@@ -19,6 +21,9 @@ installation, yourself.)
     once is forgiven, a list it appends to every time is not.
 --cuda-leaks-below=SIZE
     Less than SIZE per test is not a leak (default 0; "64K", "1 MiB", ...).
+Each can also be set in pytest.ini ([pytest]), pyproject.toml
+([tool.pytest.ini_options]), tox.ini or setup.cfg: cuda_leaks = true,
+cuda_leaks_repeat = N, cuda_leaks_below = SIZE; the command line wins.
 @pytest.mark.cuda_leaks(allowed="8 MiB")
     This much is allowed to one test; @pytest.mark.cuda_leaks(False) leaves a
     test unchecked; @pytest.mark.cuda_leaks(True) (or no argument) checks it
@@ -73,24 +78,38 @@ def format_bytes(count):
 
 def pytest_addoption(parser):
     group = parser.getgroup("cumemtrace", "GPU memory held by tests (cumemtrace)")
-    group.addoption("--cuda-leaks", action="store_true", default=False,
+    group.addoption("--cuda-leaks", action="store_true", default=None,
                     help="fail a test after which GPU memory it allocated is still held")
-    group.addoption("--cuda-leaks-repeat", type=int, default=0, metavar="N",
+    group.addoption("--cuda-leaks-repeat", type=int, default=None, metavar="N",
                     help="run each test N more times; fail it if what it holds grows every time")
-    group.addoption("--cuda-leaks-below", default="0", metavar="SIZE",
+    group.addoption("--cuda-leaks-below", default=None, metavar="SIZE",
                     help="less than SIZE per test is not a leak (default 0)")
+    parser.addini("cuda_leaks", "as --cuda-leaks", type="bool", default=False)
+    parser.addini("cuda_leaks_repeat", "as --cuda-leaks-repeat", default="0")
+    parser.addini("cuda_leaks_below", "as --cuda-leaks-below", default="0")
+
+
+def setting(config, name):
+    """--NAME on the command line, else NAME in pytest.ini, pyproject.toml's
+    [tool.pytest.ini_options], tox.ini or setup.cfg."""
+    given = config.getoption("--" + name.replace("_", "-"))
+    return given if given is not None else config.getini(name)
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda_leaks(allowed=SIZE): GPU memory a test may leave "
                             "held (cuda_leaks(False): not checked; cuda_leaks(True): none)")
-    checking = config.getoption("--cuda-leaks") or config.getoption("--cuda-leaks-repeat") > 0
+    try:
+        repeat = int(setting(config, "cuda_leaks_repeat"))
+    except ValueError:
+        raise pytest.UsageError("cuda_leaks_repeat takes a count, 0 or more")
+    checking = setting(config, "cuda_leaks") or repeat > 0
     if not checking:
         return
-    if config.getoption("--cuda-leaks-repeat") < 0:
+    if repeat < 0:
         raise pytest.UsageError("--cuda-leaks-repeat takes a count, 0 or more")
     try:
-        below = parse_size(config.getoption("--cuda-leaks-below"))
+        below = parse_size(setting(config, "cuda_leaks_below"))
     except ValueError as error:
         raise pytest.UsageError(f"--cuda-leaks-below: {error}")
     tracer = Tracer.find()
@@ -98,7 +117,7 @@ def pytest_configure(config):
         raise pytest.UsageError("--cuda-leaks needs the tracer: run pytest under "
                                 "`cumemtrace run -- python -m pytest ...` (or with "
                                 "LD_PRELOAD=libcumemtrace.so)")
-    config.pluginmanager.register(LeakChecker(tracer, config, below), "cumemtrace-leaks")
+    config.pluginmanager.register(LeakChecker(tracer, config, below, repeat), "cumemtrace-leaks")
 
 
 class Tracer:
@@ -179,10 +198,10 @@ def describe(report, grown, limit=5):
 
 
 class LeakChecker:
-    def __init__(self, tracer, config, below):
+    def __init__(self, tracer, config, below, repeat):
         self.tracer = tracer
-        self.strict = config.getoption("--cuda-leaks")
-        self.repeat = config.getoption("--cuda-leaks-repeat")
+        self.strict = bool(setting(config, "cuda_leaks"))
+        self.repeat = repeat
         self.below = below
         self.problems = {}                # nodeid -> the failure's text
 
