@@ -6,8 +6,10 @@ pyproject.toml holds the rest of the package's description.
 
 Only setuptools, wheel and CMake: no network, no build isolation needed.
 CMAKE_BUILD_PARALLEL_LEVEL sets the build's jobs (default: the CPUs),
-CMAKE_BUILD_TYPE its type (default RelWithDebInfo), CUDAToolkit_ROOT where
-CUDA's headers are."""
+CMAKE_BUILD_TYPE its type (default RelWithDebInfo), CUDAToolkit_ROOT a CUDA
+toolkit to take the headers from (else they are looked for as the PyTorch
+tracker's builder looks: pip's NVIDIA packages will do)."""
+import importlib.util
 import os
 import re
 import shutil
@@ -25,6 +27,22 @@ def version():
     """The project's version, from CMakeLists.txt (its one place)."""
     with open(os.path.join(HERE, "CMakeLists.txt")) as handle:
         return re.search(r"project\(cumemtrace VERSION ([0-9.]+)", handle.read()).group(1)
+
+
+def cuda_headers():
+    """CUDA's headers where the PyTorch tracker's builder finds them
+    (python/cumemtrace/torch_tracker.py: CUDA_HOME, /usr/local/cuda, nvcc's
+    toolkit, pip's NVIDIA packages), when cuda.h is there too; else None,
+    and CMake looks for a toolkit."""
+    spec = importlib.util.spec_from_file_location(
+        "cumemtrace_tracker_builder", os.path.join(HERE, "python", "cumemtrace", "torch_tracker.py"))
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    try:
+        headers = builder.cuda_headers()
+    except builder.TrackerError:
+        return None
+    return headers if os.path.isfile(os.path.join(headers, "cuda.h")) else None
 
 
 class build_native(Command):
@@ -45,13 +63,18 @@ class build_native(Command):
         if not cmake:
             raise SystemExit("cumemtrace: CMake is needed to build it (apt-get install cmake)")
         build_dir = os.path.abspath(os.path.join(self.build_temp, "cmake"))
+        if os.environ.get("CUDAToolkit_ROOT"):
+            cuda = [f"-DCUDAToolkit_ROOT={os.environ['CUDAToolkit_ROOT']}"]
+        else:
+            headers = cuda_headers()
+            cuda = [f"-DCUMEMTRACE_CUDA_INCLUDE_DIRS={headers}"] if headers else []
+            if headers:
+                self.announce(f"cumemtrace: CUDA's headers from {headers}", level=2)
         prefix = os.path.abspath(os.path.join(self.build_lib, "cumemtrace", "_prefix"))
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
         steps = [[cmake, "-S", HERE, "-B", build_dir, "-DCUMEMTRACE_TESTS=OFF",
                   "-DCMAKE_BUILD_TYPE=" + (os.environ.get("CMAKE_BUILD_TYPE") or "RelWithDebInfo"),
-                  "-DCMAKE_INSTALL_LIBDIR=lib"]
-                 + ([f"-DCUDAToolkit_ROOT={os.environ['CUDAToolkit_ROOT']}"]
-                    if os.environ.get("CUDAToolkit_ROOT") else []),
+                  "-DCMAKE_INSTALL_LIBDIR=lib", *cuda],
                  [cmake, "--build", build_dir, "-j", jobs],
                  [cmake, "--install", build_dir, "--prefix", prefix]]
         shutil.rmtree(prefix, ignore_errors=True)
