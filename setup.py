@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 from setuptools import Command, setup
 from setuptools.command.build import build
@@ -69,7 +70,7 @@ class build_native(Command):
             headers = cuda_headers()
             cuda = [f"-DCUMEMTRACE_CUDA_INCLUDE_DIRS={headers}"] if headers else []
             if headers:
-                self.announce(f"cumemtrace: CUDA's headers from {headers}", level=2)
+                print(f"cumemtrace: CUDA's headers from {headers}", file=sys.stderr, flush=True)
         prefix = os.path.abspath(os.path.join(self.build_lib, "cumemtrace", "_prefix"))
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
         steps = [[cmake, "-S", HERE, "-B", build_dir, "-DCUMEMTRACE_TESTS=OFF",
@@ -79,7 +80,7 @@ class build_native(Command):
                  [cmake, "--install", build_dir, "--prefix", prefix]]
         shutil.rmtree(prefix, ignore_errors=True)
         for step in steps:
-            self.announce(" ".join(step), level=2)
+            print(" ".join(step), file=sys.stderr, flush=True)
             subprocess.check_call(step)
 
 

@@ -93,8 +93,8 @@ void stack_init(void *(*lookup)(void *handle, const char *name))
         return;
     void *libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!libunwind) {
-        log_line("cannot load libunwind.so.8 (%s); blocks are recorded without stacks",
-                 dlerror());
+        log_line("cannot load libunwind.so.8 (%s); blocks are recorded without stacks "
+                 "(install libunwind8)", dlerror());
         return;
     }
     int (*set_caching)(unw_addr_space_t, int) =

@@ -156,8 +156,13 @@ static int load_libdw(struct libdw *dw, void *(*lookup)(void *, const char *))
     if (!lookup)
         return -1;
     dw->handle = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!dw->handle)
+    if (!dw->handle) {
+        static int said;    /* once a process: what it does without */
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            log_line("cannot load libdw.so.1 (elfutils); native frames are named by function "
+                     "and module+offset, without file and line (install libdw1)");
         return -1;
+    }
     void *find_elf = lookup(dw->handle, "dwfl_linux_proc_find_elf");
     void *find_debuginfo = lookup(dw->handle, "dwfl_standard_find_debuginfo");
     *(void **)&dw->begin = lookup(dw->handle, "dwfl_begin");
