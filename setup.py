@@ -35,8 +35,8 @@ def cuda_headers():
     (python/cumemtrace/torch_tracker.py: CUDA_HOME, /usr/local/cuda, nvcc's
     toolkit, pip's NVIDIA packages), when cuda.h is there too; else None,
     and CMake looks for a toolkit."""
-    spec = importlib.util.spec_from_file_location(
-        "cumemtrace_tracker_builder", os.path.join(HERE, "python", "cumemtrace", "torch_tracker.py"))
+    path = os.path.join(HERE, "python", "cumemtrace", "torch_tracker.py")
+    spec = importlib.util.spec_from_file_location("cumemtrace_tracker_builder", path)
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
     try:

@@ -53,10 +53,13 @@ def run_arguments(arguments):
     return [*options, "--", sys.executable, *rest]
 
 
-def main(arguments=None):
+def main(arguments=None, interpreter=False):
+    """Hand `arguments` (sys.argv's) to the cumemtrace program. With
+    `interpreter` (python -m cumemtrace), `run` runs this Python and
+    `doctor` asks about it; the installed command passes them unchanged."""
     arguments = sys.argv[1:] if arguments is None else arguments
     binary = program()
-    if __name__ == "__main__" and arguments[:1] == ["run"]:
+    if interpreter and arguments[:1] == ["run"]:
         if "-h" in arguments[1:2] or "--help" in arguments[1:2]:
             print("usage: python -m cumemtrace run [OPTIONS] [--] SCRIPT|-m MODULE|-c CODE "
                   "[ARGS...]\n\nRuns this Python under the tracer; OPTIONS are those of "
@@ -68,7 +71,7 @@ def main(arguments=None):
                 sys.exit("usage: python -m cumemtrace run [OPTIONS] [--] SCRIPT|-m MODULE|"
                          "-c CODE [ARGS...]")
             arguments = ["run", *rest]
-    if __name__ == "__main__" and arguments[:1] == ["doctor"] and sys.executable:
+    if interpreter and arguments[:1] == ["doctor"] and sys.executable:
         arguments = ["doctor", "--python", sys.executable, *arguments[1:]]
     try:
         os.execv(binary, [binary, *arguments])
@@ -77,4 +80,4 @@ def main(arguments=None):
 
 
 if __name__ == "__main__":
-    main()
+    main(interpreter=True)

@@ -104,9 +104,10 @@ static void python_lines(const char *python, int build)
             }
             const char *bar = strstr(rest, " | ");
             int tracked = bar && strncmp(bar + 3, "tracker ", 8) == 0;
-            snprintf(text, sizeof(text), "%.*s: %s; %s", bar ? (int)(bar - rest) : (int)strlen(rest),
-                     rest, tracked ? "tensors recorded one by one"
-                                   : "cache segments only, not its tensors",
+            int length = bar ? (int)(bar - rest) : (int)strlen(rest);
+            snprintf(text, sizeof(text), "%.*s: %s; %s", length, rest,
+                     tracked ? "tensors recorded one by one"
+                             : "cache segments only, not its tensors",
                      bar ? bar + 3 : "");
             line("PyTorch", text);
         } else if (strncmp(fact, "cupy ", 5) == 0 || strncmp(fact, "jax ", 4) == 0) {

@@ -80,6 +80,15 @@ tar -C "$checkout" --exclude=./build --exclude='./build-*' --exclude=./.git -cf 
     tar -C "$work/checkout" -xf -
 "$python" -m venv --system-site-packages "$work/venv" || { fail "python -m venv"; exit 1; }
 venv_python="$work/venv/bin/python"
+if ! "$venv_python" -c "import torch" 2>/dev/null; then
+    # PYTHON is itself a virtualenv's, whose packages --system-site-packages
+    # does not reach: its site directories, named in a .pth file, do.
+    "$python" -c "import sys; print('\n'.join(p for p in sys.path if p.endswith('-packages')))" \
+        > "$("$venv_python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/machine-torch.pth"
+    echo "note: $python is a virtualenv's; its site-packages reached through a .pth file"
+fi
+"$venv_python" -c "import torch" 2>/dev/null && pass "the virtualenv imports the machine's torch" ||
+    { fail "the virtualenv cannot import torch"; exit 1; }
 if "$venv_python" -m pip install -v --no-build-isolation --no-index "$work/checkout" \
        > "$work/pip.log" 2>&1; then
     pass "pip install --no-build-isolation --no-index (log: $work/pip.log)"

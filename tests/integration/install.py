@@ -183,7 +183,7 @@ def case_tracker_concurrent():
     check(compiled(scratch) == 1, f"built once: {compiled(scratch)} compiler runs")
     check(len(trackers(cache)) == 1 and
           not glob.glob(os.path.join(cache, "cumemtrace", ".build-*")),
-          f"one library in the cache, no partial file: {os.listdir(os.path.join(cache, 'cumemtrace'))}")
+          f"one library, no partial file: {os.listdir(os.path.join(cache, 'cumemtrace'))}")
     check(sum("building" in err for _, _, err in results) == 1,
           f"one says it builds: {[err for _, _, err in results]!r}")
 
@@ -312,7 +312,8 @@ def case_pip_install():
     if not check(installed.returncode == 0 and os.access(command, os.X_OK),
                  f"pip install: {installed.stdout[-1500:]} {installed.stderr[-1500:]}"):
         return
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"],
+    site = subprocess.run([python, "-c",
+                           "import sysconfig; print(sysconfig.get_paths()['platlib'])"],
                           capture_output=True, text=True).stdout.strip()
     cache = os.path.join(scratch, "cache")
     path = f"{os.path.join(venv, 'bin')}:{os.environ.get('PATH', '')}"
