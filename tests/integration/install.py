@@ -292,6 +292,10 @@ def case_pip_install():
     installed command, python -m cumemtrace (building the tracker on its
     first run only), cumemtrace doctor and pytest --cuda-leaks."""
     need_stand_in()
+    if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
+        # pip builds its own library, never this build's sanitized one.
+        print("a sanitizer build: pip's own build would be tried again, unsanitized; not run")
+        sys.exit(77)
     scratch = tempfile.mkdtemp()
     checkout, venv = os.path.join(scratch, "checkout"), os.path.join(scratch, "venv")
     checkout_copy(checkout)
