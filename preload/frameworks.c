@@ -296,7 +296,8 @@ static void attach_torch(const char *c10)
         return;
     }
     if (loaded_torch_version(c10, loaded, sizeof(loaded), git, sizeof(git)) < 0) {
-        segments_only("its torch/version.py cannot be read, so no tracker can be matched to it");
+        segments_only("this is a PyTorch whose version.py cannot be read: no tracker can be "
+                      "matched to it");
         return;
     }
     struct tracker_library t;
