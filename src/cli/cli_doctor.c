@@ -87,13 +87,15 @@ static void python_lines(const char *python, int build)
     for (char *fact = strtok(facts, "\n"); fact; fact = strtok(NULL, "\n")) {
         int major, minor, micro, n = 0;
         if (sscanf(fact, "python %d.%d.%d %n", &major, &minor, &micro, &n) == 3 && n) {
-            char known[32];
-            int direct = python_layout_known(major, minor, known, sizeof(known));
+            char known[128];
+            int how = python_layout_known(major, minor, known, sizeof(known));
             snprintf(text, sizeof(text), "%d.%d.%d (%s): %s", major, minor, micro, fact + n,
-                     direct ? "Python frames on every thread, the GIL held or not"
-                            : "Python frames only where the allocating thread holds the GIL "
-                              "(read on every thread for ");
-            if (!direct)
+                     how == 2 ? "Python frames on every thread, the GIL held or not, at the "
+                                "offsets this interpreter publishes (checked as it starts)"
+                     : how == 1 ? "Python frames on every thread, the GIL held or not"
+                                : "Python frames only where the allocating thread holds the "
+                                  "GIL (read on every thread for ");
+            if (!how)
                 snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s)", known);
             line("Python", text);
         } else if (strncmp(fact, "torch ", 6) == 0) {

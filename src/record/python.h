@@ -35,10 +35,11 @@ void python_fork_prepare(void);
 void python_fork_parent(void);
 void python_fork_child(void);
 
-/* Whether CPython major.minor's frames are read from the interpreter's
- * structures on every thread, the GIL held or not (its layout is known);
- * `known` gets the versions that are ("3.10 to 3.13"). For `cumemtrace
- * doctor`. */
+/* How CPython major.minor's frames are read on every thread, the GIL held
+ * or not: 2 from the offsets the interpreter publishes (3.13 on; checked
+ * when it starts, see choose_layout), 1 from the layout known for it, 0 not
+ * at all (only where the thread holds the GIL). `known` gets what is read
+ * for which versions. For `cumemtrace doctor`. */
 int python_layout_known(int major, int minor, char *known, size_t size);
 
 /* The location of a tagged frame; NULL if it is not one we know. */

@@ -270,6 +270,42 @@ def case_tracker_missing_says_command():
     check(reports and torch_view(reports[0]) == "segments", "the segment view")
 
 
+def case_doctor_answers():
+    """doctor on one screen: a Python whose frames are read on any thread,
+    one read only with the GIL (a stand-in Python that answers as 3.9), one
+    that cannot be run; a PyTorch without a cached tracker (--no-build)."""
+    need_stand_in()
+    scratch = tempfile.mkdtemp()
+    site = os.path.join(scratch, "site")
+    stand_in_torch(site)
+    command = os.path.join(cases.ARGS.build, "cumemtrace")
+    env = {"PYTHONPATH": site, "XDG_CACHE_HOME": os.path.join(scratch, "cache"),
+           "CUMEMTRACE_NO_SYSTEM_CUDA": "1", "CUDA_HOME": ""}
+    out, err, _, _ = run(command, ["doctor", "--no-build", "--python", sys.executable], env=env,
+                         preload=False)
+    lines = out.splitlines()
+    check(lines[0].startswith("cumemtrace ") and len(lines) == 9 and err == "",
+          f"one line per part: {out!r} {err!r}")
+    check(f"  library      {os.path.realpath(cases.ARGS.build)}/libcumemtrace.so" in lines,
+          f"the library: {out!r}")
+    check(any(l.startswith("  Python       3.") and "Python frames on every thread" in l
+              for l in lines), f"this Python's frames: {out!r}")
+    check(any(l.startswith("  PyTorch      0.0.0+sim ") and "cache segments only" in l and
+              "no tracker: none cached" in l for l in lines), f"PyTorch, nothing cached: {out!r}")
+    check("  CUDA driver  CUDA " in out, f"the simulator's driver: {out!r}")
+    old = os.path.join(scratch, "python3.9")
+    with open(old, "w") as handle:
+        handle.write("#!/bin/sh\nprintf 'python 3.9.18 /usr/bin/python3.9\\ntorch none\\n"
+                     "cupy none\\njax none\\n'\n")
+    os.chmod(old, 0o755)
+    out, err, _, _ = run(command, ["doctor", "--python", old], preload=False)
+    check(any("3.9.18" in l and "only where the allocating thread holds the GIL" in l
+              for l in out.splitlines()), f"a Python read only with the GIL: {out!r}")
+    out, err, _, _ = run(command, ["doctor", "--python", "/nonexistent/python3"], preload=False)
+    check(any(l.startswith("  Python       /nonexistent/python3 cannot be run")
+              for l in out.splitlines()), f"a Python that is not there: {out!r}")
+
+
 # ---- pip install ----------------------------------------------------------------
 
 def checkout_copy(target):
