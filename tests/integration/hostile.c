@@ -35,6 +35,9 @@
  *   fds                 prints "first D E": the first free descriptor before
  *                       its first CUDA call and after it; then takes every
  *                       descriptor there is (RLIMIT_NOFILE 64) and exits
+ *   address-cap         holds a block, caps its address space (RLIMIT_AS) a
+ *                       little above what it has, mallocs until refused,
+ *                       then exits 0
  *   small-altstack      its own SIGSEGV handler on a 4 KiB alternate stack
  *                       (installed first), then a stack overflow: the handler
  *                       prints "handler ran" and exits 3
@@ -265,6 +268,19 @@ int main(int argc, char **argv)
         if (setrlimit(RLIMIT_NOFILE, &limit) < 0)
             return 14;
         while (open("/dev/null", O_RDONLY) >= 0)
+            ;
+    } else if (strcmp(mode, "address-cap") == 0) {
+        hold(1 << 20);
+        unsigned long pages = 0;
+        FILE *statm = fopen("/proc/self/statm", "r");
+        if (!statm || fscanf(statm, "%lu", &pages) != 1)
+            return 16;
+        fclose(statm);
+        rlim_t cap = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (4 << 20);
+        struct rlimit limit = {cap, cap};
+        if (setrlimit(RLIMIT_AS, &limit) < 0)
+            return 17;
+        while ((kept = malloc(1 << 16)) != NULL)
             ;
     } else if (strcmp(mode, "small-altstack") == 0) {
         stack_t alternate = {.ss_sp = malloc(4096), .ss_size = 4096, .ss_flags = 0};

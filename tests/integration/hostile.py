@@ -661,6 +661,38 @@ def case_pytest_marker_true():
           f"cuda_leaks(True) allows nothing:\n{text[-2000:]}")
 
 
+def run_in_directory(mode, traced=True):
+    """`hostile MODE` in a directory of its own, traced or not (a
+    sanitizer's runtime preloaded either way); (completed, directory)."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
+    env = environment(directory)
+    if not traced:
+        env["LD_PRELOAD"] = os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST", "")
+    completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), mode], cwd=directory,
+                               env=env, capture_output=True, text=True, timeout=120)
+    return completed, directory
+
+
+def case_address_cap():
+    """A program that caps its address space and then takes all of it: it
+    ends as it does untraced, and its memory is on record: the dump, made
+    ahead and written without memory, in place of the report there was no
+    memory for (said in one line). Where it cannot end well untraced
+    (ASan's allocator under a cap), the traced one ends the same way."""
+    untraced, _ = run_in_directory("address-cap", traced=False)
+    traced, directory = run_in_directory("address-cap")
+    check(traced.returncode == untraced.returncode,
+          f"exit status {traced.returncode}, untraced {untraced.returncode}")
+    if untraced.returncode != 0:
+        print(f"untraced it ends with {untraced.returncode}: the same end checked")
+        return
+    names = os.listdir(directory)
+    lines = [line for line in traced.stderr.splitlines() if "exit report" in line]
+    check(any(n.endswith(".json") for n in names) or
+          (any(n.endswith(".dump") for n in names) and
+           any("a dump written in its place" in line for line in lines)),
+          f"the report or the dump in its place: {names} {lines}")
+
 CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":
