@@ -36,8 +36,8 @@
  *                       its first CUDA call and after it; then takes every
  *                       descriptor there is (RLIMIT_NOFILE 64) and exits
  *   address-cap         holds a block, caps its address space (RLIMIT_AS) a
- *                       little above what it has, mallocs until refused,
- *                       then exits 0
+ *                       little above what it has, mallocs until refused (1
+ *                       GiB at most), then exits 0
  *   small-altstack      its own SIGSEGV handler on a 4 KiB alternate stack
  *                       (installed first), then a stack overflow: the handler
  *                       prints "handler ran" and exits 3
@@ -280,8 +280,8 @@ int main(int argc, char **argv)
         struct rlimit limit = {cap, cap};
         if (setrlimit(RLIMIT_AS, &limit) < 0)
             return 17;
-        while ((kept = malloc(1 << 16)) != NULL)
-            ;
+        for (int i = 0; i < 16384 && (kept = malloc(1 << 16)) != NULL; i++)
+            ;       /* 1 GiB at most, should the cap not bite */
     } else if (strcmp(mode, "small-altstack") == 0) {
         stack_t alternate = {.ss_sp = malloc(4096), .ss_size = 4096, .ss_flags = 0};
         struct sigaction action;

@@ -677,8 +677,12 @@ def case_address_cap():
     """A program that caps its address space and then takes all of it: it
     ends as it does untraced, and its memory is on record: the dump, made
     ahead and written without memory, in place of the report there was no
-    memory for (said in one line). Where it cannot end well untraced
-    (ASan's allocator under a cap), the traced one ends the same way."""
+    memory for (said in one line). Where it cannot end well untraced, the
+    traced one ends the same way. Not under a sanitizer: its allocator has
+    its address space reserved ahead, and the cap never bites."""
+    if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
+        print("under a sanitizer's allocator an address-space cap does not bite: not run")
+        return
     untraced, _ = run_in_directory("address-cap", traced=False)
     traced, directory = run_in_directory("address-cap")
     check(traced.returncode == untraced.returncode,
