@@ -708,6 +708,19 @@ static void write_cache_oom(const struct report *r, struct out *out)
     }
 }
 
+/* A stack's site alone: the summary's one line for it. */
+static void write_stack_site(const struct report *r, struct out *out, uint32_t stack_id)
+{
+    const struct stack *s = stack_of(r, stack_id);
+    if (!s || !s->depth) {
+        write_stack(r, out, stack_id, 1);
+        return;
+    }
+    struct frame_view view;
+    frames_view(r, s, &view);
+    write_site(r, out, r->frames[s->first_frame + view.site]);
+}
+
 /* "parameters 1.2 GiB, gradients 1.2 GiB, optimizer state 2.4 GiB, the rest
  * 3.0 GiB": the split of PyTorch's tensors in one line. */
 static void write_class_split(const struct report *r, struct out *out)
@@ -722,7 +735,7 @@ static void write_class_split(const struct report *r, struct out *out)
 
 /* The OOM's line: what the tensors were at that moment, and the rest's
  * largest site. */
-static void write_class_oom(const struct report *r, struct out *out)
+static void write_class_oom(const struct report *r, struct out *out, int brief)
 {
     const struct report_classes *k = &r->classes;
     if (!k->known) {
@@ -735,7 +748,10 @@ static void write_class_oom(const struct report *r, struct out *out)
         out_str(out, ", of which ");
         out_bytes(out, k->sites[0].bytes);
         out_str(out, " from the site below\n");
-        write_stack(r, out, k->sites[0].stack_id, 1);
+        if (brief)
+            write_stack_site(r, out, k->sites[0].stack_id);
+        else
+            write_stack(r, out, k->sites[0].stack_id, 1);
     } else {
         out_str(out, "\n");
     }
@@ -777,7 +793,10 @@ static void write_classes(const struct report *r, struct out *out, int brief)
         out_bytes(out, k->sites[i].bytes);
         out_printf(out, " in %llu tensor%s\n", (unsigned long long)k->sites[i].blocks,
                    k->sites[i].blocks == 1 ? "" : "s");
-        write_stack(r, out, k->sites[i].stack_id, 1);
+        if (brief)
+            write_stack_site(r, out, k->sites[i].stack_id);
+        else
+            write_stack(r, out, k->sites[i].stack_id, 1);
     }
 }
 
@@ -826,7 +845,7 @@ static void write_event(const struct report *r, struct out *out, int brief)
         out_str(out, "  verdict: unknown (the driver's free memory could not be read)\n");
     }
     if (kind_in_cache(e->kind) && e->kind == KIND_TORCH_TENSOR)
-        write_class_oom(r, out);
+        write_class_oom(r, out, brief);
     out_printf(out, "  retry: %s\n", retry_text[e->retry]);
     out_str(out, "  the failing call:\n");
     write_stack(r, out, e->stack_id, brief);
