@@ -7,15 +7,16 @@
  * instance of a class with a __dict__ is), takes the modules no other found
  * module holds as the roots, and lists each root's named_parameters() (the
  * qualified names, prefixed by the root's name in __main__ when several
- * roots hold parameters), their .grad, the optimizers' parameters no module
- * holds, and every CUDA tensor in optimizer.state[parameter]. It answers
+ * roots hold parameters; torch.compile's `_orig_mod.` left out), their
+ * .grad, the optimizers' parameters no module holds, and every CUDA tensor
+ * in optimizer.state[parameter]. It answers
  * with two bytes objects, packed addresses and the names, so that the C side
  * makes no call per tensor. It holds no reference once it returns: no
  * tensor lives longer for being looked at.
  *
  * It runs only where the bridge reads for a report (a snapshot, the OOM
- * observer, Python's exit), never periodically: the walk costs about a
- * tenth of a second per million Python objects. */
+ * observer, Python's exit), never periodically: the walk is one pass over
+ * every object the garbage collector tracks, an isinstance() each. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,10 +58,13 @@ static const char CLASSIFY[] =
     "            pass\n"
     "    records, owners, index = [], [], {}\n"
     "    def keep(t, kind, owner):\n"
-    "        if isinstance(t, Tensor) and t.is_cuda and t.data_ptr():\n"
-    "            records.append(t.data_ptr().to_bytes(8, 'little') +\n"
-    "                           (t.numel() * t.element_size()).to_bytes(8, 'little') +\n"
-    "                           (kind << 32 | owner).to_bytes(8, 'little'))\n"
+    "        try:\n"
+    "            if isinstance(t, Tensor) and t.is_cuda and t.data_ptr():\n"
+    "                records.append(t.data_ptr().to_bytes(8, 'little') +\n"
+    "                               (t.numel() * t.element_size()).to_bytes(8, 'little') +\n"
+    "                               (kind << 32 | owner).to_bytes(8, 'little'))\n"
+    "        except Exception:\n"
+    "            pass\n"
     "    def parameter(p, name):\n"
     "        if id(p) not in index:\n"
     "            index[id(p)] = len(owners)\n"
@@ -72,7 +76,7 @@ static const char CLASSIFY[] =
     "        prefix = named.get(id(m), type(m).__name__) + '.' if len(roots) > 1 else ''\n"
     "        try:\n"
     "            for name, p in m.named_parameters():\n"
-    "                parameter(p, prefix + name)\n"
+    "                parameter(p, prefix + name.replace('_orig_mod.', ''))\n"
     "        except Exception:\n"
     "            pass\n"
     "    for o in optimizers:\n"
