@@ -99,7 +99,7 @@ def child(check):
     try:
         if check in ("exhaustion", "others_hold"):
             while True:
-                activations.append(torch.empty(256 << 20, dtype=torch.uint8, device="cuda"))  # OOM-exhaustion OOM-others_hold
+                activations.append(torch.empty(1 << 30, dtype=torch.uint8, device="cuda"))  # OOM-exhaustion OOM-others_hold
         elif check == "fragmentation":
             every = []
             try:
