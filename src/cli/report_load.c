@@ -723,6 +723,10 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
     r->state.program_ended = 1;
     r->state.program_end_ms = (uint32_t)get_u64(end, "time_ms");
     r->growth.ended = 1;
+    const struct json_value *devices = json_get(end, "devices");
+    r->has_end_devices = devices && devices->type == JSON_ARRAY;
+    for (const struct json_value *d = r->has_end_devices ? devices->first : NULL; d; d = d->next)
+        r->state.end_device_bytes[counters_slot(device_of(d))] = get_u64(d, "live_bytes");
     const struct json_value *held = get_array(l, root, "held_at_end");
     size_t older = l->unmarked ? r->group_count : 0;
     r->held = held ? alloc_array(l, held->length + older, sizeof(*r->held)) : NULL;
@@ -856,6 +860,30 @@ static void load_threads(struct loader *l, const struct json_value *root)
     }
 }
 
+/* Where the timeline's events after the program's end begin: as the report
+ * says, or, in a report older than timeline_index, the first event later
+ * than the millisecond of the end. */
+static void load_timeline_end(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    r->timeline_end = r->timeline_count;
+    if (!r->state.program_ended)
+        return;
+    const struct json_value *index = json_get(json_get(root, "program_end"), "timeline_index");
+    uint64_t at;
+    if (index && json_uint(index, &at) == 0) {
+        if (at < r->timeline_count)
+            r->timeline_end = (size_t)at;
+        return;
+    }
+    uint64_t end_us = ((uint64_t)r->state.program_end_ms + 1) * 1000;
+    for (size_t k = 0; !index && k < r->timeline_count; k++)
+        if (r->timeline[k].time_us >= end_us) {
+            r->timeline_end = k;
+            break;
+        }
+}
+
 static int load_json(struct loaded_report *loaded, const char *text, size_t length,
                      char *error, size_t error_size)
 {
@@ -901,6 +929,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     load_caches_and_end(&l, root);
     load_threads(&l, root);
     load_timeline_and_series(&l, root);
+    load_timeline_end(&l, root);
     return l.failed ? -1 : 0;
 }
 

@@ -1052,6 +1052,9 @@ void tracker_program_end(void)
                 e->device = -1;
             }
         }
+        for (int slot = 0; slot <= COUNTER_NO_DEVICE; slot++)
+            tracker.end_device_bytes[slot] = counters_current_bytes(slot, COUNTER_DEVICE_MEMORY);
+        tracker.end_timeline = __atomic_load_n(&timeline.next, __ATOMIC_ACQUIRE);
         tracker.program_end_ms = now;
         tracker.program_ended = 1;
     }

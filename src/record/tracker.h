@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "counters.h"
 #include "host.h"
 #include "registry.h"
 #include "ring.h"
@@ -236,6 +237,8 @@ struct tracker_state {
     uint32_t program_end_ms;
     struct end_totals *end_totals;     /* index = stack id - 1 */
     uint32_t end_stacks;               /* stacks when the program ended */
+    uint64_t end_device_bytes[COUNTER_NO_DEVICE + 1];   /* device memory live then, by slot */
+    uint64_t end_timeline;             /* timeline events recorded before it */
     int pid;                           /* the process this describes (not a vfork child) */
 };
 extern struct tracker_state tracker;

@@ -162,6 +162,8 @@ struct report {
      * held to the end, whether the interpreter's teardown freed it or not. */
     struct report_group *held;           /* most bytes first */
     size_t held_count;
+    int has_end_devices;                 /* state.end_device_bytes known (an older
+                                          * report read back has none) */
     size_t registry_bytes, stacks_bytes;
     int64_t self_time_ns;                /* our own time in CUDA calls; -1: not timed */
     uint32_t *shown;                     /* stack ids written out, by live bytes */
@@ -185,6 +187,8 @@ struct report {
     int has_timeline;
     struct timeline_event *timeline;
     size_t timeline_count;
+    size_t timeline_end;                 /* the first event after the program's end;
+                                          * timeline_count when none is, or it did not end */
     uint64_t timeline_capacity, timeline_total;   /* dropped = total - count */
     struct series_state *series;         /* copy; NULL: not known (a dump) */
     /* every mapping made for this report, released by report_release */

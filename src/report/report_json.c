@@ -588,16 +588,26 @@ static void write_caches(const struct report *r, struct out *out)
     out_str(out, "]");
 }
 
-/* The end of a Python program, before its interpreter's teardown, and what
- * was held then and freed by the teardown (held.c). */
+/* The end of a Python program, before its interpreter's teardown: device
+ * memory live then, where the timeline's events after it begin, and what was
+ * held then and freed by the teardown (held.c). */
 static void write_program_end(const struct report *r, struct out *out)
 {
     if (!r->state.program_ended) {
         out_str(out, ",\"program_end\":null,\"held_at_end\":[]");
         return;
     }
-    out_printf(out, ",\"program_end\":{\"time_ms\":%u},\"held_at_end\":[",
-               r->state.program_end_ms);
+    out_printf(out, ",\"program_end\":{\"time_ms\":%u,\"devices\":[", r->state.program_end_ms);
+    for (int d = 0, n = 0; r->has_end_devices && d < r->device_count; d++) {
+        int slot = r->devices[d].slot;
+        out_str(out, n++ ? "," : "");
+        out_printf(out, slot == COUNTER_NO_DEVICE ? "{\"device\":null" : "{\"device\":%d", slot);
+        out_printf(out, ",\"live_bytes\":%llu}", U(r->state.end_device_bytes[slot]));
+    }
+    if (r->has_timeline)
+        out_printf(out, "],\"timeline_index\":%zu},\"held_at_end\":[", r->timeline_end);
+    else
+        out_str(out, "],\"timeline_index\":null},\"held_at_end\":[");
     for (size_t i = 0; i < r->held_count; i++) {
         const struct report_group *g = &r->held[i];
         out_printf(out, "%s{\"stack\":%u,\"kind\":\"%s\",\"api\":", i ? "," : "",

@@ -145,6 +145,13 @@ static int copy_state(struct report *r)
         }
     }
     tracker_unlock();
+    r->has_end_devices = r->state.program_ended;
+    r->timeline_end = r->timeline_count;
+    for (size_t k = 0; r->state.program_ended && k < r->timeline_count; k++)
+        if (r->timeline[k].stamp > r->state.end_timeline) {
+            r->timeline_end = k;
+            break;
+        }
     /* Threads may read the clock in one order and claim slots in another:
      * keep times from going backwards, by microseconds at most. */
     for (size_t k = 1; k < r->timeline_count; k++)
