@@ -24,6 +24,10 @@ cumemtrace_pytest` yourself.)
 Each can also be set in pytest.ini ([pytest]), pyproject.toml
 ([tool.pytest.ini_options]), tox.ini or setup.cfg: cuda_leaks = true,
 cuda_leaks_repeat = N, cuda_leaks_below = SIZE; the command line wins.
+At the end of the session (with either option), a summary: what the session
+holds then by site, tests or not (module globals, session fixtures, caches),
+and the sites the tracer calls growing (its leak suspects: live bytes rising
+at most of its samples over the session).
 @pytest.mark.cuda_leaks(allowed="8 MiB")
     This much is allowed to one test; @pytest.mark.cuda_leaks(False) leaves a
     test unchecked; @pytest.mark.cuda_leaks(True) (or no argument) checks it
@@ -35,7 +39,9 @@ address space (vmm_mapping, vmm_reservation: the memory behind them is
 counted as vmm_physical); and where a framework's own blocks are recorded
 (caches[].view "blocks": PyTorch's tensors, CuPy's and JAX's arrays), not the
 cache segments it took from the driver (stacks[].cache_segment), which it
-keeps and hands out again: its blocks count instead.
+keeps and hands out again: its blocks count instead. A report of a program
+that has ended (program_end, written after Python's exit hooks) is read at
+that end (held_at_end), not after the interpreter's teardown.
 
 The tracer is asked through its public C API (include/cumemtrace.h):
 cumemtrace_write_json(fd) writes the report to a temporary file, read back
@@ -142,12 +148,14 @@ class Tracer:
 
 
 def held(report):
-    """Bytes held per (stack, kind), as counted (see the module's text)."""
+    """Bytes held per (stack, kind, api), as counted (see the module's text):
+    live now, or at the program's end once it has ended."""
     blocks_known = {c["kind"] for c in report.get("caches") or [] if c.get("view") == "blocks"}
     segments = {s["id"] for s in report.get("stacks", [])
                 if s.get("cache_segment") and s["cache_segment"] in blocks_known}
     counted = {}
-    for group in report.get("live", []):
+    groups = report.get("held_at_end", []) if report.get("program_end") else report.get("live", [])
+    for group in groups:
         if group["kind"] in ADDRESS_SPACE or group["stack"] in segments:
             continue
         key = (group["stack"], group["kind"], group["api"])
@@ -195,6 +203,28 @@ def describe(report, grown, limit=5):
     if len(grown) > limit:
         lines.append(f"  ... and {len(grown) - limit} more sites")
     return "\n".join(lines)
+
+
+def session_summary(report, limit=5):
+    """The lines of the session's summary: what it holds at its end by site,
+    and the tracer's growing sites, fastest first."""
+    counted = held(report)
+    lines = [f"held at the end of the session: {format_bytes(sum(counted.values()))}"
+             + (":" if counted else "")]
+    lines += describe(report, counted, limit).splitlines() if counted else []
+    growth = report.get("growth") or {}
+    growing = growth.get("growing") or []
+    per = "mark" if growth.get("mode") == "marks" else "second"
+    if not growth:
+        lines.append("growing: not known")
+    elif not growing:
+        lines.append(f"growing: none (live bytes rising at most of {growth.get('samples', 0)} samples)")
+    else:
+        lines.append(f"growing (leak suspects: live bytes rising at most of {growth['samples']} samples):")
+        for entry in growing[:limit]:
+            lines.append(f"  +{format_bytes(int(entry['rate']))} per {per}, {format_bytes(entry['live_bytes'])} "
+                         f"now, from {site(report, entry['stack'])}")
+    return lines
 
 
 class LeakChecker:
@@ -262,6 +292,11 @@ class LeakChecker:
         if call.when == "call" and problem and report.passed:
             report.outcome = "failed"
             report.longrepr = problem
+
+    def pytest_terminal_summary(self, terminalreporter):
+        terminalreporter.section("cumemtrace: GPU memory at the end of the session")
+        for line in session_summary(self.tracer.report()):
+            terminalreporter.write_line(line)
 
     def pytest_report_header(self, config):
         modes = (["leaks"] if self.strict else []) + \

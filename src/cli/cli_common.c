@@ -303,19 +303,41 @@ void cli_write_frames_json(struct out *out, const struct report *r, uint32_t sta
     out_str(out, "]");
 }
 
-uint64_t cli_live_bytes(const struct report *r)
+const char *const cli_moment_names[] = {[CLI_AT_END] = "end", [CLI_AT_PEAK] = "peak",
+                                        [CLI_AT_EXIT] = "exit"};
+
+int cli_moment_for(const struct report *r, int wanted)
 {
-    uint64_t total = 0;
-    for (int d = 0; d < r->device_count; d++)
-        total += report_counters(r, r->devices[d].slot, COUNTER_DEVICE_MEMORY)->bytes_current;
-    return total;
+    return wanted == CLI_AT_END && !r->state.program_ended ? CLI_AT_EXIT : wanted;
 }
 
-uint64_t cli_peak_bytes(const struct report *r)
+const char *cli_moment_text(const struct report *r, int moment)
+{
+    if (moment == CLI_AT_END)
+        return "at the program's end, before the interpreter's teardown";
+    if (moment == CLI_AT_PEAK)
+        return "at each stack's own peak";
+    if (strcmp(r->reason, "exit") != 0)
+        return "live when the report was written";
+    return r->state.program_ended ? "live at exit, after the interpreter's teardown"
+                                  : "live at exit";
+}
+
+uint64_t cli_device_bytes(const struct report *r, int slot, int moment)
+{
+    const struct counters *c = report_counters(r, slot, COUNTER_DEVICE_MEMORY);
+    if (moment == CLI_AT_PEAK)
+        return c->bytes_peak;
+    if (moment == CLI_AT_END && r->state.program_ended && r->has_end_devices)
+        return r->state.end_device_bytes[slot];
+    return c->bytes_current;
+}
+
+uint64_t cli_bytes_at(const struct report *r, int moment)
 {
     uint64_t total = 0;
     for (int d = 0; d < r->device_count; d++)
-        total += report_counters(r, r->devices[d].slot, COUNTER_DEVICE_MEMORY)->bytes_peak;
+        total += cli_device_bytes(r, r->devices[d].slot, moment);
     return total;
 }
 
@@ -345,31 +367,54 @@ static int by_key(const void *a, const void *b)
                                   : (x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id);
 }
 
-int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports, int count)
+/* How many stacks a report read at `moment` lists, and the k-th with its
+ * bytes then: at the end, what each held (r->held); else the stacks written
+ * out (r->shown), at their live or their peak bytes. */
+static size_t moment_stacks(const struct report *r, int moment)
+{
+    return moment == CLI_AT_END ? r->held_count : r->shown_count;
+}
+
+static uint32_t moment_stack(const struct report *r, int moment, size_t k, uint64_t *bytes)
+{
+    if (moment == CLI_AT_END) {
+        *bytes = r->held[k].bytes;
+        return r->held[k].stack_id;
+    }
+    const struct stack_stats *s = &r->stacks[r->shown[k] - 1].stats;
+    *bytes = moment == CLI_AT_PEAK ? s->peak_live_bytes : s->live_bytes;
+    return r->shown[k];
+}
+
+int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports, int count,
+                   const int *moments)
 {
     sums->items = NULL;
     sums->count = 0;
     size_t total = 0, used = 0;
     for (int i = 0; i < count; i++)
-        total += reports[i]->report.shown_count;
+        total += moment_stacks(&reports[i]->report, moments ? moments[i] : CLI_AT_EXIT);
     struct stack_entry *entries = calloc(total + 1, sizeof(*entries));
     sums->items = calloc(total + 1, sizeof(*sums->items));
     int failed = !entries || !sums->items;
     for (int i = 0; i < count && !failed; i++) {
         const struct report *r = &reports[i]->report;
-        for (uint32_t k = 0; k < r->shown_count; k++) {
+        int moment = moments ? moments[i] : CLI_AT_EXIT;
+        for (size_t k = 0; k < moment_stacks(r, moment); k++) {
+            uint64_t bytes;
+            uint32_t id = moment_stack(r, moment, k, &bytes);
             /* A cache's segments hold its blocks, counted by their own stacks. */
-            if (report_cache_segment(r, r->shown[k]))
+            if (id == 0 || id > r->stack_count || report_cache_segment(r, id))
                 continue;
             struct stack_entry *e = &entries[used];
-            e->key = cli_stack_key(r, r->shown[k]);
+            e->key = cli_stack_key(r, id);
             if (!e->key) {
                 failed = 1;
                 break;
             }
             e->report = i;
-            e->stack_id = r->shown[k];
-            e->bytes = r->stacks[r->shown[k] - 1].stats.live_bytes;
+            e->stack_id = id;
+            e->bytes = bytes;
             used++;
         }
     }
@@ -477,7 +522,7 @@ int cli_parse_compare(const char *command, const char *usage, int argc, char **a
         {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"top", required_argument, NULL, 't'},    {"frames", required_argument, NULL, 'n'},
         {"all-frames", no_argument, NULL, 'a'},   {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"at", required_argument, NULL, 'A'},     {NULL, 0, NULL, 0}};
     struct cli_args args = {command, argc, argv, ":o:h", longs, 0};
     o->format = "text";
     for (int c; (c = cli_getopt(&args)) != -1;) {
@@ -485,6 +530,11 @@ int cli_parse_compare(const char *command, const char *usage, int argc, char **a
         case 'f': o->format = optarg; break;
         case 'o': o->output = optarg; break;
         case 'a': config.all_frames = 1; break;
+        case 'A':
+            if (strcmp(command, "diff") != 0)
+                return cli_usage_error(command, "unknown option", "--at");
+            o->at = optarg;
+            break;
         case 't':
         case 'n':
             if (cli_parse_count(command, optarg, c == 't' ? &o->top : &o->frames) != CLI_OK)
@@ -499,6 +549,9 @@ int cli_parse_compare(const char *command, const char *usage, int argc, char **a
     }
     for (int i = optind; i < argc; i++)
         o->files[o->file_count++] = argv[i];
+    if (o->at && strcmp(o->at, "end") != 0 && strcmp(o->at, "peak") != 0 &&
+        strcmp(o->at, "exit") != 0)
+        return cli_usage_error(command, "--at takes end, peak or exit", o->at);
     int html = strcmp(command, "merge") == 0 && strcmp(o->format, "html") == 0;
     if (strcmp(o->format, "text") != 0 && strcmp(o->format, "json") != 0 && !html)
         return cli_usage_error(command, strcmp(command, "merge") == 0

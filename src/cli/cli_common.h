@@ -55,7 +55,27 @@ void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id
  * origin, site}. */
 void cli_write_frames_json(struct out *out, const struct report *r, uint32_t stack_id, int limit);
 
-/* Live bytes per stack across several reports, stacks matched by their
+/* The moments a report's memory is read at. A Python program ends (its
+ * interpreter's exit hooks run) before its process does: the interpreter's
+ * teardown then frees what module globals held, so what is live at exit is
+ * mostly what the teardown left. CLI_AT_END reads what was held when the
+ * program ended (report.h: r->held, state.end_device_bytes); CLI_AT_PEAK
+ * each stack at its own highest live bytes and each device at its peak;
+ * CLI_AT_EXIT what was live when the report was written. */
+enum cli_moment { CLI_AT_END, CLI_AT_PEAK, CLI_AT_EXIT };
+extern const char *const cli_moment_names[];    /* "end", "peak", "exit" */
+/* The moment a report is read at when `wanted` is asked: CLI_AT_END only
+ * for a report that saw the program's end, CLI_AT_EXIT instead. */
+int cli_moment_for(const struct report *r, int wanted);
+/* The moment in words, for a heading: "at the program's end, before ...". */
+const char *cli_moment_text(const struct report *r, int moment);
+/* Device memory on one device slot, and summed over the report's devices,
+ * at a moment (at the end of an older report that did not keep it: at exit). */
+uint64_t cli_device_bytes(const struct report *r, int slot, int moment);
+uint64_t cli_bytes_at(const struct report *r, int moment);
+
+/* Bytes per stack across several reports, each read at its moment
+ * (moments[i]; NULL: CLI_AT_EXIT for all), stacks matched by their
  * keys (cli_stack_key): one entry per distinct key, with its bytes in each
  * report (0 where it is absent), and where to read its frames from (the
  * report holding most of it). Sorted by key. A framework's cache segments
@@ -71,12 +91,10 @@ struct stack_sums {
     struct stack_sum *items;
     size_t count;
 };
-int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports, int count);
+int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports, int count,
+                   const int *moments);
 void cli_free_sums(struct stack_sums *sums);
 
-/* Device memory live and at its peak, summed over the report's devices. */
-uint64_t cli_live_bytes(const struct report *r);
-uint64_t cli_peak_bytes(const struct report *r);
 /* "+1.50 MiB", "-512 B", "0 B" */
 void cli_format_change(long long change, char *text, size_t size);
 
@@ -104,6 +122,7 @@ struct compare_options {
     const char *format;         /* "text" (the default) or "json" */
     const char *output;         /* -o PATH; NULL: stdout */
     long top, frames;           /* --top N, --frames N; set defaults before */
+    const char *at;             /* diff's --at end|peak|exit; NULL: not given */
     int help;                   /* --help was given: usage printed, nothing to do */
     char **files;
     int file_count;

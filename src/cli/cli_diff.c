@@ -3,10 +3,15 @@
  * A and B are reports or snapshots of the same program (JSON or dumps),
  * usually of one run, or of two runs. Stacks are matched by what their
  * frames say (cli_stack_key: function and file:line, or module and offset),
- * never by address or id, which change between runs. For each stack: live
+ * never by address or id, which change between runs. For each stack: its
  * bytes in A, in B, and the change; sorted by growth, the largest first.
  * A stack is "new" when it holds nothing in A, "vanished" when it holds
- * nothing in B. Device memory per device and in total comes first. */
+ * nothing in B. Device memory per device and in total comes first.
+ *
+ * Both are read at one moment (cli_common.h): by default at the program's
+ * end when both reports saw it (a Python program's exit hooks), since the
+ * interpreter's teardown that follows frees what globals held and leaves
+ * an exit report with little to compare; else at exit. --at picks it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +19,20 @@
 #include "cli_common.h"
 
 const char diff_usage[] =
-    "usage: cumemtrace diff A B [--format text|json] [-o PATH] [--top N]\n"
-    "       [--frames N] [--all-frames]\n"
+    "usage: cumemtrace diff A B [--at end|peak|exit] [--format text|json] [-o PATH]\n"
+    "       [--top N] [--frames N] [--all-frames]\n"
     "\n"
     "What grew between two reports or snapshots A and B (JSON reports or crash\n"
-    "dumps), by allocation stack: live bytes in A, in B, and the change, the\n"
+    "dumps), by allocation stack: bytes in A, in B, and the change, the\n"
     "largest growth first; stacks new in B and vanished from A are marked.\n"
     "Stacks are matched by function and file:line (module and offset without\n"
     "debug information), so A and B may come from different runs.\n"
+    "  --at end|peak|exit   the moment compared: end, what was held when a Python\n"
+    "                       program ended (its exit hooks), before the interpreter's\n"
+    "                       teardown freed what globals held; peak, each stack at\n"
+    "                       its own highest and each device at its peak; exit, what\n"
+    "                       was live when the report was written. Default: end when\n"
+    "                       both reports saw it, else exit (the output says which)\n"
     "  --format text|json   what to write (default text)\n"
     "  -o, --output PATH    write to PATH instead of stdout (replaced if it exists)\n"
     "  --top N              stacks listed (default 20; 0: all)\n"
@@ -53,10 +64,11 @@ static const char *status_of(const struct stack_sum *s)
     return s->bytes[1] < s->bytes[0] ? "shrank" : "unchanged";
 }
 
-static void describe(struct out *out, const char *label, const char *path, const struct report *r)
+static void describe(struct out *out, const char *label, const char *path, const struct report *r,
+                     int moment)
 {
-    out_printf(out, "  %s: %s (%s report, pid %d, %.1f s after start)\n", label, path, r->reason,
-               r->pid, r->now_ms / 1000.0);
+    out_printf(out, "  %s: %s (%s report, pid %d, %.1f s after start): %s\n", label, path,
+               r->reason, r->pid, r->now_ms / 1000.0, cli_moment_text(r, moment));
 }
 
 /* Device memory per device slot, in A and in B. */
@@ -65,7 +77,7 @@ struct device_change {
     uint64_t a, b;
 };
 
-static int collect_devices(const struct report *a, const struct report *b,
+static int collect_devices(const struct report *a, const struct report *b, const int *moments,
                            struct device_change *devices)
 {
     int count = 0;
@@ -75,23 +87,53 @@ static int collect_devices(const struct report *a, const struct report *b,
         if (!in_a && !in_b)
             continue;
         devices[count].slot = slot;
-        devices[count].a = in_a ? report_counters(a, slot, COUNTER_DEVICE_MEMORY)->bytes_current : 0;
-        devices[count].b = in_b ? report_counters(b, slot, COUNTER_DEVICE_MEMORY)->bytes_current : 0;
+        devices[count].a = in_a ? cli_device_bytes(a, slot, moments[0]) : 0;
+        devices[count].b = in_b ? cli_device_bytes(b, slot, moments[1]) : 0;
         count++;
     }
     return count;
 }
 
+/* What the diff compared, for both writers. */
+struct compared {
+    int moments[2];             /* each report's (cli_moment_for) */
+    int asked, explicit;        /* the moment asked for; by --at */
+};
+
+/* Why the moment is not the program's end, in a line of the text; "" when it is
+ * or --at asked for another that both could give. */
+static const char *moment_note(const struct compared *at)
+{
+    if (at->moments[0] == at->moments[1] && at->moments[0] == at->asked &&
+        (at->explicit || at->asked == CLI_AT_END))
+        return "";
+    if (at->explicit)
+        return "  the program's end was not seen in both: a report without it is read at exit\n";
+    return "  compared at exit: the program's end (a Python program's exit hooks) was not seen "
+           "in both\n";
+}
+
+static const char *device_heading(int moment)
+{
+    return moment == CLI_AT_END ? "Device memory at end" : moment == CLI_AT_PEAK
+                                                               ? "Device memory peak"
+                                                               : "Device memory live";
+}
+
 static void write_text(struct out *out, char **paths, struct loaded_report *const *inputs,
-                       const struct device_change *devices, int device_count,
-                       const struct change *changes, size_t count, size_t top, int frames)
+                       const struct compared *at, const struct device_change *devices,
+                       int device_count, const struct change *changes, size_t count, size_t top,
+                       int frames)
 {
     const struct report *a = &inputs[0]->report, *b = &inputs[1]->report;
     char x[24], y[24], z[24];
     out_str(out, "==== cumemtrace diff ====\n");
-    describe(out, "A", paths[0], a);
-    describe(out, "B", paths[1], b);
-    out_printf(out, "  %-20s %10s %10s %11s\n", "Device memory live", "A", "B", "change");
+    describe(out, "A", paths[0], a, at->moments[0]);
+    describe(out, "B", paths[1], b, at->moments[1]);
+    out_str(out, moment_note(at));
+    out_printf(out, "  %-20s %10s %10s %11s\n",
+               device_heading(at->moments[0] == at->moments[1] ? at->moments[0] : CLI_AT_EXIT),
+               "A", "B", "change");
     uint64_t total_a = 0, total_b = 0;
     for (int d = 0; d < device_count; d++) {
         char label[32];
@@ -117,8 +159,13 @@ static void write_text(struct out *out, char **paths, struct loaded_report *cons
         for (int k = 0; k < 5; k++)
             if (strcmp(status_of(changes[i].sum), statuses[k]) == 0)
                 counts[k]++;
-    out_printf(out, "\n  Stacks by growth (live bytes, A -> B): %zu grew, %zu new, %zu shrank, "
+    out_printf(out, "\n  Stacks by growth (%s, A -> B): %zu grew, %zu new, %zu shrank, "
                     "%zu vanished, %zu unchanged\n",
+               at->moments[0] == at->moments[1] && at->moments[0] == CLI_AT_END
+                   ? "bytes held at the end"
+               : at->moments[0] == at->moments[1] && at->moments[0] == CLI_AT_PEAK
+                   ? "peak bytes"
+                   : "live bytes",
                counts[0], counts[1], counts[2], counts[3], counts[4]);
     size_t shown = 0;
     for (size_t i = 0; i < count && (top == 0 || shown < top); i++) {
@@ -138,24 +185,32 @@ static void write_text(struct out *out, char **paths, struct loaded_report *cons
     out_str(out, "==== end of cumemtrace diff ====\n");
 }
 
-static void write_side_json(struct out *out, const char *path, const struct report *r)
+/* A side: its file, and its device memory at the moment it was read at
+ * ("bytes"), and live when its report was written ("live_bytes"). */
+static void write_side_json(struct out *out, const char *path, const struct report *r, int moment)
 {
     out_str(out, "{\"file\":");
     out_json_string(out, path);
     out_str(out, ",\"reason\":");
     out_json_string(out, r->reason);
-    out_printf(out, ",\"pid\":%d,\"duration_s\":%.3f,\"live_bytes\":%llu}", r->pid,
-               r->now_ms / 1000.0, (unsigned long long)cli_live_bytes(r));
+    out_printf(out, ",\"pid\":%d,\"duration_s\":%.3f,\"at\":\"%s\",\"bytes\":%llu,"
+                    "\"live_bytes\":%llu,\"program_end_seen\":%s}",
+               r->pid, r->now_ms / 1000.0, cli_moment_names[moment],
+               (unsigned long long)cli_bytes_at(r, moment),
+               (unsigned long long)cli_bytes_at(r, CLI_AT_EXIT),
+               r->state.program_ended ? "true" : "false");
 }
 
 static void write_json(struct out *out, char **paths, struct loaded_report *const *inputs,
-                       const struct device_change *devices, int device_count,
-                       const struct change *changes, size_t count, size_t top, int frames)
+                       const struct compared *at, const struct device_change *devices,
+                       int device_count, const struct change *changes, size_t count, size_t top,
+                       int frames)
 {
-    out_str(out, "{\"format\":\"cumemtrace-diff\",\"version\":1,\"a\":");
-    write_side_json(out, paths[0], &inputs[0]->report);
+    out_printf(out, "{\"format\":\"cumemtrace-diff\",\"version\":1,\"at\":\"%s\",\"a\":",
+               cli_moment_names[at->asked]);
+    write_side_json(out, paths[0], &inputs[0]->report, at->moments[0]);
     out_str(out, ",\"b\":");
-    write_side_json(out, paths[1], &inputs[1]->report);
+    write_side_json(out, paths[1], &inputs[1]->report, at->moments[1]);
     out_str(out, ",\"devices\":[");
     for (int d = 0; d < device_count; d++) {
         out_str(out, d ? ",{" : "{");
@@ -230,7 +285,15 @@ int command_diff(int argc, char **argv)
             loaded++;           /* release what it did read */
             goto done;
         }
-    if (cli_sum_stacks(&sums, inputs, 2) < 0)
+    struct compared at = {{CLI_AT_EXIT, CLI_AT_EXIT}, CLI_AT_END, o.at != NULL};
+    if (o.at)
+        at.asked = strcmp(o.at, "end") == 0 ? CLI_AT_END : strcmp(o.at, "peak") == 0 ? CLI_AT_PEAK
+                                                                                     : CLI_AT_EXIT;
+    else if (!inputs[0]->report.state.program_ended || !inputs[1]->report.state.program_ended)
+        at.asked = CLI_AT_EXIT;
+    for (int i = 0; i < 2; i++)
+        at.moments[i] = cli_moment_for(&inputs[i]->report, at.asked);
+    if (cli_sum_stacks(&sums, inputs, 2, at.moments) < 0)
         goto done;
     changes = calloc(sums.count + 1, sizeof(*changes));
     if (!changes) {
@@ -242,16 +305,17 @@ int command_diff(int argc, char **argv)
         changes[i].change = (long long)(sums.items[i].bytes[1] - sums.items[i].bytes[0]);
     }
     qsort(changes, sums.count, sizeof(*changes), by_growth);
-    int device_count = collect_devices(&inputs[0]->report, &inputs[1]->report, devices);
+    int device_count = collect_devices(&inputs[0]->report, &inputs[1]->report, at.moments,
+                                       devices);
     status = cli_output_open(output, o.output);
     if (status != CLI_OK)
         goto done;
     if (json)
-        write_json(&output->out, paths, inputs, devices, device_count, changes, sums.count,
-                   (size_t)o.top, (int)o.frames);
+        write_json(&output->out, paths, inputs, &at, devices, device_count, changes,
+                   sums.count, (size_t)o.top, (int)o.frames);
     else
-        write_text(&output->out, paths, inputs, devices, device_count, changes, sums.count,
-                   (size_t)o.top, (int)o.frames);
+        write_text(&output->out, paths, inputs, &at, devices, device_count, changes,
+                   sums.count, (size_t)o.top, (int)o.frames);
     status = cli_output_close(output);
 done:
     for (int i = 0; i < loaded; i++)

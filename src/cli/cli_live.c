@@ -515,6 +515,20 @@ static uint64_t number(const struct json_value *object, const char *key)
     return value;
 }
 
+/* The program ended (its exit hooks ran): the stacks' figures are what they
+ * held then, while its interpreter's teardown frees what globals held. */
+static int ended(const struct view *v)
+{
+    const struct json_value *end = json_get(v->root, "program_end");
+    return end && end->type == JSON_OBJECT;
+}
+
+/* A stack's bytes as shown: live, or held at the program's end. */
+static uint64_t stack_bytes(const struct view *v, const struct json_value *stack)
+{
+    return number(stack, ended(v) ? "end_bytes" : "live_bytes");
+}
+
 static void write_devices(const struct view *v, struct screen *s)
 {
     const struct json_value *devices = json_get(v->root, "devices");
@@ -617,8 +631,15 @@ static void write_top(struct live *l, const struct view *v, struct screen *s)
 {
     const struct json_value *top = json_get(v->root, "top");
     blank(s);
-    line(s, "Top sites by live bytes");
-    line(s, "  %3s %10s %8s %11s   %s", "#", "live", "blocks", "in 10 s", "site");
+    if (ended(v)) {
+        line(s, "The program ended %.1f s after its start; its interpreter's teardown is freeing "
+                "what globals held", number(json_get(v->root, "program_end"), "time_ms") / 1000.0);
+        line(s, "Top sites by bytes held at the program's end");
+    } else {
+        line(s, "Top sites by live bytes");
+    }
+    line(s, "  %3s %10s %8s %11s   %s", "#", ended(v) ? "at end" : "live", "blocks", "in 10 s",
+         "site");
     int shown = 0;
     for (const struct json_value *t = top ? top->first : NULL; t && shown < l->top; t = t->next) {
         uint64_t id = 0;
@@ -628,7 +649,7 @@ static void write_top(struct live *l, const struct view *v, struct screen *s)
             continue;
         const struct json_value *stack = v->stacks[k];
         char live[24], change[24], site[512], tag[160] = "";
-        uint64_t bytes = number(stack, "live_bytes");
+        uint64_t bytes = stack_bytes(v, stack);
         format_bytes(bytes, live, sizeof(live));
         int known;
         uint64_t before = past_bytes(l, (uint32_t)id, &known);
@@ -642,7 +663,8 @@ static void write_top(struct live *l, const struct view *v, struct screen *s)
         if (kind)
             snprintf(tag, sizeof(tag), "  [%s%s%s]", kind, api ? " via " : "", api ? api : "");
         line(s, "  %3d %10s %8llu %11s   %s%s", ++shown, live,
-             (unsigned long long)number(stack, "live_blocks"), change, site, tag);
+             (unsigned long long)number(stack, ended(v) ? "end_blocks" : "live_blocks"), change,
+             site, tag);
     }
     if (!shown)
         line(s, "  (no memory held)");
@@ -657,7 +679,8 @@ static void write_growing(const struct view *v, struct screen *s)
     blank(s);
     line(s, "Growing (leak suspects: live bytes rising at most of %llu samples)",
          (unsigned long long)number(growth, "samples"));
-    line(s, "  %3s %11s %10s   %s", "#", marks ? "per mark" : "per second", "live", "site");
+    line(s, "  %3s %11s %10s   %s", "#", marks ? "per mark" : "per second",
+         ended(v) ? "at end" : "live", "site");
     int shown = 0;
     for (const struct json_value *g = growing ? growing->first : NULL; g; g = g->next) {
         uint64_t id = 0;
@@ -670,7 +693,7 @@ static void write_growing(const struct view *v, struct screen *s)
         json_number(json_get(v->stacks[k], "rate"), &per);
         rate[0] = '+';
         format_bytes(per > 0 ? (uint64_t)per : 0, rate + 1, sizeof(rate) - 1);
-        format_bytes(number(v->stacks[k], "live_bytes"), live, sizeof(live));
+        format_bytes(stack_bytes(v, v->stacks[k]), live, sizeof(live));
         site_text(v, (uint32_t)k, site, sizeof(site));
         line(s, "  %3d %11s %10s   %s", ++shown, rate, live, site);
     }
@@ -695,7 +718,7 @@ static void remember(struct live *l, const struct view *v)
         if (k < 0)
             continue;
         p->ids[p->count] = (uint32_t)id;
-        p->bytes[p->count++] = number(v->stacks[k], "live_bytes");
+        p->bytes[p->count++] = stack_bytes(v, v->stacks[k]);
     }
 }
 

@@ -56,7 +56,7 @@
   data.ranks.forEach(function (r) { largest = Math.max(largest, r.peak_bytes, r.live_bytes); });
   var table = section.appendChild(element("table", {"id": "ranks"}));
   var head = table.appendChild(element("tr"));
-  ["rank", "host", "devices", "live", "", "peak", "leaked", "file"].forEach(function (h) {
+  ["rank", "host", "devices", "at", "memory", "", "peak", "leaked", "file"].forEach(function (h) {
     head.appendChild(element("th", {}, h));
   });
   data.ranks.forEach(function (r) {
@@ -66,6 +66,7 @@
     row.appendChild(element("td", {"class": "num"}, String(r.rank)));
     row.appendChild(element("td", {}, r.host || "?"));
     row.appendChild(element("td", {}, r.devices.join(",")));
+    row.appendChild(element("td", {}, r.at === "end" ? "end" : r.reason));
     row.appendChild(element("td", {"class": "num"}, bytes(r.live_bytes)));
     var cell = row.appendChild(element("td", {"class": "barcell"}));
     cell.appendChild(bar(r.live_bytes, largest, divergent ? "#c62828" : "#1e88e5"));
@@ -74,29 +75,33 @@
     row.appendChild(element("td", {"class": "stack"}, r.file));
   });
   section.appendChild(element("p", {"class": "note"},
-      "live and peak: device memory, summed over the rank's devices; leaked: live at exit, every kind"));
+      "memory and peak: device memory, summed over the rank's devices; memory at the moment in \"at\": " +
+      "end, when a Python program ended (its exit hooks), before the interpreter's teardown freed what " +
+      "globals held; else when the report was written. leaked: live at exit and not held at the end, every kind"));
 
   section = main.appendChild(element("section"));
   section.appendChild(element("h2", {}, "Divergent rank"));
   var verdict = data.divergent
       ? "rank " + data.divergent.rank + " holds " + bytes(data.divergent.live_bytes) +
-        " live, against a median of " + bytes(data.divergent.median_of_others) + " on the others"
+        (data.ranks.some(function (r) { return r.rank === data.divergent.rank && r.at === "end"; })
+             ? " at its program's end" : " live") + ", against a median of " + bytes(data.divergent.median_of_others) + " on the others"
       : "none";
   section.appendChild(element("p", {"id": "divergent", "class": data.divergent ? "verdict-bad" : "verdict-none",
                                     "data-value": data.divergent ? String(data.divergent.rank) : "none"}, verdict));
   section.appendChild(element("p", {"class": "note"}, "rule: " + data.rule));
 
   section = main.appendChild(element("section"));
-  section.appendChild(element("h2", {}, "Stacks holding the most across ranks"));
+  section.appendChild(element("h2", {}, "Stacks by how much their bytes differ between ranks"));
   table = section.appendChild(element("table", {"id": "stacks"}));
   head = table.appendChild(element("tr"));
-  ["#", "in all"].concat(data.ranks.map(function (r) { return "rank " + r.rank; }))
+  ["#", "between ranks", "in all"].concat(data.ranks.map(function (r) { return "rank " + r.rank; }))
       .concat(["stack (innermost first)"]).forEach(function (h) { head.appendChild(element("th", {}, h)); });
   var top = 0;
   data.stacks.forEach(function (s) { s.bytes_by_rank.forEach(function (b) { top = Math.max(top, b); }); });
   data.stacks.forEach(function (s, i) {
     var row = table.appendChild(element("tr"));
     row.appendChild(element("td", {"class": "num"}, String(i + 1)));
+    row.appendChild(element("td", {"class": "num"}, bytes(s.spread_bytes)));
     row.appendChild(element("td", {"class": "num"}, bytes(s.total_bytes) + (s.label ? " [" + s.label + "]" : "")));
     s.bytes_by_rank.forEach(function (b) {
       var cell = row.appendChild(element("td", {"class": "num"}, bytes(b)));
@@ -106,6 +111,30 @@
     var details = frames.appendChild(element("details"));
     details.appendChild(element("summary", {}, s.frames.length ? frameText(s.frames[0]) : "(no stack)"));
     details.appendChild(element("pre", {}, s.frames.map(frameText).join("\n")));
+  });
+
+  section = main.appendChild(element("section"));
+  section.appendChild(element("h2", {}, "Growing (leak suspects), per rank"));
+  table = section.appendChild(element("table", {"id": "growing"}));
+  head = table.appendChild(element("tr"));
+  ["rank", "rate", "bytes", "site"].forEach(function (h) { head.appendChild(element("th", {}, h)); });
+  data.ranks.forEach(function (r) {
+    var list = r.growing || [];
+    if (!list.length) {
+      var row = table.appendChild(element("tr"));
+      row.appendChild(element("td", {"class": "num"}, String(r.rank)));
+      row.appendChild(element("td", {"colspan": "3"}, r.growing === null ? "not known (a crash dump)" : "none"));
+    }
+    list.forEach(function (g) {
+      var row = table.appendChild(element("tr"));
+      row.appendChild(element("td", {"class": "num"}, String(r.rank)));
+      row.appendChild(element("td", {"class": "num"}, "+" + bytes(g.rate) + " per " + g.per));
+      row.appendChild(element("td", {"class": "num"}, bytes(g.bytes)));
+      var frames = row.appendChild(element("td", {"class": "stack"}));
+      var details = frames.appendChild(element("details"));
+      details.appendChild(element("summary", {}, g.frames.length ? frameText(g.frames[0]) : "(no stack)"));
+      details.appendChild(element("pre", {}, g.frames.map(frameText).join("\n")));
+    });
   });
   document.body.setAttribute("data-rendered", "1");
 })();

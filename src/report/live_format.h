@@ -18,16 +18,24 @@
  *
  *   {"format":"cumemtrace-live","version":1,"pid":N,"time_ms":N,
  *    "argv":[...],"growth":{"mode":"time"|"marks","samples":N},
+ *    "program_end":{"time_ms":N}|null,
  *    "devices":[{"device":N|null,"kinds":{"device":[current,peak],...},
  *                "all":[current,peak]}],
  *    "caches":[{"kind":"torch_tensor","view":"blocks"|"segments"|"unseen",
  *               "why":"...","reserved_bytes":N}],
  *    "stacks":[{"id":N,"live_bytes":N,"live_blocks":N,"peak_live_bytes":N,
  *               "allocations":N,"kind":"device"|null,"api":"cudaMalloc"|null,
+ *               "end_bytes":N|null,"end_blocks":N|null,
  *               "growing":true|false,"rate":N,
  *               "frames":["0x7f..." | {"function":..,"file":..,"line":N}]}],
  *    "top":[stack ids, most live bytes first],
- *    "growing":[stack ids, fastest first]} */
+ *    "growing":[stack ids, fastest first]}
+ *
+ * Once a Python program has ended (its exit hooks ran: program_end), its
+ * interpreter's teardown frees what module globals held, so "top" and
+ * "growing" rank the stacks by what they held at that end (end_bytes,
+ * end_blocks), as every report of the program does; devices and caches are
+ * as they are now. */
 #ifndef CUMEMTRACE_LIVE_FORMAT_H
 #define CUMEMTRACE_LIVE_FORMAT_H
 

@@ -1,7 +1,14 @@
 /* report_export.c - the report in other tools' formats.
  *
- * folded:   "outer;...;inner bytes" lines of the memory live at exit, one per
- *           group of live blocks, for flamegraph.pl, speedscope and inferno;
+ * A Python program ends (its exit hooks run) before its process does, and
+ * the interpreter's teardown then frees what module globals held: where the
+ * program's end was seen, the folded stacks and the memviz snapshot are of
+ * that end, not of what the teardown left, and the Chrome trace marks it.
+ *
+ * folded:   "outer;...;inner bytes" lines of the memory live at exit (at the
+ *           program's end, where seen: report.h's r->held; the root frame
+ *           then says so), one per group of live blocks, for flamegraph.pl,
+ *           speedscope and inferno;
  *           the frames frames.h hides are left out (CUMEMTRACE_ALL_FRAMES).
  *           The outermost frame is the kind in brackets ("[device]"), so host
  *           and device memory are never summed into one bar. VMM mappings
@@ -13,9 +20,10 @@
  * perfetto: Chrome's Trace Event format (JSON), loaded by ui.perfetto.dev
  *           and chrome://tracing: a counter track of live bytes per device
  *           and kind, one per device for all device memory when it sums
- *           several kinds, and instant
- *           events for failed allocations (OOMs) and marks. From the event
- *           timeline; without it, from the coarse series (series.h).
+ *           several kinds, and instant events for failed allocations
+ *           (OOMs), marks and the program's end (with the stacks held then,
+ *           most bytes first). From the event timeline; without it, from the
+ *           coarse series (series.h).
  * memviz:   a pickle of the snapshot dictionary that PyTorch's memory_viz
  *           page (pytorch.org/memory_viz) and torch.cuda._memory_viz read:
  *           "segments" and "device_traces". PyTorch's snapshot describes its
@@ -27,7 +35,12 @@
  *           the same size, traced as a segment_alloc and an alloc. Only memory
  *           with device addresses is exported (device, stream-ordered and
  *           managed blocks): VMM handles and arrays are handles, not
- *           addresses, and the page lays memory out by address.
+ *           addresses, and the page lays memory out by address. At the
+ *           program's end: its blocks still live, and those the teardown
+ *           freed, from the timeline's frees after the end (their
+ *           addresses are known nowhere else); the traces stop at the end.
+ *           A "cumemtrace" key says which moment, and the bytes held then
+ *           that no address could be found for (no timeline).
  *
  * All three are written from struct report only. */
 #include <stdio.h>
@@ -60,15 +73,25 @@ static void folded_frame_name(const struct symbol *s, uintptr_t address, char *t
 
 /* ---- folded stacks ---------------------------------------------------- */
 
+/* The program's end was seen: exports are of that moment, and the folded
+ * stacks' root frame says so ("[device, at the program's end]"). */
+#define AT_END_ROOT ", at the program's end"
+static int at_end(const struct report *r)
+{
+    return r->state.program_ended;
+}
+
 void report_folded(const struct report *r, struct out *out)
 {
     char name[1024];
-    for (size_t i = 0; i < r->group_count; i++) {
-        const struct report_group *g = &r->groups[i];
+    const struct report_group *groups = at_end(r) ? r->held : r->groups;
+    size_t count = at_end(r) ? r->held_count : r->group_count;
+    for (size_t i = 0; i < count; i++) {
+        const struct report_group *g = &groups[i];
         if (g->kind == KIND_VMM_MAPPING || g->kind == KIND_VMM_RESERVATION || g->bytes == 0 ||
             report_cache_segment(r, g->stack_id))
             continue;
-        out_printf(out, "[%s]", kind_name(g->kind));
+        out_printf(out, "[%s%s]", kind_name(g->kind), at_end(r) ? AT_END_ROOT : "");
         const struct stack *s =
             g->stack_id >= 1 && g->stack_id <= r->stack_count ? &r->stacks[g->stack_id - 1] : NULL;
         if (!s || s->depth == 0)
@@ -91,8 +114,8 @@ void report_folded(const struct report *r, struct out *out)
     for (int i = 0; i < r->cache_count; i++) {
         const struct report_cache *c = &r->caches[i];
         if (c->unused && r->state.caches[c->kind - KIND_TORCH_TENSOR].view == CACHE_BLOCKS)
-            out_printf(out, "[device];[%s cache: reserved, unused] %llu\n", kind_name(c->kind),
-                       U(c->unused));
+            out_printf(out, "[device%s];[%s cache: reserved, unused] %llu\n",
+                       at_end(r) ? AT_END_ROOT : "", kind_name(c->kind), U(c->unused));
     }
 }
 
@@ -171,6 +194,40 @@ static void write_mark(const struct report *r, struct out *out, uint64_t time_us
     snprintf(name, sizeof(name), "mark: %s", label ? label : "?");
     out_json_string(out, name);
     out_str(out, "}");
+}
+
+/* The program's end, with the stacks held then (r->held, most bytes first,
+ * the first 20), each as its frames that matter, site first. */
+static void write_program_end(const struct report *r, struct out *out)
+{
+    char bytes[32], name[1024];
+    uint64_t total = 0;
+    for (size_t i = 0; i < r->held_count; i++)
+        total += r->held[i].bytes;
+    format_bytes(total, bytes, sizeof(bytes));
+    out_printf(out, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,"
+                    "\"name\":\"program end: %s held\",\"args\":{\"held_bytes\":%llu,\"held\":[",
+               r->pid, U((uint64_t)r->state.program_end_ms * 1000), bytes, U(total));
+    for (size_t i = 0; i < r->held_count && i < 20; i++) {
+        const struct report_group *g = &r->held[i];
+        out_printf(out, "%s{\"bytes\":%llu,\"kind\":\"%s\",\"stack\":[", i ? "," : "",
+                   U(g->bytes), kind_name(g->kind));
+        const struct stack *s =
+            g->stack_id >= 1 && g->stack_id <= r->stack_count ? &r->stacks[g->stack_id - 1] : NULL;
+        struct frame_view view = {-1, -1, -1};
+        if (s)
+            frames_view(r, s, &view);
+        for (uint32_t f = view.site > 0 ? (uint32_t)view.site : 0, n = 0; s && f < s->depth; f++) {
+            if (frames_left_out(r, s, f, &view))
+                continue;
+            uintptr_t address = r->frames[s->first_frame + f];
+            frames_name(frame_symbol(r, address), address, name, sizeof(name));
+            out_str(out, n++ ? "," : "");
+            out_json_string(out, name);
+        }
+        out_str(out, "]}");
+    }
+    out_str(out, "]}}");
 }
 
 void report_perfetto(const struct report *r, struct out *out)
@@ -258,6 +315,9 @@ void report_perfetto(const struct report *r, struct out *out)
             write_mark(r, out, (uint64_t)m->time_ms * 1000, m->label);
         }
     }
+
+    if (at_end(r))
+        write_program_end(r, out);
 
     /* Every track ends where the counters stand at the report. */
     uint64_t end_us = (uint64_t)r->now_ms * 1000;
@@ -439,15 +499,93 @@ static int by_value(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static const struct report_block **sorted_cache_blocks(const struct report *r)
+static const struct report_block **sorted_cache_blocks(const struct report_block *blocks,
+                                                       size_t count)
 {
-    const struct report_block **list = pages_alloc((r->block_count + 1) * sizeof(*list));
+    const struct report_block **list = pages_alloc((count + 1) * sizeof(*list));
     size_t n = 0;
-    for (size_t i = 0; list && i < r->block_count; i++)
-        if (kind_in_cache(r->blocks[i].kind))
-            list[n++] = &r->blocks[i];
+    for (size_t i = 0; list && i < count; i++)
+        if (kind_in_cache(blocks[i].kind))
+            list[n++] = &blocks[i];
     if (list)
         qsort(list, n, sizeof(*list), by_value);
+    return list;
+}
+
+/* The blocks a snapshot lays out, and how many (`capacity`: the list's
+ * room, 0 when it is r->blocks itself). At the program's end: the blocks
+ * still live that were live then, and those the teardown freed: a free
+ * recorded after the end whose address no allocation after the end had
+ * taken first. Without a timeline those have no address: their bytes go to
+ * *unplaced. NULL when out of memory. */
+struct alloc_after {
+    uint64_t value;
+    size_t index;
+    int device, kind;
+};
+
+static int by_place(const void *a, const void *b)
+{
+    const struct alloc_after *x = a, *y = b;
+    if (x->value != y->value)
+        return x->value < y->value ? -1 : 1;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static const struct report_block *memviz_blocks(const struct report *r, size_t *count,
+                                                size_t *capacity, uint64_t *unplaced)
+{
+    *unplaced = 0;
+    *capacity = 0;
+    *count = r->block_count;
+    if (!at_end(r))
+        return r->blocks;
+    size_t after = r->timeline_count - r->timeline_end;
+    struct report_block *list = pages_alloc((r->block_count + after + 1) * sizeof(*list));
+    struct alloc_after *allocs = pages_alloc((after + 1) * sizeof(*allocs));
+    size_t n = 0, a = 0;
+    for (size_t i = 0; list && allocs && i < r->block_count; i++)
+        if (r->blocks[i].held_at_end)
+            list[n++] = r->blocks[i];
+    for (size_t k = r->timeline_end; list && allocs && k < r->timeline_count; k++)
+        if (r->timeline[k].type == TIMELINE_ALLOC)
+            allocs[a++] = (struct alloc_after){r->timeline[k].value, k, r->timeline[k].device,
+                                               r->timeline[k].kind};
+    if (allocs)
+        qsort(allocs, a, sizeof(*allocs), by_place);
+    for (size_t k = r->timeline_end; list && allocs && k < r->timeline_count; k++) {
+        const struct timeline_event *e = &r->timeline[k];
+        if (e->type != TIMELINE_FREE && e->type != TIMELINE_FREE_IMPLICIT)
+            continue;
+        struct alloc_after key = {e->value, 0, e->device, e->kind};
+        size_t low = 0, high = a;       /* the first allocation after the end at its place */
+        while (low < high) {
+            size_t mid = low + (high - low) / 2;
+            if (by_place(&allocs[mid], &key) < 0)
+                low = mid + 1;
+            else
+                high = mid;
+        }
+        if (low < a && allocs[low].value == e->value && allocs[low].device == e->device &&
+            allocs[low].kind == e->kind && allocs[low].index < k)
+            continue;
+        list[n++] = (struct report_block){.value = e->value, .size = e->size,
+                                          .stack_id = e->stack_id, .device = e->device,
+                                          .kind = e->kind, .api = e->api, .held_at_end = 1};
+    }
+    pages_free(allocs, (after + 1) * sizeof(*allocs));
+    if (!list || !allocs) {
+        pages_free(list, (r->block_count + after + 1) * sizeof(*list));
+        return NULL;
+    }
+    for (size_t i = 0; !r->has_timeline && i < r->held_count; i++)
+        *unplaced += r->held[i].freed_at_teardown;
+    *count = n;
+    *capacity = r->block_count + after + 1;
     return list;
 }
 
@@ -523,16 +661,20 @@ static void pickle_segment(const struct report *r, struct out *out, const struct
 
 void report_memviz(const struct report *r, struct out *out)
 {
+    size_t count, capacity, traced = at_end(r) ? r->timeline_end : r->timeline_count;
+    uint64_t unplaced;
     uint8_t *written = pages_alloc(r->stack_count + 1);
-    if (!written) {
+    const struct report_block *blocks = memviz_blocks(r, &count, &capacity, &unplaced);
+    if (!written || !blocks) {
+        pages_free(written, r->stack_count + 1);
         out->failed = 1;
         return;
     }
     int devices = 0;
-    for (size_t i = 0; i < r->block_count; i++)
-        if (memviz_kind(r->blocks[i].kind) && r->blocks[i].device >= devices)
-            devices = r->blocks[i].device + 1;
-    for (size_t i = 0; i < r->timeline_count; i++)
+    for (size_t i = 0; i < count; i++)
+        if (memviz_kind(blocks[i].kind) && blocks[i].device >= devices)
+            devices = blocks[i].device + 1;
+    for (size_t i = 0; i < traced; i++)
         if (memviz_traced(r->timeline[i].kind) && r->timeline[i].device >= devices)
             devices = r->timeline[i].device + 1;
 
@@ -542,21 +684,21 @@ void report_memviz(const struct report *r, struct out *out)
 
     pickle_str(out, "segments");
     pickle_begin_list(out);
-    const struct report_block **inside = sorted_cache_blocks(r);
-    for (size_t i = 0; i < r->block_count; i++) {
-        const struct report_block *b = &r->blocks[i];
+    const struct report_block **inside = sorted_cache_blocks(blocks, count);
+    for (size_t i = 0; i < count; i++) {
+        const struct report_block *b = &blocks[i];
         if (!memviz_kind(b->kind) || b->device < 0)
             continue;
         pickle_segment(r, out, b, inside, written);
     }
     pickle_end_list(out);
-    pages_free(inside, (r->block_count + 1) * sizeof(*inside));
+    pages_free(inside, (count + 1) * sizeof(*inside));
 
     pickle_str(out, "device_traces");
     pickle_begin_list(out);
     for (int device = 0; device < devices; device++) {
         pickle_begin_list(out);
-        for (size_t i = 0; i < r->timeline_count; i++) {
+        for (size_t i = 0; i < traced; i++) {
             const struct timeline_event *e = &r->timeline[i];
             if (e->device != device || !memviz_traced(e->kind))
                 continue;
@@ -589,7 +731,17 @@ void report_memviz(const struct report *r, struct out *out)
         pickle_end_list(out);
     }
     pickle_end_list(out);
+    if (at_end(r)) {
+        pickle_str(out, "cumemtrace");
+        pickle_begin_dict(out);
+        pickle_key_str(out, "moment", "program_end");
+        pickle_key_int(out, "time_ms", r->state.program_end_ms);
+        pickle_key_int(out, "unplaced_bytes", unplaced);
+        pickle_end_dict(out);
+    }
     pickle_end_dict(out);
     pickle_byte(out, '.');
     pages_free(written, r->stack_count + 1);
+    if (capacity)
+        pages_free((void *)blocks, capacity * sizeof(*blocks));
 }

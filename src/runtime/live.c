@@ -50,7 +50,10 @@ struct live_copy {
     uint32_t ids[LIVE_STACKS], count;          /* the stacks below, once each */
     struct cache_state caches[CACHE_KINDS];
     uint64_t reserved[CACHE_KINDS];            /* live in each cache's segments */
+    int ended;                                 /* the program ended: figures of its end */
+    uint32_t end_ms;
     struct stack stacks[LIVE_STACKS];
+    uint64_t end_bytes[LIVE_STACKS], end_blocks[LIVE_STACKS];   /* held at the program's end */
     uintptr_t frames[LIVE_STACKS][CONFIG_MAX_DEPTH];
     struct out out;
 };
@@ -71,6 +74,17 @@ static void keep_best(uint32_t *list, double *values, uint32_t *count, uint32_t 
     values[at] = value;
 }
 
+/* What a stack held when the program ended (0 for one made after). */
+static uint64_t end_bytes(uint32_t id)
+{
+    return id <= tracker.end_stacks ? tracker.end_totals[id - 1].bytes : 0;
+}
+
+static uint64_t end_blocks(uint32_t id)
+{
+    return id <= tracker.end_stacks ? tracker.end_totals[id - 1].blocks : 0;
+}
+
 static void remember(struct live_copy *c, uint32_t id)
 {
     for (uint32_t i = 0; i < c->count; i++)
@@ -78,6 +92,8 @@ static void remember(struct live_copy *c, uint32_t id)
             return;
     const struct stack *s = stack_get(id);
     uint32_t depth = s->depth < CONFIG_MAX_DEPTH ? s->depth : CONFIG_MAX_DEPTH;
+    c->end_bytes[c->count] = c->ended ? end_bytes(id) : 0;
+    c->end_blocks[c->count] = c->ended ? end_blocks(id) : 0;
     c->ids[c->count] = id;
     c->stacks[c->count] = *s;
     c->stacks[c->count].depth = depth;
@@ -86,7 +102,9 @@ static void remember(struct live_copy *c, uint32_t id)
 }
 
 /* Under the lock: read only. No growth sample is taken, so the reports the
- * process writes are the ones it would have written unwatched. */
+ * process writes are the ones it would have written unwatched. Once a
+ * Python program has ended, its interpreter's teardown frees what globals
+ * held: the stacks are then ranked by what they held at the end. */
 static void copy(struct live_copy *c)
 {
     double top_bytes[LIVE_TOP];
@@ -94,6 +112,8 @@ static void copy(struct live_copy *c)
     c->now_ms = tracker_now_ms();
     counters_snapshot(&c->counters);
     c->growth = growth;
+    c->ended = tracker.program_ended;
+    c->end_ms = tracker.program_end_ms;
     /* A cache whose blocks are recorded: its blocks' stacks say who holds
      * the memory; its segments' stacks, holding the same, are summed apart
      * (as report_cache_segment leaves them out of every report). */
@@ -104,12 +124,12 @@ static void copy(struct live_copy *c)
             known |= STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + k);
     for (uint32_t id = 1; id <= stack_count(); id++) {
         const struct stack *s = stack_get(id);
-        uint64_t live = s->stats.live_bytes;
+        uint64_t live = c->ended ? end_bytes(id) : s->stats.live_bytes;
         uint32_t segment = __atomic_load_n(&s->flags, __ATOMIC_RELAXED) & STACK_CACHE_ANY;
         if (segment) {
             for (int k = 0; k < CACHE_KINDS; k++)
                 if (segment & STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + k)) {
-                    c->reserved[k] += live;
+                    c->reserved[k] += s->stats.live_bytes;
                     break;
                 }
             if (segment & known)
@@ -200,6 +220,11 @@ static void write_stacks(struct live_copy *c)
         } else {
             out_str(out, "\"kind\":null,\"api\":null");
         }
+        if (c->ended)
+            out_printf(out, ",\"end_bytes\":%llu,\"end_blocks\":%llu",
+                       (unsigned long long)c->end_bytes[i], (unsigned long long)c->end_blocks[i]);
+        else
+            out_str(out, ",\"end_bytes\":null,\"end_blocks\":null");
         out_printf(out, ",\"growing\":%s,\"rate\":%.0f,\"frames\":[", growing ? "true" : "false",
                    rate);
         for (uint32_t f = 0; f < s->depth; f++) {
@@ -256,6 +281,10 @@ static void answer(int client)
                     "\"growth\":{\"mode\":\"%s\",\"samples\":%u}",
                LIVE_FORMAT_VERSION, (int)getpid(), c->now_ms,
                c->growth.mode == GROWTH_MARKS ? "marks" : "time", c->growth.samples);
+    if (c->ended)
+        out_printf(out, ",\"program_end\":{\"time_ms\":%u}", c->end_ms);
+    else
+        out_str(out, ",\"program_end\":null");
     write_devices(c);
     write_caches(c);
     write_stacks(c);

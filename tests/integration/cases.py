@@ -982,11 +982,21 @@ def case_pytest_plugin():
     check(f"test_leaks left 4.00 MiB of GPU memory held:\n  4.00 MiB from {script}:{allocate_line} in "
           f"allocate < test_leaks:{site_line(script, 'LEAK-LINE')} (device via cudaMalloc)" in text,
           f"the leaking test fails, naming its line:\n{text}")
-    check("3 failed, 2 passed" in text and "FAILED" in text and "test_clean" not in text.split("FAILURES")[-1] and
-          "test_fills_a_cache_once" not in text.split("FAILURES")[-1],
+    failures = text.split("FAILURES")[-1].split("cumemtrace: GPU memory at the end")[0]
+    check("3 failed, 2 passed" in text and "FAILED" in text and "test_clean" not in failures and
+          "test_fills_a_cache_once" not in failures,
           f"the clean test and the one within its allowance pass:\n{text}")
     check("assert (1 + 1) == 3" in text and "test_fails_on_its_own left" not in text,
           "a test failing on its own is reported as such")
+    # At the session's end: what module globals keep (the leaking test's
+    # list, the cache), by line, and the tracer's growth verdict.
+    summary = text.split("cumemtrace: GPU memory at the end of the session", 1)[-1]
+    check("held at the end of the session: 14.0 MiB:\n" in summary and
+          f"  4.00 MiB from {script}:{allocate_line} in allocate < test_leaks:"
+          f"{site_line(script, 'LEAK-LINE')} (device via cudaMalloc)" in summary and
+          f"  8.00 MiB from {script}:{allocate_line} in allocate < workspace:"
+          f"{site_line(script, 'CACHE-LINE')}" in summary and "\ngrowing: none" in summary,
+          f"the session's summary: what globals keep at its end, by line:\n{text}")
     text = pytest("--cuda-leaks-repeat=3")
     check(f"test_grows holds more GPU memory at each of 3 more runs: 1.00 MiB a run, 3.00 MiB in all:\n"
           f"  3.00 MiB from {script}:{allocate_line} in allocate < test_grows:{site_line(script, 'GROW-LINE')}"
@@ -1008,11 +1018,15 @@ def case_pytest_plugin():
         "for view in ('blocks', 'segments'):\n"
         "    report = {'live': live, 'stacks': stacks, 'caches': [{'kind': 'torch_tensor', 'view': view}]}\n"
         "    print(view, sum(p.held(report).values()))\n"
-        "print('old', sum(p.held({'live': live, 'stacks': [{'id': 1}]}).values()))\n")
+        "print('old', sum(p.held({'live': live, 'stacks': [{'id': 1}]}).values()))\n"
+        "ended = {'live': live, 'stacks': stacks, 'program_end': {'time_ms': 5},\n"
+        "         'held_at_end': [{'stack': 2, 'kind': 'torch_tensor', 'api': 'torch', 'bytes': 500}]}\n"
+        "print('end', sum(p.held(ended).values()))\n")
     counted = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                              env=dict(os.environ, PYTHONPATH=os.path.join(ARGS.source, "python")))
-    check(counted.stdout.split("\n")[:3] == ["blocks 30", "segments 130", "old 130"],
-          f"cache segments count only where blocks are unknown: {counted.stdout!r} {counted.stderr[-300:]!r}")
+    check(counted.stdout.split("\n")[:4] == ["blocks 30", "segments 130", "old 130", "end 500"],
+          f"cache segments count only where blocks are unknown; a report of a program that "
+          f"ended counts what it held at its end: {counted.stdout!r} {counted.stderr[-300:]!r}")
 
 
 def check_python_sites(report, script, line, err):
@@ -1591,7 +1605,8 @@ def rank_reports(ranks, world_size=True):
     """One exit report per (rank, leak_loop steps), in one directory."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-ranks-")
     for rank, steps in ranks:
-        env = {"CUMEMTRACE_OUTPUT": os.path.join(directory, "rank-%r"), "CUMEMTRACE_QUIET": "1"}
+        env = {"CUMEMTRACE_OUTPUT": os.path.join(directory, "rank-%r"), "CUMEMTRACE_QUIET": "1",
+               "CUMEMTRACE_SAMPLE_MS": "10"}
         if rank is not None:
             env["RANK"] = str(rank)
             if world_size:
@@ -1626,8 +1641,15 @@ def case_merge_ranks():
     text = tool("merge", *files).stdout
     check("Divergent rank: 1 holds 80.0 MiB live" in text and "rule: a rank diverges when" in text,
           f"the text names rank 1 and the rule: {text[:1500]}")
-    check("   #1 120 MiB in all: rank 0 20.0 MiB, rank 1 80.0 MiB, rank 2 20.0 MiB" in text,
-          "bytes per rank in the text")
+    check("   #1 rank 0 20.0 MiB, rank 1 80.0 MiB, rank 2 20.0 MiB (60.0 MiB between ranks, "
+          "120 MiB in all)" in text, f"bytes per rank in the text: {text[:1500]}")
+    check(merged["stacks"][0]["spread_bytes"] == 60 * MiB and
+          all(r["at"] == "exit" for r in merged["ranks"]) and
+          "read at: every rank live at its report" in text,
+          f"a C program's ranks are read at exit, and the text says so: {merged['ranks']}")
+    check("Growing (leak suspects), per rank:" in text and
+          re.search(r"rank 1: \+[0-9.]+ [KMG]iB per second, 80.0 MiB now\n\s+leak_scratch_buffer at ",
+                    text), f"rank 1's growing site: {text[-1200:]}")
     # Two ranks, the brief's case: RANK=0 and RANK=1, rank 0 the larger.
     directory = rank_reports([(0, 12), (1, 3)])
     merged = json.loads(tool("merge", os.path.join(directory, "rank-1.json"),
