@@ -45,6 +45,7 @@ struct loader {
     int unmarked;                /* live groups without held_at_end: an older report */
     demangler demangle;          /* looked for at the first mangled name */
     int demangler_sought;
+    int blocks_unmarked;         /* listed blocks without it: an older report */
 };
 
 static void fail(struct loader *l, const char *what)
@@ -573,6 +574,9 @@ static void load_live(struct loader *l, const struct json_value *root)
         block->device = (int8_t)device_of(b);
         block->kind = (uint8_t)kind_index(l, b);
         block->api = (uint8_t)api_index(l, json_string(json_get(b, "api")));
+        const struct json_value *held = json_get(b, "held_at_end");
+        block->held_at_end = held && held->type == JSON_TRUE;
+        l->blocks_unmarked |= !held;
         if (json_string(json_get(b, "stream_or_pool")) && r->state.handles_used < UINT16_MAX) {
             r->state.handles[r->state.handles_used++] = get_hex(b, "stream_or_pool");
             block->handle = (uint16_t)r->state.handles_used;
@@ -723,6 +727,10 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
     r->state.program_ended = 1;
     r->state.program_end_ms = (uint32_t)get_u64(end, "time_ms");
     r->growth.ended = 1;
+    /* A report from before blocks said whether they were held at the end:
+     * one allocated by then was (it is still live). */
+    for (size_t i = 0; l->blocks_unmarked && i < r->block_count; i++)
+        r->blocks[i].held_at_end = r->blocks[i].time_ms <= r->state.program_end_ms;
     const struct json_value *devices = json_get(end, "devices");
     r->has_end_devices = devices && devices->type == JSON_ARRAY;
     for (const struct json_value *d = r->has_end_devices ? devices->first : NULL; d; d = d->next)
@@ -891,7 +899,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     if (json_parse(text, length, &loaded->json, error, error_size) < 0)
         return -1;
     const struct json_value *root = loaded->json.root;
-    struct loader l = {r, NULL, error, error_size, 0, 0, NULL, 0};
+    struct loader l = {.r = r, .error = error, .error_size = error_size};
     const char *format = json_string(json_get(root, "format"));
     if (!format || strcmp(format, "cumemtrace-report") != 0) {
         fail(&l, "no \"format\": \"cumemtrace-report\"");

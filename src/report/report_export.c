@@ -256,9 +256,14 @@ void report_perfetto(const struct report *r, struct out *out)
                 write_counter(r, out, slot, kind, first_us, p->bytes[slot][kind]);
 
     uint64_t last_us = first_us;
+    int end_written = !at_end(r);
     for (size_t i = 0; i < r->timeline_count; i++) {
         const struct timeline_event *e = &r->timeline[i];
         int slot = counters_slot(e->device);
+        if (i == r->timeline_end && !end_written) {     /* in time's order */
+            write_program_end(r, out);
+            end_written = 1;
+        }
         last_us = e->time_us;
         if (e->type == TIMELINE_MARK) {
             write_mark(r, out, e->time_us, report_mark_label(r, e->size));
@@ -316,7 +321,7 @@ void report_perfetto(const struct report *r, struct out *out)
         }
     }
 
-    if (at_end(r))
+    if (!end_written)
         write_program_end(r, out);
 
     /* Every track ends where the counters stand at the report. */

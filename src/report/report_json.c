@@ -261,10 +261,11 @@ static void write_live(const struct report *r, struct out *out)
         out_printf(out, ",\"stack\":%u,\"thread\":%u,\"sequence\":%llu,\"time_ms\":%u",
                    b->stack_id, b->thread, U(b->sequence), b->time_ms);
         if (b->handle && b->handle <= r->state.handles_used)
-            out_printf(out, ",\"stream_or_pool\":\"0x%llx\"}",
+            out_printf(out, ",\"stream_or_pool\":\"0x%llx\"",
                        U(r->state.handles[b->handle - 1]));
         else
-            out_str(out, ",\"stream_or_pool\":null}");
+            out_str(out, ",\"stream_or_pool\":null");
+        out_printf(out, ",\"held_at_end\":%s}", b->held_at_end ? "true" : "false");
     }
     out_str(out, "]}");
 }
@@ -597,17 +598,22 @@ static void write_program_end(const struct report *r, struct out *out)
         out_str(out, ",\"program_end\":null,\"held_at_end\":[]");
         return;
     }
-    out_printf(out, ",\"program_end\":{\"time_ms\":%u,\"devices\":[", r->state.program_end_ms);
-    for (int d = 0, n = 0; r->has_end_devices && d < r->device_count; d++) {
-        int slot = r->devices[d].slot;
-        out_str(out, n++ ? "," : "");
-        out_printf(out, slot == COUNTER_NO_DEVICE ? "{\"device\":null" : "{\"device\":%d", slot);
-        out_printf(out, ",\"live_bytes\":%llu}", U(r->state.end_device_bytes[slot]));
+    out_printf(out, ",\"program_end\":{\"time_ms\":%u", r->state.program_end_ms);
+    if (r->has_end_devices) {           /* not known in a report read back from an older one */
+        out_str(out, ",\"devices\":[");
+        for (int d = 0; d < r->device_count; d++) {
+            int slot = r->devices[d].slot;
+            out_str(out, d ? "," : "");
+            out_printf(out, slot == COUNTER_NO_DEVICE ? "{\"device\":null" : "{\"device\":%d",
+                       slot);
+            out_printf(out, ",\"live_bytes\":%llu}", U(r->state.end_device_bytes[slot]));
+        }
+        out_str(out, "]");
     }
     if (r->has_timeline)
-        out_printf(out, "],\"timeline_index\":%zu},\"held_at_end\":[", r->timeline_end);
+        out_printf(out, ",\"timeline_index\":%zu},\"held_at_end\":[", r->timeline_end);
     else
-        out_str(out, "],\"timeline_index\":null},\"held_at_end\":[");
+        out_str(out, ",\"timeline_index\":null},\"held_at_end\":[");
     for (size_t i = 0; i < r->held_count; i++) {
         const struct report_group *g = &r->held[i];
         out_printf(out, "%s{\"stack\":%u,\"kind\":\"%s\",\"api\":", i ? "," : "",
