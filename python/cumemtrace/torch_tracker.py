@@ -218,7 +218,10 @@ def compile_tracker(torch, output, bench=False, log=None):
                *(["-DCUMEMTRACE_BENCH_SWITCH"] if bench else []),
                "-isystem", os.path.join(root, "include"),
                "-isystem", os.path.join(root, "include", "torch", "csrc", "api", "include"),
-               "-isystem", cuda, "-I", folder, os.path.join(folder, "torch_tracker.cpp"),
+               "-isystem", cuda, "-I", folder,
+               # what pip's CUDA headers lack, searched last (see its header)
+               "-idirafter", os.path.join(folder, "cuda_fallback"),
+               os.path.join(folder, "torch_tracker.cpp"),
                "-o", output, "-L" + os.path.join(root, "lib"), *libraries, "-Wl,-z,nodelete"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
