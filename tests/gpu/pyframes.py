@@ -6,8 +6,9 @@ GPU (run by check_pyframes.py under the tracer):
 cupy: CuPy releases the GIL before it allocates: a 40 MiB array kept from
 the main thread, a 24 MiB one from a Python thread. torch: PyTorch's ops
 release it too: a 48 MiB tensor kept; then a backward pass whose 16 MiB
-gradient the autograd engine's thread allocates, while the main thread
-waits in loss.backward(). The lines marked below are what the report must name.
+gradient (the expanded gradient of a sum, cloned by AccumulateGrad) the
+autograd engine's thread allocates, while the main thread waits in
+loss.backward(). The lines marked below are what the report must name.
 """
 import sys
 import threading
@@ -27,7 +28,7 @@ def keep_torch(torch):
 
 def backward(torch):
     weight = torch.randn(2048, 2048, device="cuda", requires_grad=True)
-    loss = (weight * 3.0).sum()
+    loss = weight.sum() * 3.0     # no temporary of the weight's size to reuse
     loss.backward()  # BACKWARD-LINE
     return weight
 
