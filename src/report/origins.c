@@ -27,6 +27,20 @@ static const char *const framework_packages[] = {
     "numpy", "triton", "nvidia", "_pytest", "pytest", "pluggy",
 };
 
+/* Code a framework wrote for the program: PyTorch's Inductor and Triton
+ * generate modules into cache folders (/tmp/torchinductor_<user>/ab/c....py,
+ * ~/.triton/cache/<hash>/, native launchers beside them), torch.fx compiles
+ * graphs from a string named "<eval_with_key>.N", and Dynamo's frames run
+ * them. Their lines are no one's to fix: the site is the user's line that
+ * called the compiled function, as under any framework call. Dynamo and
+ * Inductor's own files are matched wherever torch is installed (a source
+ * checkout too); a cache moved elsewhere (TORCHINDUCTOR_CACHE_DIR,
+ * TRITON_CACHE_DIR) is not recognized by name. */
+static const char *const generated_folders[] = {
+    "/torchinductor_", "/.triton/cache/", "/torch/_dynamo/", "/torch/_inductor/",
+};
+static const char *const generated_names[] = {"<eval_with_key>"};
+
 /* Native libraries by the start of their file name. */
 static const char *const cuda_libraries[] = {"libcuda", "libnvidia-"};
 static const char *const framework_libraries[] = {
@@ -99,6 +113,17 @@ static int in_standard_library(const char *path)
     return 0;
 }
 
+static int is_generated(const char *path)
+{
+    for (size_t i = 0; i < COUNT(generated_names); i++)
+        if (strncmp(path, generated_names[i], strlen(generated_names[i])) == 0)
+            return 1;
+    for (size_t i = 0; i < COUNT(generated_folders); i++)
+        if (strstr(path, generated_folders[i]))
+            return 1;
+    return 0;
+}
+
 static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -123,7 +148,7 @@ static int classify_python(const struct symbol *s)
         return ORIGIN_USER;
     if (strncmp(file, "<frozen ", 8) == 0)
         return ORIGIN_INTERPRETER;
-    if (in_framework_package(file))
+    if (in_framework_package(file) || is_generated(file))
         return ORIGIN_FRAMEWORK;
     if (in_standard_library(file))
         return ORIGIN_INTERPRETER;
@@ -144,7 +169,7 @@ int origin_of(const struct symbol *s)
     if (starts_with_any(name, cuda_libraries, COUNT(cuda_libraries)))
         return ORIGIN_CUDA;
     if (starts_with_any(name, framework_libraries, COUNT(framework_libraries)) ||
-        in_framework_package(s->module))
+        in_framework_package(s->module) || is_generated(s->module))
         return ORIGIN_FRAMEWORK;
     if (starts_with_any(name, interpreter_libraries, COUNT(interpreter_libraries)) ||
         in_standard_library(s->module))

@@ -1,9 +1,10 @@
 /* origins.h - where a frame's code comes from: the user's own code, CUDA's
  * libraries, a framework (PyTorch, CuPy, JAX, NumPy, Triton, NCCL and the
- * CUDA math libraries; pytest), the Python interpreter (its executable and
- * libpython, libffi, the standard library, frozen modules), the C runtime,
- * or process and thread start-up. frames.h decides from it what a stack
- * shows. */
+ * CUDA math libraries; pytest; the code Inductor, Triton and torch.fx
+ * generate, and Dynamo, which runs it), the Python interpreter (its
+ * executable and libpython, libffi, the standard library, frozen modules),
+ * the C runtime, or process and thread start-up. frames.h decides from it
+ * what a stack shows. */
 #ifndef CUMEMTRACE_ORIGINS_H
 #define CUMEMTRACE_ORIGINS_H
 

@@ -274,6 +274,39 @@ static void autograd_tensor_alone(void)
     CHECK(strcmp(shown(&f), "01000") == 0);
 }
 
+/* torch.compile: the tensor is made by Inductor's generated module, run
+ * from an FX graph and Dynamo's frames; the site is the user's line that
+ * called the compiled model, and the generated lines are hidden but the
+ * one that names what was asked for. */
+static void compiled(void)
+{
+    const char *site = "/home/me/.venv/lib/python3.12/site-packages";
+    char dynamo[128];
+    snprintf(dynamo, sizeof(dynamo), "%s/torch/_dynamo/eval_frame.py", site);
+    struct symbol frames[] = {
+        NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
+        PY("call", "/tmp/torchinductor_me/c5/c5m5xyz.py", 124),
+        PY("Runner.call", "/tmp/torchinductor_me/c5/c5m5xyz.py", 140),
+        PY("forward", "<eval_with_key>.3", 7),
+        NATIVE("launcher", "/home/me/.triton/cache/Q2X/__triton_launcher.so"),
+        PY("_fn", "/src/pytorch/torch/_dynamo/eval_frame.py", 600),    /* a source checkout */
+        PY("_fn", dynamo, 655),
+        PY("train", "/home/me/train.py", 41),                        /* the site */
+        PY("<module>", "/home/me/train.py", 60),
+    };
+    struct fixture f;
+    build(&f, frames, 10);
+    for (int i = 2; i < 8; i++)
+        CHECK_EQ(origin_of(&frames[i]), ORIGIN_FRAMEWORK);
+    CHECK_EQ(origin_of(&frames[8]), ORIGIN_USER);
+    CHECK_EQ(site_of(&f), 8);
+    CHECK(strcmp(shown(&f), "1010000011") == 0);
+    /* A user's file merely named like a cache is still the user's. */
+    struct symbol mine = PY("f", "/home/me/inductor_notes.py", 3);
+    CHECK_EQ(origin_of(&mine), ORIGIN_USER);
+}
+
 static void names(void)
 {
     char text[128];
@@ -303,6 +336,7 @@ int main(void)
     autograd_tensor();
     autograd_node();
     autograd_tensor_alone();
+    compiled();
     names();
     return check_done("frames");
 }
