@@ -256,6 +256,11 @@ void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id
     frames_view(r, s, &view);
     int written = 0, more = 0;
     for (uint32_t i = first_shown(&view); i < s->depth; i++) {
+        if (frames_marker(r, r->frames[s->first_frame + i]) && written < limit) {
+            out_printf(out, "%s-- this thread runs no Python; the main thread's frames at that "
+                            "moment:\n", indent);
+            continue;
+        }
         if (frames_left_out(r, s, i, &view))
             continue;
         if (written == limit) {

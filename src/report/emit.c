@@ -83,18 +83,22 @@ int report_emit(const struct report *r, const char *template_, int summary,
                 struct report_files *files)
 {
     int result = 0;
+    /* The files first, so that the summary can say where they are. */
+    struct report_files *written = files ? files : pages_alloc(sizeof(*written));
+    for (int format = 0; format < FORMAT_COUNT; format++)
+        if ((config.formats & (1 << format)) && write_file(r, format, template_, written) < 0)
+            result = -1;
     int fd = log_fd();
     if (summary && !config.quiet && fd >= 0) {
         struct out *out = pages_alloc(sizeof(*out));
         if (out) {
             out_fd(out, fd);
-            report_summary(r, out);
+            report_summary(r, written, out);
             out_flush(out);
             pages_free(out, sizeof(*out));
         }
     }
-    for (int format = 0; format < FORMAT_COUNT; format++)
-        if ((config.formats & (1 << format)) && write_file(r, format, template_, files) < 0)
-            result = -1;
+    if (written && !files)
+        pages_free(written, sizeof(*written));
     return result;
 }

@@ -85,6 +85,12 @@ void frames_view(const struct report *r, const struct stack *s, struct frame_vie
     }
 }
 
+int frames_marker(const struct report *r, uintptr_t address)
+{
+    const struct symbol *s = symbol_of(r, address);
+    return is_python_frame(address) && s && s->python && s->line == 0;
+}
+
 int frames_hidden(const struct report *r, const struct stack *s, uint32_t index,
                   const struct frame_view *v)
 {
@@ -92,7 +98,7 @@ int frames_hidden(const struct report *r, const struct stack *s, uint32_t index,
     int origin = frames_origin(r, frames[index]);
     if ((long)index == v->site || (long)index == v->call || (long)index == v->operation ||
         origin == ORIGIN_USER)
-        return 0;
+        return frames_marker(r, frames[index]);
     if (origin == ORIGIN_CUDA)
         return index + 1 < s->depth && frames_origin(r, frames[index + 1]) == ORIGIN_CUDA;
     return 1;
@@ -101,7 +107,8 @@ int frames_hidden(const struct report *r, const struct stack *s, uint32_t index,
 int frames_left_out(const struct report *r, const struct stack *s, uint32_t index,
                     const struct frame_view *v)
 {
-    return !r->all_frames && frames_hidden(r, s, index, v);
+    return (!r->all_frames && frames_hidden(r, s, index, v)) ||
+           frames_marker(r, r->frames[s->first_frame + index]);
 }
 
 int frames_read_lines(struct report *r)
@@ -149,4 +156,44 @@ void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t s
         snprintf(text, size, "%s+0x%lx", base_name(s->module), (unsigned long)s->module_offset);
     else
         snprintf(text, size, "0x%lx", (unsigned long)address);
+}
+
+const char *frames_short_name(const char *name, char *buffer, size_t size)
+{
+    size_t used = 0;
+    int depth = 0;
+    for (const char *c = name; *c && used + 5 < size; c++) {
+        int opens = (*c == '<' || *c == '(') && strncmp(c, "<lambda", 7) != 0;
+        int closes = (*c == '>' || *c == ')') && depth > 0;
+        if (depth == 0 || (depth == 1 && closes))
+            buffer[used++] = *c;
+        if (opens && depth++ == 0) {
+            memcpy(buffer + used, "...", 3);
+            used += 3;
+        } else if (closes) {
+            depth--;
+        }
+    }
+    buffer[used] = '\0';
+    return buffer;
+}
+
+void frames_site_text(const struct report *r, uint32_t stack_id, char *text, size_t size)
+{
+    const struct stack *s = stack_id >= 1 && stack_id <= r->stack_count
+                                ? &r->stacks[stack_id - 1] : NULL;
+    text[0] = '\0';
+    if (!s || !s->depth)
+        return;
+    struct frame_view view;
+    frames_view(r, s, &view);
+    uintptr_t address = r->frames[s->first_frame + view.site];
+    const struct symbol *symbol = symbol_of(r, address);
+    char name[256];
+    if (symbol && symbol->file && (symbol->python || symbol->function))
+        snprintf(text, size, "%s:%d in %s", symbol->file, symbol->line,
+                 symbol->python ? (symbol->function ? symbol->function : "?")
+                                : frames_short_name(symbol->function, name, sizeof(name)));
+    else
+        frames_name(symbol, address, text, size);
 }

@@ -48,11 +48,17 @@ struct frame_view {
     long site, call, operation;
 };
 void frames_view(const struct report *r, const struct stack *s, struct frame_view *v);
+/* 1 if the frame at `address` is a marker (python.h: a Python frame of line
+ * 0, "[main thread, at that moment]", after which a thread that runs no
+ * Python borrows the main thread's frames): a placeholder, never shown as a
+ * frame; a writer may say in words whose frames follow it. */
+int frames_marker(const struct report *r, uintptr_t address);
 /* 1 if frame `index` of `s` is hidden by default, whatever
- * CUMEMTRACE_ALL_FRAMES says. */
+ * CUMEMTRACE_ALL_FRAMES says (a marker always). */
 int frames_hidden(const struct report *r, const struct stack *s, uint32_t index,
                   const struct frame_view *v);
-/* 1 if the writers leave frame `index` out: hidden, and not r->all_frames. */
+/* 1 if the writers leave frame `index` out: hidden, and not r->all_frames;
+ * a marker always. */
 int frames_left_out(const struct report *r, const struct stack *s, uint32_t index,
                     const struct frame_view *v);
 
@@ -68,5 +74,15 @@ int frames_read_lines(struct report *r);
  * of line 0: "[main thread, at that moment]"), "module+0xoffset" without a
  * symbol, "0xaddress" outside any module. */
 void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t size);
+
+/* C++ names as people read them: template arguments and parameter lists
+ * collapsed ("wrap_kernel_functor_unboxed_<...>::call(...)"). The JSON report
+ * keeps the whole name. */
+const char *frames_short_name(const char *name, char *buffer, size_t size);
+
+/* A stack's site in words: "file:line in function", else the frame's name
+ * (frames_name); "" for no stack or a stack without frames. Not escaped for
+ * a terminal (output_text) or JSON. */
+void frames_site_text(const struct report *r, uint32_t stack_id, char *text, size_t size);
 
 #endif

@@ -223,10 +223,33 @@ uint32_t report_torch_age_ms(const struct report *r);
 const char *report_stack_label(const struct report *r, uint32_t stack_id);
 const struct counters *report_counters(const struct report *r, int slot, int set);
 
+/* findings.c: the report's verdicts, one entry per line, in the order they
+ * are read (an OOM, what grows, what grew and was freed, what leaked or is
+ * live, what only a context's teardown freed, fragmentation or an idle
+ * reserve, failed allocations; "none" when none of these; then what was held
+ * at the end and its top sites, as `detail` entries). Each names its site's
+ * stack (0: none) and the figure it rests on. Writers print an entry as
+ * "LABEL at SITE: TEXT" (frames_site_text). Fills at most `max` entries
+ * (REPORT_FINDINGS_MAX suffices); returns how many. */
+#define REPORT_FINDINGS_MAX 16
+struct report_finding {
+    const char *verdict;     /* "oom", "growing", "released", "leaked", "live",
+                              * "leaked_implicitly", "fragmented", "idle_cache",
+                              * "idle_pool_reserve", "failed", "none", "held_at_end" */
+    const char *label;       /* "growing", "leaked", ...; "" for a detail */
+    uint32_t stack_id;
+    int detail;              /* one of the sites of the entry before it */
+    uint64_t bytes;          /* the figure: live now, peak, asked for, total */
+    char text[320];          /* the figures, in words */
+};
+int report_findings(const struct report *r, struct report_finding *list, int max);
+
 /* The writers. */
+struct report_files;
 void report_text(const struct report *r, struct out *out);
-/* The summary on stderr: the top CUMEMTRACE_TOP entries of each section. */
-void report_summary(const struct report *r, struct out *out);
+/* The summary on stderr: the findings, the top CUMEMTRACE_TOP entries of
+ * each section, and where the full report is (`files`, may be NULL). */
+void report_summary(const struct report *r, const struct report_files *files, struct out *out);
 void report_json(const struct report *r, struct out *out);
 /* report_html.c: one self-contained page; report_export.c: the exports. */
 void report_html(const struct report *r, struct out *out);

@@ -443,6 +443,8 @@ static void pickle_frames(const struct report *r, struct out *out, uint32_t stac
         uintptr_t address = r->frames[s->first_frame + f];
         const struct symbol *sym = frame_symbol(r, address);
         char name[1024];
+        if (frames_marker(r, address))
+            continue;                  /* a placeholder, not a frame (frames.h) */
         pickle_begin_dict(out);
         /* Named as in every other export (frames_name), the file apart. */
         const char *module = sym && sym->module ? sym->module : "??";

@@ -1,9 +1,9 @@
 /* report_html.js - draws the cumemtrace report embedded in this page.
  *
  * The JSON report (docs/report.schema.json) sits in the element
- * #report-data; this script reads it and builds the page: summary cards,
- * live bytes over time per device and kind, an icicle of live memory by
- * stack at one moment, and the tables. Plain DOM and SVG, no library,
+ * #report-data; this script reads it and builds the page: the findings
+ * (what the text report opens with), summary cards, live bytes over time per device and kind, an icicle of live memory by
+ * stack at one moment, and the tables, the growing sites first. Plain DOM and SVG, no library,
  * nothing fetched.
  *
  * What a reader can do: switch kinds of memory on and off (the legend),
@@ -239,6 +239,13 @@
         (f.function && module ? '  [' + module + ']' : '');
     }
 
+    /* A marker frame (python.h: line 0) is a placeholder, never a frame:
+     * a thread that runs no Python borrows the main thread's frames after it. */
+    function marker(id) {
+      var f = frames[id];
+      return !!f && f.python && !f.line;
+    }
+
     function shown(stack, allFrames) {
       var hidden = {};
       if (!allFrames) {
@@ -247,7 +254,7 @@
         });
       }
       return stack.frames.filter(function (id, i) {
-        return !hidden[i];
+        return !hidden[i] && !marker(id);
       });
     }
 
@@ -283,8 +290,18 @@
         if (!stack) {
           return '(no stack recorded)';
         }
-        var lines = shown(stack, allFrames).map(detailLine);
-        var hidden = stack.frames.length - lines.length;
+        var kept = shown(stack, allFrames);
+        var lines = [];
+        var markers = 0;
+        stack.frames.forEach(function (id) {
+          if (marker(id)) {
+            markers++;
+            lines.push('-- this thread runs no Python; the main thread\'s frames at that moment:');
+          } else if (kept.indexOf(id) >= 0) {
+            lines.push(detailLine(id));
+          }
+        });
+        var hidden = stack.frames.length - kept.length - markers;
         if (hidden) {
           lines.push('(' + hidden + ' frame' + (hidden === 1 ? '' : 's') +
             ' hidden: start-up, interpreter, frameworks; "all frames" shows them)');
@@ -1293,6 +1310,31 @@
     return element('section', { id: id, 'class': tone || '' }, [element('h2', {}, [heading])].concat(children));
   }
 
+  /* The report's findings (findings.c), one line each as the text report
+   * opens with them: LABEL at SITE: TEXT; the top sites of a finding
+   * indented under it. Reports from before findings have none: no section. */
+  function findingsSection(page) {
+    var findings = page.report.findings;
+    if (!findings || !findings.length) {
+      return null;
+    }
+    var calm = { none: true, held_at_end: true, live: true };
+    var items = findings.map(function (f) {
+      var children = [element('span', { 'class': 'finding-label' }, [f.label])];
+      if (f.site) {
+        children.push((f.label ? ' at ' : 'at '));
+        children.push(element('code', {}, [f.site]));
+      }
+      children.push(': ' + f.text);
+      return element('li', { 'class': (f.detail ? 'detail ' : '') + (calm[f.verdict] ? 'calm' : 'bad'),
+        'data-verdict': f.verdict }, children);
+    });
+    var bad = findings.some(function (f) {
+      return !calm[f.verdict];
+    });
+    return section('findings', 'Findings', [element('ul', { 'class': 'findings' }, items)], bad ? 'bad' : 'neutral');
+  }
+
   /* Leaked and held tables: groups of live blocks by site; held ones (in
    * held_at_end) say what the interpreter's teardown freed of them. */
   function groupSection(page, id, heading, groups, note, tone, heldTable) {
@@ -1361,29 +1403,7 @@
     clear(container);
     var atExit = report.reason === 'exit';
     var ended = !!report.program_end;
-    var live = liveGroups(page, false);
-    container.appendChild(groupSection(page, 'leaks', atExit ? (ended ? 'Leaked: allocated after the program ended, freed by nobody'
-      : 'Leaked: live at the end, freed by nobody') : 'Live now',
-      live, atExit ? (ended ? 'Memory the interpreter\'s teardown allocated and nothing freed; what the program held at its ' +
-        'end is below, not a leak.' : 'Memory live when the process ended.') : 'Memory live when this report was written.',
-      atExit && live.length ? 'bad' : ''));
-    if (page.held.length) {
-      container.appendChild(groupSection(page, 'held-at-end', 'Held at the end of the program (not leaked)', page.held,
-        'Memory the program kept to its last line (model weights, a data set, a global list): not a leak, whether the ' +
-        'interpreter\'s teardown freed it or left it to the process\'s exit. A leak in a running program shows as growth.',
-        'neutral', true));
-    }
-    var kept = liveGroups(page, true);
-    if (kept.length) {
-      container.appendChild(groupSection(page, 'cache-segments', 'Kept in a framework\'s cache: its segments from the driver',
-        kept, 'A framework\'s cache keeps these to hand them out again; the blocks it carved from them are listed with ' +
-        'their own lines. Each segment is charged to the line that first needed it; not a leak of the program\'s.', 'neutral'));
-    }
-    var caches = cacheSection(page);
-    if (caches) {
-      container.appendChild(caches);
-    }
-
+    /* What grows first: the leak suspects are what most reports are read for. */
     var growing = report.growth ? report.growth.growing : [];
     var growRows = growing.map(function (g, i) {
       var rate = report.growth.mode === 'marks' ? formatBytes(g.rate) + ' per mark' : formatBytes(g.rate) + '/s';
@@ -1405,6 +1425,29 @@
       container.appendChild(section('released', 'Grew, then freed near the end (peak-memory suspects; not held at the end)',
         [table(['#', 'peak', 'rate while it grew', 'live bytes', 'rose at samples to the peak', 'site'], releasedRows,
           'released-table')]));
+    }
+
+    var live = liveGroups(page, false);
+    container.appendChild(groupSection(page, 'leaks', atExit ? (ended ? 'Leaked: allocated after the program ended, freed by nobody'
+      : 'Leaked: live at the end, freed by nobody') : 'Live now',
+      live, atExit ? (ended ? 'Memory the interpreter\'s teardown allocated and nothing freed; what the program held at its ' +
+        'end is below, not a leak.' : 'Memory live when the process ended.') : 'Memory live when this report was written.',
+      atExit && live.length ? 'bad' : ''));
+    if (page.held.length) {
+      container.appendChild(groupSection(page, 'held-at-end', 'Held at the end of the program (not leaked)', page.held,
+        'Memory the program kept to its last line (model weights, a data set, a global list): not a leak, whether the ' +
+        'interpreter\'s teardown freed it or left it to the process\'s exit. A leak in a running program shows as growth.',
+        'neutral', true));
+    }
+    var kept = liveGroups(page, true);
+    if (kept.length) {
+      container.appendChild(groupSection(page, 'cache-segments', 'Kept in a framework\'s cache: its segments from the driver',
+        kept, 'A framework\'s cache keeps these to hand them out again; the blocks it carved from them are listed with ' +
+        'their own lines. Each segment is charged to the line that first needed it; not a leak of the program\'s.', 'neutral'));
+    }
+    var caches = cacheSection(page);
+    if (caches) {
+      container.appendChild(caches);
     }
 
     var holders = (report.stacks || []).filter(function (s) {
@@ -1531,6 +1574,10 @@
         new Date(report.process.time * 1000).toISOString() + ' by cumemtrace ' + report.tracer.version])]));
     var main = element('main');
     app.appendChild(main);
+    var findings = findingsSection(page);
+    if (findings) {
+      main.appendChild(findings);
+    }
 
     var liveDevice = 0;
     var peakDevice = 0;

@@ -321,6 +321,35 @@ static void write_growth_entry(const struct report *r, struct out *out, uint32_t
                r->growth.samples - g->first_sample, rate);
 }
 
+/* The findings (findings.c), as the text report opens with them: the HTML
+ * page shows them at its top. */
+static void write_findings(const struct report *r, struct out *out)
+{
+    struct report_finding findings[REPORT_FINDINGS_MAX];
+    int count = report_findings(r, findings, REPORT_FINDINGS_MAX);
+    out_str(out, ",\"findings\":[");
+    for (int i = 0; i < count; i++) {
+        const struct report_finding *f = &findings[i];
+        char site[OUTPUT_PATH_MAX + 512];
+        frames_site_text(r, f->stack_id, site, sizeof(site));
+        out_str(out, i ? ",{\"verdict\":" : "{\"verdict\":");
+        out_json_string(out, f->verdict);
+        out_str(out, ",\"label\":");
+        out_json_string(out, f->label);
+        if (site[0]) {
+            out_printf(out, ",\"stack\":%u,\"site\":", f->stack_id);
+            out_json_string(out, site);
+        } else {
+            out_str(out, ",\"stack\":null,\"site\":null");
+        }
+        out_printf(out, ",\"detail\":%s,\"bytes\":%llu,\"text\":", f->detail ? "true" : "false",
+                   U(f->bytes));
+        out_json_string(out, f->text);
+        out_str(out, "}");
+    }
+    out_str(out, "]");
+}
+
 static void write_growth(const struct report *r, struct out *out)
 {
     if (!r->has_growth) {
@@ -646,6 +675,7 @@ void report_json(const struct report *r, struct out *out)
     out_str(out, ",");
     write_process(r, out);
     write_event(r, out);
+    write_findings(r, out);
     write_tracer(r, out);
     write_entry_points(r, out);
     write_devices(r, out);

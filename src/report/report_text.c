@@ -1,8 +1,12 @@
-/* report_text.c - the report a person reads: counters, leaks, largest holders.
+/* report_text.c - the report a person reads: the findings first, then what
+ * grows, leaks and is held, the counters, the largest holders.
  *
  * The summary printed on stderr (report_summary, `brief` below) holds the
- * top CUMEMTRACE_TOP entries of each section with their first frames. The
- * .txt file (report_text) is the same with every entry and every frame. */
+ * findings, the top CUMEMTRACE_TOP entries of each section that has any
+ * (with their first frames where the entry is a verdict, the site and its
+ * callers in one line where it is an inventory; a cache's segments counted
+ * only) and where the full report is. The .txt file
+ * (report_text) is the same with every entry and every frame. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,33 +19,15 @@
 
 #define BRIEF_FRAMES 8
 
+/* How much of a stack an entry shows: every frame, the first BRIEF_FRAMES
+ * of them (the summary's verdicts), or the site and its two callers in one
+ * line (the summary's inventories: held at the end, largest holders). */
+enum { STACK_FULL, STACK_BRIEF, STACK_SITE };
+
 static const char *base_name(const char *path)
 {
     const char *slash = path ? strrchr(path, '/') : NULL;
     return slash ? slash + 1 : path;
-}
-
-/* C++ names as people read them: template arguments and parameter lists
- * collapsed ("wrap_kernel_functor_unboxed_<...>::call(...)"). The JSON report
- * keeps the whole name. */
-static const char *short_name(const char *name, char *buffer, size_t size)
-{
-    size_t used = 0;
-    int depth = 0;
-    for (const char *c = name; *c && used + 5 < size; c++) {
-        int opens = (*c == '<' || *c == '(') && strncmp(c, "<lambda", 7) != 0;
-        int closes = (*c == '>' || *c == ')') && depth > 0;
-        if (depth == 0 || (depth == 1 && closes))
-            buffer[used++] = *c;
-        if (opens && depth++ == 0) {
-            memcpy(buffer + used, "...", 3);
-            used += 3;
-        } else if (closes) {
-            depth--;
-        }
-    }
-    buffer[used] = '\0';
-    return buffer;
 }
 
 /* One frame: "function+0xoffset at file:line [module+0xoffset]", as much of
@@ -59,7 +45,7 @@ static void write_frame_text(struct out *out, const struct symbol *s, uintptr_t 
     char name[256];
     if (s && s->function) {
         out_printf(out, "%s+0x%lx",
-                   output_text(short_name(s->function, name, sizeof(name)), function,
+                   output_text(frames_short_name(s->function, name, sizeof(name)), function,
                                sizeof(function)),
                    (unsigned long)s->function_offset);
         if (s->file)
@@ -95,11 +81,38 @@ static void write_site(const struct report *r, struct out *out, uintptr_t addres
     out_str(out, "      at ");
     if (s && s->file && (s->python || s->function))
         out_printf(out, "%s:%d in %s", output_text(s->file, file, sizeof(file)), s->line,
-                   output_text(!s->python ? short_name(s->function, name, sizeof(name))
+                   output_text(!s->python ? frames_short_name(s->function, name, sizeof(name))
                                : s->function ? s->function : "?",
                                function, sizeof(function)));
     else
         write_frame_text(out, s, address);
+    out_str(out, "\n");
+}
+
+/* The site in one line with the two frames shown after it, outward: "at
+ * file:line in function < caller:line < caller:line", where a site in a
+ * helper needs its callers to tell it from the helper's other uses. */
+static void write_site_callers(const struct report *r, struct out *out, const struct stack *s,
+                               const struct frame_view *view)
+{
+    const uintptr_t *frames = r->frames + s->first_frame;
+    char site[OUTPUT_PATH_MAX + 512], shown[sizeof(site) * 4];
+    frames_site_text(r, (uint32_t)(s - r->stacks) + 1, site, sizeof(site));
+    out_printf(out, "      at %s", output_text(site, shown, sizeof(shown)));
+    int callers = 0;
+    for (uint32_t i = (uint32_t)view->site + 1; i < s->depth && callers < 2; i++) {
+        if (frames_left_out(r, s, i, view))
+            continue;
+        const struct symbol *symbol = symbol_at(r, frames[i]);
+        if (!symbol || !symbol->function || !symbol->file)
+            continue;
+        char name[256], text[1024];
+        out_printf(out, " < %s:%d", output_text(symbol->python ? symbol->function
+                                                : frames_short_name(symbol->function, name,
+                                                                    sizeof(name)),
+                                                text, sizeof(text)), symbol->line);
+        callers++;
+    }
     out_str(out, "\n");
 }
 
@@ -124,9 +137,11 @@ static void write_hidden_note(struct out *out, uint32_t hidden, const int *origi
 
 /* The site first, then the frames a person needs (frames.h: start-up,
  * runtime, interpreter and framework frames hidden unless
- * CUMEMTRACE_ALL_FRAMES), numbered as in the whole stack. The brief summary
- * stops after BRIEF_FRAMES of them. */
-static void write_stack(const struct report *r, struct out *out, uint32_t stack_id, int brief)
+ * CUMEMTRACE_ALL_FRAMES), numbered as in the whole stack; `detail` (STACK_*)
+ * says how many. A marker frame (line 0: a thread that runs no Python
+ * borrows the main thread's frames after it) is no frame: a note says whose
+ * frames follow. */
+static void write_stack(const struct report *r, struct out *out, uint32_t stack_id, int detail)
 {
     const struct stack *s = stack_of(r, stack_id);
     if (!s) {
@@ -140,11 +155,20 @@ static void write_stack(const struct report *r, struct out *out, uint32_t stack_
     const uintptr_t *frames = r->frames + s->first_frame;
     struct frame_view view;
     frames_view(r, s, &view);
+    if (detail == STACK_SITE) {
+        write_site_callers(r, out, s, &view);
+        return;
+    }
     write_site(r, out, frames[view.site]);
+    int brief = detail == STACK_BRIEF;
     uint32_t written = 0, hidden = 0, unwritten = 0;
     int origins_hidden[ORIGIN_COUNT] = {0};
     for (uint32_t i = 0; i < s->depth; i++) {
-        if (frames_left_out(r, s, i, &view)) {
+        if (frames_marker(r, frames[i])) {
+            if (!brief || written < BRIEF_FRAMES)
+                out_str(out, "      -- this thread runs no Python; the main thread's frames at "
+                             "that moment:\n");
+        } else if (frames_left_out(r, s, i, &view)) {
             hidden++;
             origins_hidden[frames_origin(r, frames[i])] = 1;
         } else if (brief && written == BRIEF_FRAMES) {
@@ -351,13 +375,16 @@ static void write_groups(const struct report *r, struct out *out, int brief, int
         blocks += r->groups[i].blocks;
         sites++;
     }
-    if (segments && !sites)
+    if (!sites)
         return;
     out_printf(out, "\n  %s: ", title);
     out_bytes(out, bytes);
     out_printf(out, " in %llu block%s from %zu allocation site%s\n", (unsigned long long)blocks,
                blocks == 1 ? "" : "s", sites, sites == 1 ? "" : "s");
-    size_t limit = brief && sites > (size_t)config.top ? (size_t)config.top : sites;
+    /* The summary lists no segment: the findings and the tensors they hold
+     * say what matters; the count is here, the list in the full report. */
+    size_t limit = brief && segments ? 0 : brief && sites > (size_t)config.top ? (size_t)config.top
+                                                                                 : sites;
     for (size_t i = 0, n = 0; i < r->group_count && n < limit; i++) {
         const struct report_group *g = &r->groups[i];
         if (!in_section(r, g, segments))
@@ -372,23 +399,23 @@ static void write_groups(const struct report *r, struct out *out, int brief, int
         out_printf(out, ", largest ");
         out_bytes(out, g->largest);
         out_printf(out, ", oldest from %.1f s\n", g->oldest_ms / 1000.0);
-        write_stack(r, out, g->stack_id, brief);
+        write_stack(r, out, g->stack_id, brief ? STACK_BRIEF : STACK_FULL);
     }
     if (limit < sites)
-        out_printf(out, "   ... %zu more sites (CUMEMTRACE_TOP=%d)\n", sites - limit, config.top);
+        out_printf(out, "   ... %zu %ssite%s in the full report%s\n", sites - limit,
+                   limit ? "more " : "", sites - limit == 1 ? "" : "s",
+                   limit ? " (CUMEMTRACE_TOP)" : "");
 }
 
-static void write_live(const struct report *r, struct out *out, int brief)
+/* What the first groups section lists: at exit, what nobody freed (not
+ * what the program held at its end: write_held); else what is live. */
+static const char *live_title(const struct report *r)
 {
-    const char *title = "Live now";
-    if (strcmp(r->reason, "exit") == 0)
-        title = r->state.program_ended ? "Leaked (allocated after the program ended, by the "
-                                         "interpreter's teardown, and never freed)"
-                                       : "Leaked (live at exit)";
-    write_groups(r, out, brief, 0, title);
-    write_groups(r, out, brief, 1,
-                 "Cache segments (memory a framework's cache took from the driver, each "
-                 "charged to the line that first needed one; its blocks are listed above)");
+    if (strcmp(r->reason, "exit") != 0)
+        return "Live now";
+    return r->state.program_ended ? "Leaked (allocated after the program ended, by the "
+                                    "interpreter's teardown, and never freed)"
+                                  : "Leaked (live at exit)";
 }
 
 /* Held when the program ended: memory kept to the end on purpose (model
@@ -425,11 +452,11 @@ static void write_held(const struct report *r, struct out *out, int brief)
         out_str(out, "; ");
         out_bytes(out, g->freed_at_teardown);
         out_str(out, " freed by the teardown\n");
-        write_stack(r, out, g->stack_id, brief);
+        write_stack(r, out, g->stack_id, brief ? STACK_SITE : STACK_FULL);
     }
     if (limit < r->held_count)
-        out_printf(out, "   ... %zu more sites (CUMEMTRACE_TOP=%d)\n", r->held_count - limit,
-                   config.top);
+        out_printf(out, "   ... %zu more sites in the full report (CUMEMTRACE_TOP)\n",
+                   r->held_count - limit);
 }
 
 static void write_growing(const struct report *r, struct out *out, int brief)
@@ -452,10 +479,11 @@ static void write_growing(const struct report *r, struct out *out, int brief)
                    i + 1, rate, marks ? "per mark" : "per second", first, g->first_ms / 1000.0,
                    now, r->growth.ended ? "when the program ended" : "now", g->rises,
                    r->growth.samples - g->first_sample);
-        write_stack(r, out, r->growing[i], brief);
+        write_stack(r, out, r->growing[i], brief ? STACK_BRIEF : STACK_FULL);
     }
     if (limit < r->growing_count)
-        out_printf(out, "   ... %u more (CUMEMTRACE_TOP=%d)\n", r->growing_count - limit, config.top);
+        out_printf(out, "   ... %u more in the full report (CUMEMTRACE_TOP)\n",
+                   r->growing_count - limit);
 }
 
 /* Sites that grew as a leak does, then were freed at the run's last samples
@@ -482,18 +510,18 @@ static void write_released(const struct report *r, struct out *out, int brief)
                    first, g->first_ms / 1000.0, now,
                    r->growth.ended ? "when the program ended" : "now", g->peak_rises,
                    g->peak_sample - g->first_sample);
-        write_stack(r, out, r->released[i], brief);
+        write_stack(r, out, r->released[i], brief ? STACK_BRIEF : STACK_FULL);
     }
     if (limit < r->released_count)
-        out_printf(out, "   ... %u more (CUMEMTRACE_TOP=%d)\n", r->released_count - limit,
-                   config.top);
+        out_printf(out, "   ... %u more in the full report (CUMEMTRACE_TOP)\n",
+                   r->released_count - limit);
 }
 
-static void write_fragmentation(const struct report *r, struct out *out)
+static void write_fragmentation(const struct report *r, struct out *out, int brief)
 {
     struct report_fragmentation f;
     report_fragmentation(r, &f);
-    if (strcmp(f.verdict, "none") == 0 && !f.vmm_unmapped && !f.torch_cached)
+    if (strcmp(f.verdict, "none") == 0 && (brief || (!f.vmm_unmapped && !f.torch_cached)))
         return;
     char a[24], b[24], c[24];
     out_str(out, "\n  Fragmentation and idle reserves: ");
@@ -543,7 +571,7 @@ static void write_implicit(const struct report *r, struct out *out, int brief)
         out_printf(out, "   #%u ", ++written);
         out_bytes(out, s->stats.implicit_bytes);
         out_printf(out, " in %llu blocks\n", (unsigned long long)s->stats.implicit_blocks);
-        write_stack(r, out, r->shown[i], brief);
+        write_stack(r, out, r->shown[i], brief ? STACK_BRIEF : STACK_FULL);
     }
 }
 
@@ -577,7 +605,7 @@ static void write_peaks(const struct report *r, struct out *out, int brief)
         out_str(out, " in total");
         write_label(r, out, r->by_peak[i]);
         out_str(out, "\n");
-        write_stack(r, out, r->by_peak[i], brief);
+        write_stack(r, out, r->by_peak[i], brief ? STACK_SITE : STACK_FULL);
     }
 }
 
@@ -610,7 +638,7 @@ static void write_failures(const struct report *r, struct out *out, int brief)
         out_str(out, " failed with ");
         write_error(r, out, f->api, f->code);
         out_printf(out, "%s at %.1f s\n", f->oom ? " (out of memory)" : "", f->time_ms / 1000.0);
-        write_stack(r, out, f->stack_id, brief);
+        write_stack(r, out, f->stack_id, brief ? STACK_BRIEF : STACK_FULL);
     }
     /* The one failure a newcomer meets first: no GPU, or no driver for it. */
     const struct failure *last = &r->state.failures[(total - 1) % FAILURE_RING];
@@ -708,19 +736,6 @@ static void write_cache_oom(const struct report *r, struct out *out)
     }
 }
 
-/* A stack's site alone: the summary's one line for it. */
-static void write_stack_site(const struct report *r, struct out *out, uint32_t stack_id)
-{
-    const struct stack *s = stack_of(r, stack_id);
-    if (!s || !s->depth) {
-        write_stack(r, out, stack_id, 1);
-        return;
-    }
-    struct frame_view view;
-    frames_view(r, s, &view);
-    write_site(r, out, r->frames[s->first_frame + view.site]);
-}
-
 /* "parameters 1.2 GiB, gradients 1.2 GiB, optimizer state 2.4 GiB, the rest
  * 3.0 GiB": the split of PyTorch's tensors in one line. */
 static void write_class_split(const struct report *r, struct out *out)
@@ -748,10 +763,7 @@ static void write_class_oom(const struct report *r, struct out *out, int brief)
         out_str(out, ", of which ");
         out_bytes(out, k->sites[0].bytes);
         out_str(out, " from the site below\n");
-        if (brief)
-            write_stack_site(r, out, k->sites[0].stack_id);
-        else
-            write_stack(r, out, k->sites[0].stack_id, 1);
+        write_stack(r, out, k->sites[0].stack_id, brief ? STACK_SITE : STACK_BRIEF);
     } else {
         out_str(out, "\n");
     }
@@ -793,10 +805,7 @@ static void write_classes(const struct report *r, struct out *out, int brief)
         out_bytes(out, k->sites[i].bytes);
         out_printf(out, " in %llu tensor%s\n", (unsigned long long)k->sites[i].blocks,
                    k->sites[i].blocks == 1 ? "" : "s");
-        if (brief)
-            write_stack_site(r, out, k->sites[i].stack_id);
-        else
-            write_stack(r, out, k->sites[i].stack_id, 1);
+        write_stack(r, out, k->sites[i].stack_id, brief ? STACK_SITE : STACK_BRIEF);
     }
 }
 
@@ -848,10 +857,56 @@ static void write_event(const struct report *r, struct out *out, int brief)
         write_class_oom(r, out, brief);
     out_printf(out, "  retry: %s\n", retry_text[e->retry]);
     out_str(out, "  the failing call:\n");
-    write_stack(r, out, e->stack_id, brief);
+    write_stack(r, out, e->stack_id, brief ? STACK_BRIEF : STACK_FULL);
 }
 
-static void write_report(const struct report *r, struct out *out, int brief)
+/* The findings (findings.c), one line each: "- LABEL at SITE: TEXT"; the
+ * sites of a finding's detail lines indented under it. */
+static void write_findings(const struct report *r, struct out *out)
+{
+    struct report_finding findings[REPORT_FINDINGS_MAX];
+    int count = report_findings(r, findings, REPORT_FINDINGS_MAX);
+    out_str(out, "\n  Findings:\n");
+    for (int i = 0; i < count; i++) {
+        const struct report_finding *f = &findings[i];
+        char site[OUTPUT_PATH_MAX + 512], shown[sizeof(site) * 4];
+        frames_site_text(r, f->stack_id, site, sizeof(site));
+        out_str(out, f->detail ? "      " : "   - ");
+        out_str(out, f->label);
+        if (site[0])
+            out_printf(out, "%sat %s", f->label[0] ? " " : "",
+                       output_text(site, shown, sizeof(shown)));
+        out_printf(out, ": %s\n", f->text);
+    }
+}
+
+/* Where the full report went: the files just written, the JSON first (what
+ * `cumemtrace report` reads back). */
+static void write_where(const struct report_files *files, struct out *out)
+{
+    if (!files || !files->count) {
+        out_str(out, config.formats ? "  full report: not written (said above)\n"
+                                    : "  full report: none written (CUMEMTRACE_FORMAT=text "
+                                      "writes it as .txt)\n");
+        return;
+    }
+    int json = -1;
+    for (int i = 0; i < files->count; i++)
+        if (files->file[i].format == FORMAT_INDEX_JSON)
+            json = i;
+    char path[OUTPUT_PATH_MAX * 4];
+    out_str(out, "  full report:");
+    for (int i = 0; i < files->count; i++)
+        out_printf(out, "%s %s", i ? "," : "",
+                   output_text(files->file[i].path, path, sizeof(path)));
+    if (json >= 0)
+        out_printf(out, " (cumemtrace report %s prints all of it)",
+                   output_text(files->file[json].path, path, sizeof(path)));
+    out_str(out, "\n");
+}
+
+static void write_report(const struct report *r, const struct report_files *files,
+                         struct out *out, int brief)
 {
     out_printf(out, "==== cumemtrace %s report, pid %d, %.1f s after start ====\n", r->reason,
                r->pid, r->now_ms / 1000.0);
@@ -880,30 +935,37 @@ static void write_report(const struct report *r, struct out *out, int brief)
                 out_printf(out, "%s%d", shown++ ? "," : "; device ", r->devices[d].slot);
         out_str(out, "\n");
     }
+    write_findings(r, out);
     write_event(r, out, brief);
+    write_growing(r, out, brief);
+    write_released(r, out, brief);
+    write_groups(r, out, brief, 0, live_title(r));
+    write_implicit(r, out, brief);
+    write_held(r, out, brief);
+    write_fragmentation(r, out, brief);
+    out_str(out, "\n");
     if (r->device_count == 0)
         out_str(out, "  no CUDA memory was allocated\n");
     else
         write_counters(r, out);
     write_classes(r, out, brief);
-    write_live(r, out, brief);
-    write_held(r, out, brief);
-    write_growing(r, out, brief);
-    write_released(r, out, brief);
-    write_fragmentation(r, out);
-    write_implicit(r, out, brief);
+    write_groups(r, out, brief, 1,
+                 "Cache segments (memory a framework's cache took from the driver, each "
+                 "charged to the line that first needed one; its blocks are listed above)");
     write_peaks(r, out, brief);
     write_failures(r, out, brief);
     write_lost(r, out);
+    if (brief)
+        write_where(files, out);
     out_str(out, "==== end of cumemtrace report ====\n");
 }
 
 void report_text(const struct report *r, struct out *out)
 {
-    write_report(r, out, 0);
+    write_report(r, NULL, out, 0);
 }
 
-void report_summary(const struct report *r, struct out *out)
+void report_summary(const struct report *r, const struct report_files *files, struct out *out)
 {
-    write_report(r, out, 1);
+    write_report(r, files, out, 1);
 }

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             out_fd(out, sink);
             for (int format = 0; format < FORMAT_COUNT; format++)
                 report_write_format(r, format, out);
-            report_summary(r, out);
+            report_summary(r, NULL, out);
             out_flush(out);
             free(out);
         }

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (out) {
             out_fd(out, sink);
             report_text(&loaded->report, out);
-            report_summary(&loaded->report, out);
+            report_summary(&loaded->report, NULL, out);
             report_json(&loaded->report, out);
             out_flush(out);
             free(out);

@@ -1048,7 +1048,9 @@ def check_python_sites(report, script, line, err):
               f"the call into CUDA is shown: {shown[:1]}")
         check(all(f["origin"] == "user" or f is shown[0] for f in shown),
               f"only the user's frames besides it: {[(f['function'], f['origin']) for f in shown]}")
-        check(all(f["origin"] in ("interpreter", "startup", "system") for f in hidden),
+        # (a marker, line 0, is a placeholder: always hidden)
+        check(all(f["origin"] in ("interpreter", "startup", "system") or
+                  (f["python"] and f["line"] == 0) for f in hidden),
               f"hidden: the interpreter's, start-up: {[(f['function'], f['module'], f['origin']) for f in hidden]}")
         if group["bytes"] == 7 << 20:
             check(any(f["python"] and f["file"].endswith("threading.py") for f in hidden),
@@ -1067,7 +1069,9 @@ def check_python_frames(python):
         marked = {text.split("# ")[-1].strip(): i for i, text in enumerate(handle, 1)
                   if "-LINE" in text or "-OF-TWO" in text}
     native_line = marked["NATIVE-THREAD-LINE"]
-    out, err, reports, _ = run(python, [script, os.path.join(ARGS.build, "tests", "x")])
+    out, err, reports, texts = run(python, [script, os.path.join(ARGS.build, "tests", "x")],
+                                   env={"CUMEMTRACE_FORMAT": "json,text"})
+    text = "".join(texts.values())
     check("python frames: done" in out, f"{python} ran: {out!r} {err[-500:]!r}")
     check("not laid out as expected" not in err and "not as expected" not in err,
           f"{python}: layout accepted: {err[-300:]!r}")
@@ -1100,8 +1104,15 @@ def check_python_frames(python):
               len(seen) > 2 and seen[2][0] == "<module>",
               f"{python}: {size >> 20} MiB from a thread running no Python names the line "
               f"the main thread waits at: {seen}")
-    check("leak_in_python at " in err, "the summary shows Python lines")
-    check_python_sites(report, script, line, err)
+    check(f"in allocate < two_lines:{marked['FIRST-OF-TWO']} < <module>:" in err,
+          f"the summary shows Python lines, the site's callers too: {err[-2500:]}")
+    check("leak_in_python at " in text, "the text report shows every entry's frames")
+    # The marker a thread that runs no Python borrows the main thread's
+    # frames after is a placeholder: said in words, never a frame.
+    check("[main thread, at that moment]" not in text + err and "runs no Python:" not in text and
+          "this thread runs no Python; the main thread's frames" in text,
+          f"no placeholder shown as a frame: {text[-2500:]}")
+    check_python_sites(report, script, line, text)
 
 
 def case_python_frames():

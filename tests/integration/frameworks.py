@@ -232,8 +232,9 @@ def case_torch_blocks_never_freed():
     live = [g for g in report["live"] if g["kind"] == "torch_tensor"]
     check(live and all(g["held_at_end"] for g in live), f"live at exit, held at the end: {live}")
     text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*.txt"))[0]).read()
-    leaked = text.split("Leaked")[1].split("\n")[0] if "Leaked" in text else ""
-    check(" 0 B in 0 blocks" in leaked, f"the text calls none of it leaked: {leaked!r}")
+    # Nothing leaked: no Leaked section at all (an empty one is not printed).
+    check("Leaked" not in text and "nothing leaked" in text and "held at the end" in text,
+          f"the text calls none of it leaked: {text[:1500]}")
     # A report from before live groups said whether they were held at the
     # end (held_at_end then listed only what the teardown freed) reads the same.
     older = json.loads(json.dumps(report))
@@ -394,6 +395,100 @@ def case_torch_blocks_html():
     check(result.get("held") == "neutral" and result.get("heldBytes") == held and held > 0 and
           result.get("leaked") == 0 and result.get("leaks") == "",
           f"held at the end, neutral, not leaked: {result} vs {held}")
+
+
+def summary_of(err):
+    """The exit summary's lines on stderr, from its first line to its last."""
+    lines = err.splitlines()
+    first = next(i for i, l in enumerate(lines) if l.startswith("==== cumemtrace exit report"))
+    last = next(i for i, l in enumerate(lines) if i > first and l.startswith("==== end of"))
+    return lines[first:last + 1]
+
+
+def case_torch_blocks_findings():
+    """A model of 24 modules holding their weights, and one line that keeps
+    a tensor each step: every report opens with its findings, the growing
+    line first; the summary on stderr stays short, prints no empty section,
+    and says where the full report is; the HTML page opens with the same."""
+    _, err, reports, _ = scenario("modules_and_leak", CUMEMTRACE_QUIET="0",
+                                  CUMEMTRACE_FORMAT="json,text,html")
+    report = reports["exit"][0]
+    check_verdicts(report, "modules_and_leak")
+    leak = marked_lines("LEAK", "modules_and_leak").pop()
+    where = f"{script()}:{leak} in modules_and_leak"
+    summary = summary_of(err)
+    check(len(summary) <= 60, f"the summary is at most 60 lines: {len(summary)}\n" + "\n".join(summary))
+    growing = [i for i, l in enumerate(summary) if l.startswith(f"   - growing at {where}: +")]
+    check(growing and growing[0] < 15 and "  Findings:" in summary[:growing[0]],
+          f"the growing line in the findings, in the first 15 lines: {summary[:16]}")
+    findings = summary[summary.index("  Findings:") + 1:]
+    findings = findings[:findings.index("")]
+    check(len(findings) <= 15 and
+          findings[1].startswith("   - held at the end of the program (not leaked): ") and
+          "from 25 sites" in findings[1] and all(l.startswith("      at ") for l in findings[2:]),
+          f"then what was held at the end, and its top sites: {findings}")
+    check(not any("0 B in 0 blocks" in l or l.startswith("  Leaked") for l in summary),
+          f"no empty section: {summary}")
+    json_path = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
+    check(any(l.startswith("  full report: ") and json_path in l for l in summary),
+          f"the summary says where the full report is: {summary[-3:]}")
+    # The JSON carries them; the text report opens with them and lists all.
+    first = report["findings"][0]
+    check(first["verdict"] == "growing" and first["site"] == where and
+          first["bytes"] == report["growth"]["growing"][0]["live_bytes"],
+          f"findings[0], growing at the LEAK line: {first}")
+    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*.txt"))[0]).read()
+    lines = text.splitlines()
+    check(any(l.startswith(f"   - growing at {where}: +") for l in lines[:15]),
+          f"the text report opens with the findings: {lines[:15]}")
+    check(all(f"/srv/model/layer{i}.py:2" in text for i in range(24)) and "full report" not in text,
+          "the text report lists every site")
+    # The page: the findings first, the growing section before the others.
+    import exports
+    if not exports.find_browser():
+        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
+              "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
+        return
+    html = glob.glob(os.path.join(cases.LAST_DIR, "report-*.html"))[0]
+    result, _ = exports.drive(html, """
+    var main = document.querySelector('main');
+    result.first = main.firstElementChild.id;
+    result.items = Array.prototype.map.call(document.querySelectorAll('#findings li'), function (li) {
+      return [li.dataset.verdict, li.textContent];
+    });
+    result.tables = Array.prototype.map.call(document.querySelectorAll('#tables > section'), function (s) {
+      return s.id;
+    });""")
+    items = result.get("items", [])
+    check(result.get("first") == "findings" and items and items[0][0] == "growing" and
+          where in items[0][1], f"the page opens with the findings, growing first: {result}")
+    check(result.get("tables", [""])[0] == "growing", f"the growing section first: {result.get('tables')}")
+
+
+def case_torch_blocks_compiled():
+    """torch.compile's generated code (Inductor's module in its cache folder,
+    an FX graph compiled from a string) is a framework's: the site of what it
+    allocates is the line that called the compiled function."""
+    _, err, reports, _ = scenario("compiled", CUMEMTRACE_QUIET="0", CUMEMTRACE_FORMAT="json,text")
+    report = reports["exit"][0]
+    check_verdicts(report, "compiled")
+    line = marked_lines("LEAK", "compiled").pop()
+    frames = {f["id"]: f for f in report["frames"]}
+    stacks = {s["id"]: s for s in report["stacks"]}
+    for g in report["growth"]["growing"]:
+        stack = stacks[g["stack"]]
+        site = frames[stack["frames"][stack["site"]]]
+        check(site["file"] == script() and site["line"] == line,
+              f"the site is the line that called the compiled model: {site}")
+    generated = [f for f in report["frames"] if f.get("file") and
+                 (f["file"].startswith("/tmp/torchinductor_") or f["file"].startswith("<eval_with_key>"))]
+    check(len(generated) >= 2 and all(f["origin"] == "framework" for f in generated),
+          f"generated code is a framework's: {generated}")
+    sites = [frames[s["frames"][s["site"]]] for s in report["stacks"] if s["site"] is not None]
+    check(not any(f in generated for f in sites), f"never a site: {sites}")
+    where = f"{script()}:{line} in compiled"
+    check(f"   - growing at {where}: +" in err and "growing at /tmp/torchinductor_" not in err,
+          f"the summary names the user's line: {err[-2000:]}")
 
 
 def case_torch_blocks_cache_idle():
@@ -572,6 +667,30 @@ def case_torch_blocks_backward():
                       f"depth {depth}: the node's apply() alone, nothing unwound: {native}")
         check(nodes == {"SimMmBackward", "SimAddBackward"},
               f"depth {depth}: each node's tensors under its own apply(): {nodes}")
+    # The marker is a placeholder: no command shows it as a frame (the JSON
+    # keeps it, hidden); the text says in words whose frames follow it.
+    path = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
+    command = os.path.join(cases.ARGS.build, "cumemtrace")
+    outputs = {}
+    for args in (["report", path], ["report", path, "--all-frames"], ["merge", path, path],
+                 ["diff", path, path], ["merge", path, path, "--all-frames", "--format", "json"]):
+        done = subprocess.run([command] + args, capture_output=True, text=True)
+        check(done.returncode == 0, f"{args}: {done.stderr}")
+        outputs[" ".join(args[:1] + args[3:])] = done.stdout
+    folded = os.path.join(cases.LAST_DIR, "exported.folded")
+    subprocess.run([command, "export", "--format", "folded", path, "-o", folded, "--all-frames"],
+                   check=True)
+    outputs["folded"] = open(folded).read()
+    for name, output in outputs.items():
+        check("[main thread, at that moment]" not in output and "runs no Python:" not in output,
+              f"{name}: no placeholder shown as a frame: {output[:3000]}")
+    check("this thread runs no Python; the main thread's frames at that moment" in outputs["report"]
+          and "this thread runs no Python; the main thread's frames" in outputs["merge"],
+          f"said in words instead: {outputs['merge'][:3000]}")
+    marker = next(f for f in report["frames"] if f["python"] and f["line"] == 0)
+    check(all(s["hidden"] and s["frames"].index(marker["id"]) in s["hidden"]
+              for s in report["stacks"] if marker["id"] in s["frames"]),
+          "the JSON keeps the marker, hidden")
 
 
 def case_torch_blocks_frames():

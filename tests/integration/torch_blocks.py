@@ -42,6 +42,26 @@ class Tensor:
             c10.c10sim_free(self.device, self.pointer)
 
 
+# The same Tensor as PyTorch's own, whose file is a framework's: its frames
+# are never a site, so a tensor's site is the line that made it, as under
+# PyTorch (scenarios modules_and_leak, compiled).
+FRAMEWORK_TENSOR = """
+class Tensor:
+    def __init__(self, size, device=0):
+        self.device = device
+        self.pointer = c10.c10sim_malloc(device, size)
+        if not self.pointer:
+            raise MemoryError(f"out of memory asking for {size} bytes")
+
+    def __del__(self):
+        if getattr(self, "pointer", None):
+            c10.c10sim_free(self.device, self.pointer)
+"""
+framework = {"c10": c10}
+exec(compile(FRAMEWORK_TENSOR, "/opt/venv/lib/python3/site-packages/torch/_tensor.py", "exec"),
+     framework)
+
+
 def stats(device=0):
     figures = (ctypes.c_uint64 * 5)()
     c10.c10sim_stats(device, figures)
@@ -328,12 +348,57 @@ def backward_nodes(steps=30):
     return kept
 
 
+def modules_and_leak(steps=40):
+    """A model of 24 modules, each its own file holding its weights to the
+    end, and one line that keeps a tensor every step beside a temporary."""
+    layers = []
+    for i in range(24):
+        source = (f"def build(Tensor, MiB):\n"
+                  f"    return [Tensor({1 + i % 4} * MiB) for _ in range(2)]\n")
+        scope = {}
+        exec(compile(source, f"/srv/model/layer{i}.py", "exec"), scope)
+        layers.append(scope["build"](framework["Tensor"], MiB))  # HELD-modules_and_leak
+    kept = []
+    for _ in range(steps):
+        scratch = framework["Tensor"](8 * MiB)  # TEMP-modules_and_leak
+        kept.append(framework["Tensor"](256 << 10))  # LEAK-modules_and_leak
+        del scratch
+        step_pause()
+    return layers, kept
+
+
+# What torch.compile runs: Inductor's generated module (a file in its cache
+# folder) and an FX graph module (compiled from a string), the graph calling
+# the generated code, which allocates.
+INDUCTOR_MODULE = """
+def call(c10, size):
+    return c10.c10sim_malloc(0, size)
+"""
+FX_MODULE = """
+def forward(call, c10, size):
+    return call(c10, size)
+"""
+
+
+def compiled(steps=30):
+    """A compiled model whose every output the loop keeps: the site is the
+    line that called it, not a line of the generated code."""
+    inductor, graph = {}, {}
+    exec(compile(INDUCTOR_MODULE, "/tmp/torchinductor_x/ab/cabc.py", "exec"), inductor)
+    exec(compile(FX_MODULE, "<eval_with_key>.3", "exec"), graph)
+    kept = []
+    for _ in range(steps):
+        kept.append(graph["forward"](inductor["call"], c10, MiB))  # LEAK-compiled
+        step_pause()
+    return kept
+
+
 SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries, kept_then_freed,
                                       held_at_end, never_freed,
                                       cache_idle, fragmentation_oom, fragmented_at_end,
                                       exhaustion_oom, teardown_ctypes, crash_with_tensors,
                                       threads_and_snapshots, watched, frames_reused,
-                                      backward_nodes)}
+                                      backward_nodes, modules_and_leak, compiled)}
 HELD = None
 
 if __name__ == "__main__":

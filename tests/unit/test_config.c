@@ -99,7 +99,7 @@ static void test_bad_environment(void)
     CHECK_EQ(config.min_size, 0);
     CHECK_EQ(config.formats, FORMAT_JSON);
     CHECK_EQ(config.quiet, 0);
-    CHECK_EQ(config.top, 10);
+    CHECK_EQ(config.top, 5);
 
     setenv("CUMEMTRACE_DEPTH", "8", 1);
     setenv("CUMEMTRACE_MIN_SIZE", "1M", 1);
