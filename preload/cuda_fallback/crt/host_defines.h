@@ -2,7 +2,8 @@
  *
  * pip's CUDA wheels (nvidia/cu13/include, nvidia/cuda_runtime/include) ship
  * cuda.h and cuda_runtime_api.h without the compiler's crt/ headers, which
- * come with nvcc; cuda_runtime_api.h and the type headers include this one.
+ * come with nvcc; cuda_runtime_api.h and the type headers include this one
+ * (and cuda_runtime.h, which PyTorch's headers include, crt/host_config.h).
  * cumemtrace and its PyTorch tracker include CUDA's headers only for types
  * and prototypes, compiled by a host compiler, where every CUDA keyword is
  * empty and alignment is the compiler's attribute. This folder is searched
