@@ -37,7 +37,12 @@ def traced(build, out, name, argv):
     """Run argv under the tracer; (the summary's lines, the exit report)."""
     env = dict(os.environ, LD_PRELOAD=os.path.join(build, "libcumemtrace.so"),
                CUMEMTRACE_OUTPUT=os.path.join(out, name), CUMEMTRACE_FORMAT="text,json,html",
-               CUMEMTRACE_QUIET="0")
+               CUMEMTRACE_QUIET="0",
+               # training_mix's loop lasts about 4 s: at the default 1 s it
+               # gets 4 growth samples, too few to call a site growing (as
+               # check_default_mode.py, which runs it too, samples 10 a second;
+               # check_compiled.py's 16-second loop runs with the defaults)
+               CUMEMTRACE_SAMPLE_MS="100")
     done = subprocess.run([sys.executable] + argv, env=env, capture_output=True, text=True)
     with open(os.path.join(out, name + ".stderr"), "w") as handle:
         handle.write(done.stderr)
