@@ -29,7 +29,7 @@ void *pages_grow(void *p, size_t old_bytes, size_t new_bytes)
 void slab_init(struct slab *slab, size_t item_size, size_t chunk_size)
 {
     memset(slab, 0, sizeof(*slab));
-    slab->item_size = (item_size + 7) & ~(size_t)7;
+    slab->item_size = (item_size + 3) & ~(size_t)3;
     slab->chunk_size = chunk_size;
 }
 
@@ -37,7 +37,7 @@ void *slab_alloc(struct slab *slab)
 {
     void *item = slab->free_list;
     if (item) {
-        slab->free_list = *(void **)item;
+        memcpy(&slab->free_list, item, sizeof(void *));   /* items may be 4-aligned */
         memset(item, 0, slab->item_size);
     } else {
         if (slab->cursor == NULL || slab->cursor + slab->item_size > slab->end) {
@@ -59,7 +59,7 @@ void *slab_alloc(struct slab *slab)
 
 void slab_free(struct slab *slab, void *item)
 {
-    *(void **)item = slab->free_list;
+    memcpy(item, &slab->free_list, sizeof(void *));
     slab->free_list = item;
     slab->in_use--;
 }

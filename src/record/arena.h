@@ -6,7 +6,8 @@
  *
  * pages_*: whole pages, for tables that grow by doubling.
  * slab_*:  fixed-size records carved from chunks (of a size the owner picks),
- *          with a free list. The chunks are linked, so every record ever
+ *          4-aligned (a record with 8-byte fields that is a multiple of 4
+ *          long packs tight), with a free list. The chunks are linked, so every record ever
  *          carved can be walked in address order within a chunk (the owner
  *          tells live records from freed ones).
  *          Not thread-safe: the owner of the slab holds its lock. */

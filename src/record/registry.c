@@ -31,7 +31,7 @@
 
 #define SHARD_BITS 6
 _Static_assert(REGISTRY_SHARDS == 1 << SHARD_BITS, "REGISTRY_SHARDS is 2^SHARD_BITS");
-_Static_assert(sizeof(struct block) == 40, "a live block record is 40 bytes");
+_Static_assert(sizeof(struct block) == 36, "a live block record is 36 bytes");
 _Static_assert(offsetof(struct block, kind) >= sizeof(void *),
                "slab_free's link does not overwrite the released mark");
 

@@ -1,18 +1,18 @@
 /* registry.h - the table of live blocks, keyed by address (or handle) and space.
  *
- * One 40-byte record per live allocation. The records sit in 64 shards chosen
+ * One 36-byte record per live allocation. The records sit in 64 shards chosen
  * by a hash of the key; each shard has its own lock, its own open-addressing
  * table of 8-byte slots (the record's address and 16 bits of its key's hash)
  * and its own mmap-backed slab of records. Threads that allocate at
  * different addresses take different locks.
  *
- * Cost of a live block, amortised: the 40-byte record (plus the unused tail of
+ * Cost of a live block, amortised: the 36-byte record (plus the unused tail of
  * the shard's newest 64 KiB slab chunk) and its share of the slots: a table is
  * at most 3/4 full before it doubles, so 8 / (3/8 .. 3/4) = 11 to 21 bytes,
- * plus an overflow tail of 1/16. At most ~63 bytes once each shard holds a
+ * plus an overflow tail of 1/16. At most ~59 bytes once each shard holds a
  * few thousand blocks (below that, the shards' first table pages and slab
  * chunks dominate: ~4.3 MB mapped once every shard holds a block, mostly
- * untouched pages); ~58 at 1M.
+ * untouched pages); ~54 at 1M.
  *
  * Locking: registry_find/add/unlink/release and registry_new work on the
  * shard of their key, with that shard's lock held (registry_lock(key)).
@@ -37,19 +37,26 @@
 
 #define REGISTRY_SHARDS 64
 
-struct block {
+/* 36 bytes, 4-aligned: a record is 4 bytes short of 40 only if sizes and
+ * allocation numbers share words with the 16-bit fields. A block of
+ * BLOCK_SIZE_MAX bytes or more (256 TiB, more than a GPU's address space)
+ * is not recorded (tracker.c counts it lost); 2^48 allocation numbers last
+ * nine years at a million allocations a second. */
+struct __attribute__((packed, aligned(4))) block {
     uint64_t key;          /* value ^ (space << 60) */
-    uint64_t size;
-    uint64_t sequence;     /* allocation number: unique, in order per thread (tracker.c) */
+    uint64_t size : 48;
+    uint64_t handle : 16;  /* interned stream or pool, 0: none */
+    uint64_t sequence : 48;/* allocation number: unique, in order per thread (tracker.c) */
+    uint64_t thread : 16;  /* tracer's thread number */
     uint32_t stack_id;     /* 0: no stack captured */
     uint32_t time_ms;      /* milliseconds since tracing started */
-    uint16_t handle;       /* interned stream or pool, 0: none */
-    uint16_t thread;       /* tracer's thread number */
     int8_t device;         /* -1: not known */
     uint8_t kind;          /* enum kind | BLOCK_* flags */
     uint8_t api;           /* entry point the program called */
     uint8_t context;       /* interned context, 0: none */
 };
+
+#define BLOCK_SIZE_MAX ((UINT64_C(1) << 48) - 1)
 
 static inline uint64_t block_key(uint64_t value, int space)
 {

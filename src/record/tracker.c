@@ -466,7 +466,7 @@ static uint64_t enter_block(uint64_t key, const struct pending_event *e, uint32_
         registry_release(old);
         tracker_lost(LOST_MISSED_FREE);
     }
-    struct block *b = registry_new(key);
+    struct block *b = e->size <= BLOCK_SIZE_MAX ? registry_new(key) : NULL;
     if (b) {
         fill_block(b, e, time_ms);
         if (registry_add(b) < 0) {
