@@ -224,10 +224,15 @@ def table(header, rows):
     print()
 
 
-def process_run(args, command, tracer_env):
+def process_run(args, command, tracer_env, bump=True):
     """Wall and CPU (user + system) milliseconds of one whole run of `command`,
-    its JSON figures if it printed any; tracer_env None: untraced."""
+    its JSON figures if it printed any, and its peak resident size
+    (max_rss_kib); tracer_env None: untraced. bump False: the simulator's
+    allocator, which reuses addresses, rather than its bump range, which a
+    long run of allocations would use up."""
     env = simulator_env(args, tracer_env)
+    if not bump:
+        env.pop("SIMCUDA_BUMP")
     start = time.perf_counter()
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
@@ -278,7 +283,8 @@ def process_table(args):
     per_child = {"untraced": ([], []), "traced": ([], [])}
     for _ in range(rounds):
         for name, tracer_env in (("untraced", None), ("traced", {})):
-            _, _, figures = process_run(args, [program, "forks", str(children)], tracer_env)
+            _, _, figures = process_run(args, [program, "forks", str(children)], tracer_env,
+                                        bump=False)
             per_child[name][0].append(figures["ms_per_child"])
             per_child[name][1].append(figures["cpu_ms_per_child"])
     table(("", "wall ms per child, fork to wait", "a child's CPU ms (user + system)"),
