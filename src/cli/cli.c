@@ -38,16 +38,9 @@ static const char run_usage[] =
     "\n"
     "Runs COMMAND with libcumemtrace.so preloaded (found next to this program or in\n"
     "../lib). Each option sets the CUMEMTRACE_* variable of the same name (README.md,\n"
-    "Settings); the first argument that is not an option is COMMAND.\n"
-    "  -o, --output TEMPLATE   report path template (CUMEMTRACE_OUTPUT)\n"
-    "  -f, --format LIST       text,json,html,folded,perfetto,memviz or none\n"
-    "  --depth N               native frames per stack\n"
-    "  --min-size SIZE         smaller blocks get no stack\n"
-    "  --top N                 entries per section in the summary\n"
-    "  --events N              event timeline entries (0 off)\n"
-    "  --signal SIG|off        the snapshot signal\n"
-    "  --all-frames            hide no frame in the reports\n"
-    "  -q, --quiet             no summary on stderr\n"
+    "Settings); the first argument that is not an option is COMMAND.\n";
+/* After the options, which come from config.h's CONFIG_SETTINGS. */
+static const char run_usage_end[] =
     "It also puts the Python packages (cumemtrace, the pytest plugin cumemtrace_pytest)\n"
     "on PYTHONPATH, and first builds PyTorch's tracker for COMMAND's Python (COMMAND\n"
     "itself if it is named python*, else python3) when none is cached:\n"
@@ -56,6 +49,39 @@ static const char run_usage[] =
     "with LD_LIBRARY_PATH=build/sim (scripts/demo.sh does).\n"
     "exit status: the command's own; 127 if it cannot be started, 1 usage error,\n"
     "             2 no libcumemtrace.so found\n";
+
+/* The settings that `cumemtrace run` has an option for. */
+static const struct run_option {
+    int short_;                 /* 0: none */
+    const char *option;         /* "": not an option of run */
+    const char *argument;       /* "": a flag, which sets the variable to 1 */
+    const char *help;
+    const char *variable;
+} run_options[] = {
+#define X(field, NAME, type, min, max, initial, shown, short_, option, argument, help, doc) \
+    {short_, option, argument, help, "CUMEMTRACE_" #NAME},
+    CONFIG_SETTINGS(X)
+#undef X
+};
+#define RUN_OPTION_COUNT (sizeof(run_options) / sizeof(run_options[0]))
+
+/* `cumemtrace run --help`: the usage, an aligned line per option, the end. */
+static void run_help(void)
+{
+    fputs(run_usage, stdout);
+    for (size_t i = 0; i < RUN_OPTION_COUNT; i++) {
+        const struct run_option *o = &run_options[i];
+        if (!o->option[0])
+            continue;
+        char left[64];
+        if (o->short_)
+            snprintf(left, sizeof(left), "  -%c, --%s %s", o->short_, o->option, o->argument);
+        else
+            snprintf(left, sizeof(left), "  --%s %s", o->option, o->argument);
+        printf("%-25s %s\n", left, o->help);
+    }
+    fputs(run_usage_end, stdout);
+}
 
 static const char report_usage[] =
     "usage: cumemtrace report FILE [--format text|json] [-o PATH] [--all-frames]\n"
@@ -148,42 +174,49 @@ static void ensure_torch_tracker(const char *program)
 
 static int command_run(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'f'},
-        {"depth", required_argument, NULL, 'd'},  {"min-size", required_argument, NULL, 'm'},
-        {"top", required_argument, NULL, 't'},    {"events", required_argument, NULL, 'e'},
-        {"signal", required_argument, NULL, 's'}, {"all-frames", no_argument, NULL, 'a'},
-        {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    static const struct {
-        int option;
-        const char *variable;
-    } variables[] = {{'o', "CUMEMTRACE_OUTPUT"}, {'f', "CUMEMTRACE_FORMAT"},
-                     {'d', "CUMEMTRACE_DEPTH"},  {'m', "CUMEMTRACE_MIN_SIZE"},
-                     {'t', "CUMEMTRACE_TOP"},    {'e', "CUMEMTRACE_EVENTS"},
-                     {'s', "CUMEMTRACE_SIGNAL"}, {'a', "CUMEMTRACE_ALL_FRAMES"},
-                     {'q', "CUMEMTRACE_QUIET"}};
-    struct cli_args args = {"run", argc, argv, "+:o:f:qh", longs, 0};
+    /* getopt's tables from run_options: an option without a short one
+     * returns 256 + its row. */
+    struct option longs[RUN_OPTION_COUNT + 2];
+    char shorts[2 * RUN_OPTION_COUNT + 4] = "+:";
+    size_t count = 0, used = 2;
+    for (size_t i = 0; i < RUN_OPTION_COUNT; i++) {
+        const struct run_option *o = &run_options[i];
+        if (!o->option[0])
+            continue;
+        int takes = o->argument[0] != '\0';
+        longs[count++] = (struct option){o->option, takes ? required_argument : no_argument, NULL,
+                                         o->short_ ? o->short_ : 256 + (int)i};
+        if (o->short_) {
+            shorts[used++] = (char)o->short_;
+            if (takes)
+                shorts[used++] = ':';
+        }
+    }
+    longs[count++] = (struct option){"help", no_argument, NULL, 'h'};
+    longs[count] = (struct option){NULL, 0, NULL, 0};
+    shorts[used++] = 'h';
+    shorts[used] = '\0';
+    struct cli_args args = {"run", argc, argv, shorts, longs, 0};
     for (int c; (c = cli_getopt(&args)) != -1;) {
         if (c == 'h') {
-            fputs(run_usage, stdout);
+            run_help();
             return CLI_OK;
         }
-        size_t k = 0;
-        while (k < sizeof(variables) / sizeof(variables[0]) && variables[k].option != c)
-            k++;
-        if (k == sizeof(variables) / sizeof(variables[0]))
+        const struct option *o = longs;
+        while (o->name && o->val != c)
+            o++;
+        if (!o->name)
             return CLI_USAGE;
         /* "--" ends the options: never a value (--output -- CMD wrote "--.json") */
         if (optarg && strcmp(optarg, "--") == 0) {
-            const struct option *o = longs;
-            while (o->name && o->val != c)
-                o++;
             char name[32];
-            snprintf(name, sizeof(name), "--%s", o->name ? o->name : "");
+            snprintf(name, sizeof(name), "--%s", o->name);
             return cli_usage_error("run", "missing value for", name);
         }
-        setenv(variables[k].variable, optarg ? optarg : "1", 1);
+        size_t k = 0;
+        while (k < RUN_OPTION_COUNT && strcmp(run_options[k].option, o->name) != 0)
+            k++;
+        setenv(run_options[k].variable, optarg ? optarg : "1", 1);
     }
     if (optind >= argc)
         return cli_usage_error("run", "no command to run", NULL);

@@ -14,25 +14,9 @@
 #include "log.h"
 
 struct config config = {
-    .enabled = 1,
-    .output = "cumemtrace-%p",
-    .formats = FORMAT_JSON,
-    .depth = 32,
-    .min_size = 0,
-    .top = 5,
-    .quiet = 0,
-    .debug = 0,
-    .max_blocks = 10000,
-    .snapshot_signal = SIGUSR2,
-    .file_mode = 0600,
-    .oom = OOM_FIRST,
-    .crash = 1,
-    .dump_on_term = 0,
-    .follow = 1,
-    .python = 1,
-    .live = 1,
-    .sample_ms = 1000,
-    .frameworks = 1,
+#define X(field, NAME, type, min, max, initial, ...) .field = initial,
+    CONFIG_SETTINGS(X)
+#undef X
 };
 
 int config_parse_bool(const char *text, int *out)
@@ -241,108 +225,117 @@ static const char *env(const char *name)
     return value && value[0] ? value : NULL;
 }
 
-static void load_bool(const char *name, int *field, const char *fallback)
-{
-    const char *value = env(name);
-    if (value && config_parse_bool(value, field) < 0)
-        log_line("%s='%s' is not one of 1/0, yes/no, true/false, on/off; using %s",
-                 name, value, fallback);
-}
+/* The rows of CONFIG_SETTINGS, as config_load reads them. */
+enum setting_type {
+    SETTING_BOOL, SETTING_INT, SETTING_SIZE, SETTING_EVENTS, SETTING_FORMATS, SETTING_SIGNAL,
+    SETTING_MODE, SETTING_OOM, SETTING_TEXT, SETTING_TEMPLATE
+};
 
-static void load_int(const char *name, int *field, long min, long max)
+static const struct setting {
+    const char *variable;
+    enum setting_type type;
+    void *field;
+    long min, max;
+} settings[] = {
+#define X(field, NAME, type, min, max, ...) {"CUMEMTRACE_" #NAME, SETTING_##type, &config.field, min, max},
+    CONFIG_SETTINGS(X)
+#undef X
+};
+
+/* One setting from its variable, if set; a malformed value keeps the
+ * field as it is, and says so in one line. */
+static void load(const struct setting *s)
 {
-    const char *value = env(name);
+    int *number = s->field;
+    uint64_t *count = s->field;
+    char *text = s->field, names[64], joined[CONFIG_TEXT_MAX];
+    const char *name;
     long parsed;
+    int refused;
+    if (s->type == SETTING_EVENTS)   /* unset: on (1M entries) only for the formats that draw
+                                memory over time */
+        *count = (config.formats & FORMATS_WITH_TIMELINE) ? CONFIG_DEFAULT_EVENTS : 0;
+    const char *value = env(s->variable);
     if (!value)
         return;
-    if (config_parse_int(value, min, max, &parsed) < 0)
-        log_line("%s='%s' is not a whole number from %ld to %ld; using %d",
-                 name, value, min, max, *field);
-    else
-        *field = (int)parsed;
+    switch (s->type) {
+    case SETTING_BOOL:
+        if (config_parse_bool(value, number) < 0)
+            log_line("%s='%s' is not one of 1/0, yes/no, true/false, on/off; using %d",
+                     s->variable, value, *number);
+        break;
+    case SETTING_INT:
+        if (config_parse_int(value, s->min, s->max, &parsed) < 0)
+            log_line("%s='%s' is not a whole number from %ld to %ld; using %d",
+                     s->variable, value, s->min, s->max, *number);
+        else
+            *number = (int)parsed;
+        break;
+    case SETTING_SIZE:
+        if (config_parse_size(value, count) < 0)
+            log_line("%s='%s' is not a size such as 4096, 64K or 1M; using %llu",
+                     s->variable, value, (unsigned long long)*count);
+        break;
+    case SETTING_EVENTS:
+        if (config_parse_events(value, count) < 0)
+            log_line("%s='%s' is not a count of events such as 100000, 64K or 1M "
+                     "(at most 64M), or 0; using %llu", s->variable, value,
+                     (unsigned long long)*count);
+        break;
+    case SETTING_FORMATS:
+        if (config_parse_formats(value, number) < 0)
+            log_line("%s='%s' is not a list of text, json, html, folded, perfetto, "
+                     "memviz, or 'none'; using %s",
+                     s->variable, value, config_format_names(*number, names, sizeof(names)));
+        break;
+    case SETTING_SIGNAL:
+        refused = config_parse_signal(value, number);
+        if (refused == -1)
+            log_line("%s='%s' is not a signal name such as USR2, a number, or 'off'; "
+                     "using %s", s->variable, value, *number ? "USR2" : "off");
+        else if (refused == -2)
+            log_line("%s='%s': the program relies on that signal's own action "
+                     "(TERM, INT, HUP, QUIT, PIPE, a crash, ...); using %s",
+                     s->variable, value, *number ? "USR2" : "off");
+        else if (refused == -3)
+            log_line("%s='%s': reserved by the C library; real-time signals are "
+                     "%d to %d; using %s", s->variable, value, SIGRTMIN, SIGRTMAX,
+                     *number ? "USR2" : "off");
+        break;
+    case SETTING_MODE:
+        if (config_parse_mode(value, number) < 0)
+            log_line("%s='%s' is not octal permissions such as 0600 or 0640; using %04o",
+                     s->variable, value, (unsigned)*number);
+        break;
+    case SETTING_OOM:
+        if (config_parse_oom(value, number) < 0)
+            log_line("%s='%s' is not 'first', 'every' or 'off'; using %s", s->variable, value,
+                     *number == OOM_EVERY ? "every" : *number == OOM_OFF ? "off" : "first");
+        break;
+    case SETTING_TEXT:
+        if (strlen(value) >= CONFIG_TEXT_MAX)
+            log_line("%s is longer than %d characters; using %s%s%s", s->variable,
+                     CONFIG_TEXT_MAX - 1, text[0] ? "'" : "the default", text, text[0] ? "'" : "");
+        else
+            strcpy(text, value);
+        break;
+    case SETTING_TEMPLATE:
+        /* A directory (a name ending in '/'): the default name inside it. */
+        name = value[strlen(value) - 1] == '/' ? text : "";
+        if (strlen(value) + strlen(name) >= CONFIG_TEXT_MAX) {
+            log_line("%s is longer than %zu characters; using '%s'", s->variable,
+                     (size_t)CONFIG_TEXT_MAX - 1 - strlen(name), text);
+        } else {
+            snprintf(joined, sizeof(joined), "%s%s", value, name);
+            strcpy(text, joined);
+        }
+        break;
+    }
 }
 
 void config_load(void)
 {
-    const char *value;
-
-    load_bool("CUMEMTRACE_ENABLE", &config.enabled, "1");
-    load_bool("CUMEMTRACE_QUIET", &config.quiet, "0");
-    load_bool("CUMEMTRACE_DEBUG", &config.debug, "0");
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+        load(&settings[i]);
     log_set_debug(config.debug);
-    load_int("CUMEMTRACE_DEPTH", &config.depth, 0, CONFIG_MAX_DEPTH);
-    load_int("CUMEMTRACE_TOP", &config.top, 1, 100000);
-    load_int("CUMEMTRACE_MAX_BLOCKS", &config.max_blocks, 0, 100000000);
-    load_bool("CUMEMTRACE_CRASH", &config.crash, "1");
-    load_bool("CUMEMTRACE_DUMP_ON_TERM", &config.dump_on_term, "0");
-    load_bool("CUMEMTRACE_FOLLOW", &config.follow, "1");
-    load_bool("CUMEMTRACE_PYTHON", &config.python, "1");
-    load_bool("CUMEMTRACE_SELF_TIME", &config.self_time, "0");
-    load_bool("CUMEMTRACE_ALL_FRAMES", &config.all_frames, "0");
-    load_bool("CUMEMTRACE_LIVE", &config.live, "1");
-    load_bool("CUMEMTRACE_TORCH_PER_TENSOR", &config.torch_per_tensor, "0");
-    load_int("CUMEMTRACE_SAMPLE_MS", &config.sample_ms, 0, 86400000);
-    load_bool("CUMEMTRACE_FRAMEWORKS", &config.frameworks, "1");
-    load_int("CUMEMTRACE_BLOCK_DEPTH", &config.block_depth, 0, CONFIG_MAX_DEPTH);
-
-    int refused = 0;
-    if ((value = env("CUMEMTRACE_SIGNAL")) &&
-        (refused = config_parse_signal(value, &config.snapshot_signal)) == -1)
-        log_line("CUMEMTRACE_SIGNAL='%s' is not a signal name such as USR2, a number, or 'off'; "
-                 "using %s", value, config.snapshot_signal ? "USR2" : "off");
-    else if (refused == -2)
-        log_line("CUMEMTRACE_SIGNAL='%s': the program relies on that signal's own action "
-                 "(TERM, INT, HUP, QUIT, PIPE, a crash, ...); using %s",
-                 value, config.snapshot_signal ? "USR2" : "off");
-    else if (refused == -3)
-        log_line("CUMEMTRACE_SIGNAL='%s': reserved by the C library; real-time signals are "
-                 "%d to %d; using %s", value, SIGRTMIN, SIGRTMAX,
-                 config.snapshot_signal ? "USR2" : "off");
-
-    if ((value = env("CUMEMTRACE_FILE_MODE")) && config_parse_mode(value, &config.file_mode) < 0)
-        log_line("CUMEMTRACE_FILE_MODE='%s' is not octal permissions such as 0600 or 0640; "
-                 "using %04o", value, (unsigned)config.file_mode);
-
-    if ((value = env("CUMEMTRACE_OOM")) && config_parse_oom(value, &config.oom) < 0)
-        log_line("CUMEMTRACE_OOM='%s' is not 'first', 'every' or 'off'; using first", value);
-
-    if ((value = env("CUMEMTRACE_MIN_SIZE")) &&
-        config_parse_size(value, &config.min_size) < 0)
-        log_line("CUMEMTRACE_MIN_SIZE='%s' is not a size such as 4096, 64K or 1M; using %llu",
-                 value, (unsigned long long)config.min_size);
-
-    if ((value = env("CUMEMTRACE_FORMAT")) &&
-        config_parse_formats(value, &config.formats) < 0) {
-        char names[64];
-        log_line("CUMEMTRACE_FORMAT='%s' is not a list of text, json, html, folded, perfetto, "
-                 "memviz, or 'none'; using %s",
-                 value, config_format_names(config.formats, names, sizeof(names)));
-    }
-
-    /* Unset: on (1M entries) only for the formats that draw memory over time. */
-    config.events = (config.formats & FORMATS_WITH_TIMELINE) ? CONFIG_DEFAULT_EVENTS : 0;
-    if ((value = env("CUMEMTRACE_EVENTS")) && config_parse_events(value, &config.events) < 0)
-        log_line("CUMEMTRACE_EVENTS='%s' is not a count of events such as 100000, 64K or 1M "
-                 "(at most 64M), or 0; using %llu", value, (unsigned long long)config.events);
-
-    if ((value = env("CUMEMTRACE_OUTPUT"))) {
-        /* A directory (a name ending in '/'): the default name inside it. */
-        const char *name = value[strlen(value) - 1] == '/' ? config.output : "";
-        char joined[sizeof(config.output)];
-        if (strlen(value) + strlen(name) >= sizeof(config.output)) {
-            log_line("CUMEMTRACE_OUTPUT is longer than %zu characters; using '%s'",
-                     sizeof(config.output) - 1 - strlen(name), config.output);
-        } else {
-            snprintf(joined, sizeof(joined), "%s%s", value, name);
-            strcpy(config.output, joined);
-        }
-    }
-
-    if ((value = env("CUMEMTRACE_TORCH_TRACKER"))) {
-        if (strlen(value) >= sizeof(config.torch_tracker))
-            log_line("CUMEMTRACE_TORCH_TRACKER is longer than %zu characters; using the "
-                     "library beside libcumemtrace.so", sizeof(config.torch_tracker) - 1);
-        else
-            strcpy(config.torch_tracker, value);
-    }
 }
