@@ -243,13 +243,15 @@ static int command_run(int argc, char **argv)
 static int command_symbolize(int argc, char **argv)
 {
     const char *base = NULL;
+    struct report_options options;
+    report_options_of(&config, &options);
     struct cli_args args = {"symbolize", argc, argv, ":o:f:h", file_options, 0};
     for (int c; (c = cli_getopt(&args)) != -1;) {
         switch (c) {
         case 'o': base = optarg; break;
-        case 'a': config.all_frames = 1; break;
+        case 'a': options.all_frames = 1; break;
         case 'f':
-            if (config_parse_formats(optarg, &config.formats) < 0)
+            if (config_parse_formats(optarg, &options.formats) < 0)
                 return cli_usage_error("symbolize", "--format takes a list of text, json, html, "
                                        "folded, perfetto, memviz, or none", optarg);
             break;
@@ -264,7 +266,7 @@ static int command_symbolize(int argc, char **argv)
     const char *dump = argv[optind];
 
     struct report *r = calloc(1, sizeof(*r));
-    if (!r || dump_read(dump, r) < 0) {
+    if (!r || dump_read(dump, &options, r) < 0) {
         fprintf(stderr, "cumemtrace: cannot read dump '%s': %s\n", dump,
                 errno == EPROTO ? "not a cumemtrace dump" : strerror(errno));
         if (r)
@@ -282,8 +284,8 @@ static int command_symbolize(int argc, char **argv)
     int status = CLI_OK;
     /* --output names what to write: a file already there is replaced. */
     static struct report_files files = {.replace = 1};
-    config.file_mode = cli_file_mode();
-    if (base && config.formats && report_emit(r, base, 0, &files) < 0)
+    r->options.file_mode = cli_file_mode();
+    if (base && options.formats && report_emit(r, base, 0, &files) < 0)
         status = CLI_UNREADABLE;
     report_release(r);
     free(r);
@@ -295,17 +297,19 @@ static int command_symbolize(int argc, char **argv)
 struct file_options {
     const char *file, *format, *output;
     int help;
+    struct report_options report;   /* the report's (--all-frames) */
 };
 
 static int parse_file_options(const char *command, const char *usage, int argc, char **argv,
                               struct file_options *o)
 {
     struct cli_args args = {command, argc, argv, ":f:o:h", file_options, 0};
+    report_options_of(&config, &o->report);
     for (int c; (c = cli_getopt(&args)) != -1;) {
         switch (c) {
         case 'f': o->format = optarg; break;
         case 'o': o->output = optarg; break;
-        case 'a': config.all_frames = 1; break;
+        case 'a': o->report.all_frames = 1; break;
         case 'h':
             fputs(usage, stdout);
             o->help = 1;
@@ -321,15 +325,16 @@ static int parse_file_options(const char *command, const char *usage, int argc, 
     return CLI_OK;
 }
 
-/* A report read from FILE (JSON or dump), or NULL after a one-line message. */
-static struct loaded_report *load_file(const char *file)
+/* A report read from FILE (JSON or dump), to be written with `options`, or
+ * NULL after a one-line message. */
+static struct loaded_report *load_file(const char *file, const struct report_options *options)
 {
     struct loaded_report *loaded = malloc(sizeof(*loaded));
     if (!loaded) {
         fprintf(stderr, "cumemtrace: out of memory\n");
         return NULL;
     }
-    if (cli_load(file, loaded) < 0) {
+    if (cli_load(file, options, loaded) < 0) {
         report_unload(loaded);
         free(loaded);
         return NULL;
@@ -339,14 +344,14 @@ static struct loaded_report *load_file(const char *file)
 
 static int command_report(int argc, char **argv)
 {
-    struct file_options o = {NULL, "text", NULL, 0};
+    struct file_options o = {.format = "text"};
     int status = parse_file_options("report", report_usage, argc, argv, &o);
     if (status != CLI_OK || o.help)
         return status;
     int json = strcmp(o.format, "json") == 0;
     if (!json && strcmp(o.format, "text") != 0)
         return cli_usage_error("report", "--format takes text or json", o.format);
-    struct loaded_report *loaded = load_file(o.file);
+    struct loaded_report *loaded = load_file(o.file, &o.report);
     if (!loaded)
         return CLI_UNREADABLE;
     if (loaded->from_dump && !loaded->report.dump_complete)
@@ -393,7 +398,7 @@ static int emitted_path(const char *output, const char *extension, char *path, s
 static int command_emit(const char *command, int argc, char **argv)
 {
     int html = strcmp(command, "html") == 0;
-    struct file_options o = {NULL, NULL, NULL, 0};
+    struct file_options o = {.format = NULL};
     int status = parse_file_options(command, html ? html_usage : export_usage, argc, argv, &o);
     if (status != CLI_OK || o.help)
         return status;
@@ -418,7 +423,7 @@ static int command_emit(const char *command, int argc, char **argv)
         fprintf(stderr, "cumemtrace: cannot write '%s': %s\n", o.output, strerror(ENAMETOOLONG));
         return CLI_UNREADABLE;
     }
-    struct loaded_report *loaded = load_file(o.file);
+    struct loaded_report *loaded = load_file(o.file, &o.report);
     if (!loaded)
         return CLI_UNREADABLE;
     struct cli_output *output = malloc(sizeof(*output));

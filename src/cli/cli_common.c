@@ -20,10 +20,11 @@ int cli_usage_error(const char *command, const char *message, const char *detail
     return CLI_USAGE;
 }
 
-int cli_load(const char *path, struct loaded_report *loaded)
+int cli_load(const char *path, const struct report_options *options,
+             struct loaded_report *loaded)
 {
     char error[512];
-    if (report_load(path, loaded, error, sizeof(error)) == 0)
+    if (report_load(path, options, loaded, error, sizeof(error)) == 0)
         return 0;
     fprintf(stderr, "cumemtrace: cannot read '%s': %s\n", path, error);
     return -1;
@@ -530,11 +531,12 @@ int cli_parse_compare(const char *command, const char *usage, int argc, char **a
         {"at", required_argument, NULL, 'A'},     {NULL, 0, NULL, 0}};
     struct cli_args args = {command, argc, argv, ":o:h", longs, 0};
     o->format = "text";
+    report_options_of(&config, &o->report);
     for (int c; (c = cli_getopt(&args)) != -1;) {
         switch (c) {
         case 'f': o->format = optarg; break;
         case 'o': o->output = optarg; break;
-        case 'a': config.all_frames = 1; break;
+        case 'a': o->report.all_frames = 1; break;
         case 'A':
             if (strcmp(command, "diff") != 0)
                 return cli_usage_error(command, "unknown option", "--at");

@@ -22,8 +22,10 @@ enum { CLI_OK = 0, CLI_USAGE = 1, CLI_UNREADABLE = 2 };
 /* "cumemtrace: MESSAGE: DETAIL (see cumemtrace COMMAND --help)"; CLI_USAGE. */
 int cli_usage_error(const char *command, const char *message, const char *detail);
 
-/* Load a report or dump; on failure one line names the file and the reason. */
-int cli_load(const char *path, struct loaded_report *loaded);
+/* Load a report or dump, to be written with `options`; on failure one line
+ * names the file and the reason. */
+int cli_load(const char *path, const struct report_options *options,
+             struct loaded_report *loaded);
 
 /* Where a command writes: stdout, or PATH. PATH that names a FIFO, a
  * device, a pipe (/dev/stdout, a shell's >(...)) is written to as it is;
@@ -123,12 +125,13 @@ struct compare_options {
     const char *output;         /* -o PATH; NULL: stdout */
     long top, frames;           /* --top N, --frames N; set defaults before */
     const char *at;             /* diff's --at end|peak|exit; NULL: not given */
+    struct report_options report;   /* the reports' (--all-frames) */
     int help;                   /* --help was given: usage printed, nothing to do */
     char **files;
     int file_count;
 };
 /* CLI_OK, or CLI_USAGE with the error printed. `usage` is printed for --help.
- * argv[0] is the command's name. --all-frames sets config.all_frames. */
+ * argv[0] is the command's name. */
 int cli_parse_compare(const char *command, const char *usage, int argc, char **argv,
                       struct compare_options *o);
 

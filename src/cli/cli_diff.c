@@ -281,7 +281,7 @@ int command_diff(int argc, char **argv)
         goto done;
     }
     for (; loaded < 2; loaded++)
-        if (cli_load(paths[loaded], inputs[loaded]) < 0) {
+        if (cli_load(paths[loaded], &o.report, inputs[loaded]) < 0) {
             loaded++;           /* release what it did read */
             goto done;
         }

@@ -413,7 +413,7 @@ int command_merge(int argc, char **argv)
         inputs[loaded] = calloc(1, sizeof(struct loaded_report));
         if (!inputs[loaded])
             goto out_of_memory;
-        if (cli_load(paths[loaded], inputs[loaded]) < 0) {
+        if (cli_load(paths[loaded], &o.report, inputs[loaded]) < 0) {
             loaded++;
             goto done;
         }

@@ -370,9 +370,11 @@ char *input_read(const char *path, size_t *length, size_t *size)
     return text;
 }
 
-int dump_parse(struct report *r, const char *input, size_t length)
+int dump_parse(struct report *r, const struct report_options *options, const char *input,
+               size_t length)
 {
     memset(r, 0, sizeof(*r));
+    r->options = *options;
     r->rank = r->local_rank = r->world_size = -1;   /* not in a dump */
     r->self_time_ns = -1;
     char header[32];
@@ -441,14 +443,14 @@ int dump_parse(struct report *r, const char *input, size_t length)
     return 0;
 }
 
-int dump_read(const char *path, struct report *r)
+int dump_read(const char *path, const struct report_options *options, struct report *r)
 {
     size_t length, size;
     char *text = input_read(path, &length, &size);
     memset(r, 0, sizeof(*r));
     if (!text)
         return -1;
-    int result = dump_parse(r, text, length);
+    int result = dump_parse(r, options, text, length);
     int error = errno;
     pages_free(text, size);
     errno = error;

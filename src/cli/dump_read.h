@@ -15,11 +15,13 @@
  * `size`. NULL with errno set (EFBIG: larger than INPUT_MAX_BYTES). */
 char *input_read(const char *path, size_t *length, size_t *size);
 
-/* Fill `r` from the dump in `text` (copied) and symbolize it against the
- * regular files named in its maps. 0, or -1 with errno set (EPROTO: not a
- * dump of this version); release `r` with report_release either way. */
-int dump_parse(struct report *r, const char *text, size_t length);
+/* Fill `r` from the dump in `text` (copied), finished with `options`, and
+ * symbolize it against the regular files named in its maps. 0, or -1 with
+ * errno set (EPROTO: not a dump of this version); release `r` with
+ * report_release either way. */
+int dump_parse(struct report *r, const struct report_options *options, const char *text,
+               size_t length);
 /* The same for the dump at `path` (input_read). */
-int dump_read(const char *path, struct report *r);
+int dump_read(const char *path, const struct report_options *options, struct report *r);
 
 #endif

@@ -222,7 +222,7 @@ static void load_tracer(struct loader *l, const struct json_value *root)
     r->self_time_ns = self_time && self_time->type == JSON_NUMBER
                           ? (int64_t)get_u64(tracer, "self_time_ns") : -1;
     const struct json_value *all_frames = json_get(tracer, "all_frames");
-    r->all_frames = config.all_frames || (all_frames && all_frames->type == JSON_TRUE);
+    r->all_frames = r->options.all_frames || (all_frames && all_frames->type == JSON_TRUE);
     const struct json_value *lost = json_get(tracer, "lost");
     for (int i = 0; i < LOST_COUNT; i++)
         r->state.lost[i] = get_u64(lost, lost_names[i]);
@@ -941,16 +941,17 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     return l.failed ? -1 : 0;
 }
 
-int report_load_text(const char *text, size_t length, struct loaded_report *loaded,
-                     char *error, size_t error_size)
+int report_load_text(const char *text, size_t length, const struct report_options *options,
+                     struct loaded_report *loaded, char *error, size_t error_size)
 {
     memset(loaded, 0, sizeof(*loaded));
     loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
+    loaded->report.options = *options;
     size_t dump = strlen(dump_record_names[DUMP_HEADER]);
     if (length > dump && strncmp(text, dump_record_names[DUMP_HEADER], dump) == 0 &&
         text[dump] == ' ') {
         loaded->from_dump = 1;
-        int status = dump_parse(&loaded->report, text, length);
+        int status = dump_parse(&loaded->report, options, text, length);
         if (status < 0)
             snprintf(error, error_size, "%s",
                      errno == EPROTO ? "a cumemtrace dump of another version" : strerror(errno));
@@ -960,7 +961,8 @@ int report_load_text(const char *text, size_t length, struct loaded_report *load
     return load_json(loaded, text, length, error, error_size);
 }
 
-int report_load(const char *path, struct loaded_report *loaded, char *error, size_t error_size)
+int report_load(const char *path, const struct report_options *options,
+                struct loaded_report *loaded, char *error, size_t error_size)
 {
     memset(loaded, 0, sizeof(*loaded));
     loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
@@ -974,7 +976,7 @@ int report_load(const char *path, struct loaded_report *loaded, char *error, siz
             snprintf(error, error_size, "%s", strerror(errno));
         return -1;
     }
-    int status = report_load_text(text, length, loaded, error, error_size);
+    int status = report_load_text(text, length, options, loaded, error, error_size);
     pages_free(text, size);
     return status;
 }

@@ -17,15 +17,17 @@ struct loaded_report {
     int from_dump;
 };
 
-/* Fill `loaded` from the file at `path`. 0, or -1 with a one-line reason in
- * `error` ("No such file or directory", "line 3, column 7: ...", "not a
- * cumemtrace report: ..."). Release with report_unload in either case. */
-int report_load(const char *path, struct loaded_report *loaded, char *error, size_t error_size);
+/* Fill `loaded` from the file at `path`, to be finished and written with
+ * `options`. 0, or -1 with a one-line reason in `error` ("No such file or
+ * directory", "line 3, column 7: ...", "not a cumemtrace report: ...").
+ * Release with report_unload in either case. */
+int report_load(const char *path, const struct report_options *options,
+                struct loaded_report *loaded, char *error, size_t error_size);
 /* The same for a report or dump already read: `length` bytes of `text`,
  * which must hold a NUL after them. The loaded report keeps no pointer into
  * `text`. */
-int report_load_text(const char *text, size_t length, struct loaded_report *loaded,
-                     char *error, size_t error_size);
+int report_load_text(const char *text, size_t length, const struct report_options *options,
+                     struct loaded_report *loaded, char *error, size_t error_size);
 void report_unload(struct loaded_report *loaded);
 
 #endif

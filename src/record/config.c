@@ -237,7 +237,8 @@ static const struct setting {
     void *field;
     long min, max;
 } settings[] = {
-#define X(field, NAME, type, min, max, ...) {"CUMEMTRACE_" #NAME, SETTING_##type, &config.field, min, max},
+#define X(field, NAME, type, min, max, ...) \
+    {"CUMEMTRACE_" #NAME, SETTING_##type, &config.field, min, max},
     CONFIG_SETTINGS(X)
 #undef X
 };

@@ -47,7 +47,7 @@ static int write_file(const struct report *r, int format, const char *template_,
     struct out *out = pages_alloc(sizeof(*out));
     if (!out)
         return -1;
-    if (out_create(out, path, config.file_mode) < 0) {
+    if (out_create(out, path, r->options.file_mode) < 0) {
         log_line("cannot write report to '%s': %s", path, strerror(errno));
     } else {
         report_write_format(r, format, out);
@@ -62,7 +62,7 @@ static int write_file(const struct report *r, int format, const char *template_,
             log_line("cannot write report to '%s': %s", asked, strerror(errno));
         } else {
             result = 0;
-            if (!config.quiet)
+            if (!r->options.quiet)
                 log_line("%s report written to %s", r->reason, path);
             if (previous) {
                 previous->id = id;
@@ -86,10 +86,10 @@ int report_emit(const struct report *r, const char *template_, int summary,
     /* The files first, so that the summary can say where they are. */
     struct report_files *written = files ? files : pages_alloc(sizeof(*written));
     for (int format = 0; format < FORMAT_COUNT; format++)
-        if ((config.formats & (1 << format)) && write_file(r, format, template_, written) < 0)
+        if ((r->options.formats & (1 << format)) && write_file(r, format, template_, written) < 0)
             result = -1;
     int fd = log_fd();
-    if (summary && !config.quiet && fd >= 0) {
+    if (summary && !r->options.quiet && fd >= 0) {
         struct out *out = pages_alloc(sizeof(*out));
         if (out) {
             out_fd(out, fd);

@@ -207,9 +207,9 @@ static int choose_stacks(struct report *r)
         if (r->timeline[i].stack_id <= r->stack_count)
             wanted[r->timeline[i].stack_id] = 1;
     wanted[0] = 0;
-    /* The top ones by peak: a simple selection, config.top is small. A
+    /* The top ones by peak: a simple selection, options.top is small. A
      * cache's segments are not a line's doing where its blocks are known. */
-    for (int round = 0; round < config.top; round++) {
+    for (int round = 0; round < r->options.top; round++) {
         uint32_t best = 0;
         for (uint32_t id = 1; id <= r->stack_count; id++)
             if (wanted[id] != 2 && !report_cache_segment(r, id) &&
@@ -322,10 +322,21 @@ int report_classify_frames(struct report *r)
     return 0;
 }
 
+void report_options_of(const struct config *settings, struct report_options *o)
+{
+    *o = (struct report_options){
+        .top = settings->top, .all_frames = settings->all_frames,
+        .max_blocks = settings->max_blocks, .depth = settings->depth,
+        .min_size = settings->min_size, .sample_ms = settings->sample_ms,
+        .formats = settings->formats, .file_mode = settings->file_mode,
+        .quiet = settings->quiet,
+    };
+}
+
 int report_finish(struct report *r, struct symbolizer *symbolizer)
 {
     r->symbolizer = symbolizer;
-    r->all_frames = config.all_frames;
+    r->all_frames = r->options.all_frames;
     if (make_groups(r) < 0 || find_growing(r) < 0 || choose_stacks(r) < 0 ||
         symbolize_frames(r) < 0 || report_classify_frames(r) < 0)
         return -1;

@@ -105,6 +105,24 @@ struct report_classes {
 /* What made the report, when it is not the end of the process. */
 enum event_type { EVENT_NONE, EVENT_OOM, EVENT_SIGNAL, EVENT_CRASH };
 
+/* How a report is finished and written, as a value the report carries: the
+ * model and the writers read these, never the settings of the process they
+ * run in. This process's report takes them from its settings; the command
+ * from its own and its command line (report_options_of, then its flags). */
+struct report_options {
+    int top;                 /* stacks shown by peak; entries per section of the summary */
+    int all_frames;          /* hide no frame */
+    int max_blocks;          /* live blocks listed one by one in the JSON */
+    int depth;               /* the stack settings the JSON's tracer section states */
+    uint64_t min_size;
+    int sample_ms;           /* the growth samples' interval, as the JSON states it */
+    int formats;             /* report_emit: the files to write (FORMAT_* bits) */
+    int file_mode;           /* their permissions */
+    int quiet;               /* no summary, no line for each file written */
+};
+struct config;
+void report_options_of(const struct config *settings, struct report_options *o);
+
 struct report_event {
     int type;
     int signal;                 /* EVENT_SIGNAL, EVENT_CRASH */
@@ -128,6 +146,7 @@ struct report_device {
 
 struct report {
     const char *reason;
+    struct report_options options;       /* set before report_finish */
     struct report_event event;
     int pid, ppid;
     double start_unix, now_unix;
@@ -172,7 +191,7 @@ struct report {
     uintptr_t *addresses;                /* distinct frames of shown stacks, sorted */
     struct symbol *symbols;              /* symbols[i] is addresses[i] */
     uint8_t *origins;                    /* origins[i]: symbols[i]'s (origins.h) */
-    int all_frames;                      /* no frame hidden (CUMEMTRACE_ALL_FRAMES) */
+    int all_frames;                      /* no frame hidden (options, or the file read says so) */
     size_t address_count;
     struct symbolizer *symbolizer;
     char hostname[256];                  /* gethostname */
@@ -199,8 +218,9 @@ struct report {
 
 /* report.c: the model. */
 void *report_alloc(struct report *r, size_t bytes);    /* zeroed, released with r */
-/* For a report whose state is filled in (collected, or a crash dump read
- * back): group, choose stacks, symbolize. 0, or -1 when out of memory. */
+/* For a report whose state and options are filled in (collected, or a
+ * crash dump read back): group, choose stacks, symbolize. 0, or -1 when out
+ * of memory. */
 int report_finish(struct report *r, struct symbolizer *symbolizer);
 /* Fill r->origins (origins.h) for r->symbols: done by report_finish, and by
  * a loader that fills the symbols itself. 0, or -1 when out of memory. */

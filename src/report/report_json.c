@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "cuda_errors.h"
 #include "frames.h"
 #include "kinds.h"
@@ -72,7 +71,7 @@ static void write_tracer(const struct report *r, struct out *out)
                     "\"block_record_bytes\":%zu,\"registry_bytes\":%zu,\"stack_table_bytes\":%zu,"
                     "\"live_blocks\":%zu,\"stacks\":%u,\"symbolizer\":\"%s\","
                     "\"all_frames\":%s,\"lost\":{",
-               CUMEMTRACE_VERSION, config.depth, U(config.min_size), sizeof(struct block),
+               CUMEMTRACE_VERSION, r->options.depth, U(r->options.min_size), sizeof(struct block),
                r->registry_bytes, r->stacks_bytes, r->block_count, r->stack_count,
                symbolizer_has_lines(r->symbolizer) ? "libdw" : "dladdr",
                r->all_frames ? "true" : "false");
@@ -248,8 +247,8 @@ static void write_live(const struct report *r, struct out *out)
                         "\"held_at_end\":%s}", U(g->blocks), U(g->bytes), U(g->largest),
                    g->oldest_ms, g->held_at_end ? "true" : "false");
     }
-    size_t listed = r->block_count < (size_t)config.max_blocks ? r->block_count
-                                                                : (size_t)config.max_blocks;
+    size_t listed = r->block_count < (size_t)r->options.max_blocks ? r->block_count
+                                                                : (size_t)r->options.max_blocks;
     out_printf(out, "],\"blocks\":{\"total\":%zu,\"listed\":%zu,\"items\":[", r->block_count,
                listed);
     for (size_t i = 0; i < listed; i++) {
@@ -358,7 +357,7 @@ static void write_growth(const struct report *r, struct out *out)
     }
     out_printf(out, ",\"growth\":{\"mode\":\"%s\",\"interval_ms\":%d,\"samples\":%u,\"growing\":[",
                r->growth.mode == GROWTH_MARKS ? "marks" : "time",
-               r->growth.mode == GROWTH_MARKS ? 0 : config.sample_ms, r->growth.samples);
+               r->growth.mode == GROWTH_MARKS ? 0 : r->options.sample_ms, r->growth.samples);
     for (uint32_t i = 0; i < r->growing_count; i++) {
         out_str(out, i ? "," : "");
         write_growth_entry(r, out, r->growing[i], growth_rate(&r->stacks[r->growing[i] - 1].growth,

@@ -383,7 +383,7 @@ static void write_groups(const struct report *r, struct out *out, int brief, int
                blocks == 1 ? "" : "s", sites, sites == 1 ? "" : "s");
     /* The summary lists no segment: the findings and the tensors they hold
      * say what matters; the count is here, the list in the full report. */
-    size_t limit = brief && segments ? 0 : brief && sites > (size_t)config.top ? (size_t)config.top
+    size_t limit = brief && segments ? 0 : brief && sites > (size_t)r->options.top ? (size_t)r->options.top
                                                                                  : sites;
     for (size_t i = 0, n = 0; i < r->group_count && n < limit; i++) {
         const struct report_group *g = &r->groups[i];
@@ -439,8 +439,8 @@ static void write_held(const struct report *r, struct out *out, int brief)
                r->held_count == 1 ? "" : "s");
     out_bytes(out, freed);
     out_str(out, " of it, the process's exit the rest\n");
-    size_t limit = brief && r->held_count > (size_t)config.top ? (size_t)config.top
-                                                               : r->held_count;
+    size_t top = (size_t)r->options.top;
+    size_t limit = brief && r->held_count > top ? top : r->held_count;
     for (size_t i = 0; i < limit; i++) {
         const struct report_group *g = &r->held[i];
         out_printf(out, "   #%zu ", i + 1);
@@ -466,8 +466,8 @@ static void write_growing(const struct report *r, struct out *out, int brief)
     int marks = r->growth.mode == GROWTH_MARKS;
     out_printf(out, "\n  Growing (leak suspects: live bytes rising at most of %u samples, %s):\n",
                r->growth.samples, marks ? "one per cumemtrace_mark()" : "taken over time");
-    uint32_t limit = brief && r->growing_count > (uint32_t)config.top ? (uint32_t)config.top
-                                                                      : r->growing_count;
+    uint32_t top = (uint32_t)r->options.top;
+    uint32_t limit = brief && r->growing_count > top ? top : r->growing_count;
     for (uint32_t i = 0; i < limit; i++) {
         const struct stack *s = &r->stacks[r->growing[i] - 1];
         const struct stack_growth *g = &s->growth;
@@ -494,8 +494,8 @@ static void write_released(const struct report *r, struct out *out, int brief)
         return;
     int marks = r->growth.mode == GROWTH_MARKS;
     out_str(out, "\n  Grew, then freed near the end (peak-memory suspects; not held at the end):\n");
-    uint32_t limit = brief && r->released_count > (uint32_t)config.top ? (uint32_t)config.top
-                                                                        : r->released_count;
+    uint32_t top = (uint32_t)r->options.top;
+    uint32_t limit = brief && r->released_count > top ? top : r->released_count;
     for (uint32_t i = 0; i < limit; i++) {
         const struct stack *s = &r->stacks[r->released[i] - 1];
         const struct stack_growth *g = &s->growth;
@@ -564,7 +564,8 @@ static void write_implicit(const struct report *r, struct out *out, int brief)
     out_printf(out, "\n  Leaked (freed only implicitly, by context destroy or device reset): "
                     "%u allocation site%s\n", count, count == 1 ? "" : "s");
     uint32_t written = 0;
-    for (uint32_t i = 0; i < r->shown_count && (!brief || written < (uint32_t)config.top); i++) {
+    uint32_t top = (uint32_t)r->options.top;
+    for (uint32_t i = 0; i < r->shown_count && (!brief || written < top); i++) {
         const struct stack *s = &r->stacks[r->shown[i] - 1];
         if (!s->stats.implicit_blocks)
             continue;
@@ -583,8 +584,8 @@ static void write_peaks(const struct report *r, struct out *out, int brief)
     if (first == r->shown_count || r->stacks[r->by_peak[first] - 1].stats.peak_live_bytes == 0)
         return;
     out_str(out, "\n  Largest holders during the run (highest live bytes per allocation site):\n");
-    uint32_t limit = brief && r->shown_count > (uint32_t)config.top ? (uint32_t)config.top
-                                                                     : r->shown_count;
+    uint32_t top = (uint32_t)r->options.top;
+    uint32_t limit = brief && r->shown_count > top ? top : r->shown_count;
     for (uint32_t i = 0, n = 0; i < r->shown_count && n < limit; i++) {
         const struct stack *stack = &r->stacks[r->by_peak[i] - 1];
         const struct stack_stats *s = &stack->stats;
@@ -882,12 +883,13 @@ static void write_findings(const struct report *r, struct out *out)
 
 /* Where the full report went: the files just written, the JSON first (what
  * `cumemtrace report` reads back). */
-static void write_where(const struct report_files *files, struct out *out)
+static void write_where(const struct report *r, const struct report_files *files,
+                        struct out *out)
 {
     if (!files || !files->count) {
-        out_str(out, config.formats ? "  full report: not written (said above)\n"
-                                    : "  full report: none written (CUMEMTRACE_FORMAT=text "
-                                      "writes it as .txt)\n");
+        out_str(out, r->options.formats ? "  full report: not written (said above)\n"
+                                        : "  full report: none written (CUMEMTRACE_FORMAT=text "
+                                          "writes it as .txt)\n");
         return;
     }
     int json = -1;
@@ -956,7 +958,7 @@ static void write_report(const struct report *r, const struct report_files *file
     write_failures(r, out, brief);
     write_lost(r, out);
     if (brief)
-        write_where(files, out);
+        write_where(r, files, out);
     out_str(out, "==== end of cumemtrace report ====\n");
 }
 

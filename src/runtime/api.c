@@ -19,15 +19,15 @@ PUBLIC const char *cumemtrace_version(void)
 PUBLIC int cumemtrace_snapshot(const char *path)
 {
     static int snapshots;
-    char template_[sizeof(config.output)];
+    char template_[REPORT_TEMPLATE_MAX];
     tracker_init();
     if (path) {
         if (strlen(path) >= sizeof(template_))
             return -1;
         strcpy(template_, path);
     } else {
-        snprintf(template_, sizeof(template_), "%.480s-snapshot-%d", config.output,
-                 __atomic_add_fetch(&snapshots, 1, __ATOMIC_RELAXED));
+        report_template(template_, "snapshot",
+                        __atomic_add_fetch(&snapshots, 1, __ATOMIC_RELAXED));
     }
     if (tracker.traced)
         torch_stats_refresh(250);   /* before entering: the reading is Python's, not ours */

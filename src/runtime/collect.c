@@ -15,6 +15,7 @@
  * lock of the loader or the C library (qsort's malloc: ASan's allocator
  * has no fork handler) that the child would inherit held. */
 #include <pthread.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,7 @@ static int collect(struct report *r, const char *reason)
 {
     memset(r, 0, sizeof(*r));
     r->reason = reason;
+    report_options_of(&config, &r->options);
     read_process_info(r);
     if (copy_state(r) < 0)
         return -1;
@@ -296,6 +298,17 @@ void report_delete(struct report *r)
 {
     report_release(r);
     pages_free(r, sizeof(*r));
+}
+
+char *report_template(char template_[REPORT_TEMPLATE_MAX], const char *kind, int number)
+{
+    if (!kind)
+        snprintf(template_, REPORT_TEMPLATE_MAX, "%s", config.output);
+    else if (number == 0)
+        snprintf(template_, REPORT_TEMPLATE_MAX, "%s-%s", config.output, kind);
+    else
+        snprintf(template_, REPORT_TEMPLATE_MAX, "%s-%s-%d", config.output, kind, number);
+    return template_;
 }
 
 int report_write_to(const char *reason, const char *template_, int summary)

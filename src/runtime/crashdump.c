@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect.h"
 #include "config.h"
 #include "counters.h"
 #include "crashdump.h"
@@ -68,9 +69,10 @@ void crashdump_prepare(void)
     if (ready_fd() >= 0)
         close(ready.fd);    /* a forked child's copy of its parent's file */
     ready.fd = -1;
-    char relative[OUTPUT_PATH_MAX], dir[OUTPUT_PATH_MAX];
+    char template_[REPORT_TEMPLATE_MAX], relative[OUTPUT_PATH_MAX], dir[OUTPUT_PATH_MAX];
     path[0] = '\0';
-    if (output_path(config.output, ".dump", relative, sizeof(relative)) < 0)
+    report_template(template_, NULL, 0);
+    if (output_path(template_, ".dump", relative, sizeof(relative)) < 0)
         return;
     if (relative[0] == '/' || !getcwd(dir, sizeof(dir)))
         snprintf(path, sizeof(path), "%s", relative);

@@ -54,8 +54,8 @@ static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
 
 static void write_snapshot(void)
 {
-    char template_[sizeof(config.output) + 32];
-    snprintf(template_, sizeof(template_), "%s-signal-%d", config.output, ++snapshots);
+    char template_[REPORT_TEMPLATE_MAX];
+    report_template(template_, "signal", ++snapshots);
     torch_stats_refresh(250);   /* before entering: the reading is Python's, not ours */
     int entered = tracker_enter();
     struct report *r = report_new("signal");

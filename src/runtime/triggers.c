@@ -33,7 +33,7 @@ static struct {
     pthread_t thread;
     uint64_t size;
     struct report *report;
-    char template_[sizeof(config.output) + 32];
+    char template_[REPORT_TEMPLATE_MAX];
     struct report_files files;   /* where it went: rewritten there */
 } pending_oom;
 static int ooms_reported;
@@ -43,7 +43,7 @@ static int ooms_reported;
 static struct {
     int failed;
     pthread_t thread;
-    char template_[sizeof(config.output) + 32];
+    char template_[REPORT_TEMPLATE_MAX];
     struct report_files files;
 } last_oom;
 
@@ -100,11 +100,7 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
         e->has_memory_info = 1;
 
     pthread_mutex_lock(&oom_lock);
-    if (config.oom == OOM_FIRST)
-        snprintf(pending_oom.template_, sizeof(pending_oom.template_), "%s-oom", config.output);
-    else
-        snprintf(pending_oom.template_, sizeof(pending_oom.template_), "%s-oom-%d",
-                 config.output, number);
+    report_template(pending_oom.template_, "oom", config.oom == OOM_FIRST ? 0 : number);
     pending_oom.files.count = 0;
     report_emit(r, pending_oom.template_, 1, &pending_oom.files);
     pending_oom.report = r;
@@ -140,10 +136,8 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
         memcpy(template_, last_oom.template_, sizeof(template_));
     else if (config.oom == OOM_FIRST && ooms_reported > 0)
         template_[0] = '\0';
-    else if (config.oom == OOM_FIRST)
-        snprintf(template_, sizeof(template_), "%s-oom", config.output);
     else
-        snprintf(template_, sizeof(template_), "%s-oom-%d", config.output, ooms_reported + 1);
+        report_template(template_, "oom", config.oom == OOM_FIRST ? 0 : ooms_reported + 1);
     if (!same && template_[0])
         ooms_reported++;
     pthread_mutex_unlock(&oom_lock);
@@ -239,7 +233,8 @@ static int final_report(const char *reason)
     int failed = 0;
     if (config.formats || !config.quiet) {
         struct report *r = report_new(reason);
-        failed = !r || report_emit(r, config.output, 1, &exit_files) < 0;
+        char template_[REPORT_TEMPLATE_MAX];
+        failed = !r || report_emit(r, report_template(template_, NULL, 0), 1, &exit_files) < 0;
         if (r)
             report_delete(r);
     }

@@ -26,7 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct report *r = calloc(1, sizeof(*r));
     if (!r)
         return 0;
-    if (dump_parse(r, (const char *)data, size) == 0) {
+    struct report_options options;
+    report_options_of(&config, &options);
+    if (dump_parse(r, &options, (const char *)data, size) == 0) {
         struct out *out = malloc(sizeof(*out));
         if (out) {
             out_fd(out, sink);

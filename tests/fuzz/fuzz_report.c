@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "report_load.h"
 
 static int sink = -1;
@@ -30,7 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = '\0';
     struct loaded_report *loaded = malloc(sizeof(*loaded));
     char error[512];
-    if (loaded && report_load_text(text, size, loaded, error, sizeof(error)) == 0) {
+    struct report_options options;
+    report_options_of(&config, &options);
+    if (loaded && report_load_text(text, size, &options, loaded, error, sizeof(error)) == 0) {
         struct out *out = malloc(sizeof(*out));
         if (out) {
             out_fd(out, sink);

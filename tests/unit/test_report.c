@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "config.h"
 #include "report.h"
 
 #define STACKS 2000
@@ -24,6 +25,7 @@ static uint64_t live_bytes(uint32_t id, unsigned seed)
 static int finish(struct report *r, unsigned seed)
 {
     memset(r, 0, sizeof(*r));
+    report_options_of(&config, &r->options);
     r->stack_count = STACKS;
     r->stacks = report_alloc(r, STACKS * sizeof(struct stack));
     r->frames = report_alloc(r, sizeof(uintptr_t));             /* stacks of no frames */
