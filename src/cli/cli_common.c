@@ -164,12 +164,6 @@ int cli_output_close(struct cli_output *output)
     return CLI_OK;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = path ? strrchr(path, '/') : NULL;
-    return slash ? slash + 1 : path;
-}
-
 static const struct symbol *symbol_at(const struct report *r, uintptr_t address)
 {
     long index = report_frame_index(r, address);
@@ -194,9 +188,9 @@ static size_t frame_text(const struct symbol *s, char *text, size_t size)
         n = snprintf(text, size, "%s at %s:%d", s->function ? s->function : "?", s->file,
                      s->line);
     else if (s->function)
-        n = snprintf(text, size, "%s [%s]", s->function, s->module ? base_name(s->module) : "?");
+        n = snprintf(text, size, "%s [%s]", s->function, s->module ? output_base_name(s->module) : "?");
     else if (s->module)
-        n = snprintf(text, size, "%s+0x%lx", base_name(s->module),
+        n = snprintf(text, size, "%s+0x%lx", output_base_name(s->module),
                      (unsigned long)s->module_offset);
     else
         n = snprintf(text, size, "?");
@@ -300,7 +294,7 @@ void cli_write_frames_json(struct out *out, const struct report *r, uint32_t sta
         else
             out_str(out, ",\"line\":null");
         out_str(out, ",\"module\":");
-        out_json_string(out, symbol && symbol->module ? base_name(symbol->module) : NULL);
+        out_json_string(out, symbol && symbol->module ? output_base_name(symbol->module) : NULL);
         out_printf(out, ",\"python\":%s,\"origin\":\"%s\",\"site\":%s}",
                    symbol && symbol->python ? "true" : "false",
                    origin_name(frames_origin(r, address)),

@@ -457,12 +457,6 @@ static void blank(struct screen *s)
     line(s, "%s", "");
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = path ? strrchr(path, '/') : NULL;
-    return slash ? slash + 1 : path;
-}
-
 /* The site of stack k, in the words of the text report ("file:line in
  * function", else the frame's name), then the two frames shown next, its
  * callers ("< train_step:35 < main:45"), which tell apart sites that share
@@ -487,7 +481,7 @@ static void site_text(const struct view *v, uint32_t k, char *text, size_t size)
         const struct symbol *symbol = index >= 0 ? &r->symbols[index] : NULL;
         char name[384];
         if (symbol && symbol->file && symbol->function && (long)i == view.site)
-            snprintf(name, sizeof(name), "%s:%d in %s", base_name(symbol->file), symbol->line,
+            snprintf(name, sizeof(name), "%s:%d in %s", output_base_name(symbol->file), symbol->line,
                      symbol->function);
         else if (symbol && symbol->file && symbol->function)
             snprintf(name, sizeof(name), "%s:%d", symbol->function, symbol->line);

@@ -125,20 +125,17 @@ static void read_stack(struct report *r, struct fields *f, uint64_t *frames_used
     s->depth = depth;
 }
 
+/* A field as DUMP_BLOCK_FIELDS writes it (crashdump.c's put_hex, ...). */
+#define read_hex hex_number
+#define read_u64 number
+#define read_i64 signed_number
+
 static void read_block(struct report *r, struct fields *f)
 {
     struct report_block *b = &r->blocks[r->block_count++];
-    b->value = hex_number(f);
-    b->size = number(f);
-    b->sequence = number(f);
-    b->stack_id = (uint32_t)number(f);
-    b->time_ms = (uint32_t)number(f);
-    b->thread = (uint16_t)number(f);
-    b->handle = (uint16_t)number(f);
-    b->device = (int8_t)signed_number(f);
-    b->kind = (uint8_t)number(f);
-    b->api = (uint8_t)number(f);
-    b->context = (uint8_t)number(f);
+#define X(member, encoding) b->member = (__typeof__(b->member))read_##encoding(f);
+    DUMP_BLOCK_FIELDS(X)
+#undef X
     if (b->kind >= KIND_COUNT || (b->stack_id > r->stack_count))
         r->block_count--;   /* a torn record from a busy table: leave it out */
 }

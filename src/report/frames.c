@@ -8,12 +8,6 @@
 #include "python.h"
 #include "report.h"
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 int frames_origin(const struct report *r, uintptr_t address)
 {
     long i = report_frame_index(r, address);
@@ -153,7 +147,7 @@ void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t s
     else if (s && s->function)
         snprintf(text, size, "%s", s->function);
     else if (s && s->module)
-        snprintf(text, size, "%s+0x%lx", base_name(s->module), (unsigned long)s->module_offset);
+        snprintf(text, size, "%s+0x%lx", output_base_name(s->module), (unsigned long)s->module_offset);
     else
         snprintf(text, size, "0x%lx", (unsigned long)address);
 }

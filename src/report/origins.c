@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "origins.h"
+#include "output.h"
 
 static const char *const origin_names[ORIGIN_COUNT] = {
     [ORIGIN_USER] = "user",           [ORIGIN_CUDA] = "cuda",
@@ -124,12 +125,6 @@ static int is_generated(const char *path)
     return 0;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 static int is_startup_function(const char *function)
 {
     for (size_t i = 0; i < COUNT(startup_functions); i++) {
@@ -165,7 +160,7 @@ int origin_of(const struct symbol *s)
         return ORIGIN_STARTUP;
     if (!s->module)
         return ORIGIN_USER;
-    const char *name = base_name(s->module);
+    const char *name = output_base_name(s->module);
     if (starts_with_any(name, cuda_libraries, COUNT(cuda_libraries)))
         return ORIGIN_CUDA;
     if (starts_with_any(name, framework_libraries, COUNT(framework_libraries)) ||

@@ -80,6 +80,12 @@ int output_open_regular(const char *path, int flags)
     return fd;
 }
 
+const char *output_base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
 /* The directory part of `path` ("." when it has none), in `dir`. */
 static void directory_of(const char *path, char *dir, size_t size)
 {

@@ -43,6 +43,9 @@ struct out_identity {
 };
 
 int output_path(const char *template_, const char *suffix, char *path, size_t size);
+/* The last part of `path`, after its last '/' ("libc.so.6" of
+ * "/lib/x86_64-linux-gnu/libc.so.6"); NULL for NULL. */
+const char *output_base_name(const char *path);
 /* `path` opened for reading, with `flags` added (O_NOFOLLOW, say), if it is
  * a regular file: a FIFO or a device is never waited on or read (O_NONBLOCK,
  * then the check on what was opened; blocking again after). The fd, or -1. */

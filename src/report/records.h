@@ -106,6 +106,23 @@ extern const char *const retry_names[RETRY_COUNT];
     X(END_MAPS, "end-maps")                                                                  \
     X(END, "end")
 
+/* A block record's fields after its name, in this order: the member of
+ * struct report_block each is, and how it is written (hex, u64, i64).
+ * crashdump.c writes them and dump_read.c reads them, both from this list,
+ * as docs/DUMP.md's `block` row names them. */
+#define DUMP_BLOCK_FIELDS(X)                                                                 \
+    X(value, hex)                       /* the address */                                   \
+    X(size, u64)                                                                             \
+    X(sequence, u64)                                                                         \
+    X(stack_id, u64)                                                                         \
+    X(time_ms, u64)                                                                          \
+    X(thread, u64)                                                                           \
+    X(handle, u64)                                                                           \
+    X(device, i64)                                                                           \
+    X(kind, u64)                                                                             \
+    X(api, u64)                                                                              \
+    X(context, u64)
+
 enum dump_record {
 #define X(id, name) DUMP_##id,
     DUMP_RECORDS(X)

@@ -383,7 +383,7 @@ const char *report_stack_label(const struct report *r, uint32_t stack_id)
         const char *module = i >= 0 ? r->symbols[i].module : NULL;
         if (!module)
             continue;
-        const char *name = strrchr(module, '/') ? strrchr(module, '/') + 1 : module;
+        const char *name = output_base_name(module);
         for (size_t k = 0; k < sizeof(library_labels) / sizeof(library_labels[0]); k++)
             if (strncmp(name, library_labels[k].module, strlen(library_labels[k].module)) == 0)
                 return library_labels[k].label;

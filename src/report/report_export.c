@@ -451,7 +451,7 @@ static void pickle_frames(const struct report *r, struct out *out, uint32_t stac
         if (sym && sym->file)
             pickle_key_str(out, "filename", sym->file);
         else
-            pickle_key_str(out, "filename", strrchr(module, '/') ? strrchr(module, '/') + 1 : module);
+            pickle_key_str(out, "filename", output_base_name(module));
         pickle_key_int(out, "line", sym && sym->file && sym->line > 0 ? (uint64_t)sym->line : 0);
         if (sym && sym->python)
             snprintf(name, sizeof(name), "%s", sym->function ? sym->function : "?");

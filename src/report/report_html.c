@@ -18,10 +18,8 @@
 
 static void write_title(const struct report *r, struct out *out)
 {
-    const char *program = r->argv_bytes ? r->argv : "";
-    const char *slash = strrchr(program, '/');
     out_str(out, "<title>cumemtrace: ");
-    for (const char *p = slash ? slash + 1 : program; *p; p++) {
+    for (const char *p = output_base_name(r->argv_bytes ? r->argv : ""); *p; p++) {
         switch (*p) {
         case '<': out_str(out, "&lt;"); break;
         case '>': out_str(out, "&gt;"); break;

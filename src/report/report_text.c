@@ -24,12 +24,6 @@
  * line (the summary's inventories: held at the end, largest holders). */
 enum { STACK_FULL, STACK_BRIEF, STACK_SITE };
 
-static const char *base_name(const char *path)
-{
-    const char *slash = path ? strrchr(path, '/') : NULL;
-    return slash ? slash + 1 : path;
-}
-
 /* One frame: "function+0xoffset at file:line [module+0xoffset]", as much of
  * it as is known; "module+0xoffset" without a symbol, never a bare address
  * when the module is known (addresses change from run to run). */
@@ -51,10 +45,12 @@ static void write_frame_text(struct out *out, const struct symbol *s, uintptr_t 
         if (s->file)
             out_printf(out, " at %s:%d", output_text(s->file, file, sizeof(file)), s->line);
         if (s->module)
-            out_printf(out, " [%s+0x%lx]", output_text(base_name(s->module), module, sizeof(module)),
+            out_printf(out, " [%s+0x%lx]",
+                       output_text(output_base_name(s->module), module, sizeof(module)),
                        (unsigned long)s->module_offset);
     } else if (s && s->module) {
-        out_printf(out, "%s+0x%lx", output_text(base_name(s->module), module, sizeof(module)),
+        out_printf(out, "%s+0x%lx",
+                   output_text(output_base_name(s->module), module, sizeof(module)),
                    (unsigned long)s->module_offset);
     } else {
         out_printf(out, "0x%lx", (unsigned long)address);

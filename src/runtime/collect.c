@@ -64,6 +64,22 @@ static void match_classes(const struct torch_classes *c, const char *why, void *
     report_classes(report, c, why);
 }
 
+void report_block_of(const struct block *b, struct report_block *out)
+{
+    out->value = block_value(b);
+    out->size = b->size;
+    out->sequence = b->sequence;
+    out->stack_id = b->stack_id;
+    out->time_ms = b->time_ms;
+    out->thread = b->thread;
+    out->handle = b->handle;
+    out->device = b->device;
+    out->kind = (uint8_t)block_kind(b);
+    out->api = b->api;
+    out->context = b->context;
+    out->held_at_end = (b->kind & BLOCK_HELD_AT_END) != 0;
+}
+
 /* The live blocks into r->blocks, allocated for registry_count() of them.
  * Tracker lock held. */
 static void copy_blocks(struct report *r)
@@ -71,21 +87,8 @@ static void copy_blocks(struct report *r)
     size_t i = 0;
     struct registry_cursor cursor;
     for (struct block *b = registry_first(&cursor); b && i < r->block_count;
-         b = registry_next(&cursor), i++) {
-        struct report_block *c = &r->blocks[i];
-        c->value = block_value(b);
-        c->size = b->size;
-        c->sequence = b->sequence;
-        c->stack_id = b->stack_id;
-        c->time_ms = b->time_ms;
-        c->thread = b->thread;
-        c->handle = b->handle;
-        c->device = b->device;
-        c->kind = (uint8_t)block_kind(b);
-        c->api = b->api;
-        c->context = b->context;
-        c->held_at_end = (b->kind & BLOCK_HELD_AT_END) != 0;
-    }
+         b = registry_next(&cursor), i++)
+        report_block_of(b, &r->blocks[i]);
 }
 
 /* Copy under the lock: counters, stacks with their frames, live blocks. */

@@ -13,6 +13,10 @@
  * if out of memory. Released with report_delete. */
 struct report *report_new(const char *reason);
 void report_delete(struct report *r);
+/* A live block of the registry as reports hold it (under the tracker's
+ * lock; async-signal-safe: the crash dump writes blocks so). */
+struct block;
+void report_block_of(const struct block *b, struct report_block *out);
 /* The name every file of this process's reports starts from, before
  * output_path() expands it: CUMEMTRACE_OUTPUT, then "-KIND" for a report
  * other than the exit one ("oom", "signal", "snapshot"), then "-NUMBER"

@@ -306,18 +306,12 @@ static void write_blocks(void)
     size_t limit = registry_count() + 1;   /* a bound, should a busy table loop */
     struct registry_cursor cursor;
     for (struct block *b = registry_first(&cursor); b && limit-- > 0; b = registry_next(&cursor)) {
+        struct report_block c;
+        report_block_of(b, &c);
         put_record(DUMP_BLOCK);
-        put_hex(block_value(b));
-        put_u64(b->size);
-        put_u64(b->sequence);
-        put_u64(b->stack_id);
-        put_u64(b->time_ms);
-        put_u64(b->thread);
-        put_u64(b->handle);
-        put_i64(b->device);
-        put_u64((uint64_t)block_kind(b));
-        put_u64(b->api);
-        put_u64(b->context);
+#define X(member, encoding) put_##encoding(c.member);
+        DUMP_BLOCK_FIELDS(X)
+#undef X
         put_str("\n");
     }
 }
