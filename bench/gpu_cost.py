@@ -191,7 +191,7 @@ def switched_rows(args, traced, notes, model, steps):
         subprocess.run([os.path.join(ROOT, "scripts", "build-torch-tracker.sh"), "--bench",
                         args.build], capture_output=True)
     if not os.path.exists(library):
-        notes.append("in-process rows: scripts/build-torch-tracker.sh --bench failed")
+        notes.append("in-process rows: tools/build-torch-tracker.sh --bench failed")
         return
     extra = ("--model", model, "--switch")
     print()

@@ -12,7 +12,7 @@
 // means calling a virtual method of the allocator with a std::function, and
 // the vtable slot and the event's layout change between PyTorch releases, so
 // it is compiled against the headers of the PyTorch it will run with
-// (scripts/build-torch-tracker.sh) and refuses to attach to any other
+// (tools/build-torch-tracker.sh) and refuses to attach to any other
 // version. It is loaded only once libc10_cuda.so is in the process and its
 // allocator has allocated, so the allocator is initialized.
 //
@@ -47,7 +47,7 @@ namespace autograd = torch::autograd;
 
 #ifdef CUMEMTRACE_BENCH_SWITCH
 // Only in the build bench/gpu_cost.py makes for its in-process comparison
-// (scripts/build-torch-tracker.sh --bench): while this is not 0, every event
+// (tools/build-torch-tracker.sh --bench): while this is not 0, every event
 // is dropped here, so windows of steps traced and not alternate within one
 // process, whose speed varies less than from one process to the next.
 extern "C" __attribute__((visibility("default"))) int torch_tracker_bench_off;

@@ -175,7 +175,7 @@ enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
     X(torch_tracker, TORCH_TRACKER, TEXT, 0, 0, "", "(beside the library)", 0, "", "",           \
       "the libcumemtrace_torch.so to load",                                                      \
       "the `libcumemtrace_torch.so` to load for PyTorch: built by "                              \
-      "`scripts/build-torch-tracker.sh` for the PyTorch it runs with, and refused, in one "      \
+      "`tools/build-torch-tracker.sh` for the PyTorch it runs with, and refused, in one "      \
       "line, by any other")                                                                      \
     X(block_depth, BLOCK_DEPTH, INT, 0, CONFIG_MAX_DEPTH, 0, "`0`", 0, "", "",                   \
       "native frames of a framework block allocated by a thread running Python",                 \

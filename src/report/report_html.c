@@ -9,7 +9,7 @@
  * near the end), the counters and the fragmentation verdict. Nothing is fetched at view time: no network, no libraries.
  *
  * The script and the style live in report_html.js and .css beside this file, compiled in
- * by scripts/embed.cmake. */
+ * by tools/embed.cmake. */
 #include <string.h>
 
 #include "report.h"

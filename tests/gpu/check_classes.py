@@ -1,6 +1,6 @@
 """What PyTorch's tensors are, and its counters at the report's moment, on a GPU.
 
-    scripts/build-torch-tracker.sh build
+    tools/build-torch-tracker.sh build
     python3 tests/gpu/check_classes.py --build build [--out DIR] [CHECK ...]
 
 Runs a small transformer's training (PyTorch's default caching mode, AdamW)

@@ -1,4 +1,4 @@
-"""Check a scripts/ddp-proof.sh run: python3 tests/gpu/check_ddp.py OUT_DIR
+"""Check a tests/gpu/ddp-proof.sh run: python3 tests/gpu/check_ddp.py OUT_DIR
 
 Results unchanged (each rank's loss and weight checksum, traced and not),
 one report per rank naming rank, world size and host, and the program's end
@@ -76,7 +76,7 @@ for rank in (0, 1):
           report.get("program_end") is not None and tensors and tensors[0]["view"] == "blocks",
           f"rank {rank}: rank {process['rank']} of {process['world_size']} on {process['host']}, "
           f"program end seen: {report.get('program_end')}, PyTorch's tensors traced one by one: "
-          f"{[(c['view'], c['why']) for c in tensors]} (else: scripts/build-torch-tracker.sh)")
+          f"{[(c['view'], c['why']) for c in tensors]} (else: tools/build-torch-tracker.sh)")
     if backend != "nccl":
         continue
     # Device memory only on the rank's own GPU; NCCL's mappings of the peer's

@@ -10,7 +10,7 @@ tests/gpu/check_compiled.py.)
 
 Prints PASS or FAIL per check and the files it wrote (text, JSON, HTML)
 under --out; exits 1 on any FAIL. The HTML page's top is what
-scripts/html-screenshot.sh pictures (the last line printed says how).
+tools/html-screenshot.sh pictures (the last line printed says how).
 """
 import argparse
 import json
@@ -87,7 +87,7 @@ def main():
     print("\n".join("     | " + l for l in summary[:20]), flush=True)
 
     print(f"files: {out}", flush=True)
-    print(f"screenshot (here or after copying {out} back): scripts/html-screenshot.sh "
+    print(f"screenshot (here or after copying {out} back): tools/html-screenshot.sh "
           f"{out}/findings-train.json docs/html-report-findings.png '' 760 '{ROOT}/'", flush=True)
     sys.exit(1 if failures else 0)
 

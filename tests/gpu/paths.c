@@ -3,7 +3,7 @@
  * Built twice: against the shared libcudart and against libcudart_static.a.
  * Makes a known number of allocations through cudaMalloc, cudaMallocHost,
  * cudaMallocManaged and cudaMallocAsync, frees all but a known few, and prints
- * what it did as one JSON line, which scripts/gpu_table.py compares with the
+ * what it did as one JSON line, which tests/gpu/gpu_table.py compares with the
  * tracer's report. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>

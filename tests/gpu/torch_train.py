@@ -1,7 +1,7 @@
 """A small PyTorch training loop for the GPU suite.
 
 Runs an MLP for a number of steps (and pins one host tensor), then prints one
-JSON line with PyTorch's own figures, which scripts/gpu_table.py sets beside
+JSON line with PyTorch's own figures, which tests/gpu/gpu_table.py sets beside
 the tracer's report. The allocator mode comes from the environment
 (PYTORCH_CUDA_ALLOC_CONF, PYTORCH_NO_CUDA_MEMORY_CACHING).
 """

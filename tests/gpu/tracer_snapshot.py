@@ -1,7 +1,7 @@
 """Ask cumemtrace (when preloaded) for a snapshot at the moment a script prints
 its framework's own figures, so both describe the same instant.
 
-The path comes from CUMEMTRACE_SNAPSHOT (set by scripts/gpu_table.py); without
+The path comes from CUMEMTRACE_SNAPSHOT (set by tests/gpu/gpu_table.py); without
 it, or without the tracer, this does nothing.
 """
 import ctypes

@@ -823,7 +823,7 @@ def case_torch_blocks_after_cuda():
 
 
 def case_torch_tracker_bench_switch():
-    """The tracker library's bench build (scripts/build-torch-tracker.sh
+    """The tracker library's bench build (tools/build-torch-tracker.sh
     --bench, for bench/gpu_cost.py's in-process comparison): a tensor made
     while its switch is on is not traced; those before and after are."""
     bench = os.path.join(cases.ARGS.build, "sim", "torch", "libcumemtrace_torch_bench.so")

@@ -1,5 +1,5 @@
 /* python_layout.c - print one row of src/record/python_layout.h for the CPython
- * whose headers it is compiled against (see scripts/python-layout.sh).
+ * whose headers it is compiled against (see tools/python-layout.sh).
  * Offsets of the few fields python.c reads to walk a thread's Python frames
  * without the GIL. Never part of the library: it needs Python's internal
  * headers, which only the generating machine has. */

@@ -4,7 +4,7 @@
 # traced one by one in its default caching mode (preload/torch_tracker.cpp
 # says why it must be built against that very PyTorch's headers).
 #
-#   scripts/build-torch-tracker.sh [--bench] [BUILD_DIR]      (default: build)
+#   tools/build-torch-tracker.sh [--bench] [BUILD_DIR]      (default: build)
 #
 # Not needed to use the tracker: `cumemtrace run` builds one into a per-user
 # cache when none matches (python/cumemtrace/torch_tracker.py, which this runs

@@ -3,7 +3,7 @@
 # (libunwind, and libdw/libelf for file:line) next to it, so a build can be
 # carried to a machine that lacks them. libcumemtrace.so's RUNPATH is $ORIGIN.
 #
-#   scripts/bundle-deps.sh [BUILD_DIR]
+#   tools/bundle-deps.sh [BUILD_DIR]
 set -eu
 build=${1:-build}
 for lib in libunwind.so.8 libdw.so.1 libelf.so.1; do

@@ -1,7 +1,7 @@
 #!/bin/sh
 # html-screenshot.sh - a picture of the HTML report, as the README shows them.
 #
-#   scripts/html-screenshot.sh REPORT.json OUT.png [VIEW] [HEIGHT] [PREFIX]
+#   tools/html-screenshot.sh REPORT.json OUT.png [VIEW] [HEIGHT] [PREFIX]
 #
 # Makes the page of REPORT.json with build/cumemtrace html, opens it in
 # headless Chromium at the view VIEW (the page's address fragment, e.g.

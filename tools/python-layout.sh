@@ -1,9 +1,9 @@
 #!/bin/sh
 # python-layout.sh - regenerate the rows of src/record/python_layout.h.
 #
-#   scripts/python-layout.sh PYTHON...     e.g. ~/.pyenv/versions/3.1*/bin/python3
+#   tools/python-layout.sh PYTHON...     e.g. ~/.pyenv/versions/3.1*/bin/python3
 #
-# For each interpreter: compile scripts/python_layout.c against its own
+# For each interpreter: compile tools/python_layout.c against its own
 # headers (internal ones included, which CPython installs) and print the row.
 # Paste the output into src/record/python_layout.h; say in the commit which builds
 # the rows came from.

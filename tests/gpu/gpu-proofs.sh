@@ -4,9 +4,9 @@
 #   2. a CUDA C program leaks and segfaults: the dump, symbolized, lists its blocks
 #   3. a training loop gets SIGUSR2 three times: three snapshots, results unchanged
 #
-#   scripts/gpu-proofs.sh [BUILD_DIR] [OUT_DIR]
+#   tests/gpu/gpu-proofs.sh [BUILD_DIR] [OUT_DIR]
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=$(cd "${1:-build}" && pwd)
 out=${2:-/tmp/cumemtrace-proofs}
 mkdir -p "$out"

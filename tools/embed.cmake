@@ -6,4 +6,4 @@
 file(READ "${INPUT}" content HEX)
 string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," content "${content}")
 string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" content "${content}")
-file(WRITE "${OUTPUT}" "/* Generated from ${INPUT} by scripts/embed.cmake; do not edit. */\nstatic const char ${NAME}[] = {\n${content}0x00};\n")
+file(WRITE "${OUTPUT}" "/* Generated from ${INPUT} by tools/embed.cmake; do not edit. */\nstatic const char ${NAME}[] = {\n${content}0x00};\n")

@@ -3,7 +3,7 @@
 # caching mode: over NCCL on 2 GPUs, or over gloo with both ranks on one GPU
 # when there is only one.
 #
-#   scripts/ddp-proof.sh [BUILD_DIR] [OUT_DIR]
+#   tests/gpu/ddp-proof.sh [BUILD_DIR] [OUT_DIR]
 #
 # Builds the PyTorch tracker (libcumemtrace_torch.so) beside the library if it
 # is not there, so that tensors are traced one by one. Runs
@@ -16,11 +16,11 @@
 # where rank 1 alone keeps a clone of every output, with each rank's bytes.
 # Prints PASS or FAIL per check and for the whole.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 out=${2:-/tmp/cumemtrace-ddp}
 rm -rf "$out" && mkdir -p "$out"
-[ -e "$build/libcumemtrace_torch.so" ] || scripts/build-torch-tracker.sh "$build"
+[ -e "$build/libcumemtrace_torch.so" ] || tools/build-torch-tracker.sh "$build"
 export NCCL_CUMEM_ENABLE=1 CUBLAS_WORKSPACE_CONFIG=:4096:8 OMP_NUM_THREADS=1
 export CUMEMTRACE_SAMPLE_MS=20
 run="python3 -m torch.distributed.run --standalone --nproc_per_node=2 tests/gpu/ddp_train.py"

@@ -5,7 +5,7 @@ For each path: the allocations the tracer saw against those the program (or
 framework) says it made, and the live bytes the tracer holds at exit against
 the framework's own figure. Full reports are kept in --out.
 
-    scripts/gpu_table.py --build build --out /tmp/gpu-table
+    tests/gpu/gpu_table.py --build build --out /tmp/gpu-table
 """
 import argparse
 import json
@@ -14,8 +14,8 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(HERE)
+HERE = os.path.dirname(os.path.abspath(__file__))          # tests/gpu
+SOURCE = os.path.dirname(os.path.dirname(HERE))
 
 
 def run(name, command, env, args):
