@@ -1913,13 +1913,21 @@ CASES = {name[5:]: function for name, function in globals().items() if name.star
 
 
 def main(table=CASES):
-    """Run one case of `table` (exports.py passes its own) and say how it went."""
+    """Run one case of `table` (exports.py passes its own) and say how it went,
+    or list the cases."""
     global ARGS
     parser = argparse.ArgumentParser()
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("case", choices=sorted(table))
+    parser.add_argument("--list", action="store_true",
+                        help="print the names of the cases, one a line (CMake makes a test of each)")
+    parser.add_argument("--build")
+    parser.add_argument("--source")
+    parser.add_argument("case", nargs="?", choices=sorted(table))
     ARGS = parser.parse_args()
+    if ARGS.list:
+        print("\n".join(sorted(table)))
+        return 0
+    if not (ARGS.build and ARGS.source and ARGS.case):
+        parser.error("--build, --source and a case are needed")
     # Every temporary directory of the case inside one, removed if it passes:
     # a failed case keeps its programs' reports and dumps for a look.
     scratch = tempfile.mkdtemp(prefix=f"cumemtrace-test-{ARGS.case}-")
