@@ -71,7 +71,7 @@ enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
  * The README's order: OUTPUT before the others that name files, FORMAT
  * before EVENTS (whose default depends on it). */
 #define CONFIG_SETTINGS(X)                                                                       \
-    X(output, OUTPUT, TEMPLATE, 0, 0, "cumemtrace-%p", "`cumemtrace-%p`", 'o', "output",          \
+    X(output, OUTPUT, TEMPLATE, 0, 0, "cumemtrace-%p", "`cumemtrace-%p`", 'o', "output",         \
       "TEMPLATE",                                                                                \
       "report path template (CUMEMTRACE_OUTPUT)",                                                \
       "report path; `%p` pid, `%r` rank (`RANK`, else `LOCAL_RANK`), `%h` host, `%%`; the "      \
@@ -111,8 +111,8 @@ enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
       "`1`: the text, HTML and folded reports show every frame; by default they hide "           \
       "process and thread start-up, the C runtime, the Python interpreter's own frames "         \
       "(libffi, the standard library) and the frameworks' dispatch frames (see *Frames that"     \
-      " matter*). The JSON report always keeps every frame and marks the hidden ones (a frame "  \
-      "hidden in every stack without its file and line, unless this is `1`)")                    \
+      " matter*). The JSON report always keeps every frame and marks the hidden ones (a "        \
+      "frame hidden in every stack without its file and line, unless this is `1`)")              \
     X(max_blocks, MAX_BLOCKS, INT, 0, 100000000, 10000, "`10000`", 0, "", "",                    \
       "live blocks listed one by one in the JSON",                                               \
       "live blocks listed one by one in the JSON (largest first)")                               \
@@ -172,11 +172,12 @@ enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
       "record the blocks PyTorch, CuPy and JAX carve out of their caches, each with its own"     \
       " stack (see *Inside the frameworks' caches*); `0`: their caches' segments only, as "      \
       "the driver hands them out")                                                               \
-    X(torch_tracker, TORCH_TRACKER, TEXT, 0, 0, "", "(beside the library)", 0, "", "",           \
+    X(torch_tracker, TORCH_TRACKER, TEXT, 0, 0, "",                                              \
+      "(the cache's, else beside the library)", 0, "", "",                                       \
       "the libcumemtrace_torch.so to load",                                                      \
-      "the `libcumemtrace_torch.so` to load for PyTorch: built by "                              \
-      "`tools/build-torch-tracker.sh` for the PyTorch it runs with, and refused, in one "      \
-      "line, by any other")                                                                      \
+      "the `libcumemtrace_torch.so` to load for PyTorch, instead of the one `cumemtrace "        \
+      "run` builds into the per-user cache (or `tools/build-torch-tracker.sh` beside the "       \
+      "library); refused, in one line, by any PyTorch but the one it was built for")             \
     X(block_depth, BLOCK_DEPTH, INT, 0, CONFIG_MAX_DEPTH, 0, "`0`", 0, "", "",                   \
       "native frames of a framework block allocated by a thread running Python",                 \
       "native frames of a framework's block where the framework names the operation itself:"     \
