@@ -18,8 +18,11 @@ if(NOT CUMEMTRACE)
   message(FATAL_ERROR "-DCUMEMTRACE=<the cumemtrace command> is needed")
 endif()
 get_filename_component(command ${CUMEMTRACE} ABSOLUTE)
+# The outputs are made beside the command (its build tree, which git
+# ignores), never in the directory the script is run from.
 if(NOT WORK)
-  set(WORK ${CMAKE_CURRENT_BINARY_DIR}/golden-work)
+  get_filename_component(build ${command} DIRECTORY)
+  set(WORK ${build}/golden-work)
 endif()
 if(NAME)
   set(names ${NAME})
