@@ -140,6 +140,37 @@ static void read_block(struct report *r, struct fields *f)
         r->block_count--;   /* a torn record from a busy table: leave it out */
 }
 
+/* program_end TIME_MS [SLOT BYTES]...: the end of a Python program seen
+ * before the crash, and device memory then. */
+static void read_program_end(struct report *r, struct fields *f)
+{
+    r->state.program_ended = 1;
+    r->state.program_end_ms = (uint32_t)number(f);
+    r->has_end_devices = 1;
+    for (char *slot; (slot = next_field(f));) {
+        uint64_t n = strtoull(slot, NULL, 10);
+        uint64_t bytes = number(f);
+        if (n <= COUNTER_NO_DEVICE)
+            r->state.end_device_bytes[n] = bytes;
+    }
+}
+
+/* end_stack ID BYTES BLOCKS DEVICE KIND API: what a stack held at that end. */
+static void read_end_stack(struct report *r, struct fields *f)
+{
+    uint32_t id = (uint32_t)number(f);
+    if (id == 0 || id > r->state.end_stacks)
+        return;
+    struct end_totals *e = &r->state.end_totals[id - 1];
+    e->bytes = number(f);
+    e->blocks = number(f);
+    e->device = (int8_t)signed_number(f);
+    e->kind = (uint8_t)number(f);
+    e->api = (uint8_t)number(f);
+    if (e->kind >= KIND_COUNT)
+        *e = (struct end_totals){0};
+}
+
 /* The next of the failures kept, oldest first: entry *next of the ring. */
 static void read_failure(struct report *r, struct fields *f, uint64_t *next)
 {
@@ -304,6 +335,12 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
         case DUMP_HANDLE:
             read_handle(r, &f);
             break;
+        case DUMP_PROGRAM_END:
+            read_program_end(r, &f);
+            break;
+        case DUMP_END_STACK:
+            read_end_stack(r, &f);
+            break;
         }
         p = eol + 1;
     }
@@ -405,8 +442,10 @@ int dump_parse(struct report *r, const struct report_options *options, const cha
     r->state.handles_used = (uint32_t)c.handles;
     r->python_count = (uint32_t)c.python;
     r->python = report_alloc(r, (c.python + 1) * sizeof(struct python_location));
+    r->state.end_stacks = (uint32_t)c.stacks;
+    r->state.end_totals = report_alloc(r, (c.stacks + 1) * sizeof(struct end_totals));
     if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->api_names ||
-        !r->state.threads || !r->state.handles || !r->python) {
+        !r->state.threads || !r->state.handles || !r->python || !r->state.end_totals) {
         errno = ENOMEM;
         return -1;
     }
@@ -431,7 +470,7 @@ int dump_parse(struct report *r, const struct report_options *options, const cha
     for (size_t i = 0; i < r->block_count; i++)
         if (kind_in_cache(r->blocks[i].kind))
             r->state.caches[r->blocks[i].kind - KIND_TORCH_TENSOR].view = CACHE_BLOCKS;
-    if (report_caches(r, 0) < 0 ||
+    if (report_caches(r, 0) < 0 || report_held_at_end(r) < 0 ||
         report_finish(r, symbolizer_open_maps(maps, maps_length, dlsym)) < 0 ||
         frames_read_lines(r) < 0) {
         errno = ENOMEM;

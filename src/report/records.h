@@ -100,6 +100,8 @@ extern const char *const retry_names[RETRY_COUNT];
     X(THREAD, "thread")                                                                      \
     X(PYLOC, "pyloc")                                                                        \
     X(HANDLE, "handle")                                                                      \
+    X(PROGRAM_END, "program_end")                                                            \
+    X(END_STACK, "end_stack")                                                                \
     X(STACK, "stack")                                                                        \
     X(BLOCK, "block")                                                                        \
     X(MAPS, "maps")                                                                          \
@@ -121,7 +123,8 @@ extern const char *const retry_names[RETRY_COUNT];
     X(device, i64)                                                                           \
     X(kind, u64)                                                                             \
     X(api, u64)                                                                              \
-    X(context, u64)
+    X(context, u64)                                                                          \
+    X(held_at_end, u64)                 /* 1: live when the program ended; absent: older */
 
 enum dump_record {
 #define X(id, name) DUMP_##id,

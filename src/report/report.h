@@ -211,8 +211,8 @@ struct report {
     uint64_t timeline_capacity, timeline_total;   /* dropped = total - count */
     struct series_state *series;         /* copy; NULL: not known (a dump) */
     /* every mapping made for this report, released by report_release */
-    void *pages[24];
-    size_t page_sizes[24];
+    void *pages[32];
+    size_t page_sizes[32];
     int page_count;
 };
 

@@ -316,6 +316,35 @@ static void write_blocks(void)
     }
 }
 
+/* A Python program that ended before the crash (one in its interpreter's
+ * teardown): when, device memory then, and what each stack held then. */
+static void write_program_end(void)
+{
+    if (!tracker.program_ended)
+        return;
+    put_record(DUMP_PROGRAM_END);
+    put_u64(tracker.program_end_ms);
+    for (int slot = 0; slot <= COUNTER_NO_DEVICE; slot++)
+        if (tracker.end_device_bytes[slot]) {
+            put_u64((uint64_t)slot);
+            put_u64(tracker.end_device_bytes[slot]);
+        }
+    put_str("\n");
+    for (uint32_t id = 1; tracker.end_totals && id <= tracker.end_stacks; id++) {
+        const struct end_totals *e = &tracker.end_totals[id - 1];
+        if (!e->bytes)
+            continue;
+        put_record(DUMP_END_STACK);
+        put_u64(id);
+        put_u64(e->bytes);
+        put_u64(e->blocks);
+        put_i64(e->device);
+        put_u64(e->kind);
+        put_u64(e->api);
+        put_str("\n");
+    }
+}
+
 static void write_rest(void)
 {
     uint64_t total = tracker.failures_total;
@@ -362,6 +391,7 @@ static void write_rest(void)
         put_hex(tracker.handles[i]);
         put_str("\n");
     }
+    write_program_end();
 }
 
 /* `value` in decimal at `at`; returns the digits written. */

@@ -23,6 +23,7 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -1348,7 +1349,7 @@ def case_torch_model_no_modules():
 # them: exit reports are left with little live, so merge, diff, the exports
 # and live read what was held when the program ended.
 
-def kept(mode, keep_mib, directory, name, *extra, **env):
+def kept(mode, keep_mib, directory, name, *extra, expect_rc=0, **env):
     """Run kept_globals.py; its exit report's path (directory/name.json)."""
     settings = torch_env() if mode == "torch" else {"LD_LIBRARY_PATH": os.path.join(cases.ARGS.build, "sim")}
     if mode == "torch" and not os.path.exists(os.path.join(cases.ARGS.build, "sim", "torch", "lib",
@@ -1358,7 +1359,8 @@ def kept(mode, keep_mib, directory, name, *extra, **env):
     settings.update({"CUMEMTRACE_OUTPUT": os.path.join(directory, name), "CUMEMTRACE_QUIET": "1",
                      "CUMEMTRACE_SAMPLE_MS": "20"})
     settings.update(env)
-    run(sys.executable, [script("kept_globals.py"), mode, str(keep_mib), *extra], env=settings)
+    run(sys.executable, [script("kept_globals.py"), mode, str(keep_mib), *extra], env=settings,
+        expect_rc=expect_rc)
     return os.path.join(directory, name + ".json")
 
 
@@ -1511,6 +1513,28 @@ def case_end_state_exports():
         completed = cases.tool("export", "--format", name, report, "-o", out)
         if check(completed.returncode == 0, f"export {name}: {completed.stderr}"):
             checker(out + suffix, f"cumemtrace export --format {name}")
+
+
+def case_end_state_crash_dump():
+    """A crash in the interpreter's teardown, after the program ended: the
+    dump keeps what was held at the end, so its report, diff and merge read
+    the kept line there as from an exit report."""
+    directory = __import__("tempfile").mkdtemp(prefix="cumemtrace-end-")
+    a = kept("ctypes", 0, directory, "a")
+    kept("ctypes", 400, directory, "b", "crash", expect_rc=-signal.SIGSEGV)
+    dump = os.path.join(directory, "b.dump")
+    rc, text, report = cases.symbolize(dump)
+    held = [g for g in (report or {}).get("held_at_end", []) if g["bytes"] == 400 * MiB]
+    check(rc == 0 and report and report["program_end"] is not None and held and
+          site_line(report, held[0]["stack"], "kept_globals.py") == kept_line() and
+          held[0]["freed_at_teardown_bytes"] == 400 * MiB,
+          f"the dump's report: held at the end, the kept line, freed by the teardown: "
+          f"{(report or {}).get('program_end')} {(report or {}).get('held_at_end')}")
+    result = json.loads(cases.tool("diff", a, dump, "--format", "json").stdout or "{}")
+    first = (result.get("stacks") or [{}])[0]
+    check(result.get("at") == "end" and first.get("change") == 400 * MiB and
+          has_line(first.get("frames", []), kept_line()),
+          f"diff of an exit report and the dump, at the program's end: {result}")
 
 
 def case_end_state_live():

@@ -3,7 +3,7 @@ interpreter's teardown frees before the process exits: what merge, diff,
 the exports, live and the pytest plugin must read at the program's end
 (frameworks.py's end_state cases), on the simulator.
 
-    kept_globals.py MODE KEEP_MIB [PAUSE_S]
+    kept_globals.py MODE KEEP_MIB [PAUSE_S | crash]
 
 MODE is "ctypes" (each buffer a cudaMalloc owned by a Python object, freed
 by its __del__) or "torch" (a tensor of PyTorch's stand-in allocator,
@@ -13,7 +13,8 @@ line marked KEPT. Weights (8 MiB, line WEIGHTS) are held by every run.
 With PAUSE_S, an exit hook that runs after the tracer's (registered before
 the first CUDA call: exit hooks run last registered first) empties KEPT,
 so the teardown has begun, and sleeps PAUSE_S seconds, for `cumemtrace
-live` to look.
+live` to look; with "crash", it empties KEPT and crashes (SIGSEGV), for the
+crash dump of a program in its teardown.
 """
 import atexit
 import ctypes
@@ -26,10 +27,12 @@ KEPT = []
 WEIGHTS = []
 
 
-def pause_after_end(seconds):
+def pause_after_end(what):
     KEPT.clear()
+    if what == "crash":
+        ctypes.string_at(0)
     print("ended", flush=True)
-    time.sleep(seconds)
+    time.sleep(float(what))
 
 
 def buffers(mode):
@@ -64,7 +67,7 @@ def buffers(mode):
 def main():
     mode, keep = sys.argv[1], int(sys.argv[2])
     if len(sys.argv) > 3:
-        atexit.register(pause_after_end, float(sys.argv[3]))
+        atexit.register(pause_after_end, sys.argv[3])
     Buffer = buffers(mode)
     WEIGHTS.append(Buffer(8 * MiB))  # WEIGHTS
     for _ in range(STEPS):
