@@ -686,9 +686,7 @@ static void write_growing(const struct view *v, struct screen *s)
         double per = 0;
         json_number(json_get(v->stacks[k], "rate"), &per);
         rate[0] = '+';
-        /* A peer's number: beyond 2^64 is not a rate to convert. */
-        format_bytes(per > 0 && per < 18446744073709551615.0 ? (uint64_t)per : 0, rate + 1,
-                     sizeof(rate) - 1);
+        format_bytes(growth_rate_bytes(per), rate + 1, sizeof(rate) - 1);   /* a peer's number */
         format_bytes(stack_bytes(v, v->stacks[k]), live, sizeof(live));
         site_text(v, (uint32_t)k, site, sizeof(site));
         line(s, "  %3d %11s %10s   %s", ++shown, rate, live, site);

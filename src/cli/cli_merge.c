@@ -186,8 +186,7 @@ static void write_growing_text(struct out *out, struct loaded_report *const *inp
         for (uint32_t k = 0; k < r->growing_count && (top == 0 || k < top); k++) {
             const struct stack *s = &r->stacks[r->growing[k] - 1];
             char rate[24], now[24];
-            double per = growth_rate(&s->growth, &r->growth);   /* a file's figures: any size */
-            format_bytes(per < 18446744073709551615.0 ? (uint64_t)per : UINT64_MAX, rate,
+            format_bytes(growth_rate_bytes(growth_rate(&s->growth, &r->growth)), rate,
                          sizeof(rate));
             format_bytes(report_growth_bytes(r, s), now, sizeof(now));
             out_printf(out, "   rank %d: +%s per %s, %s %s\n", ranks[i].number, rate,

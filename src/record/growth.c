@@ -128,6 +128,13 @@ double growth_peak_rate(const struct stack_growth *g, const struct growth_state 
                         g->peak_ms - g->first_ms, state);
 }
 
+uint64_t growth_rate_bytes(double rate)
+{
+    if (!(rate >= 1))
+        return 0;
+    return rate < 18446744073709551615.0 ? (uint64_t)rate : UINT64_MAX;
+}
+
 void growth_end(uint32_t now_ms)
 {
     if (growth.ended)

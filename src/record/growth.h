@@ -59,5 +59,9 @@ double growth_rate(const struct stack_growth *g, const struct growth_state *stat
 int growth_released(const struct stack_growth *g, uint64_t live_bytes,
                     const struct growth_state *state);
 double growth_peak_rate(const struct stack_growth *g, const struct growth_state *state);
+/* A rate as whole bytes for printing: 0 below 1 (and for NaN), UINT64_MAX
+ * beyond what 64 bits hold. A report read back can carry any figures, and
+ * converting a double out of range to an integer is undefined. */
+uint64_t growth_rate_bytes(double rate);
 
 #endif

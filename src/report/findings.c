@@ -103,7 +103,7 @@ static void add_growth(const struct report *r, struct findings *f)
         char rate[24], now[24];
         uint64_t bytes = report_growth_bytes(r, s);
         add(f, "growing", "growing", r->growing[i], bytes, "+%s %s, %s %s",
-            bytes_text((uint64_t)growth_rate(&s->growth, &r->growth), rate, sizeof(rate)), per,
+            bytes_text(growth_rate_bytes(growth_rate(&s->growth, &r->growth)), rate, sizeof(rate)), per,
             bytes_text(bytes, now, sizeof(now)),
             r->growth.ended ? "when the program ended" : "now");
     }

@@ -468,7 +468,7 @@ static void write_growing(const struct report *r, struct out *out, int brief)
         const struct stack *s = &r->stacks[r->growing[i] - 1];
         const struct stack_growth *g = &s->growth;
         char rate[24], first[24], now[24];
-        format_bytes((uint64_t)growth_rate(g, &r->growth), rate, sizeof(rate));
+        format_bytes(growth_rate_bytes(growth_rate(g, &r->growth)), rate, sizeof(rate));
         format_bytes(g->first_bytes, first, sizeof(first));
         format_bytes(report_growth_bytes(r, s), now, sizeof(now));
         out_printf(out, "   #%u +%s %s: from %s at %.1f s to %s %s; rose at %u of %u samples\n",
@@ -497,7 +497,7 @@ static void write_released(const struct report *r, struct out *out, int brief)
         const struct stack_growth *g = &s->growth;
         char peak[24], rate[24], first[24], now[24];
         format_bytes(g->peak_bytes, peak, sizeof(peak));
-        format_bytes((uint64_t)growth_peak_rate(g, &r->growth), rate, sizeof(rate));
+        format_bytes(growth_rate_bytes(growth_peak_rate(g, &r->growth)), rate, sizeof(rate));
         format_bytes(g->first_bytes, first, sizeof(first));
         format_bytes(report_growth_bytes(r, s), now, sizeof(now));
         out_printf(out, "   #%u peak %s at %.1f s, grew +%s %s from %s at %.1f s; %s %s; "
