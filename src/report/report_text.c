@@ -772,6 +772,8 @@ static void write_classes(const struct report *r, struct out *out, int brief)
 {
     const struct report_classes *k = &r->classes;
     if (!k->known) {
+        if (r->cache_count == 0)    /* no framework's cache: no tensors to class */
+            return;
         out_printf(out, "\n  What the tensors are: not known: %s\n", k->why);
         return;
     }
