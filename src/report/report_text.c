@@ -18,6 +18,10 @@
 #include "report.h"
 
 #define BRIEF_FRAMES 8
+/* The summary's context sections (held at the end, the largest holders) show
+ * at most this many entries, however many CUMEMTRACE_TOP asks: the findings
+ * already name the top of each, and the summary must stay one screen. */
+#define BRIEF_CONTEXT_TOP 3
 
 /* How much of a stack an entry shows: every frame, the first BRIEF_FRAMES
  * of them (the summary's verdicts), or the site and its two callers in one
@@ -436,6 +440,8 @@ static void write_held(const struct report *r, struct out *out, int brief)
     out_bytes(out, freed);
     out_str(out, " of it, the process's exit the rest\n");
     size_t top = (size_t)r->options.top;
+    if (brief && top > BRIEF_CONTEXT_TOP)
+        top = BRIEF_CONTEXT_TOP;
     size_t limit = brief && r->held_count > top ? top : r->held_count;
     for (size_t i = 0; i < limit; i++) {
         const struct report_group *g = &r->held[i];
@@ -581,6 +587,8 @@ static void write_peaks(const struct report *r, struct out *out, int brief)
         return;
     out_str(out, "\n  Largest holders during the run (highest live bytes per allocation site):\n");
     uint32_t top = (uint32_t)r->options.top;
+    if (brief && top > BRIEF_CONTEXT_TOP)
+        top = BRIEF_CONTEXT_TOP;
     uint32_t limit = brief && r->shown_count > top ? top : r->shown_count;
     for (uint32_t i = 0, n = 0; i < r->shown_count && n < limit; i++) {
         const struct stack *stack = &r->stacks[r->by_peak[i] - 1];
