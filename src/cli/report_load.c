@@ -112,21 +112,72 @@ static int api_index(struct loader *l, const char *name)
     return r->api_count++;
 }
 
-static int kind_index(struct loader *l, const struct json_value *object)
+/* The fields of a record in the forms records.h names (hex, u64, kind, ...):
+ * the value at `key` of `object`, or a failure for one that cannot be. */
+static uint64_t read_hex(struct loader *l, const struct json_value *object, const char *key)
 {
-    const char *name = json_string(json_get(object, "kind"));
+    (void)l;
+    return get_hex(object, key);
+}
+
+static uint64_t read_u64(struct loader *l, const struct json_value *object, const char *key)
+{
+    (void)l;
+    return get_u64(object, key);
+}
+
+static int read_kind(struct loader *l, const struct json_value *object, const char *key)
+{
+    const char *name = json_string(json_get(object, key));
     for (int kind = 0; name && kind < KIND_COUNT; kind++)
         if (strcmp(kind_name(kind), name) == 0)
             return kind;
-    fail(l, "an unknown \"kind\"");
+    char what[96];
+    snprintf(what, sizeof(what), "an unknown \"%s\"", key);
+    fail(l, what);
     return 0;
 }
 
-/* A device number; -1 for null (not known). */
-static int device_of(const struct json_value *object)
+static int read_api(struct loader *l, const struct json_value *object, const char *key)
 {
-    long device = get_long(object, "device", -1);
+    return api_index(l, json_string(json_get(object, key)));
+}
+
+/* A device number; -1 for null (not known). */
+static int read_device(struct loader *l, const struct json_value *object, const char *key)
+{
+    (void)l;
+    long device = get_long(object, key, -1);
     return device >= 0 && device < MAX_DEVICES ? (int)device : -1;
+}
+
+/* A stack id, checked against the table (0: none). */
+static uint32_t read_stack(struct loader *l, const struct json_value *object, const char *key)
+{
+    uint64_t id = get_u64(object, key);
+    if (id > l->r->stack_count) {
+        fail(l, "a stack id that is not in \"stacks\"");
+        return 0;
+    }
+    return (uint32_t)id;
+}
+
+/* A stream or pool: its number in the report's table of handles, the
+ * handle added to it (0: null, or the table full). */
+static uint16_t read_handle(struct loader *l, const struct json_value *object, const char *key)
+{
+    struct tracker_state *state = &l->r->state;
+    if (!json_string(json_get(object, key)) || state->handles_used == UINT16_MAX)
+        return 0;
+    state->handles[state->handles_used++] = get_hex(object, key);
+    return (uint16_t)state->handles_used;
+}
+
+static int read_flag(struct loader *l, const struct json_value *object, const char *key)
+{
+    (void)l;
+    const struct json_value *v = json_get(object, key);
+    return v && v->type == JSON_TRUE;
 }
 
 static void *alloc_array(struct loader *l, size_t count, size_t size)
@@ -192,9 +243,9 @@ static void load_event(struct loader *l, const struct json_value *root)
     } else if (strcmp(type, "oom") == 0) {
         e->type = EVENT_OOM;
         e->size = get_u64(event, "size");
-        e->kind = kind_index(l, event);
-        e->api = api_index(l, json_string(json_get(event, "api")));
-        e->device = device_of(event);
+        e->kind = read_kind(l, event, "kind");
+        e->api = read_api(l, event, "api");
+        e->device = read_device(l, event, "device");
         e->code = (int)get_long(event, "code", 0);
         e->stack_id = (uint32_t)get_u64(event, "stack");
         const struct json_value *free_bytes = json_get(event, "driver_free");
@@ -271,7 +322,7 @@ static void load_devices(struct loader *l, const struct json_value *root)
             fail(l, "more devices than a report can hold");
             return;
         }
-        int device = device_of(d);
+        int device = read_device(l, d, "device");
         int slot = device >= 0 ? device : COUNTER_NO_DEVICE;
         struct report_device *dev = &r->devices[r->device_count++];
         dev->slot = slot;
@@ -307,7 +358,7 @@ static void load_pools_and_torch(struct loader *l, const struct json_value *root
         }
         struct report_pool *pool = &r->pools[r->pool_count++];
         pool->handle = get_hex(p, "handle");
-        pool->device = device_of(p);
+        pool->device = read_device(l, p, "device");
         load_pool_figures(p, &pool->figures);
     }
     const struct json_value *torch = json_get(root, "torch");
@@ -323,7 +374,7 @@ static void load_pools_and_torch(struct loader *l, const struct json_value *root
     r->torch.time_ms = age <= r->now_ms ? r->now_ms - (uint32_t)age : 0;
     const struct json_value *devices = json_get(torch, "devices");
     for (const struct json_value *d = devices ? devices->first : NULL; d; d = d->next) {
-        int device = device_of(d);
+        int device = read_device(l, d, "device");
         if (device < 0) {
             fail(l, "a PyTorch device without a number");
             return;
@@ -509,31 +560,20 @@ static void load_stacks(struct loader *l, const struct json_value *root)
         if (cache)
             stack->flags |= STACK_CACHE_SEGMENT(cache);
         if (json_string(json_get(s, "kind")))
-            stack_note_use(stack, kind_index(l, s), api_index(l, json_string(json_get(s, "api"))));
+            stack_note_use(stack, read_kind(l, s, "kind"), read_api(l, s, "api"));
         r->shown[r->shown_count++] = id;
     }
     memcpy(r->by_peak, r->shown, r->shown_count * sizeof(uint32_t));
     report_order_by_peak(r, r->by_peak, r->shown_count);
 }
 
-/* A stack id from the file, checked against the table (0: none). */
-static uint32_t stack_id(struct loader *l, const struct json_value *object)
-{
-    uint64_t id = get_u64(object, "stack");
-    if (id > l->r->stack_count) {
-        fail(l, "a stack id that is not in \"stacks\"");
-        return 0;
-    }
-    return (uint32_t)id;
-}
-
 /* What every group of blocks has: "live" and "held_at_end" alike. */
 static void load_group(struct loader *l, const struct json_value *g, struct report_group *group)
 {
-    group->stack_id = stack_id(l, g);
-    group->kind = (uint8_t)kind_index(l, g);
-    group->api = (uint8_t)api_index(l, json_string(json_get(g, "api")));
-    group->device = (int8_t)device_of(g);
+    group->stack_id = read_stack(l, g, "stack");
+    group->kind = (uint8_t)read_kind(l, g, "kind");
+    group->api = (uint8_t)read_api(l, g, "api");
+    group->device = (int8_t)read_device(l, g, "device");
     group->blocks = get_u64(g, "blocks");
     group->bytes = get_u64(g, "bytes");
 }
@@ -565,22 +605,10 @@ static void load_live(struct loader *l, const struct json_value *root)
         return;
     for (const struct json_value *b = count ? items->first : NULL; b; b = b->next) {
         struct report_block *block = &r->blocks[r->block_count++];
-        block->value = get_hex(b, "address");
-        block->size = get_u64(b, "size");
-        block->sequence = get_u64(b, "sequence");
-        block->stack_id = stack_id(l, b);
-        block->time_ms = (uint32_t)get_u64(b, "time_ms");
-        block->thread = (uint16_t)get_u64(b, "thread");
-        block->device = (int8_t)device_of(b);
-        block->kind = (uint8_t)kind_index(l, b);
-        block->api = (uint8_t)api_index(l, json_string(json_get(b, "api")));
-        const struct json_value *held = json_get(b, "held_at_end");
-        block->held_at_end = held && held->type == JSON_TRUE;
-        l->blocks_unmarked |= !held;
-        if (json_string(json_get(b, "stream_or_pool")) && r->state.handles_used < UINT16_MAX) {
-            r->state.handles[r->state.handles_used++] = get_hex(b, "stream_or_pool");
-            block->handle = (uint16_t)r->state.handles_used;
-        }
+#define X(key, member, form) block->member = (__typeof__(block->member))read_##form(l, b, key);
+        REPORT_BLOCK_FIELDS(X)
+#undef X
+        l->blocks_unmarked |= !json_get(b, "held_at_end");
     }
 }
 
@@ -599,13 +627,13 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
          f && n <= state->failures_total; f = f->next, n++) {
         struct failure *x = RING_ENTRY(state->failures, n);
         x->size = get_u64(f, "size");
-        x->kind = kind_index(l, f);
-        x->api = api_index(l, json_string(json_get(f, "api")));
-        x->device = device_of(f);
+        x->kind = read_kind(l, f, "kind");
+        x->api = read_api(l, f, "api");
+        x->device = read_device(l, f, "device");
         x->code = (int32_t)get_long(f, "code", 0);
         const struct json_value *oom = json_get(f, "oom");
         x->oom = oom && oom->type == JSON_TRUE;
-        x->stack_id = stack_id(l, f);
+        x->stack_id = read_stack(l, f, "stack");
         x->thread = (uint16_t)get_u64(f, "thread");
         x->time_ms = (uint32_t)get_u64(f, "time_ms");
     }
@@ -634,7 +662,7 @@ static void load_growth_list(struct loader *l, const struct json_value *list, ui
 {
     struct report *r = l->r;
     for (const struct json_value *g = list ? list->first : NULL; g; g = g->next) {
-        uint32_t id = stack_id(l, g);
+        uint32_t id = read_stack(l, g, "stack");
         if (id == 0 || *count == r->stack_count)
             continue;
         struct stack_growth *s = &r->stacks[id - 1].growth;
@@ -709,7 +737,7 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
                 break;
             struct report_cache *x = &r->caches[r->cache_count++];
             x->kind = kind;
-            x->device = device_of(d);
+            x->device = read_device(l, d, "device");
             x->reserved = get_u64(d, "reserved_bytes");
             x->segments = get_u64(d, "segments");
             x->block_bytes = get_u64(d, "block_bytes");
@@ -734,7 +762,7 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
     const struct json_value *devices = json_get(end, "devices");
     r->has_end_devices = devices && devices->type == JSON_ARRAY;
     for (const struct json_value *d = r->has_end_devices ? devices->first : NULL; d; d = d->next)
-        r->state.end_device_bytes[counters_slot(device_of(d))] = get_u64(d, "live_bytes");
+        r->state.end_device_bytes[counters_slot(read_device(l, d, "device"))] = get_u64(d, "live_bytes");
     const struct json_value *held = get_array(l, root, "held_at_end");
     size_t older = l->unmarked ? r->group_count : 0;
     r->held = held ? alloc_array(l, held->length + older, sizeof(*r->held)) : NULL;
@@ -834,7 +862,7 @@ static void load_timeline_and_series(struct loader *l, const struct json_value *
     r->series->every = (uint32_t)get_u64(series, "kept_every");
     for (const struct json_value *t = tracks->first; t; t = t->next) {
         long device = get_long(t, "device", -1);
-        int kind = kind_index(l, t);
+        int kind = read_kind(l, t, "kind");
         const struct json_value *points = json_get(t, "points");
         if (device < 0 || device >= SERIES_DEVICES || !points || points->type != JSON_ARRAY ||
             points->length > SERIES_SAMPLES) {

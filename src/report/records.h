@@ -67,6 +67,26 @@ static inline uint64_t counter_value(const struct counters *c, int key)
     X(used, "used_bytes")                                                                    \
     X(used_peak, "used_peak")
 
+/* A block of the JSON report's "blocks" list: its key, the member of struct
+ * report_block it is, and its form, in the order written. report_json.c
+ * writes each form (put_FORM) and report_load.c reads it back (read_FORM):
+ * hex, "0x..."; u64, a number; kind, its name; api, the entry point's name;
+ * device, a number or null; stack, an id in "stacks"; handle, the stream or
+ * pool as hex, or null; flag, true or false. The block's `context` is the
+ * dump's only. tests/unit/test_report_fields.c holds both to this list. */
+#define REPORT_BLOCK_FIELDS(X)                                                               \
+    X("address", value, hex)                                                                 \
+    X("size", size, u64)                                                                     \
+    X("kind", kind, kind)                                                                    \
+    X("api", api, api)                                                                       \
+    X("device", device, device)                                                              \
+    X("stack", stack_id, stack)                                                              \
+    X("thread", thread, u64)                                                                 \
+    X("sequence", sequence, u64)                                                             \
+    X("time_ms", time_ms, u64)                                                               \
+    X("stream_or_pool", handle, handle)                                                      \
+    X("held_at_end", held_at_end, flag)
+
 /* The names of the tracker's reasons for a lost event (tracker.h), as the
  * JSON report's tracer.lost writes them. */
 extern const char *const lost_names[LOST_COUNT];

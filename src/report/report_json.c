@@ -226,12 +226,65 @@ static void write_frames(const struct report *r, struct out *out)
     out_str(out, "]");
 }
 
+/* The fields of a record in the forms records.h names (hex, u64, kind, ...):
+ * the value only, after its key. */
+static void put_hex(const struct report *r, struct out *out, uint64_t value)
+{
+    (void)r;
+    out_printf(out, "\"0x%llx\"", U(value));
+}
+
+static void put_u64(const struct report *r, struct out *out, uint64_t value)
+{
+    (void)r;
+    out_printf(out, "%llu", U(value));
+}
+
+static void put_kind(const struct report *r, struct out *out, int kind)
+{
+    (void)r;
+    out_printf(out, "\"%s\"", kind_name(kind));
+}
+
+static void put_api(const struct report *r, struct out *out, int api)
+{
+    out_json_string(out, report_api_name(r, api));
+}
+
+static void put_device(const struct report *r, struct out *out, int device)
+{
+    (void)r;
+    if (device >= 0)
+        out_printf(out, "%d", device);
+    else
+        out_str(out, "null");
+}
+
+static void put_stack(const struct report *r, struct out *out, uint32_t id)
+{
+    (void)r;
+    out_printf(out, "%u", id);
+}
+
+/* A handle's number in the report's table: the stream or pool, or null. */
+static void put_handle(const struct report *r, struct out *out, uint32_t handle)
+{
+    if (handle && handle <= r->state.handles_used)
+        out_printf(out, "\"0x%llx\"", U(r->state.handles[handle - 1]));
+    else
+        out_str(out, "null");
+}
+
+static void put_flag(const struct report *r, struct out *out, int value)
+{
+    (void)r;
+    out_str(out, value ? "true" : "false");
+}
+
 static void write_device_field(struct out *out, int device)
 {
-    if (device >= 0)
-        out_printf(out, ",\"device\":%d", device);
-    else
-        out_str(out, ",\"device\":null");
+    out_str(out, ",\"device\":");
+    put_device(NULL, out, device);
 }
 
 static void write_live(const struct report *r, struct out *out)
@@ -253,18 +306,14 @@ static void write_live(const struct report *r, struct out *out)
                listed);
     for (size_t i = 0; i < listed; i++) {
         const struct report_block *b = &r->blocks[i];
-        out_printf(out, "%s{\"address\":\"0x%llx\",\"size\":%llu,\"kind\":\"%s\",\"api\":",
-                   i ? "," : "", U(b->value), U(b->size), kind_name(b->kind));
-        out_json_string(out, report_api_name(r, b->api));
-        write_device_field(out, b->device);
-        out_printf(out, ",\"stack\":%u,\"thread\":%u,\"sequence\":%llu,\"time_ms\":%u",
-                   b->stack_id, b->thread, U(b->sequence), b->time_ms);
-        if (b->handle && b->handle <= r->state.handles_used)
-            out_printf(out, ",\"stream_or_pool\":\"0x%llx\"",
-                       U(r->state.handles[b->handle - 1]));
-        else
-            out_str(out, ",\"stream_or_pool\":null");
-        out_printf(out, ",\"held_at_end\":%s}", b->held_at_end ? "true" : "false");
+        const char *before = i ? ",{" : "{";      /* what comes before the next key */
+#define X(key, member, form)                                                                 \
+        out_printf(out, "%s\"" key "\":", before);                                           \
+        put_##form(r, out, b->member);                                                       \
+        before = ",";
+        REPORT_BLOCK_FIELDS(X)
+#undef X
+        out_str(out, "}");
     }
     out_str(out, "]}");
 }
