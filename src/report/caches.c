@@ -40,15 +40,9 @@ static int has_address(int kind)
 /* The driver allocation holding `address`, among `n` sorted ones; NULL if none. */
 static const struct range *holder(const struct range *driver, size_t n, uint64_t address)
 {
-    size_t low = 0, high = n;
-    while (low < high) {
-        size_t mid = low + (high - low) / 2;
-        if (driver[mid].start <= address)
-            low = mid + 1;
-        else
-            high = mid;
-    }
-    return low > 0 && address < driver[low - 1].end ? &driver[low - 1] : NULL;
+    size_t below = report_ranges_below(driver, n, sizeof(*driver), offsetof(struct range, start),
+                                       address);
+    return below > 0 && address < driver[below - 1].end ? &driver[below - 1] : NULL;
 }
 
 static struct report_cache *cache_of(struct report *r, int kind, int device)

@@ -51,22 +51,14 @@ static int by_stack(const void *a, const void *b)
     return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
-/* The block holding `address`, or NULL. */
+/* The block holding `address`, among `count` sorted by start; NULL if none. */
 static struct tensor_block *containing(struct tensor_block *blocks, size_t count,
                                        uint64_t address)
 {
-    size_t low = 0, high = count;
-    while (low < high) {
-        size_t middle = low + (high - low) / 2;
-        if (blocks[middle].start <= address)
-            low = middle + 1;
-        else
-            high = middle;
-    }
-    if (!low)
-        return NULL;
-    struct tensor_block *b = &blocks[low - 1];
-    return address < b->start + (b->size ? b->size : 1) ? b : NULL;
+    size_t below = report_ranges_below(blocks, count, sizeof(*blocks),
+                                       offsetof(struct tensor_block, start), address);
+    struct tensor_block *b = below ? &blocks[below - 1] : NULL;
+    return b && address < b->start + (b->size ? b->size : 1) ? b : NULL;
 }
 
 /* The rest by stack: the REPORT_CLASS_SITES largest, from blocks sorted by stack. */

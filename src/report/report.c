@@ -404,6 +404,23 @@ long report_frame_index(const struct report *r, uintptr_t address)
     return low < r->address_count && r->addresses[low] == address ? (long)low : -1;
 }
 
+size_t report_ranges_below(const void *ranges, size_t count, size_t size, size_t start,
+                           uint64_t address)
+{
+    const char *base = (const char *)ranges + start;
+    size_t low = 0, high = count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        uint64_t at;
+        memcpy(&at, base + middle * size, sizeof(at));
+        if (at <= address)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low;
+}
+
 const char *report_mark_label(const struct report *r, uint64_t number)
 {
     uint64_t total = r->state.marks_total;

@@ -230,6 +230,11 @@ void report_release(struct report *r);
 void report_order_by_peak(const struct report *r, uint32_t *ids, uint32_t count);
 /* Index of a frame address in r->addresses (the JSON frame id), -1 if absent. */
 long report_frame_index(const struct report *r, uintptr_t address);
+/* Of `count` ranges `size` bytes apart from `ranges`, sorted by the
+ * uint64_t start at `start` in each: how many start at or below `address`.
+ * The last of those, if any, is the one range that may hold it. */
+size_t report_ranges_below(const void *ranges, size_t count, size_t size, size_t start,
+                           uint64_t address);
 const char *report_api_name(const struct report *r, int api);
 /* The label of mark number `number` (1, 2, ...); NULL once the ring has
  * dropped it. */
