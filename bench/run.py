@@ -216,6 +216,68 @@ def torch_table(args, steps):
     print()
 
 
+def tensors_run(args, steps, tracer_env, callgrind=None):
+    """bench_tensors' figures (bench/tensors.c); tracer_env None: untraced. With
+    `callgrind` (a function's name), under callgrind counting only inside it: the
+    instructions, in "instructions"."""
+    sim = os.path.join(args.build, "sim")
+    env = simulator_env(args, None if tracer_env is None else dict(
+        tracer_env, CUMEMTRACE_FORMAT="none", CUMEMTRACE_TORCH_TRACKER=os.path.join(
+            sim, "torch", "libcumemtrace_torch.so")))
+    env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
+    command = [os.path.join(args.build, "bench", "bench_tensors"), str(steps)]
+    out = os.path.join(args.tmp, "callgrind-tensors")
+    if callgrind:
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   f"--toggle-collect={callgrind}", *command]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        sys.exit(f"bench_tensors failed: {done.stderr[-2000:]}")
+    figures = json.loads(done.stdout.splitlines()[-1])
+    if callgrind:
+        with open(out) as handle:
+            figures["instructions"] = next(int(line.split()[1]) for line in handle
+                                           if line.startswith("summary:"))
+    return figures
+
+
+def tensors_instructions(args, function):
+    """Instructions per event inside `function` (callgrind), from the difference
+    between runs of 2 and 6 timed steps; None without valgrind."""
+    if not shutil.which("valgrind"):
+        return None
+    runs = [tensors_run(args, steps, {}, callgrind=function) for steps in (2, 6)]
+    return ((runs[1]["instructions"] - runs[0]["instructions"]) /
+            (runs[1]["events"] - runs[0]["events"]))
+
+
+def tensors_table(args, steps):
+    """PyTorch's tensor events driven from C (bench/tensors.c): the program thread's
+    added CPU per event and the tracer thread's CPU per 1,000 events, best of --repeat
+    (each the least of its runs), and the instructions of each side per event."""
+    print("PyTorch's tensor events from C (stand-in allocator, bench/tensors.c, "
+          "CUMEMTRACE_DEPTH=12): a step of 613 tensors, a third kept to its end")
+    off = [tensors_run(args, steps, None) for _ in range(args.repeat)]
+    on = [tensors_run(args, steps, {"CUMEMTRACE_DEPTH": "12"}) for _ in range(args.repeat)]
+    untraced = min(f["program_cpu_ns_per_event"] for f in off)
+    traced = min(f["program_cpu_ns_per_event"] for f in on)
+    thread = min(f["tracer_cpu_ns_per_1000_events"] for f in on)
+    wakeups = min(f["tracer_wakeups_per_1000_events"] for f in on)
+    program_instructions = tensors_instructions(args, "torch_event")
+    thread_instructions = tensors_instructions(args, "tracker_apply")
+    table(("program thread CPU ns/event untraced", "traced", "added",
+           "tracer thread CPU us per 1,000 events", "its wake-ups per 1,000 events",
+           "instructions per event: program thread (torch_event)",
+           "tracer thread (tracker_apply)"),
+          [(f"{untraced:.0f}", f"{traced:.0f}", f"{traced - untraced:.0f}", f"{thread / 1000:.1f}",
+            f"{wakeups:.2f}",
+            "no valgrind" if program_instructions is None else f"{program_instructions:.0f}",
+            "no valgrind" if thread_instructions is None else f"{thread_instructions:.0f}")])
+    print("(An event is a tensor's allocation or its free. CPU time per thread, so the "
+          "machine's other work moves it less than the wall time.)")
+    print()
+
+
 def table(header, rows):
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -376,14 +438,15 @@ def main():
                         help="thread counts to compare with 1 (default: 2,8)")
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs per figure")
     parser.add_argument("--only", default="process,record,bytes,sites,threads,python,frameworks,"
-                        "torch,live,long,crash,oom",
+                        "torch,tensors,live,long,crash,oom",
                         help="which tables, comma-separated (default: all): process (a short "
                              "process, forked children), record (the record path at depth "
                              "30: time and instructions), bytes (resident bytes per live "
                              "block), sites (threads "
                              "with a call site each), threads (added time and scaling), "
                              "python (the Python frames' cost), frameworks (CuPy's "
-                             "blocks, JAX's sweeps), torch (PyTorch's tensors, stand-in), live (report time and "
+                             "blocks, JAX's sweeps), torch (PyTorch's tensors, stand-in), tensors (the "
+                             "same from C: the program's and the tracer's threads), live (report time and "
                              "bytes per block), long (10M allocations), crash (crash dump), "
                              "oom (a report at each OOM)")
     args = parser.parse_args()
@@ -416,6 +479,8 @@ def tables(args, counts, only):
         frameworks_table(args, pairs // 4)
     if "torch" in only:
         torch_table(args, 40 if args.quick else 200)
+    if "tensors" in only:
+        tensors_table(args, 8 if args.quick else 30)
     if "live" in only:
         live_table(args, pairs)
     if "long" in only and not args.quick:
