@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "gpu", "torch_step_time.py")
@@ -44,6 +45,8 @@ PER_TENSOR = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
 
 PIN = []   # ["taskset", "-c", LIST] with --pin
+DRY_RUN = False   # --dry-run: the processes are listed in RUNS, not run
+RUNS = []
 STEADY = {"PYTHONHASHSEED": "0"}
 NO_ASLR = ["setarch", os.uname().machine, "-R"]
 if not shutil.which("setarch") or subprocess.run([*NO_ASLR, "true"]).returncode != 0:
@@ -52,6 +55,10 @@ if not shutil.which("setarch") or subprocess.run([*NO_ASLR, "true"]).returncode 
 
 def step_ms(env, steps, prefix=(), extra=(), timeout=300, script=SCRIPT, key="step_ms"):
     prefix = (*PIN, *NO_ASLR, *prefix)
+    if DRY_RUN:
+        RUNS.append([*(f"{k}={v}" for k, v in sorted(env.items())), *prefix, "python3",
+                     os.path.relpath(script, ROOT), str(steps), *extra])
+        return None, "dry run"
     environment = dict(os.environ)
     environment.update(STEADY)
     environment.update(env)
@@ -184,13 +191,17 @@ def switched_rows(args, traced, notes, model, steps):
     recorded and dropped in turn (torch_step_time.py --switch): per process,
     the median of its pairs' ratios, and the tracer's own time on the
     program's threads (two more processes, whose clock reads would count
-    in the ratio) and on its own thread in the recorded windows. Then the
-    same untraced, where the two windows of a pair differ by nothing."""
+    in the ratio) and the CPU time of its own thread (cumemtrace-rec) per
+    step in the recorded windows. Then the same untraced, where the two
+    windows of a pair differ by nothing."""
     library = os.path.join(os.path.abspath(args.build), "libcumemtrace_torch_bench.so")
     if not os.path.exists(library):
-        subprocess.run([os.path.join(ROOT, "scripts", "build-torch-tracker.sh"), "--bench",
-                        args.build], capture_output=True)
-    if not os.path.exists(library):
+        if DRY_RUN:
+            RUNS.append(["tools/build-torch-tracker.sh", "--bench", args.build])
+        else:
+            subprocess.run([os.path.join(ROOT, "tools", "build-torch-tracker.sh"), "--bench",
+                            args.build], capture_output=True)
+    if not os.path.exists(library) and not DRY_RUN:
         notes.append("in-process rows: tools/build-torch-tracker.sh --bench failed")
         return
     extra = ("--model", model, "--switch")
@@ -207,6 +218,7 @@ def switched_rows(args, traced, notes, model, steps):
             ("untraced: nothing switched (how alike two windows are)", None)]
     if "transformer-parts" not in args.only:
         del rows[1]
+    started = time.monotonic()
     for label, env in rows:
         ratios, own, thread, added = [], [], [], []
         for _ in range(args.rounds):
@@ -242,6 +254,7 @@ def switched_rows(args, traced, notes, model, steps):
               + (" ".join(f"{o:.0f}" for o in own) + " us" if own else "") + " | "
               + (" ".join(f"{t:.0f}" for t in thread) + " us" if thread else "") + " | "
               + f"{statistics.median(added):.0f} us |", flush=True)
+    notes.append(f"{model} step, one process: the rows took {time.monotonic() - started:.0f} s")
 
 
 def others(args, traced, emit, notes):
@@ -276,13 +289,19 @@ def main():
                              "tracer's time per per-tensor step without stacks or Python "
                              "frames, and transformer-switch: the transformer step in one "
                              "process, its windows recorded and not in turn; with "
-                             "transformer-parts, also with no stacks; small-switch: the "
-                             "same for the small step)")
+                             "transformer-parts, also with no stacks; transformer12-switch: "
+                             "the same for a 12-layer encoder, about twice the tensors a "
+                             "step; small-switch: the same for the small step)")
     parser.add_argument("--sanitizer-steps", type=int, default=0,
                         help="also time compute-sanitizer --leak-check full (0: not)")
     parser.add_argument("--pin", default="",
                         help="run every process on these CPUs (taskset -c LIST)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="run nothing: list the processes the rows would run, one a line "
+                             "(their figures then read 'failed'), and their count")
     args = parser.parse_args()
+    global DRY_RUN
+    DRY_RUN = args.dry_run
     args.only = set(args.only.split(","))
     if args.pin:
         PIN.extend(["taskset", "-c", args.pin])
@@ -354,6 +373,9 @@ def main():
                      "'traced' = recording)", *figures))
     if "transformer-switch" in args.only:
         switched_rows(args, traced, notes, "transformer", max(1, args.large_steps // 20))
+    if "transformer12-switch" in args.only:
+        # Its step takes about twice the 6-layer one's: windows of as long.
+        switched_rows(args, traced, notes, "transformer12", max(1, args.large_steps // 40))
     if "small-switch" in args.only:
         switched_rows(args, traced, notes, "small", max(1, args.steps // 20))
     others(args, traced, emit, notes)
@@ -369,6 +391,10 @@ def main():
     print()
     for note in notes:
         print(note)
+    if DRY_RUN:
+        print(f"dry run: {len(RUNS)} processes")
+        for command in RUNS:
+            print("  " + " ".join(command))
 
 
 if __name__ == "__main__":

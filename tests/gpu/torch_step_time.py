@@ -1,6 +1,6 @@
 """Time a PyTorch training step: the median over windows of steps after a warm-up.
 
-    python3 tests/gpu/torch_step_time.py STEPS [--model small|large|transformer]
+    python3 tests/gpu/torch_step_time.py STEPS [--model small|large|transformer|transformer12]
                                          [--history default|python|none] [--switch]
 
 Run it with and without the tracer (same mode) and compare; prints one JSON
@@ -11,8 +11,10 @@ in one window (a collection, another process) does not move it.
 - large: a 4-layer MLP, width 8192, batch 8192, bf16 autocast. Several ms a
   step, the GPU the limit: a training job's step.
 - transformer: a 6-layer transformer encoder (width 512, 8 heads, sequence
-  256, batch 32), AdamW, bf16 autocast: about 400 tensors allocated and freed
+  256, batch 32), AdamW, bf16 autocast: about 600 tensors allocated and freed
   a step, each a trace-tracker event when tensors are traced one by one.
+- transformer12: the same encoder with 12 layers: twice the layers' tensors
+  a step, each step about twice as long.
 `--history` turns on torch.cuda.memory._record_memory_history, the reference
 cumemtrace is compared with: `default` (its defaults: C++ and Python stacks
 at every event), `python` (context="alloc", stacks="python"), `none`
@@ -64,8 +66,8 @@ class Encoder(torch.nn.Module):
 
 
 def build(kind):
-    if kind == "transformer":
-        model = Encoder().cuda()
+    if kind in ("transformer", "transformer12"):
+        model = Encoder(layers=12 if kind == "transformer12" else 6).cuda()
         x = torch.randn(32, 256, 512, device="cuda")
         y = torch.randn(32, 256, 512, device="cuda")
         return model, x, y
@@ -94,7 +96,7 @@ def main():
         torch.cuda.memory._record_memory_history(max_entries=100000, **options)
     torch.manual_seed(0)
     model, x, y = build(kind)
-    adam = torch.optim.AdamW if kind == "transformer" else torch.optim.Adam
+    adam = torch.optim.AdamW if kind.startswith("transformer") else torch.optim.Adam
     optimizer = adam(model.parameters(), lr=1e-3)
 
     def step():
