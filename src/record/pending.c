@@ -74,14 +74,19 @@ uint64_t pending_count(void)
            __atomic_load_n(&ring.tail, __ATOMIC_ACQUIRE);
 }
 
+const struct pending_event *pending_peek(uint32_t ahead)
+{
+    uint64_t number = __atomic_load_n(&ring.tail, __ATOMIC_RELAXED) + ahead;
+    if (!ring.events || ahead >= PENDING_CAPACITY)
+        return NULL;
+    /* Published stamps are unique: an older lap's, or 0, is never number + 1. */
+    const struct pending_event *e = &ring.events[number % PENDING_CAPACITY];
+    return __atomic_load_n(&e->stamp, __ATOMIC_ACQUIRE) == number + 1 ? e : NULL;
+}
+
 const struct pending_event *pending_next(void)
 {
-    uint64_t tail = __atomic_load_n(&ring.tail, __ATOMIC_RELAXED);
-    if (!ring.events)
-        return NULL;
-    /* Published stamps are unique: an older lap's, or 0, is never tail + 1. */
-    const struct pending_event *e = &ring.events[tail % PENDING_CAPACITY];
-    return __atomic_load_n(&e->stamp, __ATOMIC_ACQUIRE) == tail + 1 ? e : NULL;
+    return pending_peek(0);
 }
 
 void pending_done(void)

@@ -56,8 +56,13 @@ uint64_t pending_behind(uint64_t number, uint64_t longer_than);
 
 /* The reader's side, one reader at a time (the tracker's apply lock): the
  * oldest event if it is published, else NULL; pending_done once it is
- * entered frees its slot. */
+ * entered frees its slot. pending_peek looks `ahead` events past the oldest
+ * (0: the oldest), to see a batch before entering it: NULL if that one is
+ * not published yet (an event is published after those before it only
+ * while a writer is between its claim and its publish: the reader stops at
+ * the first that is not). */
 const struct pending_event *pending_next(void);
+const struct pending_event *pending_peek(uint32_t ahead);
 void pending_done(void);
 
 #endif

@@ -3,11 +3,12 @@
  * The counters (counters.c), a stack's totals (stack_totals.c) and the calls
  * per entry point (tracker.c) change at every allocation; kept in one place,
  * threads allocating at once would all write the same cache lines. So each
- * of threads 1 .. STRIPE_COUNT - 1 (the tracker's thread numbers, never
+ * of threads 1 .. STRIPE_COUNT - 2 (the tracker's thread numbers, never
  * reused) owns a stripe of them that only it writes, with plain stores, and
- * the stripes are put together when read. Number 0 (a thread before its first
- * recorded event) and numbers past the stripes own none: they change the
- * shared figures atomically.
+ * the stripes are put together when read; the last stripe is the writer of
+ * the queued framework events' (STRIPE_APPLY). Number 0 (a thread before its
+ * first recorded event) and numbers past the stripes own none: they change
+ * the shared figures atomically.
  *
  * Where a figure also has a peak, a thread moves its pending change of live
  * bytes and blocks into the shared figure once it passes a slack (1 MiB or
@@ -18,6 +19,10 @@
 #include <stdint.h>
 
 #define STRIPE_COUNT 64
+
+/* The last stripe is no thread's: whoever enters the framework events that
+ * were queued for later (tracker.c, one thread at a time) counts in it. */
+#define STRIPE_APPLY (STRIPE_COUNT - 1)
 
 static inline int stripe_owned(int thread)
 {

@@ -8,18 +8,21 @@
  *   resolved only when a report is written.
  * - Counters (counters.c), per-stack totals (stack_totals.c) and the figures
  *   in `tracker` that the hot path changes are changed only while holding a
- *   shard lock: in per-thread stripes where they can be put together later
+ *   shard lock (or apply_lock, below, for the end of a queued block that
+ *   never entered the registry): in per-thread stripes where they can be put together later
  *   (pending changes of current bytes and of a stack's totals, freed totals,
  *   calls per API, batches of allocation numbers), atomically where every
  *   thread must see one figure (the peaks, and the stripes' overflow).
- * - tracker_lock() takes every shard lock, in order: with it held, nothing
- *   above moves. Reports, growth samples, marks, failures, context teardown
+ * - tracker_lock() takes apply_lock and every shard lock, in order: with it
+ *   held, nothing above moves. Reports, growth samples, marks, failures, context teardown
  *   and unmaps of address ranges take it; the crash dump tries it.
  * - A framework's tensors, hundreds a step, are not entered by the thread
  *   that makes them: it takes the stack and queues the event (pending.h).
  *   apply_lock's holder enters queued events in order: the tracer's thread
  *   (tracker_apply), a thread finding the queue long, or tracker_lock()
- *   before it takes the shards, so whoever holds that lock sees them all.
+ *   before it takes the shards, so whoever holds that lock sees them all,
+ *   in batches (a block that ends within its batch never enters the
+ *   registry: apply_chunk_event).
  * - tables_lock guards adding to the thread and handle tables; it is taken
  *   inside a shard lock, and only for a thread's first event or a new handle.
  * Lock order: apply_lock, shards (in index order), then the stack table's
@@ -64,6 +67,7 @@ struct thread_state {
     uint8_t inside;        /* inside the tracer: CUDA calls pass through */
     uint8_t cache_allocating;        /* tracker_cache_allocating: a cache kind, or 0 */
     uint8_t sweeping;                /* tracker_cache_sweep: no growth sample until it ends */
+    uint8_t applying;                /* holds apply_lock: counts in STRIPE_APPLY */
     uint32_t physical_stack;         /* of this thread's last cuMemCreate, until a
                                       * framework event: tracker_cache_segment */
     uint64_t sequence_next, sequence_end;   /* this thread's batch of numbers */
@@ -82,9 +86,21 @@ struct api_stripe {
 };
 static struct api_stripe api_stripes[STRIPE_COUNT];
 
+/* The stripe this thread counts in now: the queue's while it enters the
+ * framework events (one thread at a time holds apply_lock, so one writer),
+ * else its own, if its number has one (STRIPE_APPLY is no thread's). The
+ * tracer's own thread, which enters most of them, has no number: without
+ * that stripe, every count it made was an atomic add to a shared line. */
+static int stripe_number(void)
+{
+    if (this_thread.applying)
+        return STRIPE_APPLY;
+    return this_thread.number < STRIPE_APPLY ? this_thread.number : 0;
+}
+
 static void add_to_stripe(uint64_t *counter, uint64_t amount)
 {
-    if (stripe_owned(this_thread.number))
+    if (stripe_owned(stripe_number()))
         __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + amount,
                          __ATOMIC_RELAXED);
     else
@@ -93,7 +109,7 @@ static void add_to_stripe(uint64_t *counter, uint64_t amount)
 
 static struct api_stripe *own_stripe(void)
 {
-    int number = this_thread.number;
+    int number = stripe_number();
     return &api_stripes[stripe_owned(number) ? number : 0];
 }
 
@@ -178,14 +194,21 @@ static int enter_to_record(void)
     return 0;
 }
 
-static int apply_pending(int wait);
+/* Held by whoever enters pending events, so they are entered one at a time,
+ * in order, and by tracker_lock's holder. Taken before any shard. */
+static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void enter_pending(void);
 
 /* With every shard held, the threads' pending stack totals are still: they
  * are moved into the stacks, so whoever holds the lock reads exact totals.
- * The framework events made before it are entered first. */
+ * The framework events made before it are entered first, and apply_lock is
+ * kept: the end of a block that never entered the registry is counted
+ * under apply_lock alone (pass_free), so no figure moves under this lock. */
 void tracker_lock(void)
 {
-    apply_pending(1);
+    pthread_mutex_lock(&apply_lock);
+    enter_pending();
     registry_lock_all();
     stack_totals_flush();
 }
@@ -193,13 +216,19 @@ void tracker_lock(void)
 void tracker_unlock(void)
 {
     registry_unlock_all();
+    pthread_mutex_unlock(&apply_lock);
 }
 
 /* From the crash dump's signal handler: tries, never waits. */
 int tracker_trylock(void)
 {
-    if (apply_pending(0) < 0 || !registry_trylock_all())
+    if (pthread_mutex_trylock(&apply_lock) != 0)
         return 0;
+    enter_pending();
+    if (!registry_trylock_all()) {
+        pthread_mutex_unlock(&apply_lock);
+        return 0;
+    }
     stack_totals_flush();
     return 1;
 }
@@ -305,18 +334,25 @@ void tracker_lost(enum lost_reason reason)
     __atomic_fetch_add(&tracker.lost[reason], 1, __ATOMIC_RELAXED);
 }
 
-/* Unlink a block and account for its end. Its shard's lock held. */
-static void forget_block(struct block *b, int implicit)
+/* Account for the end of block `b`, whether or not it is in the registry.
+ * Its shard's lock held. */
+static void account_free(const struct block *b, int implicit)
 {
     struct stack *s = stack_get(b->stack_id);
-    registry_unlink(b);
-    counters_on_free(this_thread.number, b->device, block_kind(b), b->size, implicit);
+    counters_on_free(stripe_number(), b->device, block_kind(b), b->size, implicit);
     timeline_record(implicit ? TIMELINE_FREE_IMPLICIT : TIMELINE_FREE, block_value(b), b->size,
                     b->device, block_kind(b), b->api, b->stack_id);
     if (s)
-        stack_totals_free(this_thread.number, s, b->stack_id, b->size, implicit);
+        stack_totals_free(stripe_number(), s, b->stack_id, b->size, implicit);
     if (b->kind & BLOCK_FROM_RUNTIME)
         count(&tracker.runtime_blocks, -1);
+}
+
+/* Unlink a block and account for its end. Its shard's lock held. */
+static void forget_block(struct block *b, int implicit)
+{
+    registry_unlink(b);
+    account_free(b, implicit);
 }
 
 /* Time samples of the stacks' growth need every shard: taken here, with no
@@ -364,12 +400,12 @@ static void fill_block(struct block *b, const struct pending_event *e, uint32_t 
 /* Count a block just added. Its shard's lock held. */
 static void account_alloc(const struct block *b, int api)
 {
-    counters_on_alloc(this_thread.number, b->device, block_kind(b), b->size);
+    counters_on_alloc(stripe_number(), b->device, block_kind(b), b->size);
     timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b), b->api,
                     b->stack_id);
     struct stack *s = stack_get(b->stack_id);
     if (s) {
-        stack_totals_alloc(this_thread.number, s, b->stack_id, b->size);
+        stack_totals_alloc(stripe_number(), s, b->stack_id, b->size);
         stack_note_use(s, block_kind(b), b->api);
     }
     if (api >= 0 && api < MAX_APIS)
@@ -455,17 +491,24 @@ static struct pending_event event_of(const struct allocation *a, const uintptr_t
     };
 }
 
+/* A record still at `key`, which a new block is taking: we missed its free
+ * (the address was reused). Its shard's lock held. */
+static void end_missed(uint64_t key)
+{
+    struct block *old = registry_find(key);
+    if (old) {
+        forget_block(old, 0);
+        registry_release(old);
+        tracker_lost(LOST_MISSED_FREE);
+    }
+}
+
 /* Enter allocation event `e` in the registry at `key`, at `time_ms`: its
  * allocation number, 0 if it could not be recorded. Takes the key's shard. */
 static uint64_t enter_block(uint64_t key, const struct pending_event *e, uint32_t time_ms)
 {
     registry_lock(key);
-    struct block *old = registry_find(key);
-    if (old) {              /* we missed its free: the address was reused */
-        forget_block(old, 0);
-        registry_release(old);
-        tracker_lost(LOST_MISSED_FREE);
-    }
+    end_missed(key);
     struct block *b = e->size <= BLOCK_SIZE_MAX ? registry_new(key) : NULL;
     if (b) {
         fill_block(b, e, time_ms);
@@ -574,7 +617,7 @@ void tracker_put_back(const struct block *saved)
     }
     if (b) {
         /* Undo the free: the block was never gone. */
-        counters_on_restore(this_thread.number, b->device, block_kind(b), b->size);
+        counters_on_restore(stripe_number(), b->device, block_kind(b), b->size);
         timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b),
                         b->api, b->stack_id);
         struct stack *s = stack_get(b->stack_id);
@@ -743,13 +786,95 @@ uint64_t tracker_cache_block_with_frames(int cache_kind, int device, uint64_t ad
 
 /* ---- framework blocks entered later (pending.h) ------------------------------ */
 
-/* Held by whoever enters pending events, so they are entered one at a time,
- * in order. Taken before any shard. */
-static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
-
 /* Enters more than this many pending events at once cost the thread that
  * finds them waiting: they are otherwise left to tracker_apply's caller. */
 #define APPLY_BATCH 2048
+
+/* Events are entered a chunk at a time. Most of a training step's tensors
+ * end within the few milliseconds between two batches (a layer's
+ * temporaries), so a chunk is looked over first: an allocation whose free
+ * comes later in the same chunk is counted, and its free counted, each at
+ * its place in the order, exactly as entering and forgetting its record
+ * would (counters, peaks, stack totals, allocation number, handle, the
+ * timeline), but no record is made: the registry's probes, its record slab
+ * and a second look-up were most of the tracer's thread's time, their
+ * lines cold after its sleep (bench/run.py --only tensors). Only the check
+ * for a missed free at the allocation's address stays. The chunk's state
+ * is guarded by apply_lock. */
+#define APPLY_CHUNK 1024
+#define NO_PARTNER UINT16_MAX
+_Static_assert(APPLY_CHUNK < NO_PARTNER, "a chunk's index fits a partner");
+
+static const struct pending_event *chunk[APPLY_CHUNK];
+static uint16_t partner[APPLY_CHUNK];      /* the other event of a pair, or NO_PARTNER */
+static struct block passing[APPLY_CHUNK];  /* a paired allocation's block, at its index */
+
+/* The chunk's allocations by address while it is looked over: open
+ * addressing, twice the chunk's slots, so probes stay short and end; an
+ * entry belongs to the current look only if its round is this one's (no
+ * clearing between chunks). A free takes its allocation's entry, which
+ * stays as the address's slot with no allocation in it. */
+#define OPEN_SLOTS (2 * APPLY_CHUNK)
+static struct open_alloc {
+    uint64_t value;
+    uint32_t round;
+    uint16_t index;                          /* NO_PARTNER: none open */
+} open_allocs[OPEN_SLOTS];
+static uint32_t open_round;
+
+static struct open_alloc *open_slot(uint64_t value)
+{
+    uint32_t i = (uint32_t)((value >> 9) * 0x9e3779b97f4a7c15ull >> 40) & (OPEN_SLOTS - 1);
+    while (open_allocs[i].round == open_round && open_allocs[i].value != value)
+        i = (i + 1) & (OPEN_SLOTS - 1);
+    return &open_allocs[i];
+}
+
+/* Pair each free in chunk[0..n) with the allocation of its address before
+ * it in the chunk, if any. An allocation too large for a record is left
+ * unpaired, to be refused as it would be. */
+static void pair_chunk(uint32_t n)
+{
+    if (++open_round == 0) {         /* wrapped: no entry may look current */
+        memset(open_allocs, 0, sizeof(open_allocs));
+        open_round = 1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct pending_event *e = chunk[i];
+        partner[i] = NO_PARTNER;
+        struct open_alloc *slot = open_slot(e->value);
+        int open = slot->round == open_round && slot->index != NO_PARTNER;
+        if (e->type == PENDING_FREE && open) {
+            partner[i] = slot->index;
+            partner[slot->index] = (uint16_t)i;
+            slot->index = NO_PARTNER;
+        } else if (e->type == PENDING_ALLOC) {
+            slot->value = e->value;
+            slot->round = open_round;
+            slot->index = e->size <= BLOCK_SIZE_MAX ? (uint16_t)i : NO_PARTNER;
+        }
+    }
+}
+
+/* Allocation event `e`, whose free comes later in its chunk, at `time_ms`:
+ * counted as enter_block would, its block kept in *b for its free. */
+static void pass_alloc(const struct pending_event *e, uint32_t time_ms, struct block *b)
+{
+    uint64_t key = block_key(e->value, SPACE_FRAMEWORK);
+    registry_lock(key);
+    end_missed(key);
+    b->key = key;
+    fill_block(b, e, time_ms);
+    account_alloc(b, e->api);
+    registry_unlock(key);
+}
+
+/* Its free: no shard is taken, as no record is touched; what is counted
+ * moves under apply_lock, which tracker_lock's holder holds too. */
+static void pass_free(const struct block *b)
+{
+    account_free(b, 0);
+}
 
 static void apply_event(const struct pending_event *e, uint32_t time_ms)
 {
@@ -761,9 +886,43 @@ static void apply_event(const struct pending_event *e, uint32_t time_ms)
         forget_at(key, 0, &saved);
 }
 
+/* Chunk[i], paired or not. */
+static void apply_chunk_event(uint32_t i, uint32_t time_ms)
+{
+    const struct pending_event *e = chunk[i];
+    if (partner[i] == NO_PARTNER)
+        apply_event(e, time_ms);
+    else if (e->type == PENDING_ALLOC)
+        pass_alloc(e, time_ms, &passing[i]);
+    else
+        pass_free(&passing[partner[i]]);
+}
+
 /* Enter every published pending event, in order, all at the time the batch
- * begins; with `wait` 0, only if no one else is entering them (-1 if someone
- * is). Holds no shard when called. */
+ * begins. apply_lock held, no shard. */
+static void enter_pending(void)
+{
+    if (pending_count() == 0)
+        return;
+    this_thread.applying = 1;
+    uint32_t now = tracker_now_ms();
+    for (;;) {
+        uint32_t n = 0;
+        while (n < APPLY_CHUNK && (chunk[n] = pending_peek(n)))
+            n++;
+        if (n == 0)
+            break;
+        pair_chunk(n);
+        for (uint32_t i = 0; i < n; i++) {
+            apply_chunk_event(i, now);
+            pending_done();
+        }
+    }
+    this_thread.applying = 0;
+}
+
+/* enter_pending; with `wait` 0, only if no one else is entering them (-1 if
+ * someone is). Holds no shard when called. */
 static int apply_pending(int wait)
 {
     if (pending_count() == 0)
@@ -772,12 +931,7 @@ static int apply_pending(int wait)
         pthread_mutex_lock(&apply_lock);
     else if (pthread_mutex_trylock(&apply_lock) != 0)
         return -1;
-    uint32_t now = tracker_now_ms();
-    const struct pending_event *e;
-    while ((e = pending_next())) {
-        apply_event(e, now);
-        pending_done();
-    }
+    enter_pending();
     pthread_mutex_unlock(&apply_lock);
     return 0;
 }
@@ -814,6 +968,11 @@ int tracker_apply(void)
     if (entered_before)
         tracker_leave();
     return 1;
+}
+
+uint64_t tracker_queued(void)
+{
+    return pending_count();
 }
 
 /* Queue event `e`; a full ring is emptied by this thread first. With the
@@ -1100,6 +1259,7 @@ void tracker_fork_child(void)
     this_thread.number = 0;
     this_thread.cache_allocating = 0;
     this_thread.sweeping = 0;
+    this_thread.applying = 0;
     this_thread.physical_stack = 0;
     this_thread.sequence_next = this_thread.sequence_end = 0;
     python_fork_child();

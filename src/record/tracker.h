@@ -134,9 +134,11 @@ void tracker_defer_cache_block(int cache_kind, int device, uint64_t address, uin
                                uint64_t stream, uint64_t (*operation)(void));
 void tracker_defer_cache_free(uint64_t address);
 /* Enter the pending framework events (the tracer's own thread calls it
- * every millisecond or so), and note whether a growth sample is due, for
+ * every few milliseconds), and note whether a growth sample is due, for
  * the next framework allocation to take: whether there were any events. */
 int tracker_apply(void);
+/* How many framework events wait to be entered now. */
+uint64_t tracker_queued(void);
 /* The same, for a block whose stack is known rather than this thread's: its
  * frames, innermost first (tagged Python frames, python_frame_at), as a
  * framework recorded them when it made the block (a JAX array's traceback). */
