@@ -116,17 +116,16 @@ static void torch_event(const struct torch_tracker_event *e)
 /* The tracer's own thread, which enters the tensors' events in the registry
  * (tracker_apply, pending.h says why): PyTorch's threads only take stacks.
  * It is never woken by them, so an event costs its thread no system call.
- * It looks every 8 ms, and more often only while more than a chunk of
- * events (1,024, tracker.c) waits at a look, halving its pause each time
- * down to 1 ms: a transformer's step makes some seventy events a
- * millisecond, so its batches are some 600 events, entered together (a
- * tensor that ends within the batch never enters the registry at all),
- * with two wake-ups a step where there were sixteen at every millisecond;
- * an idle process wakes as seldom. A queued block's time is when its batch
- * is entered: up to 8 ms late. A thread that finds the queue longer than
- * 2,048 enters it itself (tracker.c). */
+ * It looks every 8 ms, and more often only while more than 1,024 events
+ * wait at a look, halving its pause each time down to 1 ms. A
+ * transformer's step makes some seventy events a millisecond: batches of
+ * some 600 events, entered together (a tensor that ends within its batch
+ * never enters the registry, tracker.c), two wake-ups a step where looking
+ * every millisecond made sixteen; an idle process wakes as seldom. A
+ * queued block's time is when its batch is entered: up to 8 ms late. A
+ * thread that finds more than 2,048 queued enters them itself. */
 #define APPLY_PAUSE_MS 8
-#define APPLY_CHUNK_EVENTS 1024
+#define APPLY_MANY 1024
 
 static void *apply_events(void *unused)
 {
@@ -135,7 +134,7 @@ static void *apply_events(void *unused)
     for (;;) {
         uint64_t queued = tracker_queued();
         tracker_apply();
-        if (queued > APPLY_CHUNK_EVENTS)
+        if (queued > APPLY_MANY)
             ms = ms > 1 ? ms / 2 : 1;
         else
             ms = ms < APPLY_PAUSE_MS ? 2 * ms : APPLY_PAUSE_MS;

@@ -790,90 +790,99 @@ uint64_t tracker_cache_block_with_frames(int cache_kind, int device, uint64_t ad
  * finds them waiting: they are otherwise left to tracker_apply's caller. */
 #define APPLY_BATCH 2048
 
-/* Events are entered a chunk at a time. Most of a training step's tensors
- * end within the few milliseconds between two batches (a layer's
- * temporaries), so a chunk is looked over first: an allocation whose free
- * comes later in the same chunk is counted, and its free counted, each at
- * its place in the order, exactly as entering and forgetting its record
- * would (counters, peaks, stack totals, allocation number, handle, the
- * timeline), but no record is made: the registry's probes, its record slab
- * and a second look-up were most of the tracer's thread's time, their
- * lines cold after its sleep (bench/run.py --only tensors). Only the check
- * for a missed free at the allocation's address stays. The chunk's state
- * is guarded by apply_lock. */
-#define APPLY_CHUNK 1024
+/* Events are entered a chunk at a time (512: the chunk's slots, read twice,
+ * stay in the first caches). Most of a training step's tensors end within
+ * a few hundred events (a layer's temporaries), so a chunk is looked over
+ * first: an allocation whose free comes later in the same chunk is
+ * counted, and its free counted, each at its place in the order, exactly
+ * as entering and forgetting its record would (counters, peaks, stack
+ * totals, allocation number, handle, the timeline), but no record is made:
+ * the registry's probes, its record slab and a second look-up were most of
+ * the tracer's thread's time, their lines cold after its sleep
+ * (bench/run.py --only tensors). Only the check for a missed free at the
+ * allocation's address stays. The chunk's state is guarded by apply_lock. */
+#define APPLY_CHUNK 512
 #define NO_PARTNER UINT16_MAX
 _Static_assert(APPLY_CHUNK < NO_PARTNER, "a chunk's index fits a partner");
 
 static const struct pending_event *chunk[APPLY_CHUNK];
 static uint16_t partner[APPLY_CHUNK];      /* the other event of a pair, or NO_PARTNER */
-static struct block passing[APPLY_CHUNK];  /* a paired allocation's block, at its index */
 
-/* The chunk's allocations by address while it is looked over: open
- * addressing, twice the chunk's slots, so probes stay short and end; an
- * entry belongs to the current look only if its round is this one's (no
- * clearing between chunks). A free takes its allocation's entry, which
- * stays as the address's slot with no allocation in it. */
+/* The chunk's latest allocation at each address while it is looked over:
+ * open addressing by address, twice the chunk's slots, so probes stay short
+ * and end. A slot belongs to the current look only if its round is this
+ * one's, so the table is cleared only when the round wraps. */
 #define OPEN_SLOTS (2 * APPLY_CHUNK)
-static struct open_alloc {
-    uint64_t value;
-    uint32_t round;
-    uint16_t index;                          /* NO_PARTNER: none open */
-} open_allocs[OPEN_SLOTS];
-static uint32_t open_round;
+static struct {
+    uint16_t round;
+    uint16_t index;                          /* into chunk[] */
+} latest[OPEN_SLOTS];
+static uint16_t latest_round;
 
-static struct open_alloc *open_slot(uint64_t value)
+static uint32_t latest_slot(uint64_t value)
 {
     uint32_t i = (uint32_t)((value >> 9) * 0x9e3779b97f4a7c15ull >> 40) & (OPEN_SLOTS - 1);
-    while (open_allocs[i].round == open_round && open_allocs[i].value != value)
+    while (latest[i].round == latest_round && chunk[latest[i].index]->value != value)
         i = (i + 1) & (OPEN_SLOTS - 1);
-    return &open_allocs[i];
+    return i;
 }
 
-/* Pair each free in chunk[0..n) with the allocation of its address before
- * it in the chunk, if any. An allocation too large for a record is left
- * unpaired, to be refused as it would be. */
+/* Pair each free in chunk[0..n) with the latest allocation of its address
+ * before it in the chunk, if that one is not paired yet. An allocation too
+ * large for a record is left unpaired, to be refused as it would be. */
 static void pair_chunk(uint32_t n)
 {
-    if (++open_round == 0) {         /* wrapped: no entry may look current */
-        memset(open_allocs, 0, sizeof(open_allocs));
-        open_round = 1;
+    if (++latest_round == 0) {       /* wrapped: no slot may look current */
+        memset(latest, 0, sizeof(latest));
+        latest_round = 1;
     }
     for (uint32_t i = 0; i < n; i++) {
         const struct pending_event *e = chunk[i];
         partner[i] = NO_PARTNER;
-        struct open_alloc *slot = open_slot(e->value);
-        int open = slot->round == open_round && slot->index != NO_PARTNER;
-        if (e->type == PENDING_FREE && open) {
-            partner[i] = slot->index;
-            partner[slot->index] = (uint16_t)i;
-            slot->index = NO_PARTNER;
-        } else if (e->type == PENDING_ALLOC) {
-            slot->value = e->value;
-            slot->round = open_round;
-            slot->index = e->size <= BLOCK_SIZE_MAX ? (uint16_t)i : NO_PARTNER;
+        uint32_t at = latest_slot(e->value);
+        if (e->type == PENDING_ALLOC) {
+            latest[at].round = latest_round;
+            latest[at].index = (uint16_t)i;
+        } else if (latest[at].round == latest_round) {
+            uint16_t j = latest[at].index;
+            if (chunk[j]->type == PENDING_ALLOC && partner[j] == NO_PARTNER &&
+                chunk[j]->size <= BLOCK_SIZE_MAX) {
+                partner[i] = j;
+                partner[j] = (uint16_t)i;
+            }
         }
     }
 }
 
 /* Allocation event `e`, whose free comes later in its chunk, at `time_ms`:
- * counted as enter_block would, its block kept in *b for its free. */
-static void pass_alloc(const struct pending_event *e, uint32_t time_ms, struct block *b)
+ * counted as enter_block would. */
+static void pass_alloc(const struct pending_event *e, uint32_t time_ms)
 {
+    struct block b;
     uint64_t key = block_key(e->value, SPACE_FRAMEWORK);
     registry_lock(key);
     end_missed(key);
-    b->key = key;
-    fill_block(b, e, time_ms);
-    account_alloc(b, e->api);
+    b.key = key;
+    fill_block(&b, e, time_ms);
+    account_alloc(&b, e->api);
     registry_unlock(key);
 }
 
-/* Its free: no shard is taken, as no record is touched; what is counted
- * moves under apply_lock, which tracker_lock's holder holds too. */
-static void pass_free(const struct block *b)
+/* The free of allocation event `e`, passed: no shard is taken, as no record
+ * is touched; what is counted moves under apply_lock, which tracker_lock's
+ * holder holds too. What account_free reads is the event's, as fill_block
+ * made the block. */
+static void pass_free(const struct pending_event *e)
 {
-    account_free(b, 0);
+    struct block b = {
+        .key = block_key(e->value, SPACE_FRAMEWORK),
+        .size = e->size,
+        .stack_id = e->stack_id,
+        .device = e->device,
+        .kind = e->kind,
+        .api = e->api,
+    };
+    account_free(&b, 0);
 }
 
 static void apply_event(const struct pending_event *e, uint32_t time_ms)
@@ -893,9 +902,9 @@ static void apply_chunk_event(uint32_t i, uint32_t time_ms)
     if (partner[i] == NO_PARTNER)
         apply_event(e, time_ms);
     else if (e->type == PENDING_ALLOC)
-        pass_alloc(e, time_ms, &passing[i]);
+        pass_alloc(e, time_ms);
     else
-        pass_free(&passing[partner[i]]);
+        pass_free(chunk[partner[i]]);
 }
 
 /* Enter every published pending event, in order, all at the time the batch
@@ -913,10 +922,10 @@ static void enter_pending(void)
         if (n == 0)
             break;
         pair_chunk(n);
-        for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t i = 0; i < n; i++)
             apply_chunk_event(i, now);
-            pending_done();
-        }
+        for (uint32_t i = 0; i < n; i++)
+            pending_done();         /* a paired free read its allocation's slot */
     }
     this_thread.applying = 0;
 }
