@@ -23,8 +23,10 @@
  *   is exact to within one slack per other thread, above or below.
  *
  * The entries are changed only by their own thread, and only with one shard
- * lock held (the allocation and free paths); the flush runs with every shard
- * lock held. So nobody ever changes an entry while another reads it. */
+ * lock held (the allocation and free paths), or, STRIPE_APPLY's, with the
+ * tracker's apply lock held; the flush runs with every shard lock and the
+ * apply lock held (tracker_lock). So nobody ever changes an entry while
+ * another reads it. */
 #include <string.h>
 
 #include "stripes.h"

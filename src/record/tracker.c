@@ -86,6 +86,13 @@ struct api_stripe {
 };
 static struct api_stripe api_stripes[STRIPE_COUNT];
 
+/* Set once a framework's block is recorded other than through the queue
+ * (CuPy's, JAX's: record, tracker_put_back), never cleared but in a forked
+ * child. Until then the only records at a framework's addresses are the
+ * queue's own: an address that a chunk has just freed holds none, so an
+ * allocation there needs no look for a missed free, nor its shard. */
+static int framework_recorded;
+
 /* The stripe this thread counts in now: the queue's while it enters the
  * framework events (one thread at a time holds apply_lock, so one writer),
  * else its own, if its number has one (STRIPE_APPLY is no thread's). The
@@ -139,6 +146,7 @@ static void reset_state(void)
     tracker.pid = (int)getpid();
     timeline_reset(tracker.start_ns);
     pending_reset();
+    framework_recorded = 0;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     tracker.start_unix = ts.tv_sec + ts.tv_nsec / 1e9;
@@ -238,9 +246,10 @@ int tracker_inside(void)
     return this_thread.inside;
 }
 
-/* Called with a shard lock held: this thread's number, registering it on
- * first use. The tables only grow, and only with a shard lock and
- * tables_lock held, so they are still while tracker_lock() is held. */
+/* Called with a shard lock or apply_lock held: this thread's number,
+ * registering it on first use. The tables only grow, and only with one of
+ * those and tables_lock held, so they are still while tracker_lock() (which
+ * holds all of them) is held. */
 static uint16_t thread_number(void)
 {
     if (this_thread.number != 0 || !tracker.threads)
@@ -266,7 +275,8 @@ static uint16_t find_handle(uint64_t handle, uint32_t used)
     return 0;
 }
 
-/* Called with a shard lock held: a small number for a stream or pool handle.
+/* Called with a shard lock or apply_lock held (thread_number says why): a
+ * small number for a stream or pool handle.
  * Handles once added never change: a known one is found without tables_lock. */
 static uint16_t handle_number(uint64_t handle)
 {
@@ -545,10 +555,17 @@ static int forget_at(uint64_t key, int flag, struct block *saved)
     return b != NULL;
 }
 
+static void note_framework_record(int kind)
+{
+    if (kind_space(kind) == SPACE_FRAMEWORK && !__atomic_load_n(&framework_recorded, __ATOMIC_RELAXED))
+        __atomic_store_n(&framework_recorded, 1, __ATOMIC_RELEASE);
+}
+
 /* Record a block with the stack frames[0..depth): its allocation number, 0
  * if it could not be recorded. Inside the tracer. */
 static uint64_t record(const struct allocation *a, const uintptr_t *frames, int depth)
 {
+    note_framework_record(a->kind & BLOCK_KIND_MASK);
     struct pending_event e = event_of(a, frames, depth);
     uint32_t now = tracker_now_ms();
     uint64_t number =
@@ -606,6 +623,7 @@ void tracker_put_back(const struct block *saved)
 {
     if (!enter_to_record())
         return;
+    note_framework_record(block_kind(saved));
     registry_lock(saved->key);
     struct block *b = registry_find(saved->key) ? NULL : registry_new(saved->key);
     if (b) {
@@ -807,10 +825,11 @@ _Static_assert(APPLY_CHUNK < NO_PARTNER, "a chunk's index fits a partner");
 
 static const struct pending_event *chunk[APPLY_CHUNK];
 static uint16_t partner[APPLY_CHUNK];      /* the other event of a pair, or NO_PARTNER */
+static uint8_t freed_before[APPLY_CHUNK];  /* an allocation whose address the chunk freed */
 
-/* The chunk's latest allocation at each address while it is looked over:
- * open addressing by address, twice the chunk's slots, so probes stay short
- * and end. A slot belongs to the current look only if its round is this
+/* The chunk's latest event at each address while it is looked over: open
+ * addressing by address, twice the chunk's slots, so probes stay short and
+ * end. A slot belongs to the current look only if its round is this
  * one's, so the table is cleared only when the round wraps. */
 #define OPEN_SLOTS (2 * APPLY_CHUNK)
 static struct {
@@ -827,9 +846,10 @@ static uint32_t latest_slot(uint64_t value)
     return i;
 }
 
-/* Pair each free in chunk[0..n) with the latest allocation of its address
- * before it in the chunk, if that one is not paired yet. An allocation too
- * large for a record is left unpaired, to be refused as it would be. */
+/* Pair each free in chunk[0..n) with the allocation of its address just
+ * before it in the chunk, if there is one (not another free). An
+ * allocation too large for a record is left unpaired, to be refused as it
+ * would be. Note the allocations whose address the chunk freed before. */
 static void pair_chunk(uint32_t n)
 {
     if (++latest_round == 0) {       /* wrapped: no slot may look current */
@@ -840,29 +860,36 @@ static void pair_chunk(uint32_t n)
         const struct pending_event *e = chunk[i];
         partner[i] = NO_PARTNER;
         uint32_t at = latest_slot(e->value);
+        const struct pending_event *before =
+            latest[at].round == latest_round ? chunk[latest[at].index] : NULL;
         if (e->type == PENDING_ALLOC) {
-            latest[at].round = latest_round;
-            latest[at].index = (uint16_t)i;
-        } else if (latest[at].round == latest_round) {
+            freed_before[i] = before && before->type == PENDING_FREE;
+        } else if (before && before->type == PENDING_ALLOC && before->size <= BLOCK_SIZE_MAX) {
             uint16_t j = latest[at].index;
-            if (chunk[j]->type == PENDING_ALLOC && partner[j] == NO_PARTNER &&
-                chunk[j]->size <= BLOCK_SIZE_MAX) {
-                partner[i] = j;
-                partner[j] = (uint16_t)i;
-            }
+            partner[i] = j;
+            partner[j] = (uint16_t)i;
         }
+        latest[at].round = latest_round;
+        latest[at].index = (uint16_t)i;
     }
 }
 
 /* Allocation event `e`, whose free comes later in its chunk, at `time_ms`:
- * counted as enter_block would. */
-static void pass_alloc(const struct pending_event *e, uint32_t time_ms)
+ * counted as enter_block would. With `absent`, its address is known to
+ * hold no record: nothing of the registry is touched; what is counted
+ * moves under apply_lock, which tracker_lock's holder holds too. */
+static void pass_alloc(const struct pending_event *e, uint32_t time_ms, int absent)
 {
     struct block b;
     uint64_t key = block_key(e->value, SPACE_FRAMEWORK);
+    b.key = key;
+    if (absent) {
+        fill_block(&b, e, time_ms);
+        account_alloc(&b, e->api);
+        return;
+    }
     registry_lock(key);
     end_missed(key);
-    b.key = key;
     fill_block(&b, e, time_ms);
     account_alloc(&b, e->api);
     registry_unlock(key);
@@ -895,14 +922,15 @@ static void apply_event(const struct pending_event *e, uint32_t time_ms)
         forget_at(key, 0, &saved);
 }
 
-/* Chunk[i], paired or not. */
-static void apply_chunk_event(uint32_t i, uint32_t time_ms)
+/* Chunk[i], paired or not; `alone`: no framework block was recorded but
+ * through the queue when the chunk began (framework_recorded). */
+static void apply_chunk_event(uint32_t i, uint32_t time_ms, int alone)
 {
     const struct pending_event *e = chunk[i];
     if (partner[i] == NO_PARTNER)
         apply_event(e, time_ms);
     else if (e->type == PENDING_ALLOC)
-        pass_alloc(e, time_ms);
+        pass_alloc(e, time_ms, alone && freed_before[i]);
     else
         pass_free(chunk[partner[i]]);
 }
@@ -922,8 +950,9 @@ static void enter_pending(void)
         if (n == 0)
             break;
         pair_chunk(n);
+        int alone = !__atomic_load_n(&framework_recorded, __ATOMIC_ACQUIRE);
         for (uint32_t i = 0; i < n; i++)
-            apply_chunk_event(i, now);
+            apply_chunk_event(i, now, alone);
         for (uint32_t i = 0; i < n; i++)
             pending_done();         /* a paired free read its allocation's slot */
     }
