@@ -33,6 +33,10 @@
 #include "stack_totals.h"
 
 #define WAYS 8
+/* STRIPE_APPLY's entries: that stripe counts every queued tensor, from the
+ * hundreds of stacks of a model's step, where 8 entries would be moved out
+ * at nearly every allocation. */
+#define APPLY_WAYS 256
 
 struct pending_totals {
     uint32_t id;                       /* 0: empty */
@@ -42,6 +46,7 @@ struct pending_totals {
 };
 
 static struct pending_totals pending[STRIPE_COUNT][WAYS];
+static struct pending_totals apply_pending[APPLY_WAYS];
 
 static void add(uint64_t *field, int64_t amount)
 {
@@ -76,6 +81,8 @@ static struct pending_totals *entry_of(int thread, uint32_t id)
 {
     if (!stripe_owned(thread))
         return NULL;
+    if (thread == STRIPE_APPLY)
+        return &apply_pending[id % APPLY_WAYS];
     return &pending[thread][id % WAYS];
 }
 
@@ -132,9 +139,13 @@ void stack_totals_flush(void)
         for (int way = 0; way < WAYS; way++)
             if (pending[thread][way].id)
                 flush_entry(&pending[thread][way]);
+    for (int way = 0; way < APPLY_WAYS; way++)
+        if (apply_pending[way].id)
+            flush_entry(&apply_pending[way]);
 }
 
 void stack_totals_reset(void)
 {
     memset(pending, 0, sizeof(pending));
+    memset(apply_pending, 0, sizeof(apply_pending));
 }
