@@ -180,6 +180,17 @@ static int read_flag(struct loader *l, const struct json_value *object, const ch
     return v && v->type == JSON_TRUE;
 }
 
+/* The fields `list` (records.h) names, from `object_` into *item_; `l` is
+ * the loader's. */
+#define READ_FIELD(key, member, form)                                                        \
+    item->member = (__typeof__(item->member))read_##form(l, object, key);
+#define READ_RECORD(list, item_, object_)                                                    \
+    do {                                                                                     \
+        __typeof__(item_) item = (item_);                                                    \
+        const struct json_value *object = (object_);                                         \
+        list(READ_FIELD)                                                                     \
+    } while (0)
+
 static void *alloc_array(struct loader *l, size_t count, size_t size)
 {
     if (count >= SIZE_MAX / size - 1) {
@@ -567,17 +578,6 @@ static void load_stacks(struct loader *l, const struct json_value *root)
     report_order_by_peak(r, r->by_peak, r->shown_count);
 }
 
-/* What every group of blocks has: "live" and "held_at_end" alike. */
-static void load_group(struct loader *l, const struct json_value *g, struct report_group *group)
-{
-    group->stack_id = read_stack(l, g, "stack");
-    group->kind = (uint8_t)read_kind(l, g, "kind");
-    group->api = (uint8_t)read_api(l, g, "api");
-    group->device = (int8_t)read_device(l, g, "device");
-    group->blocks = get_u64(g, "blocks");
-    group->bytes = get_u64(g, "bytes");
-}
-
 static void load_live(struct loader *l, const struct json_value *root)
 {
     struct report *r = l->r;
@@ -588,12 +588,7 @@ static void load_live(struct loader *l, const struct json_value *root)
     if (!r->groups)
         return;
     for (const struct json_value *g = live->first; g; g = g->next) {
-        struct report_group *group = &r->groups[r->group_count++];
-        load_group(l, g, group);
-        group->largest = get_u64(g, "largest");
-        group->oldest_ms = (uint32_t)get_u64(g, "oldest_ms");
-        group->held_at_end = json_get(g, "held_at_end") && json_get(g, "held_at_end")->type ==
-                                 JSON_TRUE;
+        READ_RECORD(REPORT_LIVE_GROUP_FIELDS, &r->groups[r->group_count++], g);
         l->unmarked |= !json_get(g, "held_at_end");
     }
     /* The blocks listed one by one (all of them, or the largest). */
@@ -604,10 +599,7 @@ static void load_live(struct loader *l, const struct json_value *root)
     if (!r->blocks || !r->state.handles)
         return;
     for (const struct json_value *b = count ? items->first : NULL; b; b = b->next) {
-        struct report_block *block = &r->blocks[r->block_count++];
-#define X(key, member, form) block->member = (__typeof__(block->member))read_##form(l, b, key);
-        REPORT_BLOCK_FIELDS(X)
-#undef X
+        READ_RECORD(REPORT_BLOCK_FIELDS, &r->blocks[r->block_count++], b);
         l->blocks_unmarked |= !json_get(b, "held_at_end");
     }
 }
@@ -762,18 +754,19 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
     const struct json_value *devices = json_get(end, "devices");
     r->has_end_devices = devices && devices->type == JSON_ARRAY;
     for (const struct json_value *d = r->has_end_devices ? devices->first : NULL; d; d = d->next)
-        r->state.end_device_bytes[counters_slot(read_device(l, d, "device"))] = get_u64(d, "live_bytes");
+        r->state.end_device_bytes[counters_slot(read_device(l, d, "device"))] =
+            get_u64(d, "live_bytes");
     const struct json_value *held = get_array(l, root, "held_at_end");
     size_t older = l->unmarked ? r->group_count : 0;
     r->held = held ? alloc_array(l, held->length + older, sizeof(*r->held)) : NULL;
     for (const struct json_value *g = r->held ? held->first : NULL; g; g = g->next) {
         struct report_group *group = &r->held[r->held_count++];
-        load_group(l, g, group);
+        READ_RECORD(REPORT_HELD_GROUP_FIELDS, group, g);
         group->held_at_end = 1;
         /* Before freed_at_teardown_bytes, held_at_end listed what the
          * teardown freed, and only that. */
-        group->freed_at_teardown = json_get(g, "freed_at_teardown_bytes")
-                                       ? get_u64(g, "freed_at_teardown_bytes") : group->bytes;
+        if (!json_get(g, "freed_at_teardown_bytes"))
+            group->freed_at_teardown = group->bytes;
     }
     /* A report from before live groups said whether they were held at the
      * end: a group whose oldest block is older than the end was, and the

@@ -67,6 +67,13 @@ static inline uint64_t counter_value(const struct counters *c, int key)
     X(used, "used_bytes")                                                                    \
     X(used_peak, "used_peak")
 
+/* What memory a record is, through which entry point, on which device: the
+ * fields blocks and groups of blocks share (in the forms below). */
+#define REPORT_KIND_FIELDS(X)                                                                \
+    X("kind", kind, kind)                                                                    \
+    X("api", api, api)                                                                       \
+    X("device", device, device)
+
 /* A block of the JSON report's "blocks" list: its key, the member of struct
  * report_block it is, and its form, in the order written. report_json.c
  * writes each form (put_FORM) and report_load.c reads it back (read_FORM):
@@ -77,15 +84,31 @@ static inline uint64_t counter_value(const struct counters *c, int key)
 #define REPORT_BLOCK_FIELDS(X)                                                               \
     X("address", value, hex)                                                                 \
     X("size", size, u64)                                                                     \
-    X("kind", kind, kind)                                                                    \
-    X("api", api, api)                                                                       \
-    X("device", device, device)                                                              \
+    REPORT_KIND_FIELDS(X)                                                                    \
     X("stack", stack_id, stack)                                                              \
     X("thread", thread, u64)                                                                 \
     X("sequence", sequence, u64)                                                             \
     X("time_ms", time_ms, u64)                                                               \
     X("stream_or_pool", handle, handle)                                                      \
     X("held_at_end", held_at_end, flag)
+
+/* A group of blocks (struct report_group) in the forms above: what the
+ * "live" list and the "held_at_end" list both write first, then each its
+ * own. held_at_end's entries are held at the end by definition: their flag
+ * is not written. */
+#define REPORT_GROUP_FIELDS(X)                                                               \
+    X("stack", stack_id, stack)                                                              \
+    REPORT_KIND_FIELDS(X)                                                                    \
+    X("blocks", blocks, u64)                                                                 \
+    X("bytes", bytes, u64)
+#define REPORT_LIVE_GROUP_FIELDS(X)                                                          \
+    REPORT_GROUP_FIELDS(X)                                                                   \
+    X("largest", largest, u64)                                                               \
+    X("oldest_ms", oldest_ms, u64)                                                           \
+    X("held_at_end", held_at_end, flag)
+#define REPORT_HELD_GROUP_FIELDS(X)                                                          \
+    REPORT_GROUP_FIELDS(X)                                                                   \
+    X("freed_at_teardown_bytes", freed_at_teardown, u64)
 
 /* The names of the tracker's reasons for a lost event (tracker.h), as the
  * JSON report's tracer.lost writes them. */

@@ -281,6 +281,20 @@ static void put_flag(const struct report *r, struct out *out, int value)
     out_str(out, value ? "true" : "false");
 }
 
+/* The fields `list` (records.h) names of *item_, as one object after a
+ * comma unless `first`; `r` and `out` are the writer's. */
+#define PUT_FIELD(key, member, form)                                                         \
+    out_printf(out, "%s\"" key "\":", before);                                               \
+    put_##form(r, out, item->member);                                                        \
+    before = ",";
+#define PUT_RECORD(list, item_, first)                                                       \
+    do {                                                                                     \
+        const char *before = (first) ? "{" : ",{";      /* what comes before the next key */ \
+        const __typeof__(*(item_)) *item = (item_);                                          \
+        list(PUT_FIELD)                                                                      \
+        out_str(out, "}");                                                                   \
+    } while (0)
+
 static void write_device_field(struct out *out, int device)
 {
     out_str(out, ",\"device\":");
@@ -290,31 +304,14 @@ static void write_device_field(struct out *out, int device)
 static void write_live(const struct report *r, struct out *out)
 {
     out_str(out, ",\"live\":[");
-    for (size_t i = 0; i < r->group_count; i++) {
-        const struct report_group *g = &r->groups[i];
-        out_printf(out, "%s{\"stack\":%u,\"kind\":\"%s\",\"api\":", i ? "," : "", g->stack_id,
-                   kind_name(g->kind));
-        out_json_string(out, report_api_name(r, g->api));
-        write_device_field(out, g->device);
-        out_printf(out, ",\"blocks\":%llu,\"bytes\":%llu,\"largest\":%llu,\"oldest_ms\":%u,"
-                        "\"held_at_end\":%s}", U(g->blocks), U(g->bytes), U(g->largest),
-                   g->oldest_ms, g->held_at_end ? "true" : "false");
-    }
+    for (size_t i = 0; i < r->group_count; i++)
+        PUT_RECORD(REPORT_LIVE_GROUP_FIELDS, &r->groups[i], i == 0);
     size_t listed = r->block_count < (size_t)r->options.max_blocks ? r->block_count
                                                                 : (size_t)r->options.max_blocks;
     out_printf(out, "],\"blocks\":{\"total\":%zu,\"listed\":%zu,\"items\":[", r->block_count,
                listed);
-    for (size_t i = 0; i < listed; i++) {
-        const struct report_block *b = &r->blocks[i];
-        const char *before = i ? ",{" : "{";      /* what comes before the next key */
-#define X(key, member, form)                                                                 \
-        out_printf(out, "%s\"" key "\":", before);                                           \
-        put_##form(r, out, b->member);                                                       \
-        before = ",";
-        REPORT_BLOCK_FIELDS(X)
-#undef X
-        out_str(out, "}");
-    }
+    for (size_t i = 0; i < listed; i++)
+        PUT_RECORD(REPORT_BLOCK_FIELDS, &r->blocks[i], i == 0);
     out_str(out, "]}");
 }
 
@@ -691,15 +688,8 @@ static void write_program_end(const struct report *r, struct out *out)
         out_printf(out, ",\"timeline_index\":%zu},\"held_at_end\":[", r->timeline_end);
     else
         out_str(out, ",\"timeline_index\":null},\"held_at_end\":[");
-    for (size_t i = 0; i < r->held_count; i++) {
-        const struct report_group *g = &r->held[i];
-        out_printf(out, "%s{\"stack\":%u,\"kind\":\"%s\",\"api\":", i ? "," : "",
-                   g->stack_id, kind_name(g->kind));
-        out_json_string(out, report_api_name(r, g->api));
-        write_device_field(out, g->device);
-        out_printf(out, ",\"blocks\":%llu,\"bytes\":%llu,\"freed_at_teardown_bytes\":%llu}",
-                   U(g->blocks), U(g->bytes), U(g->freed_at_teardown));
-    }
+    for (size_t i = 0; i < r->held_count; i++)
+        PUT_RECORD(REPORT_HELD_GROUP_FIELDS, &r->held[i], i == 0);
     out_str(out, "]");
 }
 

@@ -1,12 +1,14 @@
-/* test_report_fields.c - the JSON report's writer and its loader agree on a
- * block's fields.
+/* test_report_fields.c - the JSON report's writer and its loader agree on
+ * the fields of its records.
  *
- * records.h's REPORT_BLOCK_FIELDS lists them once. A report is loaded (the
- * file named on the command line), one of its blocks gets a new value in
- * every listed field, and the report is written (report_json), loaded back
+ * records.h lists them once: a block (REPORT_BLOCK_FIELDS), a live group
+ * and a group held at the end (REPORT_LIVE_GROUP_FIELDS,
+ * REPORT_HELD_GROUP_FIELDS). A report is loaded (the file named on the
+ * command line), the first record of each list gets a new value in every
+ * listed field, and the report is written (report_json), loaded back
  * (report_load_text) and compared field by field: a field one side writes
- * or reads in another place, or not at all, comes back different. The
- * written block must also have exactly the listed keys, in their order: a
+ * or reads in another place, or not at all, comes back different. Each
+ * written record must also have exactly the listed keys, in their order: a
  * field the writer adds by hand, beside the list, fails here. */
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +19,15 @@
 #include "kinds.h"
 #include "report_load.h"
 
-static const char *const block_keys[] = {
-#define X(key, member, form) key,
-    REPORT_BLOCK_FIELDS(X)
-#undef X
-};
-#define BLOCK_KEYS (sizeof(block_keys) / sizeof(block_keys[0]))
+#define KEY(key, member, form) key,
+static const char *const block_keys[] = {REPORT_BLOCK_FIELDS(KEY)};
+static const char *const live_keys[] = {REPORT_LIVE_GROUP_FIELDS(KEY)};
+static const char *const held_keys[] = {REPORT_HELD_GROUP_FIELDS(KEY)};
+#undef KEY
+#define COUNT(keys) (sizeof(keys) / sizeof(keys[0]))
 
-/* Whether a field of block `a` in report `ra` says what one of `b` in `rb`
- * says: entry points by name and handles by value, as the file has them. */
+/* Whether a field of a record in report `ra` says what one in `rb` says:
+ * entry points by name and handles by value, as the file has them. */
 static int same_value(uint64_t a, uint64_t b)
 {
     return a == b;
@@ -49,9 +51,38 @@ static uint64_t handle_value(const struct report *r, uint32_t handle)
 #define same_flag(ra, a, rb, b) same_value(a, b)
 #define same_handle(ra, a, rb, b) same_value(handle_value(ra, a), handle_value(rb, b))
 
-/* Every listed field of the first block a new value, each unlike the
- * block's own and unlike the others where the field allows. */
-static void change_block(struct report *r)
+/* Each field `list` names alike in *a of report `ra` and *b of `rb`
+ * (`alike` 1), or each different (0); says which are not. */
+#define COMPARE(key, member, form)                                                           \
+    if (same_##form(ra, a->member, rb, b->member) != alike)                                  \
+        fprintf(stderr, "%s: \"%s\" %s\n", what, key, alike ? "differs" : "not changed");    \
+    CHECK(same_##form(ra, a->member, rb, b->member) == alike);
+#define CHECK_FIELDS(list, what_, ra_, a_, rb_, b_, alike_)                                  \
+    do {                                                                                     \
+        const char *what = (what_);                                                          \
+        const struct report *ra = (ra_), *rb = (rb_);                                        \
+        const __typeof__(*(a_)) *a = (a_), *b = (b_);                                        \
+        int alike = (alike_);                                                                \
+        list(COMPARE)                                                                        \
+    } while (0)
+
+/* The first entry of each list a new value in every listed field, each
+ * unlike the entry's own and unlike the others where the field allows. */
+static void change_group(const struct report *r, struct report_group *g)
+{
+    g->stack_id = g->stack_id % r->stack_count + 1;
+    g->kind = (uint8_t)((g->kind + 1) % KIND_COUNT);
+    g->api = (uint8_t)((g->api + 1) % r->api_count);
+    g->device = 5;
+    g->blocks = 31;
+    g->bytes = 123456789;
+    g->largest = 23456789;
+    g->oldest_ms = 4242;
+    g->held_at_end = !g->held_at_end;
+    g->freed_at_teardown = 3456789;
+}
+
+static void change(struct report *r)
 {
     struct report_block *b = &r->blocks[0];
     b->value = 0x7f00dead0000ull;
@@ -66,6 +97,8 @@ static void change_block(struct report *r)
     r->state.handles[r->state.handles_used++] = 0x7f00beef0000ull;
     b->handle = (uint16_t)r->state.handles_used;
     b->held_at_end = !b->held_at_end;
+    change_group(r, &r->groups[0]);
+    change_group(r, &r->held[0]);
 }
 
 /* The report as report_json writes it, NUL-terminated; NULL on failure. */
@@ -95,28 +128,34 @@ static char *written(const struct report *r, size_t *length)
     return text;
 }
 
-/* The written block's keys are the list's, in its order. */
-static void check_keys(const char *text, size_t length)
+/* Every entry of the written `list` has the keys `keys` lists, in order. */
+static void check_keys(const char *what, const struct json_value *list, const char *const *keys,
+                       size_t count)
+{
+    CHECK(list && list->type == JSON_ARRAY && list->length > 0);
+    for (const struct json_value *entry = list ? list->first : NULL; entry; entry = entry->next) {
+        size_t n = 0;
+        for (const struct json_value *v = entry->first; v; v = v->next, n++) {
+            const char *listed = n < count ? keys[n] : "(none)";
+            if (strcmp(v->key, listed) != 0)
+                fprintf(stderr, "%s: key %zu written \"%s\", listed \"%s\"\n", what, n, v->key,
+                        listed);
+            CHECK(strcmp(v->key, listed) == 0);
+        }
+        CHECK_EQ(n, count);
+    }
+}
+
+static void check_written_keys(const char *text, size_t length)
 {
     struct json_document doc;
     char error[256];
     memset(&doc, 0, sizeof(doc));
     CHECK(json_parse(text, length, &doc, error, sizeof(error)) == 0);
-    const struct json_value *items = json_get(json_get(doc.root, "blocks"), "items");
-    const struct json_value *block = items ? items->first : NULL;
-    CHECK(block != NULL);
-    size_t n = 0;
-    for (const struct json_value *v = block ? block->first : NULL; v; v = v->next, n++) {
-        if (n >= BLOCK_KEYS)
-            fprintf(stderr, "key %zu: written \"%s\", not listed\n", n, v->key);
-        CHECK(n < BLOCK_KEYS);
-        if (n >= BLOCK_KEYS)
-            break;
-        if (strcmp(v->key, block_keys[n]) != 0)
-            fprintf(stderr, "key %zu: written \"%s\", listed \"%s\"\n", n, v->key, block_keys[n]);
-        CHECK(strcmp(v->key, block_keys[n]) == 0);
-    }
-    CHECK_EQ(n, BLOCK_KEYS);
+    check_keys("blocks", json_get(json_get(doc.root, "blocks"), "items"), block_keys,
+               COUNT(block_keys));
+    check_keys("live", json_get(doc.root, "live"), live_keys, COUNT(live_keys));
+    check_keys("held_at_end", json_get(doc.root, "held_at_end"), held_keys, COUNT(held_keys));
     json_free(&doc);
 }
 
@@ -135,41 +174,41 @@ int main(int argc, char **argv)
         return 1;
     }
     struct report *r = &before.report;
-    CHECK(r->block_count > 0 && r->api_count > 1 && r->stack_count > 1);
-    if (!(r->block_count > 0 && r->api_count > 1 && r->stack_count > 1))
+    int usable = r->block_count > 0 && r->group_count > 0 && r->held_count > 0 &&
+                 r->api_count > 1 && r->stack_count > 1;
+    CHECK(usable);          /* a report with each record, two entry points, two stacks */
+    if (!usable)
         return check_done("report_fields");
-    struct report_block original = r->blocks[0];
-    change_block(r);
-    const struct report_block *set = &r->blocks[0];
-    /* Every field changed: each one is tried. */
-#define X(key, member, form)                                                                 \
-    if (same_##form(r, original.member, r, set->member))                                     \
-        fprintf(stderr, "\"%s\" not changed\n", key);                                        \
-    CHECK(!same_##form(r, original.member, r, set->member));
-    REPORT_BLOCK_FIELDS(X)
-#undef X
+    struct report_block block = r->blocks[0];
+    struct report_group live = r->groups[0], held = r->held[0];
+    change(r);
+    CHECK_FIELDS(REPORT_BLOCK_FIELDS, "block", r, &block, r, &r->blocks[0], 0);
+    CHECK_FIELDS(REPORT_LIVE_GROUP_FIELDS, "live", r, &live, r, &r->groups[0], 0);
+    CHECK_FIELDS(REPORT_HELD_GROUP_FIELDS, "held_at_end", r, &held, r, &r->held[0], 0);
 
     size_t length = 0;
     char *text = written(r, &length);
     CHECK(text != NULL);
     if (!text)
         return check_done("report_fields");
-    check_keys(text, length);
+    check_written_keys(text, length);
     int loaded = report_load_text(text, length, &options, &after, error, sizeof(error));
     if (loaded < 0)
         fprintf(stderr, "written report: %s\n", error);
     CHECK(loaded == 0);
     const struct report *back = &after.report;
     CHECK_EQ(back->block_count, r->block_count);
-    for (size_t i = 0; loaded == 0 && i < r->block_count && i < back->block_count; i++) {
-        const struct report_block *a = &r->blocks[i], *b = &back->blocks[i];
-#define X(key, member, form)                                                                 \
-    if (!same_##form(r, a->member, back, b->member))                                         \
-        fprintf(stderr, "block %zu: \"%s\" written and read back differ\n", i, key);         \
-    CHECK(same_##form(r, a->member, back, b->member));
-        REPORT_BLOCK_FIELDS(X)
-#undef X
-    }
+    CHECK_EQ(back->group_count, r->group_count);
+    CHECK_EQ(back->held_count, r->held_count);
+    for (size_t i = 0; loaded == 0 && i < r->block_count && i < back->block_count; i++)
+        CHECK_FIELDS(REPORT_BLOCK_FIELDS, "block read back", r, &r->blocks[i], back,
+                     &back->blocks[i], 1);
+    for (size_t i = 0; loaded == 0 && i < r->group_count && i < back->group_count; i++)
+        CHECK_FIELDS(REPORT_LIVE_GROUP_FIELDS, "live group read back", r, &r->groups[i], back,
+                     &back->groups[i], 1);
+    for (size_t i = 0; loaded == 0 && i < r->held_count && i < back->held_count; i++)
+        CHECK_FIELDS(REPORT_HELD_GROUP_FIELDS, "held group read back", r, &r->held[i], back,
+                     &back->held[i], 1);
     free(text);
     report_unload(&after);
     report_unload(&before);
