@@ -44,12 +44,13 @@
 #include "jax_arrays.h"
 #include "kinds.h"
 #include "log.h"
+#include "map.h"
 #include "py_api.h"
 #include "python.h"
 #include "tracker.h"
 
 struct entry {
-    uint64_t address;    /* 0: an empty slot */
+    uint64_t address;    /* 0: an empty slot (map.h) */
     uint64_t size;
     uint64_t number;     /* its record's allocation number */
     int64_t hash;        /* of its traceback; 0 without one */
@@ -70,8 +71,8 @@ static int final_done, end_hook_registered;
 #define BUDGET_CAP_NS 100000000      /* 100 ms */
 static int64_t budget_ns = BUDGET_CAP_NS;
 static uint64_t budget_at_ns;        /* when it was last topped up */
-static struct entry *table;          /* open addressing by address, at most half full */
-static uint32_t capacity, used, epoch;
+static struct map table;             /* of struct entry, by address, at most half full */
+static uint32_t epoch;
 static struct seen *seen;
 static size_t seen_room;
 static PyObject *s_pointer, *s_size, *s_traceback, *s_raw_frames, *s_devices;
@@ -95,78 +96,39 @@ static struct {
 
 /* ---- the table of recorded arrays ------------------------------------------ */
 
-static uint32_t home(uint64_t address, uint32_t slots)
+static uint64_t address_hash(uint64_t address)
 {
-    return (uint32_t)(((address >> 4) * 0x9e3779b97f4a7c15ull) >> 32) & (slots - 1);
+    return ((address >> 4) * 0x9e3779b97f4a7c15ull) >> 32;
 }
 
+static uint64_t entry_hash(const void *slot)
+{
+    return address_hash(((const struct entry *)slot)->address);
+}
+
+static int same_address(const void *slot, const void *address)
+{
+    return ((const struct entry *)slot)->address == *(const uint64_t *)address;
+}
+
+/* The entry of `address`; NULL if none. */
 static struct entry *find(uint64_t address)
 {
-    if (!capacity)
+    if (!table.capacity)
         return NULL;
-    for (uint32_t i = home(address, capacity);; i = (i + 1) & (capacity - 1)) {
-        if (table[i].address == address)
-            return &table[i];
-        if (!table[i].address)
-            return NULL;
-    }
-}
-
-static int grow(void)
-{
-    uint32_t slots = capacity ? capacity * 2 : 1024;
-    struct entry *bigger = pages_alloc(slots * sizeof(*bigger));
-    if (!bigger)
-        return -1;
-    for (uint32_t i = 0; i < capacity; i++) {
-        if (!table[i].address)
-            continue;
-        uint32_t j = home(table[i].address, slots);
-        while (bigger[j].address)
-            j = (j + 1) & (slots - 1);
-        bigger[j] = table[i];
-    }
-    if (table)
-        pages_free(table, capacity * sizeof(*table));
-    table = bigger;
-    capacity = slots;
-    return 0;
+    struct entry *e = map_find(&table, address_hash(address), same_address, &address);
+    return e->address ? e : NULL;
 }
 
 /* The slot for a new address (not in the table); NULL if out of memory. */
 static struct entry *insert(uint64_t address)
 {
-    if ((used + 1) * 2 > capacity && grow() < 0)
+    if (map_reserve(&table, 1, 50, 1024, sizeof(struct entry), entry_hash) < 0)
         return NULL;
-    uint32_t i = home(address, capacity);
-    while (table[i].address)
-        i = (i + 1) & (capacity - 1);
-    used++;
-    table[i] = (struct entry){.address = address};
-    return &table[i];
-}
-
-/* Backward-shift deletion: no tombstones, lookups stay short. */
-static void remove_at(uint32_t i)
-{
-    uint32_t j = i;
-    for (;;) {
-        table[i].address = 0;
-        for (;;) {
-            j = (j + 1) & (capacity - 1);
-            if (!table[j].address) {
-                used--;
-                return;
-            }
-            uint32_t k = home(table[j].address, capacity);
-            /* Stays unless its home lies cyclically in (i, j]. */
-            if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-                continue;
-            break;
-        }
-        table[i] = table[j];
-        i = j;
-    }
+    struct entry *e = map_find(&table, address_hash(address), same_address, &address);
+    table.used++;
+    *e = (struct entry){.address = address};
+    return e;
 }
 
 /* The first array seen in a driver allocation marks it a segment. */
@@ -384,10 +346,11 @@ static void sweep(PyObject *jax)
         claim_segment(seen[i].address);
         added++;
     }
-    for (uint32_t i = 0; i < capacity;) {
-        if (table[i].address && table[i].epoch != epoch) {
-            tracker_cache_block_free_if(table[i].address, table[i].number);
-            remove_at(i);       /* another entry may have moved into slot i */
+    for (uint32_t i = 0; i < table.capacity;) {
+        struct entry *e = map_slot(&table, i);
+        if (e->address && e->epoch != epoch) {
+            tracker_cache_block_free_if(e->address, e->number);
+            map_remove(&table, e, entry_hash);   /* another entry may have moved into slot i */
             gone++;
             continue;
         }
@@ -500,9 +463,8 @@ int jax_arrays_active(void)
 void jax_arrays_after_fork(void)
 {
     pthread_mutex_init(&lock, NULL);
-    if (table)
-        memset(table, 0, capacity * sizeof(*table));
-    used = segment_count = 0;
+    map_clear(&table);
+    segment_count = 0;
     final_done = 0;
     budget_ns = BUDGET_CAP_NS;
     budget_at_ns = 0;

@@ -43,6 +43,7 @@
 #include "config.h"
 #include "host.h"
 #include "log.h"
+#include "map.h"
 #include "modules.h"
 #include "python.h"
 #include "python_layout.h"
@@ -94,8 +95,7 @@ struct location_key {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct python_location *locations;
 static uint32_t location_count, location_capacity;
-static struct location_key *index_slots;
-static uint32_t index_capacity, index_used;
+static struct map location_index;   /* of struct location_key */
 static char *strings;
 static size_t strings_used, strings_size;
 
@@ -228,10 +228,21 @@ static const char *keep(const char *s, size_t length)
     return copy;
 }
 
-static uint32_t slot_of(uintptr_t code, int64_t key, uint32_t capacity)
+static uint64_t key_hash(uintptr_t code, int64_t key)
 {
-    uint64_t h = ((uint64_t)code >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)key * 2654435761u;
-    return (uint32_t)(h >> 20) & (capacity - 1);
+    return (((uint64_t)code >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)key * 2654435761u) >> 20;
+}
+
+static uint64_t slot_hash(const void *slot)
+{
+    const struct location_key *k = slot;
+    return key_hash(k->code, k->key);
+}
+
+static int same_key(const void *slot, const void *key)
+{
+    const struct location_key *a = slot, *b = key;
+    return a->code == b->code && a->key == b->key && a->check == b->check;
 }
 
 static int grow(void)
@@ -245,36 +256,16 @@ static int grow(void)
         locations = p;
         location_capacity = capacity;
     }
-    if ((index_used + 2) * 10 >= index_capacity * 7) {
-        uint32_t capacity = index_capacity ? index_capacity * 2 : 4096;
-        struct location_key *slots = pages_alloc(capacity * sizeof(*slots));
-        if (!slots)
-            return -1;
-        for (uint32_t i = 0; i < index_capacity; i++) {
-            if (!index_slots[i].id)
-                continue;
-            uint32_t j = slot_of(index_slots[i].code, index_slots[i].key, capacity);
-            while (slots[j].id)
-                j = (j + 1) & (capacity - 1);
-            slots[j] = index_slots[i];
-        }
-        pages_free(index_slots, index_capacity * sizeof(*index_slots));
-        index_slots = slots;
-        index_capacity = capacity;
-    }
-    return 0;
+    return map_reserve(&location_index, 2, 70, 4096, sizeof(struct location_key), slot_hash);
 }
 
-/* The slot of (code, key): the one holding it, or the empty one where it goes.
- * Needs grow() to have made room. */
+/* The slot of (code, key): the one holding it, or the empty one where it goes
+ * (its id 0). Needs grow() to have made room. A code is never NULL: a slot
+ * holding one is full (map.h). */
 static struct location_key *find(uintptr_t code, uintptr_t check, int64_t key)
 {
-    uint32_t j = slot_of(code, key, index_capacity);
-    for (; index_slots[j].id; j = (j + 1) & (index_capacity - 1))
-        if (index_slots[j].code == code && index_slots[j].key == key &&
-            index_slots[j].check == check)
-            break;
-    return &index_slots[j];
+    const struct location_key wanted = {code, check, key, 0};
+    return map_find(&location_index, key_hash(code, key), same_key, &wanted);
 }
 
 static uint32_t add(struct location_key *slot, uintptr_t code, uintptr_t check, int64_t key,
@@ -284,7 +275,7 @@ static uint32_t add(struct location_key *slot, uintptr_t code, uintptr_t check, 
     slot->check = check;
     slot->key = key;
     slot->id = id;
-    index_used++;
+    location_index.used++;
     return id;
 }
 
@@ -431,12 +422,12 @@ static uint32_t location_at(const char *code, int offset, int *bad)
     if (*bad)
         return 0;
     /* Nearly always known: looked up before making room for a new one. */
-    struct location_key *slot = index_slots ? find((uintptr_t)code, check, offset) : NULL;
+    struct location_key *slot = location_index.capacity ? find((uintptr_t)code, check, offset)
+                                                        : NULL;
     if (slot && slot->id)
         return slot->id;
     if (grow() < 0)
         return 0;
-    slot = find((uintptr_t)code, check, offset);
     int line = py.address_to_line(code, offset);
     struct location_key *by_line = find((uintptr_t)code, check, LINE_KEY | line);
     uint32_t id = by_line->id;
@@ -447,8 +438,10 @@ static uint32_t location_at(const char *code, int offset, int *bad)
             return 0;
         id = add(by_line, (uintptr_t)code, check, LINE_KEY | line,
                  new_location(file, function, line));
-    }   /* grow() left room for both keys: `slot` is still the free one */
-    return add(slot, (uintptr_t)code, check, offset, id);
+    }
+    /* Found after the line's key went in, which may have taken the slot
+     * the offset's key would have had; grow() left room for both. */
+    return add(find((uintptr_t)code, check, offset), (uintptr_t)code, check, offset, id);
 }
 
 static const char *first_frame(const char *thread_state, int *bad)

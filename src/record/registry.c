@@ -20,7 +20,9 @@
  *
  * Growth doubles one shard's table at a time: the stall is a rehash of 1/64
  * of the live blocks, and amortised over the adds that filled it. Records and
- * tables come from mmap (arena.c), never from malloc. */
+ * tables come from mmap (arena.c), never from malloc. These tables are not
+ * map.h's map: 8-byte slots (a pointer and a tag), no wrap, a shard's lock
+ * and the tag's early outs are what the record path's speed rests on. */
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>

@@ -67,7 +67,9 @@ static uintptr_t skip_low, skip_high;
  *   the lock and looks again.)
  *
  * A writer fills a stack record and its frames, then publishes the count and
- * the index slot with release stores; readers load them with acquire. */
+ * the index slot with release stores; readers load them with acquire. The
+ * index is therefore not map.h's map, which moves keys and frees its old
+ * slots under its owner's lock. */
 #define STACK_CHUNK 1024u                      /* 192 KiB of records */
 #define MAX_STACK_CHUNKS 65536u                /* 64M stacks */
 #define FRAME_CHUNK (1u << 15)                 /* 256 KiB of frames */
