@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache_blocks.h"
 #include "config.h"
 #include "log.h"
 #include "modules.h"
@@ -90,11 +91,11 @@ static void torch_event(const struct torch_tracker_event *e)
         self_time_start();
     switch (e->action) {
     case TORCH_ALLOC:
-        tracker_defer_cache_block(KIND_TORCH_TENSOR, e->device, e->address, e->size,
-                                  e->stream, torch_operation);
+        cache_blocks_defer_alloc(KIND_TORCH_TENSOR, e->device, e->address, e->size,
+                                 e->stream, torch_operation);
         break;
     case TORCH_FREE_COMPLETED:   /* as torch.cuda.memory_stats()'s requested_bytes */
-        tracker_defer_cache_free(e->address);
+        cache_blocks_defer_free(e->address);
         break;
     case TORCH_SEGMENT_ALLOC:
     case TORCH_SEGMENT_MAP:

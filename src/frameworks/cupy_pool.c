@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "cache_blocks.h"
 #include "config.h"
 #include "cupy_pool.h"
 #include "host.h"
@@ -66,7 +67,7 @@ static void token_gone(PyObject *token)
 {
     uint64_t address = (uintptr_t)py.capsule_pointer(token, TOKEN_NAME);
     uint64_t number = (uintptr_t)py.capsule_context(token);
-    tracker_cache_block_free_if(address, number);
+    cache_blocks_free_if(address, number);
 }
 
 static uint64_t unsigned_of(PyObject *object, int *bad)
@@ -95,7 +96,7 @@ static void record(PyObject *pointer, PyObject *size)
                                            : NULL;
     /* Only a pool's block has a __dict__ to hold it. */
     if (token && py.set_attr_object(memory, s_token, token) == 0) {
-        uint64_t number = tracker_cache_block(KIND_CUPY_BLOCK, (int)ordinal, at, bytes, 0, NULL);
+        uint64_t number = cache_blocks_alloc(KIND_CUPY_BLOCK, (int)ordinal, at, bytes, 0, NULL);
         py.capsule_set_context(token, (void *)(uintptr_t)number);
         tracker_cache_segment_at(KIND_CUPY_BLOCK, at);   /* a chunk from before we were in */
     }

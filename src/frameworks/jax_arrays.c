@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "cache_blocks.h"
 #include "clock.h"
 #include "config.h"
 #include "jax_arrays.h"
@@ -335,11 +336,11 @@ static void sweep(PyObject *jax)
             continue;
         if (!e && !(e = insert(seen[i].address)))
             continue;
-        tracker_cache_block_free_if(e->address, e->number);   /* another array there before */
+        cache_blocks_free_if(e->address, e->number);   /* another array there before */
         PyObject *array = py.list_item(arrays, i);
         int depth = frames_of(array, seen[i].hash, frames);
-        e->number = tracker_cache_block_with_frames(KIND_JAX_ARRAY, device_of(array),
-                                                    seen[i].address, seen[i].size, frames, depth);
+        e->number = cache_blocks_alloc_with_frames(KIND_JAX_ARRAY, device_of(array),
+                                                   seen[i].address, seen[i].size, frames, depth);
         e->size = seen[i].size;
         e->hash = seen[i].hash;
         e->epoch = epoch;
@@ -349,7 +350,7 @@ static void sweep(PyObject *jax)
     for (uint32_t i = 0; i < table.capacity;) {
         struct entry *e = map_slot(&table, i);
         if (e->address && e->epoch != epoch) {
-            tracker_cache_block_free_if(e->address, e->number);
+            cache_blocks_free_if(e->address, e->number);
             map_remove(&table, e, entry_hash);   /* another entry may have moved into slot i */
             gone++;
             continue;

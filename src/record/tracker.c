@@ -29,7 +29,6 @@
  * insert lock or tables_lock. Nothing here decides about reports: the
  * interposer tells report/triggers.c what happened once the event is
  * recorded. */
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -756,48 +755,19 @@ int tracker_has_runtime_blocks(void)
     return __atomic_load_n(&tracker.runtime_blocks, __ATOMIC_RELAXED) != 0;
 }
 
-static struct allocation cache_allocation(int cache_kind, int device, uint64_t address,
-                                          uint64_t size, uint64_t stream,
-                                          uint64_t (*operation)(void))
+/* The seam for the frameworks' blocks (tracker.h): a stack given, and the
+ * deferred path below, which takes this thread's. */
+uint64_t tracker_alloc_with_frames(const struct allocation *a, const uintptr_t *frames, int depth)
 {
-    return (struct allocation){
-        .value = address,
-        .size = size,
-        .handle = stream,
-        .device = device,
-        .kind = cache_kind,
-        .api = host.cache_api[cache_kind - KIND_TORCH_TENSOR],
-        .operation = operation,
-    };
-}
-
-uint64_t tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
-                             uint64_t stream, uint64_t (*operation)(void))
-{
-    if (!kind_in_cache(cache_kind) || !config.enabled || address == 0)
+    if (!enter_to_record())
         return 0;
-    int saved_errno = errno;
-    struct allocation a = cache_allocation(cache_kind, device, address, size, stream, operation);
-    uint64_t number = tracker_alloc(&a);
-    errno = saved_errno;
-    return number;
-}
-
-uint64_t tracker_cache_block_with_frames(int cache_kind, int device, uint64_t address,
-                                         uint64_t size, const uintptr_t *frames, int depth)
-{
-    if (!kind_in_cache(cache_kind) || !config.enabled || address == 0 || !enter_to_record())
-        return 0;
-    int saved_errno = errno;
     uintptr_t copy[CONFIG_MAX_DEPTH];
     int n = 0;
     copy[0] = 0;            /* none read when n is 0; says so to the compiler */
-    if (config.depth > 0 && size >= config.min_size)
+    if (config.depth > 0 && a->size >= config.min_size)
         for (; n < depth && n < CONFIG_MAX_DEPTH; n++)
             copy[n] = frames[n];
-    struct allocation a = cache_allocation(cache_kind, device, address, size, 0, NULL);
-    uint64_t number = record(&a, copy, n);
-    errno = saved_errno;
+    uint64_t number = record(a, copy, n);
     tracker_leave();
     return number;
 }
@@ -1055,51 +1025,45 @@ static uint16_t own_number(uint64_t key)
     return this_thread.number;
 }
 
-void tracker_defer_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
-                               uint64_t stream, uint64_t (*operation)(void))
+void tracker_defer_alloc(const struct allocation *a)
 {
-    if (!kind_in_cache(cache_kind) || !config.enabled || address == 0 || !enter_to_record())
+    if (!enter_to_record())
         return;
-    int saved_errno = errno;
-    struct allocation a = cache_allocation(cache_kind, device, address, size, stream, operation);
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    struct pending_event e = event_of(&a, frames, capture(&a, frames));
-    e.thread = own_number(block_key(address, SPACE_FRAMEWORK));
+    struct pending_event e = event_of(a, frames, capture(a, frames));
+    e.thread = own_number(block_key(a->value, SPACE_FRAMEWORK));
     defer(&e);
     if (__atomic_load_n(&sample_wanted, __ATOMIC_RELAXED)) {
         __atomic_store_n(&sample_wanted, 0, __ATOMIC_RELAXED);
         sample_growth_if_due(tracker_now_ms());
     }
-    errno = saved_errno;
     tracker_leave();
 }
 
-void tracker_defer_cache_free(uint64_t address)
+void tracker_defer_free(uint64_t value)
 {
-    if (address == 0 || !config.enabled || !enter_to_record())
+    if (!enter_to_record())
         return;
-    int saved_errno = errno;
-    struct pending_event e = {.value = address, .type = PENDING_FREE};
+    struct pending_event e = {.value = value, .type = PENDING_FREE};
     defer(&e);
-    errno = saved_errno;
     tracker_leave();
 }
 
-void tracker_cache_block_free_if(uint64_t address, uint64_t number)
+int tracker_take_numbered(uint64_t value, int space, uint64_t number)
 {
-    if (address == 0 || number == 0 || !config.enabled || !enter_to_record())
-        return;
-    int saved_errno = errno;
-    uint64_t key = block_key(address, SPACE_FRAMEWORK);
+    if (!enter_to_record())
+        return 0;
+    uint64_t key = block_key(value, space);
     registry_lock(key);
     struct block *b = registry_find(key);
-    if (b && b->sequence == number) {
+    int found = b && b->sequence == number;
+    if (found) {
         forget_block(b, 0);
         registry_release(b);
     }
     registry_unlock(key);
-    errno = saved_errno;
     tracker_leave();
+    return found;
 }
 
 void tracker_cache_sweep(int on)

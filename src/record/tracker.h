@@ -110,45 +110,45 @@ int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live *
  *
  * PyTorch, CuPy and JAX take memory from the driver in large segments and
  * carve their tensors, blocks and arrays out of them. Where a framework tells
- * us about its blocks (frameworks.c in the interposer), each block is a
- * record of its own (a kind for which kind_in_cache() holds, key space
- * SPACE_FRAMEWORK), inside a driver allocation that is recorded too: its
- * bytes count once, as the driver's. The driver allocations that are a
- * cache's segments are marked by their stacks (STACK_CACHE_SEGMENT). */
+ * us about its blocks, each block is a record of its own (a kind for which
+ * kind_in_cache() holds, key space SPACE_FRAMEWORK), inside a driver
+ * allocation that is recorded too: its bytes count once, as the driver's.
+ * The driver allocations that are a cache's segments are marked by their
+ * stacks (STACK_CACHE_SEGMENT).
+ *
+ * The seam: src/frameworks says a block in a framework's terms
+ * (cache_blocks.h) and calls the functions below; the recorder never calls
+ * it back. Those that take a block take it as an allocation of a cache's
+ * kind (kind_in_cache holds, its api the cache's); any thread may call them
+ * at any time, and each enters and leaves the tracer itself (a call made
+ * from inside it is counted lost, LOST_REENTRY). */
 
-/* A block of `cache_kind` handed out inside its cache, on this thread (its
- * stack is captured here), and its return to the cache. `operation`, if not
- * NULL, tells the code address of the function the framework runs on this
- * thread (PyTorch's autograd node, on its engine threads), or 0: on a thread
- * that runs no Python that frame stands for the native frames that would
- * name it (native_frames in tracker.c). The block's allocation number is
- * returned (0: not recorded). errno is kept. */
-uint64_t tracker_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
-                             uint64_t stream, uint64_t (*operation)(void));
-/* The same, entered in the registry later (pending.h), for a framework whose
- * blocks come and go by the hundred a step (PyTorch's tensors): the stack is
- * taken now, the record is made by the next tracker_apply, report, mark or
- * tracker_lock, in the order the events happened. No allocation number. A
- * free of a block that tracker_cache_block recorded must not be deferred. */
-void tracker_defer_cache_block(int cache_kind, int device, uint64_t address, uint64_t size,
-                               uint64_t stream, uint64_t (*operation)(void));
-void tracker_defer_cache_free(uint64_t address);
+/* Record block `a` with the stack frames[0..depth), innermost first (tagged
+ * Python frames, python_frame_at), known rather than captured on this
+ * thread, as tracker_alloc would (no frames kept below CUMEMTRACE_MIN_SIZE
+ * or with CUMEMTRACE_DEPTH=0). Its allocation number, 0 if not recorded. */
+uint64_t tracker_alloc_with_frames(const struct allocation *a, const uintptr_t *frames,
+                                   int depth);
+/* Block `a`, entered in the registry later (pending.h), for a framework whose
+ * blocks come and go by the hundred a step (PyTorch's tensors): this
+ * thread's stack is taken now, the record is made by the next tracker_apply,
+ * report, mark or tracker_lock, in the order the events happened, keyed in
+ * SPACE_FRAMEWORK. No allocation number. */
+void tracker_defer_alloc(const struct allocation *a);
+/* The end of the block at `value` in SPACE_FRAMEWORK, queued behind the
+ * events before it. A free of a block that tracker_alloc recorded must not
+ * be deferred. */
+void tracker_defer_free(uint64_t value);
 /* Enter the pending framework events (the tracer's own thread calls it
  * every few milliseconds), and note whether a growth sample is due, for
  * the next framework allocation to take: whether there were any events. */
 int tracker_apply(void);
 /* How many framework events wait to be entered now. */
 uint64_t tracker_queued(void);
-/* The same, for a block whose stack is known rather than this thread's: its
- * frames, innermost first (tagged Python frames, python_frame_at), as a
- * framework recorded them when it made the block (a JAX array's traceback). */
-uint64_t tracker_cache_block_with_frames(int cache_kind, int device, uint64_t address,
-                                         uint64_t size, const uintptr_t *frames, int depth);
-/* The block at `address` went back to its cache, if it is still the one
- * numbered `number`: a framework that says so late (CuPy's block, once the
- * object holding it is gone) must not end a block recorded at the same
- * address since. */
-void tracker_cache_block_free_if(uint64_t address, uint64_t number);
+/* End the record at `value` in `space` only if its allocation number is
+ * `number`: whether it did. A record not there is no lost event (a block
+ * said late may have ended already). */
+int tracker_take_numbered(uint64_t value, int space, uint64_t number);
 /* A sweep records a cache's blocks all at once on this thread (JAX's live
  * arrays) from on = 1 to on = 0: no growth sample is taken in its middle,
  * where it would see some blocks of this moment and some of the last. At

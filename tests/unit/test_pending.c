@@ -65,6 +65,15 @@ static void ring_alone(void)
     CHECK_EQ(pending_reset(), 0);
 }
 
+/* A PyTorch tensor of `size` bytes at `address` on `device`, deferred as
+ * src/frameworks says it (cache_blocks.c). */
+static void defer_tensor(int device, uint64_t address, uint64_t size)
+{
+    struct allocation a = {.value = address, .size = size, .device = device,
+                           .kind = KIND_TORCH_TENSOR};
+    tracker_defer_alloc(&a);
+}
+
 static struct counters *tensors(void)
 {
     static struct counter_table now;
@@ -87,7 +96,7 @@ static void *allocating(void *unused)
     (void)unused;
     for (int i = 0; i < HANDED; i++) {
         uint64_t address = 0x7f0000000000ull + (uint64_t)(i % 64) * 0x1000;
-        tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, address, 512, 0, NULL);
+        defer_tensor(0, address, 512);
         pthread_mutex_lock(&hand);
         handed[i] = address;
         handed_count = i + 1;
@@ -108,7 +117,7 @@ static void *freeing(void *unused)
             pthread_cond_wait(&moved, &hand);
         uint64_t address = handed[i];
         pthread_mutex_unlock(&hand);
-        tracker_defer_cache_free(address);
+        tracker_defer_free(address);
         pthread_mutex_lock(&hand);
         freed_count = i + 1;
         pthread_cond_broadcast(&moved);
@@ -119,8 +128,8 @@ static void *freeing(void *unused)
 
 static void through_the_tracker(void)
 {
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x5000, 1000, 0, NULL);
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x6000, 3000, 0, NULL);
+    defer_tensor(0, 0x5000, 1000);
+    defer_tensor(0, 0x6000, 3000);
     CHECK_EQ(tensors()->blocks_current, 0);          /* queued, not entered */
     CHECK(tracker_apply() == 1);
     CHECK_EQ(tensors()->blocks_current, 2);
@@ -129,21 +138,21 @@ static void through_the_tracker(void)
 
     /* A free queued after its allocation is entered after it, and a report's
      * lock enters what is queued before it looks. */
-    tracker_defer_cache_free(0x5000);
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x5000, 10, 0, NULL);
+    tracker_defer_free(0x5000);
+    defer_tensor(0, 0x5000, 10);
     tracker_lock();
     tracker_unlock();
     CHECK_EQ(tensors()->blocks_current, 2);
     CHECK_EQ(tensors()->bytes_current, 3010);
-    tracker_defer_cache_free(0x5000);
-    tracker_defer_cache_free(0x6000);
+    tracker_defer_free(0x5000);
+    tracker_defer_free(0x6000);
     tracker_apply();
     CHECK_EQ(tensors()->blocks_current, 0);
 
     /* A queued block's time is when it is entered: the allocating thread
      * reads no clock. */
     uint32_t made = tracker_now_ms();
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x7000, 64, 0, NULL);
+    defer_tensor(0, 0x7000, 64);
     usleep(30 * 1000);
     uint32_t before = tracker_now_ms();
     tracker_apply();
@@ -180,19 +189,19 @@ static struct counters *on_device_2(void)
 
 static void pairs_in_a_batch(void)
 {
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 2, 0x40000, 700, 0, NULL);
+    defer_tensor(2, 0x40000, 700);
     tracker_apply();                            /* entered: its free is missed */
     uint64_t missed = tracker.lost[LOST_MISSED_FREE];
 
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 2, 0x10000, 1000, 0, NULL);
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 2, 0x20000, 5000, 0, NULL);
-    tracker_defer_cache_free(0x10000);
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 2, 0x10000, 300, 0, NULL);
-    tracker_defer_cache_free(0x20000);
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 2, 0x40000, 10, 0, NULL);
-    tracker_defer_cache_free(0x10000);
-    tracker_defer_cache_free(0x40000);
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 2, 0x30000, 64, 0, NULL);
+    defer_tensor(2, 0x10000, 1000);
+    defer_tensor(2, 0x20000, 5000);
+    tracker_defer_free(0x10000);
+    defer_tensor(2, 0x10000, 300);
+    tracker_defer_free(0x20000);
+    defer_tensor(2, 0x40000, 10);
+    tracker_defer_free(0x10000);
+    tracker_defer_free(0x40000);
+    defer_tensor(2, 0x30000, 64);
     CHECK(tracker_apply() == 1);
     CHECK_EQ(pending_count(), 0);
 
@@ -217,7 +226,7 @@ static int with_timeline(void)
 {
     setenv("CUMEMTRACE_EVENTS", "100", 1);
     tracker_init();
-    tracker_defer_cache_block(KIND_TORCH_TENSOR, 0, 0x5000, 1000, 0, NULL);
+    defer_tensor(0, 0x5000, 1000);
     CHECK_EQ(pending_count(), 0);
     CHECK_EQ(tensors()->blocks_current, 1);
     return checks_failed;
