@@ -433,8 +433,11 @@ static void account_alloc(const struct block *b, int api)
  * the frame of the operation the framework says it runs (the backward
  * node's apply, recorded as a return address inside it): unwinding some
  * thirty frames down to that node took about 1 us a tensor. Where the
- * framework names no operation, it gets every frame. */
-static int native_frames(const struct allocation *a, uintptr_t *frames)
+ * framework names no operation, it gets every frame. Kept out of line: GCC
+ * once inlined it into capture() and made that a function of its own, and
+ * the unwinder stepping through that frame cost some 80 more instructions
+ * a pair (callgrind, bench/run.py --only record). */
+__attribute__((noinline)) static int native_frames(const struct allocation *a, uintptr_t *frames)
 {
     if (!kind_in_cache(a->kind & BLOCK_KIND_MASK) || config.block_depth >= config.depth)
         return stack_capture(frames, config.depth);
