@@ -1,4 +1,4 @@
-/* hostile.c - programs that do what the tracer must survive (hostile.py).
+/* hostile.c - programs that do what the tracer must survive (test_hostile.py).
  *
  *   leak [ARGS...]      one 1 MiB block held at exit (ARGS only show in the
  *                       report's command line)

@@ -1,4 +1,4 @@
-"""A process to watch with `cumemtrace live` (cases.py, live_view), on the
+"""A process to watch with `cumemtrace live` (test_command.py, test_live_view), on the
 simulator through ctypes.
 
     live_target.py READY_FILE [fork]

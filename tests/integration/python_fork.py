@@ -5,7 +5,7 @@ A thread keeps making cudaMalloc+cudaFree pairs through ctypes.CDLL (the GIL
 let go, as PyTorch does), so a fork often lands while the tracer walks its
 Python frames. Each child then allocates once from Python and exits; it must
 not hang on a lock the parent's thread held, and its report must name the
-child's own Python line. cases.py checks the children's reports.
+child's own Python line. test_python.py checks the children's reports.
 """
 import ctypes
 import os

@@ -6,7 +6,7 @@ either way, in the main thread, in other threads, in generators, and with
 names that are not ASCII, from two lines of one function; and an allocation made by a thread that runs no
 Python while the main thread waits for it (given the directory of
 libnative_thread.so as argument), which gets the main thread's frames.
-cases.py checks the report against the lines marked below.
+test_python.py checks the report against the lines marked below.
 """
 import ctypes
 import os

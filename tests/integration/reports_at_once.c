@@ -7,7 +7,7 @@
  * main thread asks for more memory than the device has (with
  * CUMEMTRACE_OOM=every each failure writes a report) and the second writes
  * a snapshot. Every report must list its stacks in the order of its own
- * figures (cases.py checks). Usage: reports_at_once DIR (for the snapshots). */
+ * figures (test_findings.py checks). Usage: reports_at_once DIR (for the snapshots). */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>

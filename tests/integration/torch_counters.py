@@ -6,7 +6,7 @@ module named torch in sys.modules whose memory_stats() returns figures the
 test knows, changes them as it goes, and keeps running Python code so the
 main thread reaches safe points. Device 1's memory_stats() raises: that
 device's figures must come out null and the program must never see the error.
-cases.py checks the signal snapshot and the exit report.
+test_python.py checks the signal snapshot and the exit report.
 """
 import ctypes
 import os

@@ -10,7 +10,7 @@ torch.nn.Module with named_parameters() and children(), torch.Tensor with
 data_ptr(), numel(), element_size() and is_cuda, Parameter with .grad, and
 torch.optim.Optimizer with param_groups and state. Each scenario prints what
 those objects hold ("held: {...}") and the stand-in's figures ("stats:"),
-which frameworks.py compares with the reports. Markers as in torch_blocks.py:
+which test_frameworks.py compares with the reports. Markers as in torch_blocks.py:
   LEAK-<scenario>  kept every step: growing, the rest's largest site
   OOM-<scenario>   the request that fails
 """

@@ -1,4 +1,4 @@
-"""A test suite for the pytest plugin (cases.py, pytest_plugin), on the
+"""A test suite for the pytest plugin (test_python.py, test_pytest_plugin), on the
 simulator through ctypes: one test leaves memory held, one grows what it
 holds at every run, one fills a cache once, one cleans up, one fails on
 its own. Lines the checks name are marked."""

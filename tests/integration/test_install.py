@@ -1,26 +1,23 @@
-#!/usr/bin/env python3
-"""Integration tests of installing cumemtrace and of the PyTorch tracker's
-cache, on the simulator.
+"""Installing cumemtrace, and the PyTorch tracker's cache, on the simulator.
 
-pip_install installs the checkout with pip into a fresh virtualenv, offline
-(--no-build-isolation --no-index, the distribution's setuptools and wheel),
-and uses it as a user would: the installed command, python -m cumemtrace,
-cumemtrace doctor and pytest --cuda-leaks with no -p. PyTorch is played by a
-stand-in package made here (stand_in_torch): tests/sim/c10's allocator and
-headers laid out as a pip-installed torch, with CUDA's headers where pip's
-NVIDIA wheels put them and the system's toolkit hidden from the builder
-(CUMEMTRACE_NO_SYSTEM_CUDA=1), so the first run builds the real tracker
-from them into the cache, and the report has PyTorch's blocks.
+install builds and installs with CMake and uses the installed command,
+header and pkg-config file. pip_install installs the checkout with pip into
+a fresh virtualenv, offline (--no-build-isolation --no-index, the
+distribution's setuptools and wheel), and uses it as a user would: the
+installed command, python -m cumemtrace, cumemtrace doctor and pytest
+--cuda-leaks with no -p. PyTorch is played by a stand-in package made here
+(stand_in_torch): tests/sim/c10's allocator and headers laid out as a
+pip-installed torch, with CUDA's headers where pip's NVIDIA wheels put them
+and the system's toolkit hidden from the builder
+(CUMEMTRACE_NO_SYSTEM_CUDA=1), so the first run builds the real tracker from
+them into the cache, and the report has PyTorch's blocks.
 
-The tracker_* cases run python/cumemtrace/torch_tracker.py from the source
+The tracker_* tests run python/cumemtrace/torch_tracker.py from the source
 tree with a stand-in compiler (a script that counts its runs and copies the
-tracker built for the stand-in), and the library against the cache it fills.
-Same harness as cases.py.
+tracker built for the stand-in), and the library against the cache it
+fills."""
 
-    install.py --build BUILD_DIR --source SOURCE_DIR CASE
-"""
 import glob
-import json
 import os
 import shutil
 import stat
@@ -30,20 +27,83 @@ import tempfile
 import textwrap
 import time
 
-import cases
-from cases import check, run
+import pytest
+
+import support
+from support import check
+
+
+def test_install(traced):
+    """cmake --install into a prefix: the command finds the library there,
+    and pkg-config gives flags that build a program against the header and
+    the API-only library, which finds it at run time without
+    LD_LIBRARY_PATH, does nothing untraced and reaches the tracer traced."""
+    prefix = tempfile.mkdtemp(prefix="cumemtrace-prefix-")
+    completed = subprocess.run(["cmake", "--install", support.BUILD, "--prefix", prefix],
+                               capture_output=True, text=True, timeout=300)
+    check(completed.returncode == 0, f"cmake --install: {completed.stderr[-1000:]}")
+    for path in ("lib/libcumemtrace.so", "lib/libcumemtrace_api.so", "bin/cumemtrace",
+                 "include/cumemtrace.h", "lib/pkgconfig/cumemtrace.pc",
+                 "share/cumemtrace/python/cumemtrace/torch_tracker.py",
+                 "share/cumemtrace/torch_tracker/torch_tracker.cpp"):
+        check(os.path.isfile(os.path.join(prefix, path)), f"installed: {path}")
+    installed = os.path.join(prefix, "bin", "cumemtrace")
+    out, err, reports, _ = traced.run(installed, ["run", "--format", "json", "--",
+                                                  os.path.join(support.BUILD, "examples", "leak_loop"), "2"],
+                                      preload=False)
+    check(len(reports) == 1 and reports[0]["live"] and
+          reports[0]["live"][0]["bytes"] == 2 * (4 << 20),
+          f"the installed command traces with the installed library: {err[-500:]!r}")
+    out, err, _, _ = traced.run(installed, ["run", "--", sys.executable, "-c",
+                                            "import cumemtrace_pytest, cumemtrace, os; "
+                                            "print(cumemtrace_pytest.__file__, cumemtrace.traced(), "
+                                            "os.environ['PYTEST_ADDOPTS'])"],
+                                preload=False)
+    check(out.startswith(os.path.join(prefix, "share", "cumemtrace", "python", "cumemtrace_pytest")) and
+          out.endswith(" True -p cumemtrace_pytest\n"),
+          f"run puts the installed Python packages on PYTHONPATH, the plugin in pytest's: "
+          f"{out!r} {err[-300:]!r}")
+    # Moved after installing: pkg-config's paths follow the .pc file.
+    moved = prefix + "-moved"
+    os.rename(prefix, moved)
+    environment = dict(os.environ, PKG_CONFIG_PATH=os.path.join(moved, "lib", "pkgconfig"))
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "cumemtrace"], capture_output=True,
+                           text=True, env=environment)
+    check(flags.returncode == 0 and "/include" in flags.stdout and
+          "-lcumemtrace_api" in flags.stdout and "-Wl,-rpath," in flags.stdout and
+          moved in flags.stdout, f"pkg-config: {flags.returncode} {flags.stdout!r} {flags.stderr!r}")
+    source = os.path.join(moved, "uses_api.c")
+    with open(source, "w") as handle:
+        handle.write('#include <stdio.h>\n#include <cumemtrace.h>\n'
+                     'int main(void) { cumemtrace_mark("start");\n'
+                     '  const char *version = cumemtrace_version();\n'
+                     '  printf("version %s snapshot %d\\n", version ? version : "(not traced)",\n'
+                     '         cumemtrace_snapshot(NULL)); return 0; }\n')
+    program = os.path.join(moved, "uses_api")
+    built = subprocess.run(["cc", "-Wall", "-Werror", source, "-o", program,
+                            *flags.stdout.split()], capture_output=True, text=True)
+    check(built.returncode == 0, f"compiled against the installed header: {built.stderr}")
+    if built.returncode == 0:
+        out, err, reports, _ = traced.run(program, preload=False, env={"LD_LIBRARY_PATH": ""})
+        check(out == "version (not traced) snapshot -1\n" and not reports,
+              f"linked, untraced: found without LD_LIBRARY_PATH, does nothing: {out!r} {err!r}")
+        out, err, reports, _ = traced.run(os.path.join(moved, "bin", "cumemtrace"),
+                                          ["run", "-f", "json", "--", program], preload=False)
+        check(out == "version 0.1.0 snapshot 0\n" and
+              "snapshot" in [r["reason"] for r in reports],
+              f"traced: the calls reach the tracer: {out!r} {err[-300:]!r}")
+
 
 SIM_VERSION = "0.0.0+sim"      # the stand-in's torch.__version__ (tests/sim/CMakeLists.txt)
 
 
 def sim(*parts):
-    return os.path.join(cases.ARGS.build, "sim", *parts)
+    return os.path.join(support.BUILD, "sim", *parts)
 
 
 def need_stand_in():
     if not os.path.exists(sim("torch", "lib", "libc10_cuda.so")):
-        print("no C++ compiler: the stand-in for PyTorch was not built")
-        sys.exit(77)
+        pytest.skip("no C++ compiler: the stand-in for PyTorch was not built")
 
 
 def cuda_include():
@@ -68,7 +128,7 @@ def stand_in_torch(site, version=SIM_VERSION, git="0123456789abcdef0123"):
         handle.write(f"__version__ = '{version}'\ngit_version = '{git}'\n")
     shutil.copy(sim("torch", "lib", "libc10_cuda.so"), os.path.join(torch, "lib"))
     if not os.path.exists(os.path.join(torch, "include")):
-        shutil.copytree(os.path.join(cases.ARGS.source, "tests", "sim", "c10", "include"),
+        shutil.copytree(os.path.join(support.SOURCE, "tests", "sim", "c10", "include"),
                         os.path.join(torch, "include"))
     nvidia = os.path.join(site, "nvidia", "cu13")
     os.makedirs(nvidia, exist_ok=True)
@@ -106,7 +166,7 @@ def helper(command, site, cache, extra=None, python=sys.executable):
                    if not k.startswith(("CUMEMTRACE_", "CUDA_HOME"))}
     environment.update({"PYTHONPATH": site, "XDG_CACHE_HOME": cache,
                         "CUMEMTRACE_NO_SYSTEM_CUDA": "1", **(extra or {})})
-    script = os.path.join(cases.ARGS.source, "python", "cumemtrace", "torch_tracker.py")
+    script = os.path.join(support.SOURCE, "python", "cumemtrace", "torch_tracker.py")
     return subprocess.Popen([python, script, *command], env=environment, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -134,12 +194,12 @@ def torch_view(report):
 
 
 def blocks_script():
-    return os.path.join(cases.ARGS.source, "tests", "integration", "torch_blocks.py")
+    return os.path.join(support.SOURCE, "tests", "integration", "torch_blocks.py")
 
 
 # ---- the tracker's cache ------------------------------------------------------
 
-def case_tracker_key_mismatch():
+def test_tracker_key_mismatch(traced):
     """A tracker is built once per key: the same PyTorch finds it cached,
     another commit of it (git_version) or another version builds anew."""
     need_stand_in()
@@ -168,7 +228,7 @@ def case_tracker_key_mismatch():
           f"its facts: the headers of pip's NVIDIA package, the ABI torch says: {facts!r}")
 
 
-def case_tracker_concurrent():
+def test_tracker_concurrent(traced):
     """Two builds at once (two ranks starting together) build one library:
     the second waits for the first and finds it."""
     need_stand_in()
@@ -188,7 +248,7 @@ def case_tracker_concurrent():
           f"one says it builds: {[err for _, _, err in results]!r}")
 
 
-def case_tracker_build_fails():
+def test_tracker_build_fails(traced):
     """A failed build says why in one line (the compiler's first error and
     where all of it is); so do no compiler and no CUDA headers. The run
     goes on."""
@@ -215,7 +275,7 @@ def case_tracker_build_fails():
           f"no CUDA headers: one line saying where it looked: {err!r}")
 
 
-def case_tracker_cache_not_private():
+def test_tracker_cache_not_private(traced):
     """A cache directory another user can write, or owns, is refused: by the
     builder, and by the library, which never loads a tracker from it."""
     need_stand_in()
@@ -228,7 +288,7 @@ def case_tracker_cache_not_private():
     check(rc == 0 and stat.S_IMODE(os.stat(folder).st_mode) == 0o700, "made private")
     env = {"LD_LIBRARY_PATH": f"{sim()}:{torch}/lib", "XDG_CACHE_HOME": cache,
            "CUMEMTRACE_QUIET": "1"}
-    _, err, reports, _ = run(sys.executable, [blocks_script(), "held_at_end"], env=env)
+    _, err, reports, _ = traced.run(sys.executable, [blocks_script(), "held_at_end"], env=env)
     check(reports and torch_view(reports[0]) == "blocks",
           f"the library loads the cached tracker: {err[-400:]!r}")
 
@@ -236,7 +296,7 @@ def case_tracker_cache_not_private():
     rc, out, err = finish(helper(["ensure"], site, cache, cxx))
     check(rc == 1 and err.count("\n") == 1 and "writable by other users" in err,
           f"the builder refuses it, in one line: {err!r}")
-    _, err, reports, _ = run(sys.executable, [blocks_script(), "held_at_end"], env=env)
+    _, err, reports, _ = traced.run(sys.executable, [blocks_script(), "held_at_end"], env=env)
     lines = [l for l in err.splitlines() if "writable by other users; refused" in l]
     check(len(lines) == 1 and reports and torch_view(reports[0]) == "segments",
           f"the library refuses it, in one line: {err[-400:]!r}")
@@ -246,7 +306,7 @@ def case_tracker_cache_not_private():
         rc, out, err = finish(helper(["ensure"], site, cache, cxx))
         check(rc == 1 and err.count("\n") == 1 and "owned by uid 65534" in err,
               f"owned by another user: refused, in one line: {err!r}")
-        _, err, reports, _ = run(sys.executable, [blocks_script(), "held_at_end"], env=env)
+        _, err, reports, _ = traced.run(sys.executable, [blocks_script(), "held_at_end"], env=env)
         check(reports and torch_view(reports[0]) == "segments" and "owned by uid 65534" in err,
               f"the library too: {err[-400:]!r}")
         os.chown(folder, 0, 0)
@@ -254,7 +314,7 @@ def case_tracker_cache_not_private():
         print("not root: a directory owned by another user cannot be made here; not tried")
 
 
-def case_tracker_missing_says_command():
+def test_tracker_missing_says_command(traced):
     """A bare LD_PRELOAD run with nothing cached says in one line the
     command that builds it, for this very Python."""
     need_stand_in()
@@ -263,14 +323,14 @@ def case_tracker_missing_says_command():
     torch = stand_in_torch(site)
     env = {"LD_LIBRARY_PATH": f"{sim()}:{torch}/lib",
            "XDG_CACHE_HOME": os.path.join(scratch, "cache"), "CUMEMTRACE_QUIET": "1"}
-    _, err, reports, _ = run(sys.executable, [blocks_script(), "held_at_end"], env=env)
+    _, err, reports, _ = traced.run(sys.executable, [blocks_script(), "held_at_end"], env=env)
     lines = [l for l in err.splitlines() if "no tracker for PyTorch 0.0.0+sim" in l]
     check(len(lines) == 1 and f"cumemtrace doctor --python {os.path.realpath(sys.executable)}"
           in lines[0], f"one line with the command: {err[-500:]!r}")
     check(reports and torch_view(reports[0]) == "segments", "the segment view")
 
 
-def case_doctor_answers():
+def test_doctor_answers(traced):
     """doctor on one screen: a Python whose frames are read on any thread,
     one read only with the GIL (a stand-in Python that answers as 3.9), one
     that cannot be run; a PyTorch without a cached tracker (--no-build)."""
@@ -278,15 +338,15 @@ def case_doctor_answers():
     scratch = tempfile.mkdtemp()
     site = os.path.join(scratch, "site")
     stand_in_torch(site)
-    command = os.path.join(cases.ARGS.build, "cumemtrace")
+    command = os.path.join(support.BUILD, "cumemtrace")
     env = {"PYTHONPATH": site, "XDG_CACHE_HOME": os.path.join(scratch, "cache"),
            "CUMEMTRACE_NO_SYSTEM_CUDA": "1", "CUDA_HOME": ""}
-    out, err, _, _ = run(command, ["doctor", "--no-build", "--python", sys.executable], env=env,
-                         preload=False)
+    out, err, _, _ = traced.run(command, ["doctor", "--no-build", "--python", sys.executable], env=env,
+                                preload=False)
     lines = out.splitlines()
     check(lines[0].startswith("cumemtrace ") and len(lines) == 9 and err == "",
           f"one line per part: {out!r} {err!r}")
-    check(f"  library      {os.path.realpath(cases.ARGS.build)}/libcumemtrace.so" in lines,
+    check(f"  library      {os.path.realpath(support.BUILD)}/libcumemtrace.so" in lines,
           f"the library: {out!r}")
     check(any(l.startswith("  Python       3.") and "Python frames on every thread" in l
               for l in lines), f"this Python's frames: {out!r}")
@@ -298,10 +358,10 @@ def case_doctor_answers():
         handle.write("#!/bin/sh\nprintf 'python 3.9.18 /usr/bin/python3.9\\ntorch none\\n"
                      "cupy none\\njax none\\n'\n")
     os.chmod(old, 0o755)
-    out, err, _, _ = run(command, ["doctor", "--python", old], preload=False)
+    out, err, _, _ = traced.run(command, ["doctor", "--python", old], preload=False)
     check(any("3.9.18" in l and "only where the allocating thread holds the GIL" in l
               for l in out.splitlines()), f"a Python read only with the GIL: {out!r}")
-    out, err, _, _ = run(command, ["doctor", "--python", "/nonexistent/python3"], preload=False)
+    out, err, _, _ = traced.run(command, ["doctor", "--python", "/nonexistent/python3"], preload=False)
     check(any(l.startswith("  Python       /nonexistent/python3 cannot be run")
               for l in out.splitlines()), f"a Python that is not there: {out!r}")
 
@@ -310,7 +370,7 @@ def case_doctor_answers():
 
 def checkout_copy(target):
     """The checkout's files (what git has, or the tree without builds)."""
-    source = cases.ARGS.source
+    source = support.SOURCE
     listed = subprocess.run(["git", "-C", source, "ls-files", "-co", "--exclude-standard"],
                             capture_output=True, text=True)
     if listed.returncode == 0 and listed.stdout:
@@ -323,15 +383,14 @@ def checkout_copy(target):
                         ignore=shutil.ignore_patterns("build", "build-*", ".git"))
 
 
-def case_pip_install():
+def test_pip_install(traced):
     """pip install of the checkout into a fresh virtualenv, then the
     installed command, python -m cumemtrace (building the tracker on its
     first run only), cumemtrace doctor and pytest --cuda-leaks."""
     need_stand_in()
     if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
         # pip builds its own library, never this build's sanitized one.
-        print("a sanitizer build: pip's own build would be tried again, unsanitized; not run")
-        sys.exit(77)
+        pytest.skip("a sanitizer build: pip's own build would be tried again, unsanitized; not run")
     scratch = tempfile.mkdtemp()
     checkout, venv = os.path.join(scratch, "checkout"), os.path.join(scratch, "venv")
     checkout_copy(checkout)
@@ -360,32 +419,32 @@ def case_pip_install():
     # The installed command, with its own library.
     env = {"PATH": path, "XDG_CACHE_HOME": cache, "CUMEMTRACE_NO_SYSTEM_CUDA": "1",
            "CUDA_HOME": ""}
-    out, err, reports, _ = run(command, ["run", "-f", "json", "--",
-                                         os.path.join(cases.ARGS.build, "examples", "leak_loop"),
-                                         "2"], env=env, preload=False)
+    out, err, reports, _ = traced.run(command, ["run", "-f", "json", "--",
+                                                os.path.join(support.BUILD, "examples", "leak_loop"),
+                                                "2"], env=env, preload=False)
     check(len(reports) == 1 and reports[0]["live"] and
           reports[0]["live"][0]["bytes"] == 2 * (4 << 20), f"cumemtrace run: {err[-500:]!r}")
     torch = stand_in_torch(site)
 
     # python -m cumemtrace run SCRIPT: this Python, the tracker built first.
     env.update({"LD_LIBRARY_PATH": f"{sim()}:{torch}/lib", "CUMEMTRACE_QUIET": "1"})
-    out, err, reports, _ = run(python, ["-m", "cumemtrace", "run", "-f", "json", blocks_script(),
-                                        "held_at_end"], env=env, preload=False)
+    out, err, reports, _ = traced.run(python, ["-m", "cumemtrace", "run", "-f", "json", blocks_script(),
+                                               "held_at_end"], env=env, preload=False)
     check("building libcumemtrace_torch.so for PyTorch 0.0.0+sim" in err and
           len(trackers(cache)) == 1, f"the first run builds the tracker: {err[-800:]!r}")
     check(len(reports) == 1 and torch_view(reports[0]) == "blocks",
           f"and records PyTorch's blocks: {err[-800:]!r}")
-    out, err, reports, _ = run(command, ["run", "-f", "json", "--", python, blocks_script(),
-                                         "held_at_end"], env=env, preload=False)
+    out, err, reports, _ = traced.run(command, ["run", "-f", "json", "--", python, blocks_script(),
+                                                "held_at_end"], env=env, preload=False)
     check("building" not in err and len(reports) == 1 and torch_view(reports[0]) == "blocks",
           f"the second builds nothing, and records the blocks: {err[-800:]!r}")
-    out, err, reports, _ = run(python, ["-c", "import cumemtrace; print(cumemtrace.traced(), "
-                                        "cumemtrace.mark('m'), cumemtrace.snapshot())"],
-                               env=env, preload=False)
+    out, err, reports, _ = traced.run(python, ["-c", "import cumemtrace; print(cumemtrace.traced(), "
+                                               "cumemtrace.mark('m'), cumemtrace.snapshot())"],
+                                      env=env, preload=False)
     check(out == "False None False\n", f"mark() and snapshot() untraced do nothing: {out!r}")
 
     # doctor: one screen, the installed library, the cached tracker.
-    out, err, _, _ = run(command, ["doctor"], env=env, preload=False)
+    out, err, _, _ = traced.run(command, ["doctor"], env=env, preload=False)
     print(out)
     check(f"library      {os.path.realpath(site)}/cumemtrace/_prefix/lib/libcumemtrace.so" in out,
           f"doctor: the installed library: {out!r}")
@@ -395,22 +454,18 @@ def case_pip_install():
           f"doctor: the driver, the Python, one screen: {out!r}")
 
     # pytest --cuda-leaks, no -p: the entry point; and its ini setting.
-    suite = os.path.join(cases.ARGS.source, "tests", "integration", "pytest_leaks")
-    out, err, _, _ = run(command, ["run", "-f", "none", "--", python, "-m", "pytest", "-q",
-                                   "-p", "no:cacheprovider", "--cuda-leaks", suite],
-                         env=env, preload=False, expect_rc=1)
+    suite = os.path.join(support.SOURCE, "tests", "integration", "pytest_leaks")
+    out, err, _, _ = traced.run(command, ["run", "-f", "none", "--", python, "-m", "pytest", "-q",
+                                          "-p", "no:cacheprovider", "--cuda-leaks", suite],
+                                env=env, preload=False, expect_rc=1)
     check("test_leaks left 4.00 MiB of GPU memory held" in out,
           f"pytest --cuda-leaks: {out[-1500:]!r} {err[-500:]!r}")
     tests = os.path.join(scratch, "suite")
     shutil.copytree(suite, tests)
     with open(os.path.join(tests, "pytest.ini"), "w") as handle:
         handle.write("[pytest]\ncuda_leaks = true\n")
-    out, err, _, _ = run(python, ["-m", "cumemtrace", "run", "-f", "none", "-m", "pytest", "-q",
-                                  "-p", "no:cacheprovider", tests], env=env, preload=False,
-                         expect_rc=1)
+    out, err, _, _ = traced.run(python, ["-m", "cumemtrace", "run", "-f", "none", "-m", "pytest", "-q",
+                                         "-p", "no:cacheprovider", tests], env=env, preload=False,
+                                expect_rc=1)
     check("test_leaks left 4.00 MiB of GPU memory held" in out,
           f"cuda_leaks = true in pytest.ini: {out[-1500:]!r} {err[-500:]!r}")
-
-
-if __name__ == "__main__":
-    sys.exit(cases.main({name[5:]: f for name, f in globals().items() if name.startswith("case_")}))

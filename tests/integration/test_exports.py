@@ -1,9 +1,6 @@
-#!/usr/bin/env python3
-"""Integration tests of the event timeline, the HTML report and the exports.
-
-Same harness as cases.py (its run(), check() and schema validation), kept in
-a file of its own. Each export is read back with its consumer's parser where
-one is installed, else checked against the format's published definition:
+"""The event timeline, the HTML report and the exports. Each export is read
+back with its consumer's parser where one is installed, else checked against
+the format's published definition:
 
   timeline  CUMEMTRACE_EVENTS: the number of events, the oldest dropped.
   html      loaded in a real headless Chromium: no script errors, and the
@@ -14,10 +11,8 @@ one is installed, else checked against the format's published definition:
             decreasing per track; each track ends at the report's live bytes.
   memviz    loaded with Python's pickle; the structure torch.cuda._memory_viz
             and MemoryViz.js read; opcodes limited to those MemoryViz.js's own
-            unpickler knows; with PyTorch installed, its _memory_viz reads it.
+            unpickler knows; with PyTorch installed, its _memory_viz reads it."""
 
-    exports.py --build BUILD_DIR --source SOURCE_DIR CASE
-"""
 import collections
 import glob
 import json
@@ -25,15 +20,18 @@ import os
 import pickle
 import pickletools
 import re
-import shutil
 import subprocess
-import sys
-import tempfile
 
-import cases
-from cases import check, run
+import pytest
+
+import support
+from browser import find_browser, browser, drive
+from support import check, stack_functions, user_functions, symbolize, one_dump, tool, rank_reports
+
 
 DEVICE_MEMORY_KINDS = {"device", "stream_ordered", "vmm_physical", "array"}
+
+
 MEMVIZ_KINDS = {"device", "stream_ordered", "managed"}
 
 
@@ -43,20 +41,20 @@ def one(reports, reason="exit"):
     return found[0] if found else {}
 
 
-def output_file(suffix):
+def output_file(traced, suffix):
     """The exit report's file of that format in the last run's directory."""
-    names = [n for n in glob.glob(os.path.join(cases.LAST_DIR, "report-*" + suffix))
+    names = [n for n in glob.glob(os.path.join(traced.dir, "report-*" + suffix))
              if "-oom" not in os.path.basename(n) and
              not (suffix == ".json" and n.endswith(".trace.json"))]
     check(len(names) == 1, f"one {suffix} file: {names}")
     return names[0] if names else None
 
 
-def leak_loop_export(format_name, suffix):
+def leak_loop_export(traced, format_name, suffix):
     """examples/leak_loop 20 writing JSON and one export: (its report, the export's path)."""
-    _, _, reports, _ = run("examples/leak_loop", ["20"],
-                           env={"CUMEMTRACE_FORMAT": "json," + format_name, "CUMEMTRACE_QUIET": "1"})
-    return one(reports), output_file(suffix)
+    _, _, reports, _ = traced.run("examples/leak_loop", ["20"],
+                                  env={"CUMEMTRACE_FORMAT": "json," + format_name, "CUMEMTRACE_QUIET": "1"})
+    return one(reports), output_file(traced, suffix)
 
 
 def counters_now(report, device, kind):
@@ -76,10 +74,10 @@ def delta(event):
 
 # ---- the timeline -----------------------------------------------------------
 
-def case_timeline_ring():
+def test_timeline_ring(traced):
     """leak_loop 20 makes 41 allocations and 21 frees: 62 events."""
-    _, _, reports, _ = run("examples/leak_loop", ["20"],
-                           env={"CUMEMTRACE_EVENTS": "1000", "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("examples/leak_loop", ["20"],
+                                  env={"CUMEMTRACE_EVENTS": "1000", "CUMEMTRACE_QUIET": "1"})
     full = one(reports).get("timeline", {})
     events = full.get("events", [])
     check(full.get("capacity") == 1000 and full.get("recorded") == 62 and full.get("dropped") == 0,
@@ -92,11 +90,11 @@ def case_timeline_ring():
     before = counters_now(one(reports), 0, "device") - sum(delta(e) for e in events)
     check(before == 0, f"replayed from the start, the timeline begins at 0 bytes: {before}")
     leak = [e for e in events if e[1] == "alloc" and e[3] == 4 << 20]
-    check(len(leak) == 20 and "leak_scratch_buffer" in cases.user_functions(one(reports), leak[0][6]),
+    check(len(leak) == 20 and "leak_scratch_buffer" in user_functions(one(reports), leak[0][6]),
           "the leaked allocations carry their stack")
 
-    _, _, reports, _ = run("examples/leak_loop", ["20"],
-                           env={"CUMEMTRACE_EVENTS": "10", "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("examples/leak_loop", ["20"],
+                                  env={"CUMEMTRACE_EVENTS": "10", "CUMEMTRACE_QUIET": "1"})
     small = one(reports).get("timeline", {})
     kept = small.get("events", [])
     check(small.get("recorded") == 62 and small.get("dropped") == 52 and len(kept) == 10,
@@ -108,25 +106,25 @@ def case_timeline_ring():
     expected = counters_now(one(reports), 0, "device") - sum(delta(e) for e in events[-10:])
     check(before == expected and before > 0, f"live bytes before the kept window: {before}")
 
-    _, _, reports, _ = run("examples/leak_loop", ["3"], env={"CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("examples/leak_loop", ["3"], env={"CUMEMTRACE_QUIET": "1"})
     check("timeline" not in one(reports), "off by default")
-    _, err, reports, _ = run("examples/leak_loop", ["3"], env={"CUMEMTRACE_EVENTS": "lots"})
+    _, err, reports, _ = traced.run("examples/leak_loop", ["3"], env={"CUMEMTRACE_EVENTS": "lots"})
     lines = [line for line in err.splitlines() if "CUMEMTRACE_EVENTS" in line]
     check(len(lines) == 1 and "'lots'" in lines[0] and "using 0" in lines[0],
           f"a bad value: one line, the default used: {lines}")
     check("timeline" not in one(reports), "and the timeline stays off")
-    _, _, reports, _ = run("examples/leak_loop", ["3"],
-                           env={"CUMEMTRACE_EVENTS": "64K", "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("examples/leak_loop", ["3"],
+                                  env={"CUMEMTRACE_EVENTS": "64K", "CUMEMTRACE_QUIET": "1"})
     check(one(reports).get("timeline", {}).get("capacity") == 65536, "64K is 65536 events")
-    _, _, reports, _ = run("examples/leak_loop", ["3"],
-                           env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("examples/leak_loop", ["3"],
+                                  env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_QUIET": "1"})
     check(one(reports).get("timeline", {}).get("capacity") == 1 << 20,
           "on, with 1M entries, for a format that draws memory over time")
 
 
-def case_timeline_marks_ooms():
-    _, _, reports, _ = run("tests/api", ["{dir}/snap"],
-                           env={"CUMEMTRACE_EVENTS": "100", "CUMEMTRACE_QUIET": "1"})
+def test_timeline_marks_ooms(traced):
+    _, _, reports, _ = traced.run("tests/api", ["{dir}/snap"],
+                                  env={"CUMEMTRACE_EVENTS": "100", "CUMEMTRACE_QUIET": "1"})
     events = one(reports).get("timeline", {}).get("events", [])
     check([e[1] for e in events] == ["alloc", "mark", "alloc", "free"],
           f"alloc, mark, alloc, free: {[e[1] for e in events]}")
@@ -134,22 +132,22 @@ def case_timeline_marks_ooms():
     check(marks and marks[0][3] == 1 and marks[0][7] == "after the first block",
           f"the mark, with its number and label: {marks}")
 
-    _, _, reports, _ = run("tests/oom", ["exhausted"],
-                           env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_EVENTS": "100",
-                                "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("tests/oom", ["exhausted"],
+                                  env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_EVENTS": "100",
+                                       "CUMEMTRACE_QUIET": "1"})
     report = one(reports)
     events = report.get("timeline", {}).get("events", [])
     ooms = [e for e in events if e[1] == "oom"]
     check(len(ooms) == 1 and ooms[0][3] == 16 << 20 and ooms[0][4] == 0,
           f"one OOM event of 16 MiB on device 0: {ooms}")
-    check(ooms and "grow" in cases.stack_functions(report, ooms[0][6]), "the OOM's stack names grow()")
+    check(ooms and "grow" in stack_functions(report, ooms[0][6]), "the OOM's stack names grow()")
     check([e[1] for e in events].count("alloc") == 4, "after 4 allocations")
 
 
 # ---- folded stacks ------------------------------------------------------------
 
-def case_export_folded():
-    report, path = leak_loop_export("folded", ".folded")
+def test_export_folded(traced):
+    report, path = leak_loop_export(traced, "folded", ".folded")
     if not path:
         return
     by_kind = collections.Counter()
@@ -174,10 +172,10 @@ def case_export_folded():
           f"sums equal the JSON report's live bytes: {dict(by_kind)} vs {dict(live)}")
 
     # Every kind of memory at once: the sums still match.
-    _, _, reports, _ = run("tests/all_entry_points", ["keep"],
-                           env={"CUMEMTRACE_FORMAT": "json,folded", "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("tests/all_entry_points", ["keep"],
+                                  env={"CUMEMTRACE_FORMAT": "json,folded", "CUMEMTRACE_QUIET": "1"})
     report = one(reports)
-    total = sum(int(line.rsplit(" ", 1)[1]) for line in open(output_file(".folded")))
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in open(output_file(traced, ".folded")))
     expected = sum(g["bytes"] for g in report.get("live", [])
                    if g["kind"] not in ("vmm_mapping", "vmm_reservation"))
     check(total == expected and total > 0, f"all kinds: {total} == {expected}")
@@ -221,38 +219,38 @@ def check_trace(path, report):
     return last, instants
 
 
-def case_export_perfetto():
-    report, path = leak_loop_export("perfetto", ".trace.json")
+def test_export_perfetto(traced):
+    report, path = leak_loop_export(traced, "perfetto", ".trace.json")
     if path:
         last, _ = check_trace(path, report)
         check(set(last) == {"device 0: device"},
               f"one track: device memory is of one kind, no total repeating it: {sorted(last)}")
         check(last.get("device 0: device", (0, 0))[1] == 20 * (4 << 20), "ends at the 80 MiB leak")
 
-    _, _, reports, _ = run("tests/oom", ["exhausted"],
-                           env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,perfetto",
-                                "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_OOM": "off"})
-    path = output_file(".trace.json")
+    _, _, reports, _ = traced.run("tests/oom", ["exhausted"],
+                                  env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,perfetto",
+                                       "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_OOM": "off"})
+    path = output_file(traced, ".trace.json")
     if path:
         _, instants = check_trace(path, one(reports))
         ooms = [e for e in instants if e["name"].startswith("OOM")]
         check(len(ooms) == 1 and ooms[0]["args"]["size"] == 16 << 20, f"the OOM as an instant: {ooms}")
 
     # Several kinds of device memory: their sum has a track of its own, named as such.
-    _, _, reports, _ = run("tests/all_entry_points", ["keep"],
-                           env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_QUIET": "1"})
-    path = output_file(".trace.json")
+    _, _, reports, _ = traced.run("tests/all_entry_points", ["keep"],
+                                  env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_QUIET": "1"})
+    path = output_file(traced, ".trace.json")
     if path:
         last, _ = check_trace(path, one(reports))
         check("device 0: all device memory" in last and "device 0: device" in last and
               "device 0: stream_ordered" in last, f"the total beside the kinds: {sorted(last)}")
 
     # Without the timeline: marks and the end state still make a valid trace.
-    _, _, reports, _ = run("tests/api", ["{dir}/snap"],
-                           env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_EVENTS": "0",
-                                "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("tests/api", ["{dir}/snap"],
+                                  env={"CUMEMTRACE_FORMAT": "json,perfetto", "CUMEMTRACE_EVENTS": "0",
+                                       "CUMEMTRACE_QUIET": "1"})
     report = one(reports)
-    path = output_file(".trace.json")
+    path = output_file(traced, ".trace.json")
     if path:
         _, instants = check_trace(path, report)
         check([e["name"] for e in instants] == ["mark: after the first block"],
@@ -260,13 +258,14 @@ def case_export_perfetto():
 
 
 # ---- PyTorch memory_viz pickle -----------------------------------------------------
-
 # The opcodes MemoryViz.js's own unpickler (torch/utils/viz/MemoryViz.js) knows.
 MEMORYVIZ_OPCODES = {"PROTO", "APPEND", "APPENDS", "LIST", "TUPLE", "NEWFALSE", "NEWTRUE", "NONE",
                      "BINGET", "BININT", "BININT1", "BININT2", "EMPTY_DICT", "EMPTY_LIST", "FRAME",
                      "LONG1", "LONG_BINGET", "MARK", "MEMOIZE", "BINPUT", "LONG_BINPUT", "SETITEMS",
                      "SETITEM", "DICT", "SHORT_BINUNICODE", "BINUNICODE", "STOP", "EMPTY_TUPLE",
                      "TUPLE1", "TUPLE2", "TUPLE3", "BINFLOAT"}
+
+
 ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom"}
 
 
@@ -341,8 +340,8 @@ def check_with_torch(memory_viz, snapshot):
     print(f"memviz: read back by torch.cuda._memory_viz of PyTorch {torch.__version__}")
 
 
-def case_export_memviz():
-    report, path = leak_loop_export("memviz", ".pickle")
+def test_export_memviz(traced):
+    report, path = leak_loop_export(traced, "memviz", ".pickle")
     if not path:
         return
     snapshot = check_memviz(path, report)
@@ -361,38 +360,14 @@ def case_export_memviz():
     else:
         check_with_torch(_memory_viz, snapshot)
 
-    _, _, reports, _ = run("tests/oom", ["exhausted"],
-                           env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,memviz",
-                                "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_OOM": "off"})
-    path = output_file(".pickle")
+    _, _, reports, _ = traced.run("tests/oom", ["exhausted"],
+                                  env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,memviz",
+                                       "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_OOM": "off"})
+    path = output_file(traced, ".pickle")
     if path:
         snapshot = check_memviz(path, one(reports))
         ooms = [e for e in snapshot["device_traces"][0] if e["action"] == "oom"]
         check(len(ooms) == 1 and ooms[0]["size"] == 16 << 20, f"the OOM in the trace: {ooms}")
-
-
-# ---- the HTML report in a real browser ------------------------------------------------
-
-def find_browser():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-def browser(html, *arguments):
-    """Run headless Chromium on a file; its stdout. A fresh profile each time."""
-    profile = tempfile.mkdtemp(prefix="cumemtrace-chromium-")
-    environment = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    try:
-        completed = subprocess.run(
-            [find_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--hide-scrollbars", f"--user-data-dir={profile}", *arguments, "file://" + html],
-            capture_output=True, text=True, timeout=120, env=environment)
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    return completed
 
 
 def attribute(dom, element_id, name="data-value"):
@@ -452,21 +427,20 @@ def icicle_totals(report, kinds):
     return totals[::-1]
 
 
-def case_html_browser():
+def test_html_browser(traced):
     if not find_browser():
         if os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1":
-            print("html_browser: skipped, CUMEMTRACE_TEST_NO_BROWSER=1")
-            sys.exit(77)
+            pytest.skip("CUMEMTRACE_TEST_NO_BROWSER=1")
         check(False, "no chromium to load the HTML report in (apt-get install chromium, "
                      "or set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
         return
     # An argument that tries to end the embedded JSON's <script> element.
     hostile = "20</script><b id=injected>x</b><script>"
-    _, _, reports, _ = run("examples/leak_loop", [hostile],
-                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1",
-                                "CUMEMTRACE_SAMPLE_MS": "5"})
+    _, _, reports, _ = traced.run("examples/leak_loop", [hostile],
+                                  env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1",
+                                       "CUMEMTRACE_SAMPLE_MS": "5"})
     report = one(reports)
-    html = output_file(".html")
+    html = output_file(traced, ".html")
     if not html:
         return
     dom = check_page(html, report)
@@ -480,83 +454,28 @@ def case_html_browser():
     check('id="memory-chart"' in dom and 'data-series="device 0: device"' in dom, "the chart has its line")
     check("leak_scratch_buffer" in dom, "the leaking function is named")
 
-    shot = os.path.join(cases.LAST_DIR, "page.png")
+    shot = os.path.join(traced.dir, "page.png")
     browser(html, f"--screenshot={shot}", "--window-size=1280,1400")
     data = open(shot, "rb").read() if os.path.exists(shot) else b""
     check(data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000, f"a screenshot ({len(data)} bytes)")
 
     # No timeline, an OOM report, several kinds: still no script error.
-    _, _, reports, _ = run("tests/oom", ["exhausted"],
-                           env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,html",
-                                "CUMEMTRACE_EVENTS": "0", "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("tests/oom", ["exhausted"],
+                                  env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_FORMAT": "json,html",
+                                       "CUMEMTRACE_EVENTS": "0", "CUMEMTRACE_QUIET": "1"})
     for report in reports:
-        names = glob.glob(os.path.join(cases.LAST_DIR, "*%s.html" % ("-oom" if report["reason"] == "oom" else "")))
+        names = glob.glob(os.path.join(traced.dir, "*%s.html" % ("-oom" if report["reason"] == "oom" else "")))
         names = [n for n in names if ("-oom" in n) == (report["reason"] == "oom")]
         check(len(names) == 1, f"one HTML page for the {report['reason']} report: {names}")
         if names:
             dom = check_page(names[0], report)
             if report["reason"] == "oom":
                 check('id="oom-event"' in dom, "the OOM report shows the failed request")
-    _, _, reports, _ = run("tests/all_entry_points", ["keep"],
-                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
-    html = output_file(".html")
+    _, _, reports, _ = traced.run("tests/all_entry_points", ["keep"],
+                                  env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    html = output_file(traced, ".html")
     if html:
         check_page(html, one(reports))
-
-
-# ---- the HTML page, driven ----------------------------------------------------------
-
-# Helpers for the actions: real DOM events on the page's own elements.
-DRIVER = """
-function fire(element, type, clientX) {
-  var box = element.getBoundingClientRect();
-  element.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true,
-    clientX: clientX === undefined ? box.left + box.width / 2 : clientX, clientY: box.top + box.height / 2}));
-}
-function chartX(time) {
-  var svg = document.getElementById('memory-chart');
-  var box = svg.getBoundingClientRect();
-  var left = +svg.dataset.plotLeft, right = +svg.dataset.plotRight, end = +svg.dataset.endUs;
-  return box.left + box.width * (left + (right - left) * time / end) / 1000;
-}
-function chart() { return document.querySelector('.chart-box'); }
-function icicle() {
-  var box = document.getElementById('icicle');
-  return {total: +box.dataset.total, moment: box.dataset.moment, focus: box.dataset.focus,
-          focusBytes: +box.dataset.focusBytes, search: +box.dataset.searchBytes,
-          bars: [].map.call(box.querySelectorAll('.frame'), function (d) {
-            return [d.dataset.name, +d.dataset.bytes, d.className]; })};
-}
-function bar(name) {
-  return [].filter.call(document.querySelectorAll('#icicle .frame'), function (d) {
-    return d.dataset.name === name && d.className.indexOf('ancestor') < 0; })[0];
-}
-function type(element, text) { element.value = text; element.dispatchEvent(new Event('input', {bubbles: true})); }
-function toggle(element) { element.checked = !element.checked; element.dispatchEvent(new Event('change', {bubbles: true})); }
-"""
-
-
-def drive(html, actions, suffix=""):
-    """Load the page in headless Chromium with `actions` run once it has
-    rendered (a script added at its end); `result` in the actions comes back."""
-    with open(html) as handle:
-        text = handle.read()
-    script = ("<script>\n(function () { var result = {};\n" + DRIVER + "try {\n" + actions +
-              "\n} catch (e) { result.error = String(e.stack || e); }\n"
-              "var pre = document.createElement('pre'); pre.id = 'driver-result';\n"
-              "pre.textContent = JSON.stringify(result); document.body.appendChild(pre); })();\n</script>\n")
-    at = text.rindex("</body>")
-    driven = html[:-len(".html")] + "-driven.html"
-    with open(driven, "w") as handle:
-        handle.write(text[:at] + script + text[at:])
-    dom = browser(driven + suffix, "--dump-dom", "--window-size=1280,1000").stdout
-    body = re.search(r"<body[^>]*>", dom)
-    check(body and 'data-script-errors="0"' in body.group(0), f"no script error: {body and body.group(0)} "
-          f"{re.findall(r'<pre id=.errors.>(.*?)</pre>', dom, re.S)}")
-    found = re.search(r'<pre id="driver-result">(.*?)</pre>', dom, re.S)
-    result = json.loads(__import__("html").unescape(found.group(1))) if found else {}
-    check(found and "error" not in result, f"the actions ran: {result.get('error')}")
-    return result, dom
 
 
 def live_after(report, index, kinds):
@@ -574,16 +493,16 @@ def live_after(report, index, kinds):
     return bytes_
 
 
-def case_html_interactions():
+def test_html_interactions(traced):
     """The page's own controls, clicked: moments, zoom, search, hover, brush,
     kinds, all frames; rounded ticks; marks as ticks; the address keeps the view."""
     if not find_browser():
         check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1", "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
         return
-    _, _, reports, _ = run("examples/leak_loop", ["20"],
-                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("examples/leak_loop", ["20"],
+                                  env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
     report = one(reports)
-    html = output_file(".html")
+    html = output_file(traced, ".html")
     events = report["timeline"]["events"]
     frames = {f["id"]: f for f in report["frames"]}
     stacks = {s["id"]: s for s in report["stacks"]}
@@ -687,9 +606,9 @@ def case_html_interactions():
           f"#moment=end&zoom=...&search=...: {view.get('focus')} {view.get('search')}")
 
     # Sixty marks: ticks along the top, not sixty full-height lines.
-    _, _, reports, _ = run("tests/growth", ["leak-marks"],
-                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
-    result, _ = drive(output_file(".html"), """
+    _, _, reports, _ = traced.run("tests/growth", ["leak-marks"],
+                                  env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    result, _ = drive(output_file(traced, ".html"), """
     result.lines = document.querySelectorAll('#memory-chart line.mark').length;
     result.ticks = document.querySelectorAll('#memory-chart line.mark-tick').length;""")
     check(result.get("lines") == 0 and result.get("ticks") == 60, f"60 marks as ticks: {result}")
@@ -710,7 +629,7 @@ def check_ticks(labels):
               f"{unit}: a round step: {step}")
 
 
-def case_html_held_at_end():
+def test_html_held_at_end(traced):
     """A report of a Python program that ended (issue 14): what it held at
     its end in a neutral colour, only what nobody freed after it in red; a
     framework's cache segments neither leaked nor counted beside its blocks.
@@ -718,15 +637,15 @@ def case_html_held_at_end():
     if not find_browser():
         check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1", "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
         return
-    _, _, reports, _ = run("examples/leak_loop", ["3"],
-                           env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("examples/leak_loop", ["3"],
+                                  env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
     report = one(reports)
-    html = output_file(".html")
+    html = output_file(traced, ".html")
     with open(html) as handle:
         text = handle.read()
     start = text.index('id="report-data">') + len('id="report-data">')
     stop = text.index("</script>", start)
-    page = os.path.join(cases.LAST_DIR, "held.html")
+    page = os.path.join(traced.dir, "held.html")
 
     def write(made):
         with open(page, "w") as handle:
@@ -796,11 +715,11 @@ def case_html_held_at_end():
     check(result.get("held") is False, "no held section without program_end")
 
 
-def case_series_without_timeline():
+def test_series_without_timeline(traced):
     """CUMEMTRACE_EVENTS=0: the coarse series still draws memory over time."""
-    _, _, reports, _ = run("examples/leak_loop", ["20"],
-                           env={"CUMEMTRACE_FORMAT": "json,html,perfetto", "CUMEMTRACE_EVENTS": "0",
-                                "CUMEMTRACE_SAMPLE_MS": "5", "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("examples/leak_loop", ["20"],
+                                  env={"CUMEMTRACE_FORMAT": "json,html,perfetto", "CUMEMTRACE_EVENTS": "0",
+                                       "CUMEMTRACE_SAMPLE_MS": "5", "CUMEMTRACE_QUIET": "1"})
     report = one(reports)
     check("timeline" not in report, "no timeline")
     series = report.get("series", {})
@@ -814,11 +733,11 @@ def case_series_without_timeline():
           "each sample is at most the peak, in whole 4 MiB steps of the loop")
     check(points and points[-1][1] == counters_now(report, 0, "device"),
           "the last sample, taken for the report, equals the live bytes")
-    path = output_file(".trace.json")
+    path = output_file(traced, ".trace.json")
     if path:
         last, _ = check_trace(path, report)
         check(set(last) == {"device 0: device"}, f"tracks: {sorted(last)}")
-    html = output_file(".html")
+    html = output_file(traced, ".html")
     if html and find_browser():
         dom = check_page(html, report)
         check(attribute(dom, "series-info", "data-samples") == str(series.get("samples")),
@@ -827,13 +746,13 @@ def case_series_without_timeline():
         check(False, "no chromium to load the HTML report in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
 
 
-def case_exports_from_dump():
+def test_exports_from_dump(traced):
     """`cumemtrace symbolize DUMP --format ...`: every format from a crash dump."""
-    run("tests/crash", ["segv-threads"], expect_rc=-11)
-    dump = cases.one_dump()
+    traced.run("tests/crash", ["segv-threads"], expect_rc=-11)
+    dump = one_dump(traced)
     if not dump:
         return
-    rc, text, report = cases.symbolize(dump, "json,html,folded,perfetto,memviz")
+    rc, text, report = symbolize(dump, "json,html,folded,perfetto,memviz")
     check(rc == 0 and report, f"symbolize: {rc} {text[-500:]}")
     if not report:
         return
@@ -849,20 +768,20 @@ def case_exports_from_dump():
         check(False, "no chromium to load the HTML report in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
 
 
-def case_command_html_export():
+def test_command_html_export(traced):
     """`cumemtrace html` and `cumemtrace export` on a JSON report: the timeline
     and series come back from the file, so the page and the exports match the
     library's own."""
-    _, _, reports, _ = run("examples/leak_loop", ["20"],
-                           env={"CUMEMTRACE_FORMAT": "json,folded,perfetto,memviz",
-                                "CUMEMTRACE_EVENTS": "1000", "CUMEMTRACE_SAMPLE_MS": "5",
-                                "CUMEMTRACE_QUIET": "1"})
+    _, _, reports, _ = traced.run("examples/leak_loop", ["20"],
+                                  env={"CUMEMTRACE_FORMAT": "json,folded,perfetto,memviz",
+                                       "CUMEMTRACE_EVENTS": "1000", "CUMEMTRACE_SAMPLE_MS": "5",
+                                       "CUMEMTRACE_QUIET": "1"})
     report = one(reports)
-    source = output_file(".json")
+    source = output_file(traced, ".json")
     if not source:
         return
-    tool = os.path.join(cases.ARGS.build, "cumemtrace")
-    directory = cases.LAST_DIR
+    tool = os.path.join(support.BUILD, "cumemtrace")
+    directory = traced.dir
     for name, suffix in (("folded", ".folded"), ("perfetto", ".trace.json"), ("memviz", ".pickle")):
         target = os.path.join(directory, "from-json" + suffix)
         done = subprocess.run([tool, "export", "--format", name, source, "-o", target],
@@ -871,7 +790,7 @@ def case_command_html_export():
               f"export --format {name}: {done.returncode} {done.stderr!r}")
         if not os.path.exists(target):
             continue
-        library = output_file(suffix)
+        library = output_file(traced, suffix)
         if name != "memviz":
             check(open(target, "rb").read() == open(library, "rb").read(),
                   f"{name} from the JSON file is the library's own {suffix}, byte for byte")
@@ -901,29 +820,29 @@ def case_command_html_export():
         check(False, "no chromium to load the HTML report in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
 
 
-def case_unwritable_exports():
+def test_unwritable_exports(traced):
     """An output path that cannot be written: one line per file, program unharmed."""
-    out, err, _, _ = run("examples/leak_loop", ["3"],
-                         env={"CUMEMTRACE_OUTPUT": "/nonexistent/dir/report",
-                              "CUMEMTRACE_FORMAT": "html,folded,perfetto,memviz"})
-    untraced, _, _, _ = run("examples/leak_loop", ["3"], preload=False)
+    out, err, _, _ = traced.run("examples/leak_loop", ["3"],
+                                env={"CUMEMTRACE_OUTPUT": "/nonexistent/dir/report",
+                                     "CUMEMTRACE_FORMAT": "html,folded,perfetto,memviz"})
+    untraced, _, _, _ = traced.run("examples/leak_loop", ["3"], preload=False)
     check(out == untraced, "program output unchanged")
     lines = [line for line in err.splitlines() if "cannot write report" in line]
     check(len(lines) == 4 and all(".html" in l or ".folded" in l or ".trace.json" in l or ".pickle" in l
                                   for l in lines), f"one line per file: {lines}")
 
 
-def case_merge_html():
+def test_merge_html(traced):
     """cumemtrace merge --format html: one page, loaded in headless Chromium,
     showing each rank's live bytes and the divergent rank as the JSON says."""
-    directory = cases.rank_reports([(0, 5), (1, 20), (2, 5)])
+    directory = rank_reports(traced, [(0, 5), (1, 20), (2, 5)])
     files = [os.path.join(directory, f"rank-{r}.json") for r in (0, 1, 2)]
-    merged = json.loads(cases.tool("merge", *files, "--format", "json").stdout)
+    merged = json.loads(tool("merge", *files, "--format", "json").stdout)
     page = os.path.join(directory, "merged.html")
-    completed = cases.tool("merge", *files, "--format", "html", "-o", page)
+    completed = tool("merge", *files, "--format", "html", "-o", page)
     check(completed.returncode == 0 and os.path.getsize(page) > 0,
           f"merge --format html: {completed.returncode} {completed.stderr!r}")
-    bad = cases.tool("diff", files[0], files[1], "--format", "html")
+    bad = tool("diff", files[0], files[1], "--format", "html")
     check(bad.returncode == 1, f"diff has no html: status {bad.returncode}")
     if not find_browser():
         check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
@@ -939,10 +858,3 @@ def case_merge_html():
     check(rows == expected, f"the page shows each rank's live bytes as the JSON: {rows} {expected}")
     check(attribute(dom, "divergent") == str(merged["divergent"]["rank"]) == "1",
           f"the page names rank 1 as divergent: {attribute(dom, 'divergent')}")
-
-
-CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
-
-
-if __name__ == "__main__":
-    sys.exit(cases.main(CASES))

@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""Integration tests of the blocks frameworks carve out of their caches, and
+"""The blocks frameworks carve out of their caches, and
 of the end of a Python program, on the simulator.
 
 PyTorch is played by the stand-in libc10_cuda.so (tests/sim/c10): it carves
@@ -12,10 +11,8 @@ LEAK, FREED, HELD, TEMP and OOM, and every verdict is checked against those
 marks: the growing sites must be the LEAK lines and no TEMP or HELD line, the
 sites that grew, then were freed near the end the FREED lines; what
 module globals held goes to held_at_end, not leaked; an OOM says why in the
-cache's terms. Same harness as cases.py.
+cache's terms."""
 
-    frameworks.py --build BUILD_DIR --source SOURCE_DIR CASE
-"""
 import glob
 import itertools
 import json
@@ -29,14 +26,18 @@ import sys
 import textwrap
 import time
 
-import cases
-from cases import check, run
+import pytest
+
+import support
+from browser import find_browser, drive
+from support import check, validate, device_counters, symbolize, traced_environment, line_of, tool
+
 
 MiB = 1 << 20
 
 
 def script(name="torch_blocks.py"):
-    return os.path.join(cases.ARGS.source, "tests", "integration", name)
+    return os.path.join(support.SOURCE, "tests", "integration", name)
 
 
 def marked_lines(tag, scenario, name="torch_blocks.py"):
@@ -46,7 +47,7 @@ def marked_lines(tag, scenario, name="torch_blocks.py"):
 
 
 def torch_env(**extra):
-    sim = os.path.join(cases.ARGS.build, "sim")
+    sim = os.path.join(support.BUILD, "sim")
     env = {"LD_LIBRARY_PATH": f"{sim}:{sim}/torch/lib",
            "CUMEMTRACE_TORCH_TRACKER": f"{sim}/torch/libcumemtrace_torch.so",
            "CUMEMTRACE_SAMPLE_MS": "40", "CUMEMTRACE_QUIET": "1"}
@@ -54,11 +55,11 @@ def torch_env(**extra):
     return env
 
 
-def run_scenario(file, name, args, env, expect_rc=0, preload=True):
+def run_scenario(traced, file, name, args, env, expect_rc=0, preload=True):
     """Run one scenario of the script `file`: (stdout, stderr, {reason:
     [reports]}, the figures the framework or its stand-in printed)."""
-    out, err, reports, _ = run(sys.executable, [script(file), name, *args], env=env,
-                               expect_rc=expect_rc, preload=preload)
+    out, err, reports, _ = traced.run(sys.executable, [script(file), name, *args], env=env,
+                                      expect_rc=expect_rc, preload=preload)
     by_reason = {}
     for report in reports:
         by_reason.setdefault(report["reason"], []).append(report)
@@ -69,13 +70,12 @@ def run_scenario(file, name, args, env, expect_rc=0, preload=True):
     return out, err, by_reason, figures
 
 
-def scenario(name, args=(), expect_rc=0, **env):
+def scenario(traced, name, args=(), expect_rc=0, **env):
     """Run one scenario of torch_blocks.py (run_scenario's answer)."""
-    if not os.path.exists(os.path.join(cases.ARGS.build, "sim", "torch", "lib",
+    if not os.path.exists(os.path.join(support.BUILD, "sim", "torch", "lib",
                                        "libc10_cuda.so")):
-        print("no C++ compiler: the stand-in for PyTorch was not built")
-        sys.exit(77)
-    return run_scenario("torch_blocks.py", name, args, torch_env(**env), expect_rc)
+        pytest.skip("no C++ compiler: the stand-in for PyTorch was not built")
+    return run_scenario(traced, "torch_blocks.py", name, args, torch_env(**env), expect_rc)
 
 
 def format_bytes(count):
@@ -127,20 +127,20 @@ def check_verdicts(report, name, file="torch_blocks.py"):
                                                f"{sorted((innocent | leaks) & released)}")
 
 
-def case_torch_blocks_mix():
+def test_torch_blocks_mix(traced):
     """Kept tensors next to a 48 MiB temporary per step, in caching mode."""
-    _, err, reports, figures = scenario("training_mix", ["{dir}/at-end"],
+    _, err, reports, figures = scenario(traced, "training_mix", ["{dir}/at-end"],
                                         CUMEMTRACE_FORMAT="json,folded,memviz")
     exit_report, snapshot = reports["exit"][0], reports["snapshot"][0]
     # The folded stacks count the device's memory once: tensors by their
     # stacks, the cache's unused rest as one entry, no segment twice.
-    with open(os.path.join(cases.LAST_DIR, "at-end.folded")) as handle:
+    with open(os.path.join(traced.dir, "at-end.folded")) as handle:
         folded = sum(int(line.rsplit(" ", 1)[1]) for line in handle if line.strip())
-    live = cases.device_counters(snapshot, 0, "device_memory")["allocated_bytes"]["current"]
+    live = device_counters(snapshot, 0, "device_memory")["allocated_bytes"]["current"]
     check(folded == live, f"folded stacks sum to the device's live memory: {folded} vs {live}")
     # PyTorch's memory_viz page gets segments laid out as PyTorch's own
     # snapshot would: the tensors at their addresses, the free ranges between.
-    with open(os.path.join(cases.LAST_DIR, "at-end.pickle"), "rb") as handle:
+    with open(os.path.join(traced.dir, "at-end.pickle"), "rb") as handle:
         snapshot_pickle = pickle.load(handle)
     segments = snapshot_pickle["segments"]
     active = [b for seg in segments for b in seg["blocks"] if b["state"] == "active_allocated"]
@@ -175,12 +175,12 @@ def case_torch_blocks_mix():
     check(not tensors, f"no tensor leaked: {tensors}")
 
 
-def case_torch_blocks_leak_beside_temporaries():
+def test_torch_blocks_leak_beside_temporaries(traced):
     """A line that keeps 512 bytes a step and makes 8 MiB of temporaries it
     frees within the step: growing, the line named. The program marks its
     steps, so every sample falls between steps, as the verdict needs on any
     machine load."""
-    _, _, reports, _ = scenario("leak_beside_temporaries")
+    _, _, reports, _ = scenario(traced, "leak_beside_temporaries")
     report = reports["exit"][0]
     growth = report["growth"]
     check(growth["mode"] == "marks" and growth["samples"] >= 61,
@@ -188,12 +188,12 @@ def case_torch_blocks_leak_beside_temporaries():
     check_verdicts(report, "leak_beside_temporaries")
 
 
-def case_torch_blocks_kept_then_freed():
+def test_torch_blocks_kept_then_freed(traced):
     """A list of outputs kept by a function that returns before the program
     ends: not growing at the end, but named as grown, then freed near the end,
     with its peak; the per-step temporary beside it in neither list; the text
     report and one read back from the JSON say the same."""
-    _, _, reports, _ = scenario("kept_then_freed", CUMEMTRACE_FORMAT="text,json,html")
+    _, _, reports, _ = scenario(traced, "kept_then_freed", CUMEMTRACE_FORMAT="text,json,html")
     report = reports["exit"][0]
     check_verdicts(report, "kept_then_freed")
     released = report["growth"]["released"]
@@ -203,19 +203,18 @@ def case_torch_blocks_kept_then_freed():
     def section(text):
         heading = "Grew, then freed near the end"
         return heading + text.split(heading, 1)[1].split("\n\n", 1)[0] if heading in text else ""
-    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*.txt"))[0]).read()
+    text = open(glob.glob(os.path.join(traced.dir, "report-*.txt"))[0]).read()
     line = min(marked_lines("FREED", "kept_then_freed"))
     check(f"torch_blocks.py:{line}" in section(text),
           f"the text names the line under its own heading:\n{text}")
-    again = cases.tool("report", glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0])
+    again = tool("report", glob.glob(os.path.join(traced.dir, "report-*.json"))[0])
     check(again.returncode == 0 and section(again.stdout) == section(text),
           f"read back from the JSON, the same:\n{section(again.stdout)}\nvs\n{section(text)}")
-    import exports
-    if not exports.find_browser():
+    if not find_browser():
         check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
               "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
         return
-    result, _ = exports.drive(glob.glob(os.path.join(cases.LAST_DIR, "report-*.html"))[0], """
+    result, _ = drive(glob.glob(os.path.join(traced.dir, "report-*.html"))[0], """
     result.rows = [].map.call(document.querySelectorAll('#released-table tbody tr'), function (r) {
       return [].map.call(r.cells, function (c) { return c.textContent; }); });""")
     rows = result.get("rows", [])
@@ -224,11 +223,11 @@ def case_torch_blocks_kept_then_freed():
           f"the page's table beside the growing one: {rows}")
 
 
-def case_torch_blocks_never_freed():
+def test_torch_blocks_never_freed(traced):
     """Tensors nobody frees, not even the teardown (as PyTorch leaves model
     weights): held at the end with their line, still live at exit, and not
     called leaked."""
-    _, _, reports, _ = scenario("never_freed", CUMEMTRACE_FORMAT="text,json")
+    _, _, reports, _ = scenario(traced, "never_freed", CUMEMTRACE_FORMAT="text,json")
     report = reports["exit"][0]
     held = [g for g in report["held_at_end"] if g["kind"] == "torch_tensor"]
     check(len(held) == 1 and held[0]["bytes"] == 8 * MiB and
@@ -237,7 +236,7 @@ def case_torch_blocks_never_freed():
           f"4 x 2 MiB held at the end, none freed by the teardown: {held}")
     live = [g for g in report["live"] if g["kind"] == "torch_tensor"]
     check(live and all(g["held_at_end"] for g in live), f"live at exit, held at the end: {live}")
-    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*.txt"))[0]).read()
+    text = open(glob.glob(os.path.join(traced.dir, "report-*.txt"))[0]).read()
     # Nothing leaked: no Leaked section at all (an empty one is not printed).
     check("Leaked" not in text and "nothing leaked" in text and "held at the end" in text,
           f"the text calls none of it leaked: {text[:1500]}")
@@ -247,10 +246,10 @@ def case_torch_blocks_never_freed():
     for group in older["live"]:
         del group["held_at_end"]
     older["held_at_end"] = []
-    path = os.path.join(cases.LAST_DIR, "older.json")
+    path = os.path.join(traced.dir, "older.json")
     with open(path, "w") as handle:
         json.dump(older, handle)
-    again = cases.tool("report", path, "--format", "json")
+    again = tool("report", path, "--format", "json")
     again = json.loads(again.stdout) if again.returncode == 0 else {}
     check([(g["stack"], g["bytes"], g["freed_at_teardown_bytes"]) for g in again.get("held_at_end", [])]
           == [(g["stack"], g["bytes"], 0) for g in held] and
@@ -258,8 +257,8 @@ def case_torch_blocks_never_freed():
           f"an older report: held at the end, not leaked: {again.get('held_at_end')}")
 
 
-def case_torch_blocks_held():
-    _, _, reports, _ = scenario("held_at_end")
+def test_torch_blocks_held(traced):
+    _, _, reports, _ = scenario(traced, "held_at_end")
     report = reports["exit"][0]
     held = [g for g in report["held_at_end"] if g["kind"] == "torch_tensor"]
     check(len(held) == 1 and held[0]["bytes"] == 24 * MiB and held[0]["blocks"] == 3 and
@@ -268,27 +267,27 @@ def case_torch_blocks_held():
     check(not report["growth"]["growing"], "nothing growing")
 
 
-def case_torch_blocks_compare():
+def test_torch_blocks_compare(traced):
     """diff and merge count a cache's memory once: its tensors by their
     lines, never the segments that hold them as well."""
-    _, _, reports, _ = scenario("held_at_end", ["{dir}/held"])
-    exit_path = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
-    held_path = os.path.join(cases.LAST_DIR, "held.json")
+    _, _, reports, _ = scenario(traced, "held_at_end", ["{dir}/held"])
+    exit_path = glob.glob(os.path.join(traced.dir, "report-*.json"))[0]
+    held_path = os.path.join(traced.dir, "held.json")
     snapshot = reports["snapshot"][0]
     tensors = sum(g["bytes"] for g in snapshot["live"] if g["kind"] == "torch_tensor")
     check(tensors == 24 * MiB, f"3 x 8 MiB of tensors live at the snapshot: {tensors}")
-    merged = cases.tool("merge", held_path, held_path, "--format", "json")
+    merged = tool("merge", held_path, held_path, "--format", "json")
     stacks = json.loads(merged.stdout)["stacks"] if merged.returncode == 0 else []
     check([s["total_bytes"] for s in stacks] == [2 * tensors],
           f"merge: the tensors' line, no segment: {[(s['total_bytes'], s['frames'][:1]) for s in stacks]}")
-    diff = cases.tool("diff", exit_path, held_path, "--format", "json")
+    diff = tool("diff", exit_path, held_path, "--format", "json")
     compared = json.loads(diff.stdout) if diff.returncode == 0 else {}
     check([(s["status"], s["b_bytes"]) for s in compared.get("stacks", [])] == [("new", tensors)] and
           compared.get("stacks_unchanged") == 0,
           f"diff: the tensors are new, the segments (the same in both) not a stack: {compared}")
 
 
-def case_torch_blocks_live():
+def test_torch_blocks_live(traced):
     """cumemtrace live on a process holding tensors: its sites are the
     tensors' lines, not the cache's segments, and a line gives the cache's
     figures; where tensors are not traced, the segments are the sites and a
@@ -298,7 +297,7 @@ def case_torch_blocks_live():
         ready = os.path.join(directory, "ready")
         settings = torch_env(TORCH_BLOCKS_READY=ready, CUMEMTRACE_FRAMEWORKS=frameworks)
         libraries = settings.pop("LD_LIBRARY_PATH")
-        environment = cases.traced_environment(directory, **settings)
+        environment = traced_environment(directory, **settings)
         environment["LD_LIBRARY_PATH"] = libraries
         process = subprocess.Popen([sys.executable, script(), "watched"], cwd=directory,
                                    env=environment, stdout=subprocess.PIPE,
@@ -308,7 +307,7 @@ def case_torch_blocks_live():
                 break
             time.sleep(0.02)
         pid = int(open(ready).read()) if os.path.exists(ready) else 0
-        view = cases.tool("live", str(pid), "--once") if pid else None
+        view = tool("live", str(pid), "--once") if pid else None
         if pid:
             os.unlink(ready)
         out, err = process.communicate(timeout=60)
@@ -330,18 +329,18 @@ def case_torch_blocks_live():
                   in view.stdout, f"the segments, and why:\n{view.stdout}")
 
 
-def case_torch_blocks_pytest():
+def test_torch_blocks_pytest(traced):
     """The pytest plugin on the stand-in allocator: a test that fills the
     cache passes (the cache keeps its segment, the tensor is gone), one that
     keeps a tensor fails, naming its line."""
-    suite = os.path.join(cases.ARGS.source, "tests", "integration", "pytest_tensors")
+    suite = os.path.join(support.SOURCE, "tests", "integration", "pytest_tensors")
     command = ["run", "--quiet", "--format=none", "--", sys.executable, "-m", "pytest",
                "-p", "no:cacheprovider", "-p", "cumemtrace_pytest", "-q", "--cuda-leaks", suite]
-    out, err, _, _ = run(os.path.join(cases.ARGS.build, "cumemtrace"), command, preload=False,
-                         expect_rc=None, env=torch_env())
+    out, err, _, _ = traced.run(os.path.join(support.BUILD, "cumemtrace"), command, preload=False,
+                                expect_rc=None, env=torch_env())
     text = out + err
     test_file = os.path.join(suite, "test_tensors.py")
-    keep = cases.site_line(test_file, "KEEP-LINE")
+    keep = line_of(test_file, "KEEP-LINE")
     check("1 failed, 1 passed" in text and "test_fills_the_cache" not in text.split("FAILURES")[-1],
           f"the cache filled once passes, the kept tensor fails:\n{text}")
     check("test_keeps_a_tensor left 4.00 MiB of GPU memory held:" in text and
@@ -349,23 +348,22 @@ def case_torch_blocks_pytest():
           f"the kept tensor's line:\n{text}")
 
 
-def case_torch_blocks_html():
+def test_torch_blocks_html(traced):
     """The HTML page of a program on the stand-in allocator: a cache's memory
     counted once, in the icicle, its highest point and the tables; the
     caches per device; what the program held at its end, neutral."""
-    import exports
-    if not exports.find_browser():
+    if not find_browser():
         check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
               "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
         return
-    _, _, reports, _ = scenario("training_mix", ["{dir}/at-end"], CUMEMTRACE_FORMAT="json,html")
+    _, _, reports, _ = scenario(traced, "training_mix", ["{dir}/at-end"], CUMEMTRACE_FORMAT="json,html")
     snapshot, exit_report = reports["snapshot"][0], reports["exit"][0]
     segments = {s["id"] for s in snapshot["stacks"] if s["cache_segment"] == "torch_tensor"}
-    device = cases.device_counters(snapshot, 0, "device_memory")["allocated_bytes"]
+    device = device_counters(snapshot, 0, "device_memory")["allocated_bytes"]
     figures = cache(snapshot)["devices"][0]
     tensors = sum(g["bytes"] for g in snapshot["live"] if g["stack"] not in segments)
     check(segments and tensors == figures["block_bytes"], f"tensors live: {tensors} vs {figures}")
-    result, _ = exports.drive(os.path.join(cases.LAST_DIR, "at-end.html"), """
+    result, _ = drive(os.path.join(traced.dir, "at-end.html"), """
     function press(m) { document.querySelector('button[data-moment="' + m + '"]').click(); }
     press('end'); result.now = icicle();
     toggle(document.querySelector('#kind-toggles input[data-kind="unused in caches"]'));
@@ -391,8 +389,8 @@ def case_torch_blocks_html():
           result["caches"][0][4] == format_bytes(figures["unused_bytes"]),
           f"the cache per device: {result.get('caches')} vs {figures}")
     # At exit: what the program held at its end, neutral; nothing leaked.
-    html = glob.glob(os.path.join(cases.LAST_DIR, "report-*.html"))[0]
-    result, _ = exports.drive(html, """
+    html = glob.glob(os.path.join(traced.dir, "report-*.html"))[0]
+    result, _ = drive(html, """
     result.held = document.getElementById('held-at-end').className;
     result.heldBytes = +document.getElementById('held-bytes').dataset.value;
     result.leaked = +document.getElementById('leaked-bytes').dataset.value;
@@ -411,12 +409,12 @@ def summary_of(err):
     return lines[first:last + 1]
 
 
-def case_torch_blocks_findings():
+def test_torch_blocks_findings(traced):
     """A model of 24 modules holding their weights, and one line that keeps
     a tensor each step: every report opens with its findings, the growing
     line first; the summary on stderr stays short, prints no empty section,
     and says where the full report is; the HTML page opens with the same."""
-    _, err, reports, _ = scenario("modules_and_leak", CUMEMTRACE_QUIET="0",
+    _, err, reports, _ = scenario(traced, "modules_and_leak", CUMEMTRACE_QUIET="0",
                                   CUMEMTRACE_FORMAT="json,text,html")
     report = reports["exit"][0]
     check_verdicts(report, "modules_and_leak")
@@ -435,7 +433,7 @@ def case_torch_blocks_findings():
           f"then what was held at the end, and its top sites: {findings}")
     check(not any("0 B in 0 blocks" in l or l.startswith("  Leaked") for l in summary),
           f"no empty section: {summary}")
-    json_path = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
+    json_path = glob.glob(os.path.join(traced.dir, "report-*.json"))[0]
     check(any(l.startswith("  full report: ") and json_path in l for l in summary),
           f"the summary says where the full report is: {summary[-3:]}")
     # The JSON carries them; the text report opens with them and lists all.
@@ -443,20 +441,19 @@ def case_torch_blocks_findings():
     check(first["verdict"] == "growing" and first["site"] == where and
           first["bytes"] == report["growth"]["growing"][0]["live_bytes"],
           f"findings[0], growing at the LEAK line: {first}")
-    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*.txt"))[0]).read()
+    text = open(glob.glob(os.path.join(traced.dir, "report-*.txt"))[0]).read()
     lines = text.splitlines()
     check(any(l.startswith(f"   - growing at {where}: +") for l in lines[:15]),
           f"the text report opens with the findings: {lines[:15]}")
     check(all(f"/srv/model/layer{i}.py:2" in text for i in range(24)) and "full report" not in text,
           "the text report lists every site")
     # The page: the findings first, the growing section before the others.
-    import exports
-    if not exports.find_browser():
+    if not find_browser():
         check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
               "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
         return
-    html = glob.glob(os.path.join(cases.LAST_DIR, "report-*.html"))[0]
-    result, _ = exports.drive(html, """
+    html = glob.glob(os.path.join(traced.dir, "report-*.html"))[0]
+    result, _ = drive(html, """
     var main = document.querySelector('main');
     result.first = main.firstElementChild.id;
     result.items = Array.prototype.map.call(document.querySelectorAll('#findings li'), function (li) {
@@ -471,11 +468,11 @@ def case_torch_blocks_findings():
     check(result.get("tables", [""])[0] == "growing", f"the growing section first: {result.get('tables')}")
 
 
-def case_torch_blocks_compiled():
+def test_torch_blocks_compiled(traced):
     """torch.compile's generated code (Inductor's module in its cache folder,
     an FX graph compiled from a string) is a framework's: the site of what it
     allocates is the line that called the compiled function."""
-    _, err, reports, _ = scenario("compiled", CUMEMTRACE_QUIET="0", CUMEMTRACE_FORMAT="json,text")
+    _, err, reports, _ = scenario(traced, "compiled", CUMEMTRACE_QUIET="0", CUMEMTRACE_FORMAT="json,text")
     report = reports["exit"][0]
     check_verdicts(report, "compiled")
     line = marked_lines("LEAK", "compiled").pop()
@@ -497,8 +494,8 @@ def case_torch_blocks_compiled():
           f"the summary names the user's line: {err[-2000:]}")
 
 
-def case_torch_blocks_cache_idle():
-    _, _, reports, _ = scenario("cache_idle")
+def test_torch_blocks_cache_idle(traced):
+    _, _, reports, _ = scenario(traced, "cache_idle")
     report = reports["exit"][0]
     check(report["fragmentation"]["verdict"] == "idle_cache",
           f"the freed 256 MiB kept by the cache: {report['fragmentation']}")
@@ -526,12 +523,12 @@ def oom_at(reports, scenario_name):
     return None
 
 
-def case_torch_blocks_fragmented_at_end():
+def test_torch_blocks_fragmented_at_end(traced):
     """Kept small tensors between freed larger ones, to the program's end: the
     exit report's cache view and verdict are those of that end, not of after
     the interpreter's teardown freed the small ones (then every segment would
     look idle)."""
-    _, _, reports, figures = scenario("fragmented_at_end", CUMEMTRACE_FORMAT="text,json")
+    _, _, reports, figures = scenario(traced, "fragmented_at_end", CUMEMTRACE_FORMAT="text,json")
     report = reports["exit"][0]
     view = cache(report)
     device = view["devices"][0] if view and view["devices"] else {}
@@ -541,21 +538,21 @@ def case_torch_blocks_fragmented_at_end():
           device.get("holes") == figures["inactive_split_blocks"],
           f"the holes between them, as the stand-in counts them: {device}, {figures}")
     check(report["fragmentation"]["verdict"] == "fragmented", f"{report['fragmentation']}")
-    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*.txt"))[0]).read()
+    text = open(glob.glob(os.path.join(traced.dir, "report-*.txt"))[0]).read()
     check("PyTorch's cache (at the program's end)" in text, "the text says when")
-    again = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "report",
-                            glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]],
+    again = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), "report",
+                            glob.glob(os.path.join(traced.dir, "report-*.json"))[0]],
                            capture_output=True, text=True).stdout
     check(again == text, "read back from the JSON, the same text")
 
 
-def case_torch_blocks_fragmentation_oom():
+def test_torch_blocks_fragmentation_oom(traced):
     """Two of every three 6 MiB tensors freed, then 40 MiB: free bytes in the
     cache, in holes none of which fits."""
-    out, _, _, _ = scenario("fragmentation_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every",
+    out, _, _, _ = scenario(traced, "fragmentation_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every",
                             CUMEMTRACE_FORMAT="text,json")
     check("fragmentation_oom: out of memory" in out, f"the program saw its OOM: {out!r}")
-    report = oom_at(oom_reports(cases.LAST_DIR), "fragmentation_oom")
+    report = oom_at(oom_reports(traced.dir), "fragmentation_oom")
     if not check(report is not None, "an OOM report names the OOM line"):
         return
     event = report["event"]
@@ -564,51 +561,51 @@ def case_torch_blocks_fragmentation_oom():
     check(event["cache"]["unused_bytes"] + event["driver_free"] >= event["size"] >
           event["cache"]["largest_hole_bytes"], f"free enough, no hole fits: {event}")
     texts = []
-    for name in glob.glob(os.path.join(cases.LAST_DIR, "report-*-oom*.txt")):
+    for name in glob.glob(os.path.join(traced.dir, "report-*-oom*.txt")):
         with open(name) as handle:
             texts.append(handle.read())
     check(any("cache fragmented" in t and "expandable_segments:True" in t for t in texts),
           "the text says it, and what helps")
     # The framework's report takes the place of the driver's failure it
     # follows, in that report's very files: none written beside it.
-    names = sorted(os.path.basename(n) for n in glob.glob(os.path.join(cases.LAST_DIR, "*oom*")))
+    names = sorted(os.path.basename(n) for n in glob.glob(os.path.join(traced.dir, "*oom*")))
     beside = [n for n in names if not re.fullmatch(r"report-\d+-oom-\d+\.(json|txt)", n)]
     check(names and not beside, f"every OOM report in its own name: {names}")
 
 
-def case_torch_blocks_exhaustion_oom():
-    out, _, _, _ = scenario("exhaustion_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every")
-    report = oom_at(oom_reports(cases.LAST_DIR), "exhaustion_oom")
+def test_torch_blocks_exhaustion_oom(traced):
+    out, _, _, _ = scenario(traced, "exhaustion_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every")
+    report = oom_at(oom_reports(traced.dir), "exhaustion_oom")
     if not check(report is not None, "an OOM report names the OOM line"):
         return
     check(report["event"]["verdict"] == "tensors_exhausted", f"verdict: {report['event']}")
-    counters = cases.device_counters(report, 0, "torch_tensor")
+    counters = device_counters(report, 0, "torch_tensor")
     check(counters["num_ooms"] >= 1, f"the tensors' OOMs counted: {counters}")
 
 
-def case_torch_blocks_teardown():
+def test_torch_blocks_teardown(traced):
     """No framework: buffers freed by __del__ at the teardown are held at the
     end, and the line that grew all along is still growing."""
-    _, _, reports, _ = scenario("teardown_ctypes")
+    _, _, reports, _ = scenario(traced, "teardown_ctypes")
     check_verdicts(reports["exit"][0], "teardown_ctypes")
     held = {site_line(reports["exit"][0], g["stack"]) for g in reports["exit"][0]["held_at_end"]}
     check(marked_lines("LEAK", "teardown_ctypes") <= held, f"held at the end: {held}")
 
 
-def case_torch_blocks_crash():
+def test_torch_blocks_crash(traced):
     """A crash dump of a program holding tensors, symbolized: the tensors
     are live with their line, their cache's segments apart, counted once."""
-    scenario("crash_with_tensors", expect_rc=-6)
-    dumps = glob.glob(os.path.join(cases.LAST_DIR, "report-*.dump"))
+    scenario(traced, "crash_with_tensors", expect_rc=-6)
+    dumps = glob.glob(os.path.join(traced.dir, "report-*.dump"))
     if not check(len(dumps) == 1, f"one crash dump: {dumps}"):
         return
-    base = os.path.join(cases.LAST_DIR, "symbolized")
-    done = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "symbolize", dumps[0],
+    base = os.path.join(traced.dir, "symbolized")
+    done = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), "symbolize", dumps[0],
                            "--output", base, "--format", "json"], capture_output=True, text=True)
     check(done.returncode == 0, f"symbolized: {done.stderr!r}")
     with open(base + ".json") as handle:
         report = json.load(handle)
-    cases.validate(report, base + ".json")
+    validate(report, base + ".json")
     tensors = [g for g in report["live"] if g["kind"] == "torch_tensor"]
     check(len(tensors) == 1 and tensors[0]["bytes"] == 12 * MiB and
           site_line(report, tensors[0]["stack"]) in marked_lines("HELD", "crash_with_tensors"),
@@ -620,23 +617,23 @@ def case_torch_blocks_crash():
     check(segments, "the segments are known as such")
 
 
-def case_torch_blocks_threads():
+def test_torch_blocks_threads(traced):
     """Four threads allocating through the stand-in (its lock, then ours)
     while the main thread takes snapshots (ours only): no deadlock, and the
     counts stay exact."""
     start = time.time()
-    out, _, reports, _ = scenario("threads_and_snapshots")
+    out, _, reports, _ = scenario(traced, "threads_and_snapshots")
     check(time.time() - start < 60, "done in time")
     check("snapshots" in out, f"finished: {out!r}")
     report = reports["exit"][0]
-    counters = cases.device_counters(report, 0, "torch_tensor")
+    counters = device_counters(report, 0, "torch_tensor")
     check(counters["allocation"]["current"] == 0 and
           counters["allocation"]["allocated"] == counters["allocation"]["freed"],
           f"every tensor freed and seen freed: {counters}")
     check(report["tracer"]["lost"]["unknown_free"] == 0, "no free of an unknown tensor")
 
 
-def case_torch_blocks_backward():
+def test_torch_blocks_backward(traced):
     """Tensors of backward nodes, made on the autograd engine's thread (no
     Python there): by default each stack is the node's apply() and the main
     thread's Python frames, nothing unwound; growth names the line that ran
@@ -644,7 +641,7 @@ def case_torch_blocks_backward():
     frames are unwound as on any other thread."""
     leak = marked_lines("LEAK", "backward_nodes")
     for depth, unwound in (("0", False), ("32", True)):
-        _, err, reports, _ = scenario("backward_nodes", CUMEMTRACE_BLOCK_DEPTH=depth)
+        _, err, reports, _ = scenario(traced, "backward_nodes", CUMEMTRACE_BLOCK_DEPTH=depth)
         report = reports["exit"][0]
         check_verdicts(report, "backward_nodes")
         frames = {f["id"]: f for f in report["frames"]}
@@ -675,15 +672,15 @@ def case_torch_blocks_backward():
               f"depth {depth}: each node's tensors under its own apply(): {nodes}")
     # The marker is a placeholder: no command shows it as a frame (the JSON
     # keeps it, hidden); the text says in words whose frames follow it.
-    path = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
-    command = os.path.join(cases.ARGS.build, "cumemtrace")
+    path = glob.glob(os.path.join(traced.dir, "report-*.json"))[0]
+    command = os.path.join(support.BUILD, "cumemtrace")
     outputs = {}
     for args in (["report", path], ["report", path, "--all-frames"], ["merge", path, path],
                  ["diff", path, path], ["merge", path, path, "--all-frames", "--format", "json"]):
         done = subprocess.run([command] + args, capture_output=True, text=True)
         check(done.returncode == 0, f"{args}: {done.stderr}")
         outputs[" ".join(args[:1] + args[3:])] = done.stdout
-    folded = os.path.join(cases.LAST_DIR, "exported.folded")
+    folded = os.path.join(traced.dir, "exported.folded")
     subprocess.run([command, "export", "--format", "folded", path, "-o", folded, "--all-frames"],
                    check=True)
     outputs["folded"] = open(folded).read()
@@ -699,12 +696,12 @@ def case_torch_blocks_backward():
           "the JSON keeps the marker, hidden")
 
 
-def case_torch_blocks_frames():
+def test_torch_blocks_frames(traced):
     """Frames that a walk remembering the last one's could take for another
     (the same call depth at another line or function, generators, recursion,
     code compiled again at a freed code object's address): every tensor's
     stack holds exactly the Python frames the program saw, in two threads."""
-    out, _, reports, _ = scenario("frames_reused")
+    out, _, reports, _ = scenario(traced, "frames_reused")
     line = next(l for l in out.splitlines() if l.startswith("frames_reused: "))
     expected = {tuple(tuple(f) for f in entry[:-1]): entry[-1]
                 for entry in json.loads(line[len("frames_reused: "):])}
@@ -723,48 +720,48 @@ def case_torch_blocks_frames():
           f"{len(expected)} tracebacks; {len(wrong)} with other counts: {wrong[:4]}")
 
 
-def case_torch_tracker_refused():
+def test_torch_tracker_refused(traced):
     """An allocator that refuses trackers (the cudaMallocAsync backend): one
     line, the segment view, the program's output unchanged."""
-    out, err, reports, _ = scenario("held_at_end", C10SIM_BACKEND="cudaMallocAsync")
+    out, err, reports, _ = scenario(traced, "held_at_end", C10SIM_BACKEND="cudaMallocAsync")
     lines = [l for l in err.splitlines() if "not traced one by one" in l]
     check(len(lines) == 1 and "trace trackers" in lines[0], f"one line: {err[-400:]!r}")
     view = cache(reports["exit"][0])
     check(view and view["view"] == "segments", f"the segment view: {view}")
-    untraced, _, _, _ = run(sys.executable, [script(), "held_at_end"], env=torch_env(),
-                            preload=False)
+    untraced, _, _, _ = traced.run(sys.executable, [script(), "held_at_end"], env=torch_env(),
+                                   preload=False)
     check(out == untraced, f"output unchanged: {out!r} vs {untraced!r}")
 
 
-def case_torch_tracker_missing():
-    _, err, reports, _ = scenario("held_at_end", CUMEMTRACE_TORCH_TRACKER="/nonexistent.so")
+def test_torch_tracker_missing(traced):
+    _, err, reports, _ = scenario(traced, "held_at_end", CUMEMTRACE_TORCH_TRACKER="/nonexistent.so")
     check(sum("was not built" in l for l in err.splitlines()) == 1, f"one line: {err[-300:]!r}")
     check(cache(reports["exit"][0])["view"] == "segments", "the segment view")
 
 
-def case_torch_tracker_other_version():
+def test_torch_tracker_other_version(traced):
     """A tracker built for another PyTorch is never attached."""
-    torch_dir = os.path.join(cases.ARGS.build, "sim", "torch")
+    torch_dir = os.path.join(support.BUILD, "sim", "torch")
     other = os.path.join(os.path.dirname(torch_dir), "torch-other")
     shutil.rmtree(other, ignore_errors=True)
     shutil.copytree(torch_dir, other)
     with open(os.path.join(other, "version.py"), "w") as handle:
         handle.write("__version__ = '9.9.9'\n")
-    sim = os.path.join(cases.ARGS.build, "sim")
-    _, err, reports, _ = scenario("held_at_end", LD_LIBRARY_PATH=f"{sim}:{other}/lib")
+    sim = os.path.join(support.BUILD, "sim")
+    _, err, reports, _ = scenario(traced, "held_at_end", LD_LIBRARY_PATH=f"{sim}:{other}/lib")
     lines = [l for l in err.splitlines() if "built for PyTorch 0.0.0+sim, this is 9.9.9" in l]
     check(len(lines) == 1, f"one line naming both versions: {err[-300:]!r}")
     check(cache(reports["exit"][0])["view"] == "segments", "the segment view")
-    check(cases.device_counters(reports["exit"][0], 0, "torch_tensor")["allocation"]["allocated"]
+    check(device_counters(reports["exit"][0], 0, "torch_tensor")["allocation"]["allocated"]
           == 0, "no tensor recorded")
     shutil.rmtree(other, ignore_errors=True)
 
 
-def case_torch_version_not_regular():
+def test_torch_version_not_regular(traced):
     """torch/version.py that is not a regular file (here a FIFO holding the
     right version, its writer open) is never read: the tracker is not
     attached, with one line, and the program runs as ever."""
-    torch_dir = os.path.join(cases.ARGS.build, "sim", "torch")
+    torch_dir = os.path.join(support.BUILD, "sim", "torch")
     fifo_dir = os.path.join(os.path.dirname(torch_dir), "torch-fifo")
     shutil.rmtree(fifo_dir, ignore_errors=True)
     shutil.copytree(torch_dir, fifo_dir)
@@ -773,9 +770,9 @@ def case_torch_version_not_regular():
     os.mkfifo(version)
     writer = os.open(version, os.O_RDWR | os.O_NONBLOCK)
     os.write(writer, b"__version__ = '0.0.0+sim'\n")
-    sim = os.path.join(cases.ARGS.build, "sim")
+    sim = os.path.join(support.BUILD, "sim")
     try:
-        _, err, reports, _ = scenario("held_at_end", LD_LIBRARY_PATH=f"{sim}:{fifo_dir}/lib")
+        _, err, reports, _ = scenario(traced, "held_at_end", LD_LIBRARY_PATH=f"{sim}:{fifo_dir}/lib")
     finally:
         os.close(writer)
         shutil.rmtree(fifo_dir, ignore_errors=True)
@@ -784,8 +781,8 @@ def case_torch_version_not_regular():
     check(cache(reports["exit"][0])["view"] == "segments", "the segment view")
 
 
-def case_frameworks_off():
-    _, err, reports, _ = scenario("held_at_end", CUMEMTRACE_FRAMEWORKS="0")
+def test_frameworks_off(traced):
+    _, err, reports, _ = scenario(traced, "held_at_end", CUMEMTRACE_FRAMEWORKS="0")
     check("not traced one by one" not in err, f"asked for: no warning {err[-300:]!r}")
     report = reports["exit"][0]
     check(cache(report)["view"] == "segments" and cache(report)["why"] == "CUMEMTRACE_FRAMEWORKS=0",
@@ -798,28 +795,30 @@ IMPORT_TORCH_BLOCKS = ("sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
                        "sys.argv[1:] = ['training_mix']\n"
                        "import torch_blocks as t\n"
                        "t.c10.c10sim_init(1)\n")
+
+
 CUDA_CALL = ("p = ctypes.c_void_p()\n"
              "assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0\n"
              "cudart.cudaFree(p)\n")
 
 
-def run_program(name, program, **env):
+def run_program(traced, name, program, **env):
     """Write `program` to build/tests/NAME and run it traced, torch_blocks.py's
     path its argument, torch_env(**env) its environment: run's answer."""
-    path = os.path.join(cases.ARGS.build, "tests", name)
+    path = os.path.join(support.BUILD, "tests", name)
     with open(path, "w") as handle:
         handle.write(program)
-    return run(sys.executable, [path, script()], env=torch_env(**env))
+    return traced.run(sys.executable, [path, script()], env=torch_env(**env))
 
 
-def case_torch_blocks_after_cuda():
+def test_torch_blocks_after_cuda(traced):
     """CUDA initialised, and the tracer started, by the program's own calls
     before the framework's first tensor: its tensors are still traced one by
     one, with the same verdicts."""
     program = ("import ctypes, os, sys\n"
                "cudart = ctypes.CDLL('libcudart.so.13')\n" + CUDA_CALL + IMPORT_TORCH_BLOCKS +
                "t.HELD = t.training_mix()\n")
-    _, err, reports, _ = run_program("torch_blocks_after_cuda.py", program)
+    _, err, reports, _ = run_program(traced, "torch_blocks_after_cuda.py", program)
     report = reports[-1] if reports else {}
     check(report.get("reason") == "exit", f"an exit report: {[r['reason'] for r in reports]}")
     view = cache(report) if report else None
@@ -828,11 +827,11 @@ def case_torch_blocks_after_cuda():
         check_verdicts(report, "training_mix")
 
 
-def case_torch_tracker_bench_switch():
+def test_torch_tracker_bench_switch(traced):
     """The tracker library's bench build (tools/build-torch-tracker.sh
     --bench, for bench/gpu_cost.py's in-process comparison): a tensor made
     while its switch is on is not traced; those before and after are."""
-    bench = os.path.join(cases.ARGS.build, "sim", "torch", "libcumemtrace_torch_bench.so")
+    bench = os.path.join(support.BUILD, "sim", "torch", "libcumemtrace_torch_bench.so")
     program = ("import ctypes, os, sys\n" + IMPORT_TORCH_BLOCKS +
                "off = ctypes.c_int.in_dll(ctypes.CDLL(os.environ['CUMEMTRACE_TORCH_TRACKER']),\n"
                "                          'torch_tracker_bench_off')\n"
@@ -841,16 +840,16 @@ def case_torch_tracker_bench_switch():
                "t.HELD.append(t.Tensor(2 << 20))\n"
                "off.value = 0\n"
                "t.HELD.append(t.Tensor(4 << 20))\n")
-    _, err, reports, _ = run_program("torch_bench_switch.py", program,
+    _, err, reports, _ = run_program(traced, "torch_bench_switch.py", program,
                                      CUMEMTRACE_TORCH_TRACKER=bench)
-    counters = cases.device_counters(reports[-1], 0, "torch_tensor") if reports else None
+    counters = device_counters(reports[-1], 0, "torch_tensor") if reports else None
     check(counters and counters["allocation"]["allocated"] == 2 and
           counters["allocated_bytes"]["allocated"] == 5 << 20,
           f"the tensors before and after the switch, not the one in between: {counters} "
           f"{err[-300:]!r}")
 
 
-def case_torch_blocks_fork():
+def test_torch_blocks_fork(traced):
     """fork() while threads allocate through the stand-in (a child inherits
     its lock as it was, as with PyTorch, so the child only makes CUDA calls
     of its own): every child exits, and writes its own report.
@@ -891,7 +890,7 @@ def case_torch_blocks_fork():
         "[w.join() for w in workers]\n"
         "print('children', children)\n")
     start = time.time()
-    out, err, _, _ = run_program("torch_blocks_fork.py", program)
+    out, err, _, _ = run_program(traced, "torch_blocks_fork.py", program)
     check(out.startswith("children ") and int(out.split()[1]) > 0, f"children exited: {out!r}")
     check(time.time() - start < 60, "done in time")
 
@@ -899,18 +898,20 @@ def case_torch_blocks_fork():
 # ---- CuPy and JAX, played by stand-in packages (tests/sim/python) ----------
 
 CUPY, JAX = "cupy_blocks.py", "jax_blocks.py"
+
+
 REGION = 256 * MiB      # the JAX stand-in's preallocated region (SIMJAX_PREALLOCATE)
 
 
-def python_scenario(file, name, args=(), expect_rc=0, preload=True, **extra):
+def python_scenario(traced, file, name, args=(), expect_rc=0, preload=True, **extra):
     """Run one scenario of cupy_blocks.py or jax_blocks.py, with the stand-in
     packages on PYTHONPATH (run_scenario's answer)."""
-    env = {"LD_LIBRARY_PATH": os.path.join(cases.ARGS.build, "sim"),
-           "PYTHONPATH": os.path.join(cases.ARGS.source, "tests", "sim", "python"),
+    env = {"LD_LIBRARY_PATH": os.path.join(support.BUILD, "sim"),
+           "PYTHONPATH": os.path.join(support.SOURCE, "tests", "sim", "python"),
            "CUMEMTRACE_SAMPLE_MS": "40", "CUMEMTRACE_QUIET": "1",
            "PYTHONDONTWRITEBYTECODE": "1"}     # nothing written into the source tree
     env.update(extra)
-    return run_scenario(file, name, args, env, expect_rc, preload)
+    return run_scenario(traced, file, name, args, env, expect_rc, preload)
 
 
 def cache_device(report, kind, device=0):
@@ -923,12 +924,12 @@ def lines_of(report, groups, file):
     return {site_line(report, g["stack"], file) for g in groups}
 
 
-def case_cupy_blocks_mix():
+def test_cupy_blocks_mix(traced):
     """A leak carved out of the chunk a larger temporary just gave back: the
     growing line is the leak's, the chunks are the pool's (known as such
     when they are taken, not only while they hold blocks), and the cache's
     figures are the pool's own."""
-    _, err, reports, _ = python_scenario(CUPY, "training_mix", WAIT_TRACED="1")
+    _, err, reports, _ = python_scenario(traced, CUPY, "training_mix", WAIT_TRACED="1")
     exit_report = reports["exit"][0]
     check_verdicts(exit_report, "training_mix", CUPY)
     view = cache(exit_report, "cupy_block")
@@ -942,7 +943,7 @@ def case_cupy_blocks_mix():
     expected = marked_lines("HELD", "training_mix", CUPY) | marked_lines("LEAK", "training_mix", CUPY)
     check(expected <= held, f"held at the end: {sorted(expected)} in {sorted(held - {None})}")
     check(not [g for g in exit_report["live"] if g["kind"] == "cupy_block"], "no block leaked")
-    _, _, reports, figures = python_scenario(CUPY, "training_mix", ["{dir}/at-end"],
+    _, _, reports, figures = python_scenario(traced, CUPY, "training_mix", ["{dir}/at-end"],
                                              WAIT_TRACED="1")
     now = cache_device(reports["snapshot"][0], "cupy_block")
     check(now.get("block_bytes") == figures["used"] and
@@ -950,11 +951,11 @@ def case_cupy_blocks_mix():
           f"blocks and reserve as the pool counts them: {now} vs {figures}")
 
 
-def case_cupy_chunk_before_traced():
+def test_cupy_chunk_before_traced(traced):
     """A chunk the pool took before CuPy's blocks were traced, reused by a
     temporary each step: at the end it is the pool's (reserved, unused),
     held by no line."""
-    _, _, reports, figures = python_scenario(CUPY, "chunk_before_traced")
+    _, _, reports, figures = python_scenario(traced, CUPY, "chunk_before_traced")
     report = reports["exit"][0]
     device = cache_device(report, "cupy_block")
     check(device.get("reserved_bytes") == figures["total"] > 0 and
@@ -965,11 +966,11 @@ def case_cupy_chunk_before_traced():
     check(not held & temps, f"no temporary's line holds it: {sorted(held - {None})}")
 
 
-def case_cupy_segments_only():
+def test_cupy_segments_only(traced):
     """The same program seen by the driver alone (CUMEMTRACE_FRAMEWORKS=0):
     the leak's line never asks the driver for anything, so that view cannot
     name it; the report says which view it shows, and why."""
-    _, err, reports, _ = python_scenario(CUPY, "training_mix", CUMEMTRACE_FRAMEWORKS="0")
+    _, err, reports, _ = python_scenario(traced, CUPY, "training_mix", CUMEMTRACE_FRAMEWORKS="0")
     report = reports["exit"][0]
     view = cache(report, "cupy_block")
     check(view and view["view"] == "segments" and view["why"] == "CUMEMTRACE_FRAMEWORKS=0",
@@ -981,8 +982,8 @@ def case_cupy_segments_only():
           f"the driver's view blames the temporary, not the leak: {sorted(grown - {None})}")
 
 
-def case_cupy_blocks_held():
-    _, _, reports, _ = python_scenario(CUPY, "held_at_end", WAIT_TRACED="1")
+def test_cupy_blocks_held(traced):
+    _, _, reports, _ = python_scenario(traced, CUPY, "held_at_end", WAIT_TRACED="1")
     report = reports["exit"][0]
     held = [g for g in report["held_at_end"] if g["kind"] == "cupy_block"]
     check(len(held) == 1 and held[0]["bytes"] == 24 * MiB and held[0]["blocks"] == 3 and
@@ -992,10 +993,10 @@ def case_cupy_blocks_held():
     check(not [g for g in report["live"] if g["kind"] == "cupy_block"], "no block leaked")
 
 
-def case_cupy_explicit_free():
+def test_cupy_explicit_free(traced):
     """A block freed explicitly and handed out again while the first object
     lives on: the second block stays recorded until its own end."""
-    _, _, reports, _ = python_scenario(CUPY, "explicit_free", WAIT_TRACED="1")
+    _, _, reports, _ = python_scenario(traced, CUPY, "explicit_free", WAIT_TRACED="1")
     report = reports["exit"][0]
     held = [g for g in report["held_at_end"] if g["kind"] == "cupy_block"]
     check(len(held) == 1 and held[0]["bytes"] == 4 * MiB and held[0]["blocks"] == 1 and
@@ -1003,39 +1004,39 @@ def case_cupy_explicit_free():
           f"the second block held at the end by its line: {held}")
 
 
-def case_cupy_allocator_replaced():
+def test_cupy_allocator_replaced(traced):
     """The program puts its own allocator in: one line, the segment view,
     the program's output unchanged."""
-    out, err, reports, _ = python_scenario(CUPY, "replaced", WAIT_TRACED="1")
+    out, err, reports, _ = python_scenario(traced, CUPY, "replaced", WAIT_TRACED="1")
     lines = [l for l in err.splitlines() if "CuPy" in l]
     check(len(lines) == 1 and "cupy.cuda.set_allocator" in lines[0], f"one line: {err[-400:]!r}")
     view = cache(reports["exit"][0], "cupy_block")
     check(view and view["view"] == "segments" and "set_allocator" in view["why"],
           f"the segment view, and why: {view}")
-    untraced, _, _, _ = python_scenario(CUPY, "replaced", preload=False)
+    untraced, _, _, _ = python_scenario(traced, CUPY, "replaced", preload=False)
     check(out == untraced, f"output unchanged: {out!r} vs {untraced!r}")
 
 
-def case_cupy_not_a_pool():
+def test_cupy_not_a_pool(traced):
     """No pool (set_allocator(None)): every array is a cudaMalloc of its
     own, which the driver view traces; ours never goes in, nothing is said."""
-    _, err, reports, _ = python_scenario(CUPY, "not_a_pool")
+    _, err, reports, _ = python_scenario(traced, CUPY, "not_a_pool")
     report = reports["exit"][0]
     check(cache(report, "cupy_block") is None, f"no view of a CuPy cache: {report['caches']}")
     check(not err.strip(), f"nothing said: {err[-300:]!r}")
-    check(cases.device_counters(report, 0, "cupy_block")["allocation"]["allocated"] == 0,
+    check(device_counters(report, 0, "cupy_block")["allocation"]["allocated"] == 0,
           "no block recorded")
     check_verdicts(report, "not_a_pool", CUPY)
 
 
-def case_cupy_blocks_oom():
+def test_cupy_blocks_oom(traced):
     """The pool gives up: the OOM report is in CuPy's cache's terms, at the
     line that asked."""
-    out, _, _, _ = python_scenario(CUPY, "exhaustion_oom", SIMCUDA_MEMORY="1G",
+    out, _, _, _ = python_scenario(traced, CUPY, "exhaustion_oom", SIMCUDA_MEMORY="1G",
                                    CUMEMTRACE_OOM="every", WAIT_TRACED="1")
     check("OutOfMemoryError after" in out, f"the program saw its OOM: {out!r}")
     lines = marked_lines("OOM", "exhaustion_oom", CUPY)
-    found = [r for r in oom_reports(cases.LAST_DIR) if r["event"]["kind"] == "cupy_block" and
+    found = [r for r in oom_reports(traced.dir) if r["event"]["kind"] == "cupy_block" and
              site_line(r, r["event"]["stack"], CUPY) in lines]
     if not check(found, "an OOM report of CuPy's blocks names the OOM line"):
         return
@@ -1045,13 +1046,13 @@ def case_cupy_blocks_oom():
     check(event["cache"]["block_bytes"] >= 900 * MiB, f"the cache's blocks in it: {event}")
 
 
-def case_cupy_blocks_threads():
+def test_cupy_blocks_threads(traced):
     start = time.time()
-    out, _, reports, _ = python_scenario(CUPY, "threads_and_snapshots", WAIT_TRACED="1")
+    out, _, reports, _ = python_scenario(traced, CUPY, "threads_and_snapshots", WAIT_TRACED="1")
     check(time.time() - start < 60, "done in time")
     check("snapshots" in out, f"finished: {out!r}")
     report = reports["exit"][0]
-    counters = cases.device_counters(report, 0, "cupy_block")
+    counters = device_counters(report, 0, "cupy_block")
     check(counters["allocation"]["allocated"] > 0 and counters["allocation"]["current"] == 0 and
           counters["allocation"]["allocated"] == counters["allocation"]["freed"],
           f"every block freed and seen freed: {counters}")
@@ -1062,9 +1063,9 @@ def case_cupy_blocks_threads():
     check(report["tracer"]["lost"]["unknown_free"] == 0, f"no unknown free: {report['tracer']['lost']}")
 
 
-def case_cupy_blocks_fork():
+def test_cupy_blocks_fork(traced):
     start = time.time()
-    out, _, _, _ = python_scenario(CUPY, "fork_while_allocating", WAIT_TRACED="1")
+    out, _, _, _ = python_scenario(traced, CUPY, "fork_while_allocating", WAIT_TRACED="1")
     check(out.startswith("children ") and int(out.split()[1]) > 0, f"children exited: {out!r}")
     check(time.time() - start < 60, "done in time")
 
@@ -1074,10 +1075,10 @@ def regions(report):
     return [b for b in report["blocks"]["items"] if b["kind"] == "device" and b["size"] == REGION]
 
 
-def case_jax_arrays_mix():
+def test_jax_arrays_mix(traced):
     """An array kept per step beside a larger temporary, in one region the
     driver sees once: the growing line is the kept array's."""
-    _, err, reports, figures = python_scenario(JAX, "training_mix")
+    _, err, reports, figures = python_scenario(traced, JAX, "training_mix")
     report = reports["exit"][0]
     check_verdicts(report, "training_mix", JAX)
     view = cache(report, "jax_array")
@@ -1094,10 +1095,10 @@ def case_jax_arrays_mix():
           f"one region, JAX's segment: {segments} {regions(report)} {figures}")
 
 
-def case_jax_arrays_held():
+def test_jax_arrays_held(traced):
     """Arrays held by a module global: held at the end, not leaked; the
     cache's figures are the stand-in's own."""
-    _, _, reports, figures = python_scenario(JAX, "held_at_end", ["{dir}/at-end"])
+    _, _, reports, figures = python_scenario(traced, JAX, "held_at_end", ["{dir}/at-end"])
     report, snapshot = reports["exit"][0], reports["snapshot"][0]
     held = [g for g in report["held_at_end"] if g["kind"] == "jax_array"]
     check(len(held) == 1 and held[0]["bytes"] == 24 * MiB and held[0]["blocks"] == 3 and
@@ -1110,19 +1111,19 @@ def case_jax_arrays_held():
           f"arrays and region as the stand-in has them: {now} vs {figures}")
 
 
-def case_jax_arrays_marks():
+def test_jax_arrays_marks(traced):
     """A cumemtrace_mark() per step: JAX's arrays are swept for each mark's
     sample, and the kept array's line is growing per mark."""
-    _, _, reports, _ = python_scenario(JAX, "marks")
+    _, _, reports, _ = python_scenario(traced, JAX, "marks")
     report = reports["exit"][0]
     check(report["growth"]["mode"] == "marks", f"samples at marks: {report['growth']['mode']}")
     check_verdicts(report, "marks", JAX)
 
 
-def case_jax_arrays_shared_sharded():
+def test_jax_arrays_shared_sharded(traced):
     """Two arrays on one buffer count once; an array split over two devices
     is left out; arrays on device 1 are device 1's."""
-    _, err, reports, figures = python_scenario(JAX, "shared_and_sharded", ["{dir}/at-end"])
+    _, err, reports, figures = python_scenario(traced, JAX, "shared_and_sharded", ["{dir}/at-end"])
     snapshot = reports["snapshot"][0]
     first, second = cache_device(snapshot, "jax_array", 0), cache_device(snapshot, "jax_array", 1)
     check(first.get("blocks") == 1 and first.get("block_bytes") == 4 * MiB,
@@ -1132,25 +1133,25 @@ def case_jax_arrays_shared_sharded():
     check(figures["buffers"] == 4, f"the stand-in agrees: {figures}")
 
 
-def case_jax_not_initialized():
+def test_jax_not_initialized(traced):
     """JAX imported and never used: never called, nothing preallocated."""
-    out, _, reports, figures = python_scenario(JAX, "not_initialized")
+    out, _, reports, figures = python_scenario(traced, JAX, "not_initialized")
     report = reports["exit"][0]
     check(figures.get("clients_made") == 0 and not regions(report),
           f"no backend started, no region: {figures} {regions(report)}")
     check(cache(report, "jax_array") is None, f"no JAX cache: {report['caches']}")
 
 
-def case_jax_after_exit_hook():
+def test_jax_after_exit_hook(traced):
     """Our exit hook went in before JAX was imported, so JAX's own runs
     first and drops its backends: our last sweep must not start one again
     (a second preallocation). With samples (default) the bridge saw JAX
     imported and put a hook in after JAX's, which takes the last sweep
     first: the arrays are held at the end."""
-    _, _, reports, _ = python_scenario(JAX, "after_jax_exit_hook", CUMEMTRACE_SAMPLE_MS="600000")
+    _, _, reports, _ = python_scenario(traced, JAX, "after_jax_exit_hook", CUMEMTRACE_SAMPLE_MS="600000")
     report = reports["exit"][0]
     check(len(regions(report)) == 1, f"one region, never a second: {regions(report)}")
-    _, _, reports, _ = python_scenario(JAX, "after_jax_exit_hook")
+    _, _, reports, _ = python_scenario(traced, JAX, "after_jax_exit_hook")
     report = reports["exit"][0]
     check(len(regions(report)) == 1, f"one region: {regions(report)}")
     held = lines_of(report, report["held_at_end"], JAX)
@@ -1158,12 +1159,12 @@ def case_jax_after_exit_hook():
           f"swept before JAX's clean-up: held at the end {sorted(held - {None})}")
 
 
-def case_jax_sweep_cost():
+def test_jax_sweep_cost(traced):
     """Sweeps that take long (5000 arrays, a slow live_arrays()) are paid
     from a budget of 100 ms plus 1% of the time: a few, not one per 20 ms
     sample (about 60 in this run); the last one is always made."""
     start = time.time()
-    _, err, reports, _ = python_scenario(JAX, "many_arrays", CUMEMTRACE_SAMPLE_MS="20",
+    _, err, reports, _ = python_scenario(traced, JAX, "many_arrays", CUMEMTRACE_SAMPLE_MS="20",
                                          CUMEMTRACE_QUIET="0", CUMEMTRACE_DEBUG="1",
                                          SIMJAX_SLOW_LIST_MS="30")
     elapsed_ms = (time.time() - start) * 1000
@@ -1173,46 +1174,45 @@ def case_jax_sweep_cost():
     check(sum(costs[:-1]) <= 100 + elapsed_ms / 100 + max(costs, default=0),
           f"periodic sweeps within the budget: {costs} in {elapsed_ms:.0f} ms")
     check(sweeps and "5000 live arrays" in sweeps[-1], f"the last saw every array: {sweeps}")
-    check(cases.device_counters(reports["exit"][0], 0, "jax_array")["allocation"]["allocated"]
+    check(device_counters(reports["exit"][0], 0, "jax_array")["allocation"]["allocated"]
           == 5000, "every array recorded")
 
 
-def case_jax_tracebacks_off():
+def test_jax_tracebacks_off(traced):
     """JAX keeping no tracebacks: the arrays are recorded, with no line."""
-    _, _, reports, _ = python_scenario(JAX, "held_at_end", SIMJAX_TRACEBACKS="0")
+    _, _, reports, _ = python_scenario(traced, JAX, "held_at_end", SIMJAX_TRACEBACKS="0")
     report = reports["exit"][0]
     held = [g for g in report["held_at_end"] if g["kind"] == "jax_array"]
     check(sum(g["bytes"] for g in held) == 24 * MiB, f"held at the end, as arrays: {held}")
 
 
-def case_jax_threads_fork():
+def test_jax_threads_fork(traced):
     start = time.time()
-    out, _, reports, _ = python_scenario(JAX, "threads_and_fork")
+    out, _, reports, _ = python_scenario(traced, JAX, "threads_and_fork")
     check(out.startswith("children ") and int(out.split()[1]) > 0, f"children exited: {out!r}")
     check(time.time() - start < 60, "done in time")
     check(reports["exit"][0]["tracer"]["lost"]["unknown_free"] == 0, "no free lost")
 
 
-def case_jax_frameworks_off():
-    _, err, reports, _ = python_scenario(JAX, "held_at_end", CUMEMTRACE_FRAMEWORKS="0")
+def test_jax_frameworks_off(traced):
+    _, err, reports, _ = python_scenario(traced, JAX, "held_at_end", CUMEMTRACE_FRAMEWORKS="0")
     report = reports["exit"][0]
     view = cache(report, "jax_array")
     check(view and view["view"] == "segments" and view["why"] == "CUMEMTRACE_FRAMEWORKS=0",
           f"the segment view, and why: {view}")
-    check(cases.device_counters(report, 0, "jax_array")["allocation"]["allocated"] == 0,
+    check(device_counters(report, 0, "jax_array")["allocation"]["allocated"] == 0,
           "no array recorded")
 
 
 # ---- what the tensors are: torch_model.py's stand-in modules and optimizer ----
 
-def model_scenario(name, expect_rc=0, **env):
+def model_scenario(traced, name, expect_rc=0, **env):
     """Run one scenario of torch_model.py: run_scenario's answer and what
     the program's own objects held ("held:")."""
-    if not os.path.exists(os.path.join(cases.ARGS.build, "sim", "torch", "lib",
+    if not os.path.exists(os.path.join(support.BUILD, "sim", "torch", "lib",
                                        "libc10_cuda.so")):
-        print("no C++ compiler: the stand-in for PyTorch was not built")
-        sys.exit(77)
-    out, err, reports, figures = run_scenario("torch_model.py", name, (), torch_env(**env),
+        pytest.skip("no C++ compiler: the stand-in for PyTorch was not built")
+    out, err, reports, figures = run_scenario(traced, "torch_model.py", name, (), torch_env(**env),
                                               expect_rc)
     held = {}
     for line in out.splitlines():
@@ -1255,10 +1255,10 @@ def check_counters_now(report, what):
           f"{what}: PyTorch's counters {figures} against the cache's view {device}")
 
 
-def case_torch_model_classes():
+def test_torch_model_classes(traced):
     """Parameters, gradients and Adam's state by their parameters' names, and
     the leaking line as the rest's largest site: in a snapshot and at the end."""
-    _, _, reports, _, held = model_scenario("training", CUMEMTRACE_FORMAT="text,json,html")
+    _, _, reports, _, held = model_scenario(traced, "training", CUMEMTRACE_FORMAT="text,json,html")
     snapshots, end = reports.get("snapshot", []), reports.get("exit", [])
     if not check(len(snapshots) == 1 and len(end) == 1, f"a snapshot and the end: {reports}"):
         return
@@ -1273,20 +1273,19 @@ def case_torch_model_classes():
     check(end[0]["classes"]["read"] == "python_exit" and
           end[0]["classes"]["rest"]["bytes"] >= 40 * 256 * 1024,
           f"the end's, with the 40 kept tensors: {end[0]['classes']}")
-    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*[0-9].txt"))[0]).read()
+    text = open(glob.glob(os.path.join(traced.dir, "report-*[0-9].txt"))[0]).read()
     check("What the tensors are (at the program's end), from" in text and
           "encoder.layers.3.linear1.weight: 256 KiB; 256 KiB; 512 KiB" in text,
           "the text says it, by name")
-    again = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "report",
-                            glob.glob(os.path.join(cases.LAST_DIR, "report-*[0-9].json"))[0]],
+    again = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), "report",
+                            glob.glob(os.path.join(traced.dir, "report-*[0-9].json"))[0]],
                            capture_output=True, text=True).stdout
     check(again == text, "read back from the JSON, the same text")
-    import exports
-    if not exports.find_browser():
+    if not find_browser():
         check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
               "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
         return
-    result, _ = exports.drive(glob.glob(os.path.join(cases.LAST_DIR, "report-*[0-9].html"))[0], """
+    result, _ = drive(glob.glob(os.path.join(traced.dir, "report-*[0-9].html"))[0], """
     function cells(id) {
       return [].map.call(document.querySelectorAll('#' + id + ' tbody tr'), function (r) {
         return [].map.call(r.cells, function (c) { return c.textContent; }); });
@@ -1304,11 +1303,11 @@ def case_torch_model_classes():
           f"the page names the parameters and the rest's sites: {result}")
 
 
-def check_model_oom(name, verdict):
-    out, _, _, _, held = model_scenario(name, SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every",
+def check_model_oom(traced, name, verdict):
+    out, _, _, _, held = model_scenario(traced, name, SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every",
                                         CUMEMTRACE_FORMAT="text,json")
     check(f"{name}: out of memory" in out, f"the program saw its OOM: {out!r}")
-    reports = oom_reports(cases.LAST_DIR)
+    reports = oom_reports(traced.dir)
     lines = marked_lines("OOM", name, "torch_model.py")
     report = next((r for r in reports if r["event"]["kind"] == "torch_tensor" and
                    site_line(r, r["event"]["stack"], "torch_model.py") in lines), None)
@@ -1320,7 +1319,7 @@ def check_model_oom(name, verdict):
     check_counters_now(report, name)
     check_split(report, held, name)
     check(report["classes"]["read"] == "oom_observer", f"{name}: {report['classes']}")
-    texts = [open(n).read() for n in glob.glob(os.path.join(cases.LAST_DIR, "report-*-oom*.txt"))]
+    texts = [open(n).read() for n in glob.glob(os.path.join(traced.dir, "report-*-oom*.txt"))]
     check(any("at OOM: parameters " in t and "optimizer state " in t and ", of which " in t
               for t in texts), f"{name}: the OOM's text says what the tensors were")
     # The driver's failures before it could not read Python: they say so.
@@ -1330,20 +1329,20 @@ def check_model_oom(name, verdict):
                   f"{name}: why not at that moment: {r['torch']}")
 
 
-def case_torch_model_exhaustion_oom():
-    check_model_oom("exhaustion_oom", "tensors_exhausted")
+def test_torch_model_exhaustion_oom(traced):
+    check_model_oom(traced, "exhaustion_oom", "tensors_exhausted")
 
 
-def case_torch_model_fragmentation_oom():
-    check_model_oom("fragmentation_oom", "cache_fragmented")
+def test_torch_model_fragmentation_oom(traced):
+    check_model_oom(traced, "fragmentation_oom", "cache_fragmented")
 
 
-def case_torch_model_no_modules():
+def test_torch_model_no_modules(traced):
     """Tensors and no module: one line says the split is not known, and why."""
-    _, _, reports, _, _ = model_scenario("no_modules", CUMEMTRACE_FORMAT="text,json")
+    _, _, reports, _, _ = model_scenario(traced, "no_modules", CUMEMTRACE_FORMAT="text,json")
     classes = reports["exit"][0]["classes"]
     check(not classes["known"] and "no nn.Module" in classes["why"], f"{classes}")
-    text = open(glob.glob(os.path.join(cases.LAST_DIR, "report-*[0-9].txt"))[0]).read()
+    text = open(glob.glob(os.path.join(traced.dir, "report-*[0-9].txt"))[0]).read()
     check("What the tensors are: not known: the program holds no nn.Module or optimizer" in text,
           "the text says it in one line")
 
@@ -1354,18 +1353,17 @@ def case_torch_model_no_modules():
 # them: exit reports are left with little live, so merge, diff, the exports
 # and live read what was held when the program ended.
 
-def kept(mode, keep_mib, directory, name, *extra, expect_rc=0, **env):
+def kept(traced, mode, keep_mib, directory, name, *extra, expect_rc=0, **env):
     """Run kept_globals.py; its exit report's path (directory/name.json)."""
-    settings = torch_env() if mode == "torch" else {"LD_LIBRARY_PATH": os.path.join(cases.ARGS.build, "sim")}
-    if mode == "torch" and not os.path.exists(os.path.join(cases.ARGS.build, "sim", "torch", "lib",
+    settings = torch_env() if mode == "torch" else {"LD_LIBRARY_PATH": os.path.join(support.BUILD, "sim")}
+    if mode == "torch" and not os.path.exists(os.path.join(support.BUILD, "sim", "torch", "lib",
                                                             "libc10_cuda.so")):
-        print("no C++ compiler: the stand-in for PyTorch was not built")
-        sys.exit(77)
+        pytest.skip("no C++ compiler: the stand-in for PyTorch was not built")
     settings.update({"CUMEMTRACE_OUTPUT": os.path.join(directory, name), "CUMEMTRACE_QUIET": "1",
                      "CUMEMTRACE_SAMPLE_MS": "20"})
     settings.update(env)
-    run(sys.executable, [script("kept_globals.py"), mode, str(keep_mib), *extra], env=settings,
-        expect_rc=expect_rc)
+    traced.run(sys.executable, [script("kept_globals.py"), mode, str(keep_mib), *extra], env=settings,
+               expect_rc=expect_rc)
     return os.path.join(directory, name + ".json")
 
 
@@ -1389,15 +1387,15 @@ def has_line(frames, line, file="kept_globals.py"):
     return False
 
 
-def case_end_state_diff():
+def test_end_state_diff(traced):
     """Two runs that differ by 400 MiB kept in a global, freed by the
     teardown: diff compares what each held at the program's end (by
     default, and says so) and names the line; --at exit sees what the
     teardown left; --at peak each stack's highest; a report whose end was
     not seen makes the default exit, said in one line."""
     directory = __import__("tempfile").mkdtemp(prefix="cumemtrace-end-")
-    a, b = kept("ctypes", 0, directory, "a"), kept("ctypes", 400, directory, "b")
-    completed = cases.tool("diff", a, b, "--format", "json")
+    a, b = kept(traced, "ctypes", 0, directory, "a"), kept(traced, "ctypes", 400, directory, "b")
+    completed = tool("diff", a, b, "--format", "json")
     result = json.loads(completed.stdout) if completed.returncode == 0 else {}
     first = (result.get("stacks") or [{}])[0]
     check(result.get("at") == "end" and result["a"]["at"] == result["b"]["at"] == "end" and
@@ -1406,40 +1404,40 @@ def case_end_state_diff():
           f"diff names the kept line, +400 MiB at the program's end: {completed.stderr} {result}")
     check(result.get("total", {}).get("change") == 400 * MiB,
           f"device memory at the end differs by 400 MiB: {result.get('total')}")
-    text = cases.tool("diff", a, b).stdout
+    text = tool("diff", a, b).stdout
     check("at the program's end, before the interpreter's teardown" in text and
           "   #1 +400 MiB new: 0 B -> 400 MiB" in text and
           f"kept_globals.py:{kept_line()}" in text and "Device memory at end" in text,
           f"the text says which moment, and names the line: {text}")
-    at_exit = json.loads(cases.tool("diff", a, b, "--at", "exit", "--format", "json").stdout)
+    at_exit = json.loads(tool("diff", a, b, "--at", "exit", "--format", "json").stdout)
     check(at_exit["at"] == "exit" and not any(s["change"] == 400 * MiB for s in at_exit["stacks"]),
           f"--at exit: what the teardown left, not the kept buffers: {at_exit['stacks']}")
-    at_peak = json.loads(cases.tool("diff", a, b, "--at", "peak", "--format", "json").stdout)
+    at_peak = json.loads(tool("diff", a, b, "--at", "peak", "--format", "json").stdout)
     check(at_peak["at"] == "peak" and at_peak["stacks"][0]["change"] == 400 * MiB and
           has_line(at_peak["stacks"][0]["frames"], kept_line()) and
           at_peak["total"]["change"] == 400 * MiB,
           f"--at peak: each stack at its own highest: {at_peak['stacks'][:1]} {at_peak['total']}")
     # A C program's report: no end to compare at; the default says so.
-    run("examples/leak_loop", ["2"], env={"CUMEMTRACE_QUIET": "1"})
-    c_report = glob.glob(os.path.join(cases.LAST_DIR, "*.json"))[0]
-    mixed = cases.tool("diff", c_report, b)
+    traced.run("examples/leak_loop", ["2"], env={"CUMEMTRACE_QUIET": "1"})
+    c_report = glob.glob(os.path.join(traced.dir, "*.json"))[0]
+    mixed = tool("diff", c_report, b)
     check(mixed.returncode == 0 and "compared at exit: the program's end (a Python program's exit "
           "hooks) was not seen in both" in mixed.stdout,
           f"no end in A: compared at exit, said so: {mixed.stdout[:600]} {mixed.stderr}")
-    bad = cases.tool("diff", a, b, "--at", "middle")
+    bad = tool("diff", a, b, "--at", "middle")
     check(bad.returncode == 1 and "--at takes end, peak or exit: middle" in bad.stderr,
           f"--at checked: {bad.stderr!r}")
 
 
-def case_end_state_merge():
+def test_end_state_merge(traced):
     """Two ranks of a PyTorch program (the stand-in, in caching mode), rank 1
     keeping 320 MiB of tensors in a global, which the teardown gives back to
     the cache: merge's first stack is that line with each rank's bytes, read
     at the program's end; rank 1 diverges; its growing site is the line."""
     directory = __import__("tempfile").mkdtemp(prefix="cumemtrace-end-")
-    files = [kept("torch", 320 * rank, directory, f"rank-{rank}", RANK=str(rank), WORLD_SIZE="2")
+    files = [kept(traced, "torch", 320 * rank, directory, f"rank-{rank}", RANK=str(rank), WORLD_SIZE="2")
              for rank in (0, 1)]
-    completed = cases.tool("merge", *files, "--format", "json")
+    completed = tool("merge", *files, "--format", "json")
     merged = json.loads(completed.stdout) if completed.returncode == 0 else {}
     first = (merged.get("stacks") or [{}])[0]
     check(first.get("bytes_by_rank") == [0, 320 * MiB] and first.get("spread_bytes") == 320 * MiB and
@@ -1452,7 +1450,7 @@ def case_end_state_merge():
     check(len(growing) == 2 and growing[0] == [] and growing[1] and
           has_line(growing[1][0]["frames"], kept_line()),
           f"rank 1's growing site is the kept line, rank 0 has none: {growing}")
-    text = cases.tool("merge", *files).stdout
+    text = tool("merge", *files).stdout
     lines = text.splitlines()
     at = next((i for i, l in enumerate(lines) if l.startswith("   #1 ")), None)
     check(at is not None and lines[at].startswith("   #1 rank 0 0 B, rank 1 320 MiB (320 MiB between ranks") and
@@ -1462,13 +1460,13 @@ def case_end_state_merge():
           f"the text: the kept line first, each rank's bytes, the moment: {text}")
 
 
-def case_end_state_exports():
+def test_end_state_exports(traced):
     """The exports of a program whose teardown freed 400 MiB kept in a
     global: folded stacks and memory_viz's snapshot are of the program's
     end and hold the kept line; the Chrome trace marks the end with it; the
     command's exports of the JSON report say the same."""
     directory = __import__("tempfile").mkdtemp(prefix="cumemtrace-end-")
-    report = kept("ctypes", 400, directory, "b", CUMEMTRACE_FORMAT="json,folded,perfetto,memviz")
+    report = kept(traced, "ctypes", 400, directory, "b", CUMEMTRACE_FORMAT="json,folded,perfetto,memviz")
     base = report[:-len(".json")]
     line = kept_line()
 
@@ -1515,44 +1513,44 @@ def case_end_state_exports():
                                   ("perfetto", ".trace.json", check_trace),
                                   ("memviz", ".pickle", check_memviz)):
         out = os.path.join(directory, "again-" + name)
-        completed = cases.tool("export", "--format", name, report, "-o", out)
+        completed = tool("export", "--format", name, report, "-o", out)
         if check(completed.returncode == 0, f"export {name}: {completed.stderr}"):
             checker(out + suffix, f"cumemtrace export --format {name}")
 
 
-def case_end_state_crash_dump():
+def test_end_state_crash_dump(traced):
     """A crash in the interpreter's teardown, after the program ended: the
     dump keeps what was held at the end, so its report, diff and merge read
     the kept line there as from an exit report."""
     directory = __import__("tempfile").mkdtemp(prefix="cumemtrace-end-")
-    a = kept("ctypes", 0, directory, "a")
-    kept("ctypes", 400, directory, "b", "crash", expect_rc=-signal.SIGSEGV)
+    a = kept(traced, "ctypes", 0, directory, "a")
+    kept(traced, "ctypes", 400, directory, "b", "crash", expect_rc=-signal.SIGSEGV)
     dump = os.path.join(directory, "b.dump")
-    rc, text, report = cases.symbolize(dump)
+    rc, text, report = symbolize(dump)
     held = [g for g in (report or {}).get("held_at_end", []) if g["bytes"] == 400 * MiB]
     check(rc == 0 and report and report["program_end"] is not None and held and
           site_line(report, held[0]["stack"], "kept_globals.py") == kept_line() and
           held[0]["freed_at_teardown_bytes"] == 400 * MiB,
           f"the dump's report: held at the end, the kept line, freed by the teardown: "
           f"{(report or {}).get('program_end')} {(report or {}).get('held_at_end')}")
-    result = json.loads(cases.tool("diff", a, dump, "--format", "json").stdout or "{}")
+    result = json.loads(tool("diff", a, dump, "--format", "json").stdout or "{}")
     first = (result.get("stacks") or [{}])[0]
     check(result.get("at") == "end" and first.get("change") == 400 * MiB and
           has_line(first.get("frames", []), kept_line()),
           f"diff of an exit report and the dump, at the program's end: {result}")
 
 
-def case_end_state_live():
+def test_end_state_live(traced):
     """cumemtrace live on a program that has ended, its teardown under way:
     the sites are ranked by what they held at the end, and it says so."""
     directory = __import__("tempfile").mkdtemp(prefix="cumemtrace-live-")
-    environment = cases.traced_environment(directory, CUMEMTRACE_QUIET="1")
-    environment["LD_LIBRARY_PATH"] = os.path.join(cases.ARGS.build, "sim")
+    environment = traced_environment(directory, CUMEMTRACE_QUIET="1")
+    environment["LD_LIBRARY_PATH"] = os.path.join(support.BUILD, "sim")
     process = subprocess.Popen([sys.executable, "-u", script("kept_globals.py"), "ctypes", "400", "3"],
                                cwd=directory, env=environment, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     ended = process.stdout.readline()
-    view = cases.tool("live", str(process.pid), "--once") if ended.startswith("ended") else None
+    view = tool("live", str(process.pid), "--once") if ended.startswith("ended") else None
     process.communicate(timeout=60)
     text = view.stdout if view else ""
     top = text.split("Top sites", 1)[-1].split("Growing", 1)[0]
@@ -1561,9 +1559,3 @@ def case_end_state_live():
           "Top sites by bytes held at the program's end" in text and rows and
           rows[0].split()[1:3] == ["400", "MiB"] and f":{kept_line()}" in rows[0],
           f"live after the program's end: the kept line first, 400 MiB at the end: {ended!r} {text}")
-
-
-CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
-
-if __name__ == "__main__":
-    sys.exit(cases.main(CASES))

@@ -1,13 +1,8 @@
-#!/usr/bin/env python3
-"""Integration tests of the tracer and the command as a hostile or careless
+"""The tracer and the command as a hostile or careless
 user meets them: links planted where files are written, processes sharing a
 name, forks beside busy threads, a program that reuses fd 2, dumps naming
-FIFOs, signals the program relies on, bytes that are not UTF-8.
+FIFOs, signals the program relies on, bytes that are not UTF-8."""
 
-Same harness as cases.py (its run(), check() and schema validation).
-
-    hostile.py --build BUILD_DIR --source SOURCE_DIR CASE
-"""
 import glob
 import json
 import os
@@ -20,22 +15,23 @@ import tempfile
 import threading
 import time
 
-import cases
-from cases import check, run
+import support
+from support import check, validate, device_counters, by_reason, tool
+
 
 HOSTILE = "tests/hostile"
 
 
 def environment(directory, env=None):
-    """The environment run() gives a traced program, for programs started
-    with Popen (run() waits for its program; these need talking to)."""
+    """The environment Traced.run() gives a traced program, for programs started
+    with Popen (Traced.run() waits for its program; these need talking to)."""
     result = {k: v for k, v in os.environ.items()
               if not k.startswith("SIMCUDA_") and not k.startswith("CUMEMTRACE_")}
-    result["LD_LIBRARY_PATH"] = os.path.join(cases.ARGS.build, "sim")
+    result["LD_LIBRARY_PATH"] = os.path.join(support.BUILD, "sim")
     result["CUMEMTRACE_OUTPUT"] = os.path.join(directory, "report-%p")
     first = [os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]] \
         if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") else []
-    result["LD_PRELOAD"] = " ".join(first + [os.path.join(cases.ARGS.build, "libcumemtrace.so")])
+    result["LD_PRELOAD"] = " ".join(first + [os.path.join(support.BUILD, "libcumemtrace.so")])
     if "ASAN_OPTIONS" in result:
         result["ASAN_OPTIONS"] += ":handle_segv=0:handle_sigbus=0:handle_abort=0"
     result.update(env or {})
@@ -45,7 +41,7 @@ def environment(directory, env=None):
 def start_waiting(directory, mode="wait", env=None):
     """Start `hostile wait` (or wait-segv); return (process, pid) once it
     holds its block and waits."""
-    process = subprocess.Popen([os.path.join(cases.ARGS.build, HOSTILE), mode], cwd=directory,
+    process = subprocess.Popen([os.path.join(support.BUILD, HOSTILE), mode], cwd=directory,
                                env=environment(directory, env), stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     pid = int(process.stdout.readline())
@@ -61,7 +57,7 @@ def release(processes):
     return [(process.wait(timeout=120), process.stderr.read()) for process in processes]
 
 
-def case_symlink_planted():
+def test_symlink_planted(traced):
     """Links planted at every name the tracer used to write through (the
     temporary <path>.tmp.<pid>, the report's own name, the dump's name,
     after the program started): the file they point to is never written,
@@ -98,7 +94,7 @@ def case_symlink_planted():
     check(not leftovers, f"no temporary left behind: {leftovers}")
 
 
-def case_shared_template():
+def test_shared_template(traced):
     """Processes sharing a template without %p each keep their own report
     and their own dump: 12 exit at once, 4 crash at once."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
@@ -133,41 +129,41 @@ def mode_of(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def case_file_mode():
+def test_file_mode(traced):
     """Reports and dumps hold the command line: 0600 unless
     CUMEMTRACE_FILE_MODE says otherwise; the command's -o likewise."""
-    out, err, reports, _ = run(HOSTILE, ["leak"], env={"CUMEMTRACE_FORMAT": "text,json"})
-    for path in glob.glob(os.path.join(cases.LAST_DIR, "report-*")):
+    out, err, reports, _ = traced.run(HOSTILE, ["leak"], env={"CUMEMTRACE_FORMAT": "text,json"})
+    for path in glob.glob(os.path.join(traced.dir, "report-*")):
         check(mode_of(path) == 0o600, f"{os.path.basename(path)}: {oct(mode_of(path))}")
-    run("tests/crash", ["segv-threads"], expect_rc=-11)
-    for path in glob.glob(os.path.join(cases.LAST_DIR, "*.dump")):
+    traced.run("tests/crash", ["segv-threads"], expect_rc=-11)
+    for path in glob.glob(os.path.join(traced.dir, "*.dump")):
         check(mode_of(path) == 0o600, f"the dump: {oct(mode_of(path))}")
     old = os.umask(0o022)
     try:
-        run(HOSTILE, ["leak"], env={"CUMEMTRACE_FILE_MODE": "0640"})
-        written = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))
+        traced.run(HOSTILE, ["leak"], env={"CUMEMTRACE_FILE_MODE": "0640"})
+        written = glob.glob(os.path.join(traced.dir, "report-*.json"))
         check(written and mode_of(written[0]) == 0o640, "CUMEMTRACE_FILE_MODE=0640 is used")
         good = written[0]
-        out, err, reports, _ = run(HOSTILE, ["leak"], env={"CUMEMTRACE_FILE_MODE": "rw-r--r--"})
+        out, err, reports, _ = traced.run(HOSTILE, ["leak"], env={"CUMEMTRACE_FILE_MODE": "rw-r--r--"})
         lines = [line for line in err.splitlines() if "CUMEMTRACE_FILE_MODE" in line]
-        written = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))
+        written = glob.glob(os.path.join(traced.dir, "report-*.json"))
         check(len(lines) == 1 and "using 0600" in lines[0] and mode_of(written[0]) == 0o600,
               f"a bad value: one line, and 0600: {lines}")
-        target = os.path.join(cases.LAST_DIR, "copy.txt")
-        completed = cases.tool("report", good, "-o", target)
+        target = os.path.join(traced.dir, "copy.txt")
+        completed = tool("report", good, "-o", target)
         check(completed.returncode == 0 and mode_of(target) == 0o600,
               f"the command's -o: 0600: {completed.stderr!r}")
     finally:
         os.umask(old)
 
 
-def case_command_output_special():
+def test_command_output_special(traced):
     """-o naming a FIFO, a pipe (/dev/fd/N, a shell's >(...)), a link to one
     (/dev/stdout) or a character device writes to it as it is, and leaves it
     what it was; a regular file is replaced whole."""
-    run(HOSTILE, ["leak"], env={"CUMEMTRACE_QUIET": "1"})
-    good = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
-    expected = cases.tool("report", good).stdout
+    traced.run(HOSTILE, ["leak"], env={"CUMEMTRACE_QUIET": "1"})
+    good = glob.glob(os.path.join(traced.dir, "report-*.json"))[0]
+    expected = tool("report", good).stdout
     check(expected.startswith("==== cumemtrace"), "the text report to compare with")
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
 
@@ -176,7 +172,7 @@ def case_command_output_special():
     received = []
     reader = threading.Thread(target=lambda: received.append(open(fifo).read()))
     reader.start()
-    completed = cases.tool("report", good, "-o", fifo)
+    completed = tool("report", good, "-o", fifo)
     reader.join(30)
     check(completed.returncode == 0 and received == [expected],
           f"-o FIFO: written through it: {completed.returncode} {completed.stderr!r}")
@@ -188,7 +184,7 @@ def case_command_output_special():
         chunks = []
         drain = threading.Thread(target=lambda: chunks.append(os.fdopen(read_end, "rb").read()))
         drain.start()
-        completed = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), *command,
+        completed = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), *command,
                                     "-o", f"/dev/fd/{write_end}"], pass_fds=[write_end],
                                    capture_output=True, timeout=120)
         os.close(write_end)
@@ -201,21 +197,21 @@ def case_command_output_special():
     # it would replace this link, never /dev/stdout itself.
     stdout = os.path.join(directory, "stdout")
     os.symlink("/proc/self/fd/1", stdout)
-    completed = cases.tool("report", good, "-o", stdout)
+    completed = tool("report", good, "-o", stdout)
     check(completed.returncode == 0 and completed.stdout == expected and os.path.islink(stdout),
           f"-o a link to /proc/self/fd/1: {completed.returncode} {completed.stderr!r}")
 
     if os.geteuid() == 0:
         null = os.path.join(directory, "null")
         os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-        completed = cases.tool("report", good, "-o", null)
+        completed = tool("report", good, "-o", null)
         check(completed.returncode == 0 and stat.S_ISCHR(os.lstat(null).st_mode),
               f"-o a character device: written to, still a device: {completed.stderr!r}")
 
     regular = os.path.join(directory, "regular.txt")
     with open(regular, "w") as handle:
         handle.write("old contents, longer than nothing\n" * 1000)
-    completed = cases.tool("report", good, "-o", regular)
+    completed = tool("report", good, "-o", regular)
     with open(regular) as handle:
         check(completed.returncode == 0 and handle.read() == expected,
               "-o a regular file: replaced whole")
@@ -224,25 +220,25 @@ def case_command_output_special():
           f"nothing else left behind: {os.listdir(directory)}")
 
 
-def case_fork_stress():
+def test_fork_stress(traced):
     """Forks beside four allocating threads and a SIGUSR2 every 2 ms: every
     child exits (fork_stress.c counts the ones that hang or crash)."""
     for attempt in range(2):
         # Text: every snapshot and child report symbolized as JSON would be,
         # without validating hundreds of JSON files afterwards.
-        out, err, reports, _ = run("tests/fork_stress", ["3"],
-                                   env={"CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "text"})
+        out, err, reports, _ = traced.run("tests/fork_stress", ["3"],
+                                          env={"CUMEMTRACE_QUIET": "1", "CUMEMTRACE_FORMAT": "text"})
         check(out.startswith("forks ") and out.split()[1] != "0" and
               " hung 0 crashed 0" in out, f"run {attempt + 1}: {out.strip()!r} {err[-500:]!r}")
         print(out.strip())
 
 
-def case_stderr_reused():
+def test_stderr_reused(traced):
     """A program that closes fd 2 and opens a data file there: the file holds
     its 13 bytes only, and the summary goes to the stderr it started with."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
     data = os.path.join(directory, "data")
-    out, err, reports, _ = run(HOSTILE, ["stderr-data", data])
+    out, err, reports, _ = traced.run(HOSTILE, ["stderr-data", data])
     with open(data, "rb") as handle:
         contents = handle.read()
     check(contents == b"program data\n", f"the program's data is its own: {len(contents)} bytes")
@@ -251,10 +247,10 @@ def case_stderr_reused():
     check(len(reports) == 1, "and the report written")
 
 
-def dump_with_maps(extra_lines):
+def dump_with_maps(traced, extra_lines):
     """A crash dump whose maps section also names `extra_lines` (paths)."""
-    run("tests/crash", ["segv-threads"], expect_rc=-11)
-    dump = glob.glob(os.path.join(cases.LAST_DIR, "*.dump"))[0]
+    traced.run("tests/crash", ["segv-threads"], expect_rc=-11)
+    dump = glob.glob(os.path.join(traced.dir, "*.dump"))[0]
     with open(dump) as handle:
         text = handle.read()
     added = "".join(f"7f0000{i:02x}0000-7f0000{i:02x}8000 r-xp 00000000 00:00 0 {path}\n"
@@ -264,19 +260,19 @@ def dump_with_maps(extra_lines):
     return dump
 
 
-def case_dump_names_fifo():
+def test_dump_names_fifo(traced):
     """A dump whose maps name a FIFO or a device: every command that reads
     it finishes (the FIFO is never opened); reads are bounded."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
     fifo = os.path.join(directory, "library.so")
     os.mkfifo(fifo)
-    dump = dump_with_maps([fifo, "/dev/zero"])
+    dump = dump_with_maps(traced, [fifo, "/dev/zero"])
     commands = [["report", dump], ["symbolize", dump], ["html", dump, "-o",
                 os.path.join(directory, "page")],
                 ["export", "--format", "folded", dump, "-o", os.path.join(directory, "f")]]
     for command in commands:
         try:
-            completed = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), *command],
+            completed = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), *command],
                                        capture_output=True, text=True, timeout=60)
             check(completed.returncode == 0, f"{command[0]}: {completed.stderr[-300:]!r}")
         except subprocess.TimeoutExpired:
@@ -284,34 +280,34 @@ def case_dump_names_fifo():
     sparse = os.path.join(directory, "huge.json")
     with open(sparse, "w") as handle:
         handle.truncate(5 << 30)
-    completed = cases.tool("report", sparse)
+    completed = tool("report", sparse)
     check(completed.returncode == 2 and "larger than" in completed.stderr and
           completed.stderr.count("\n") == 1, f"a 5 GiB input: {completed.stderr!r}")
 
 
-def case_signal_refused():
+def test_signal_refused(traced):
     """CUMEMTRACE_SIGNAL refuses signals whose default action the program
     relies on, in one line; the program then dies of them as it would."""
     for value, number in (("TERM", 15), ("15", 15), ("SIGINT", 2), ("2", 2), ("13", 13),
                           ("HUP", 1), ("QUIT", 3), ("SEGV", 11)):
-        out, err, reports, _ = run(HOSTILE, ["raise", str(number)],
-                                   env={"CUMEMTRACE_SIGNAL": value}, expect_rc=-number)
+        out, err, reports, _ = traced.run(HOSTILE, ["raise", str(number)],
+                                          env={"CUMEMTRACE_SIGNAL": value}, expect_rc=-number)
         lines = [line for line in err.splitlines() if "CUMEMTRACE_SIGNAL" in line]
         check(len(lines) == 1 and f"'{value}'" in lines[0] and "using USR2" in lines[0],
               f"{value}: one line: {lines}")
-    out, err, reports, _ = run(HOSTILE, ["raise", "10"], env={"CUMEMTRACE_SIGNAL": "USR1"})
+    out, err, reports, _ = traced.run(HOSTILE, ["raise", "10"], env={"CUMEMTRACE_SIGNAL": "USR1"})
     check(out == "survived signal 10\n" and "CUMEMTRACE_SIGNAL" not in err and
           any(r["reason"] == "signal" for r in reports), "USR1 is still a snapshot signal")
 
 
-def case_utf8_argv():
+def test_utf8_argv(traced):
     """Arguments that are not UTF-8, or carry terminal escapes: the JSON
     report is valid UTF-8 (a byte that is not is written as the character
     of the same number, \\u00XX), and no control character reaches the
     terminal or the text report unescaped (\\xNN)."""
     args = [b"caf\xe9", b"\x1b[31mred\x1b[0m", "naïve".encode(), b"\x9b2J"]
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
-    completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE).encode(), b"leak", *args],
+    completed = subprocess.run([os.path.join(support.BUILD, HOSTILE).encode(), b"leak", *args],
                                cwd=directory, capture_output=True, timeout=120,
                                env=environment(directory, {"CUMEMTRACE_FORMAT": "text,json"}))
     check(completed.returncode == 0, f"exit status {completed.returncode}")
@@ -327,7 +323,7 @@ def case_utf8_argv():
     except (UnicodeDecodeError, ValueError) as error:
         check(False, f"the JSON report is not valid UTF-8 JSON: {error}")
         return
-    cases.validate(report, path)
+    validate(report, path)
     check(report["process"]["argv"][2:] == ["café", "\x1b[31mred\x1b[0m", "naïve", "\x9b2J"],
           f"argv as characters: {report['process']['argv']!r}")
     text_path = path[:-len(".json")] + ".txt"
@@ -335,18 +331,18 @@ def case_utf8_argv():
         text = handle.read()
     check(b"\x1b" not in text and b"\xc2\x9b" not in text and b"\\x9b2J" in text,
           "the text report escapes them too")
-    again = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "report", path],
+    again = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), "report", path],
                            capture_output=True, timeout=120)
     check(again.returncode == 0 and again.stdout == text,
           "cumemtrace report prints the very text the library wrote")
 
 
-def case_oom_retry_many():
+def test_oom_retry_many(traced):
     """CUMEMTRACE_OOM=every over 300 OOMs, each retried successfully: every
     report is rewritten in its own file with the outcome (past 256 too)."""
-    out, err, reports, _ = run(HOSTILE, ["oom-retry", "300"],
-                               env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_OOM": "every",
-                                    "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_SAMPLE_MS": "0"})
+    out, err, reports, _ = traced.run(HOSTILE, ["oom-retry", "300"],
+                                      env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_OOM": "every",
+                                           "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_SAMPLE_MS": "0"})
     check(out == "retries 300 of 300\n", f"the program: {out!r}")
     ooms = [r for r in reports if r["reason"] == "oom"]
     check(len(ooms) == 300, f"300 OOM reports: {len(ooms)}")
@@ -354,26 +350,26 @@ def case_oom_retry_many():
     check(outcomes == {"succeeded"}, f"each says its retry succeeded: {outcomes}")
 
 
-def case_exec_report():
+def test_exec_report(traced):
     """A process that execs writes its report first; when the exec fails,
     the report at exit takes its place."""
-    out, err, reports, _ = run(HOSTILE, ["exec", "/bin/true"])
+    out, err, reports, _ = traced.run(HOSTILE, ["exec", "/bin/true"])
     check(len(reports) == 1 and reports[0]["reason"] == "exec" and
           reports[0]["blocks"]["total"] == 1 and reports[0]["blocks"]["items"][0]["size"] == 2 << 20,
           f"the report before exec: {[(r['reason'], r['blocks']['total']) for r in reports]}")
-    out, err, reports, _ = run(HOSTILE, ["execlp", "true"])
+    out, err, reports, _ = traced.run(HOSTILE, ["execlp", "true"])
     check([r["reason"] for r in reports] == ["exec"], "execlp (variadic) too")
-    out, err, reports, _ = run(HOSTILE, ["exec", "/nonexistent/program"], expect_rc=8)
+    out, err, reports, _ = traced.run(HOSTILE, ["exec", "/nonexistent/program"], expect_rc=8)
     check([r["reason"] for r in reports] == ["exit"],
           f"a failed exec: one report, at exit: {[r['reason'] for r in reports]} "
-          f"{os.listdir(cases.LAST_DIR)}")
+          f"{os.listdir(traced.dir)}")
 
 
-def case_fork_child_threads():
+def test_fork_child_threads(traced):
     """A forked child gets the tracer's threads (the snapshot thread, the
     live view's) at its first CUDA call, never in the fork handler: a child
     that uses no CUDA has none, and one made there can hang (fork_stress.c)."""
-    out, err, reports, _ = run(HOSTILE, ["fork-threads"])
+    out, err, reports, _ = traced.run(HOSTILE, ["fork-threads"])
     words = out.split()
     if not check(len(words) == 4 and words[:2] == ["child", "threads"], f"the child: {out!r}"):
         return
@@ -382,16 +378,16 @@ def case_fork_child_threads():
     check(after >= 3, f"its snapshot thread and live view after it: {after}")
 
 
-def case_live_escapes():
+def test_live_escapes(traced):
     """What `cumemtrace live` shows of the watched process (its command
     line here) reaches the terminal with its control characters escaped."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
-    process = subprocess.Popen([os.path.join(cases.ARGS.build, HOSTILE), "wait", "\x1b]0;owned\x07"],
+    process = subprocess.Popen([os.path.join(support.BUILD, HOSTILE), "wait", "\x1b]0;owned\x07"],
                                cwd=directory, env=environment(directory), stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     pid = int(process.stdout.readline())
     try:
-        shown = cases.tool("live", str(pid), "--once")
+        shown = tool("live", str(pid), "--once")
     finally:
         release([process])
     check(shown.returncode == 0 and "\\x1b]0;owned\\x07" in shown.stdout and
@@ -399,10 +395,10 @@ def case_live_escapes():
           f"escaped: {shown.returncode} {shown.stdout[:300]!r} {shown.stderr!r}")
 
 
-def case_follow_long_preload():
+def test_follow_long_preload(traced):
     """CUMEMTRACE_FOLLOW=0 takes the tracer out of a long LD_PRELOAD and
     keeps every other entry whole."""
-    library = os.path.join(cases.ARGS.build, "tests", "librtld_next_interposer.so")
+    library = os.path.join(support.BUILD, "tests", "librtld_next_interposer.so")
     others = [os.path.dirname(library) + "/." * (400 + i) + "/" + os.path.basename(library)
               for i in range(12)]
     check(sum(map(len, others)) > 8192, "the list is longer than 8 KiB")
@@ -418,30 +414,30 @@ def case_follow_long_preload():
           f"{sum(map(len, kept))} characters")
 
 
-def case_run_output_dashdash():
+def test_run_output_dashdash(traced):
     """`cumemtrace run --output -- CMD`: --output has no value; nothing named --."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
-    completed = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "run", "--output",
-                                "--", os.path.join(cases.ARGS.build, HOSTILE), "leak"],
+    completed = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), "run", "--output",
+                                "--", os.path.join(support.BUILD, HOSTILE), "leak"],
                                cwd=directory, capture_output=True, text=True, timeout=60)
     check(completed.returncode == 1 and "missing value for: --output" in completed.stderr,
           f"a usage error: {completed.returncode} {completed.stderr!r}")
     check(os.listdir(directory) == [], f"no file written: {os.listdir(directory)}")
 
 
-def case_huge_malloc():
+def test_huge_malloc(traced):
     """cudaMalloc(SIZE_MAX) fails on the simulator (out of memory, as on a
     GPU), and the counters stay exact."""
-    out, err, reports, _ = run(HOSTILE, ["huge"])
+    out, err, reports, _ = traced.run(HOSTILE, ["huge"])
     check(out == "SIZE_MAX: cudaErrorMemoryAllocation\n", f"refused: {out!r}")
-    report = cases.by_reason(reports, "exit")
-    device = cases.device_counters(report, 0, "device")
+    report = by_reason(reports, "exit")
+    device = device_counters(report, 0, "device")
     check(device and device["allocated_bytes"]["current"] == 1 << 20 and
           device["allocated_bytes"]["allocated"] == 1 << 20,
           f"1 MiB live, nothing wrapped: {device and device['allocated_bytes']}")
 
 
-def case_exit_in_malloc():
+def test_exit_in_malloc(traced):
     """exit() from a SIGALRM handler that interrupted malloc: every run exits
     with the handler's status (never waits on malloc's lock), and what the
     program held is on record, in the dump that stands in for the report."""
@@ -449,7 +445,7 @@ def case_exit_in_malloc():
     for attempt in range(runs):
         directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
         try:
-            completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), "exit-in-malloc"],
+            completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), "exit-in-malloc"],
                                        cwd=directory, env=environment(directory),
                                        capture_output=True, text=True, timeout=20)
             statuses.add(completed.returncode)
@@ -463,13 +459,13 @@ def case_exit_in_malloc():
     check(hung == 0 and statuses == {3}, f"{runs} runs: {hung} hung, statuses {statuses}")
 
 
-def case_output_descriptor():
+def test_output_descriptor(traced):
     """-o /dev/stdout, /dev/fd/1, /proc/self/fd/1 (or a link to one) with
     stdout redirected to a regular file: the report goes into that file,
     through the descriptor; no name is replaced."""
-    run(HOSTILE, ["leak"], env={"CUMEMTRACE_QUIET": "1"})
-    good = glob.glob(os.path.join(cases.LAST_DIR, "report-*.json"))[0]
-    expected = cases.tool("report", good).stdout
+    traced.run(HOSTILE, ["leak"], env={"CUMEMTRACE_QUIET": "1"})
+    good = glob.glob(os.path.join(traced.dir, "report-*.json"))[0]
+    expected = tool("report", good).stdout
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
     link = os.path.join(directory, "stdout")
     os.symlink("/proc/self/fd/1", link)
@@ -479,7 +475,7 @@ def case_output_descriptor():
         with open(target, "w") as handle:
             handle.write("before\n")
             handle.flush()
-            completed = subprocess.run([os.path.join(cases.ARGS.build, "cumemtrace"), "report",
+            completed = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), "report",
                                         good, "-o", name], stdout=handle, stderr=subprocess.PIPE,
                                        text=True, timeout=60)
         with open(target) as handle:
@@ -491,19 +487,19 @@ def case_output_descriptor():
               f"-o {name}: the link is still the link")
     check(sorted(os.listdir(directory)) == ["file.txt", "stdout"],
           f"nothing else made: {os.listdir(directory)}")
-    completed = cases.tool("report", good, "-o", "/dev/fd/57")
+    completed = tool("report", good, "-o", "/dev/fd/57")
     check(completed.returncode != 0 and completed.stderr.count("\n") == 1 and
           "/dev/fd/57" in completed.stderr, f"a descriptor not open: one line: {completed.stderr!r}")
 
 
-def case_daemon_detached():
+def test_daemon_detached(traced):
     """A traced program that daemonizes (daemon(3), or fork + setsid +
     /dev/null on 0-2): whoever reads its output to the end (a $(...), a
     subprocess.run) is done when the program is, not when the daemon is."""
     for mode in ("daemon", "detach"):
         directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
         started = time.monotonic()
-        completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), mode], cwd=directory,
+        completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), mode], cwd=directory,
                                    env=environment(directory), capture_output=True, timeout=60)
         took = time.monotonic() - started
         check(completed.returncode == 0 and took < 2.5,
@@ -513,12 +509,12 @@ def case_daemon_detached():
     time.sleep(3)
 
 
-def case_snapshot_wakeup():
+def test_snapshot_wakeup(traced):
     """A program that closes every descriptor above 2 after its first CUDA
     call and opens its own: 1,000 SIGUSR2 write nothing into its files, and
     snapshots are still written."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
-    completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), "close-fds", "1000"],
+    completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), "close-fds", "1000"],
                                cwd=directory, env=environment(directory, {"CUMEMTRACE_QUIET": "1",
                                                                           "CUMEMTRACE_FORMAT": "text"}),
                                capture_output=True, text=True, timeout=120)
@@ -529,7 +525,7 @@ def case_snapshot_wakeup():
     print(completed.stdout.strip(), f"under 1000 SIGUSR2; {len(snapshots)} snapshots")
 
 
-def case_live_squatted():
+def test_live_squatted(traced):
     """Another process holds the live view's name before the traced one
     starts it: the traced one says so in one line; `cumemtrace live PID`
     refuses whoever answers there (not PID), in one line."""
@@ -557,7 +553,7 @@ def case_live_squatted():
         process.stdin.write("go\n")
         process.stdin.flush()
         check(process.stdout.readline() == "ready\n", "the program made its first CUDA call")
-        shown = cases.tool("live", str(pid), "--once")
+        shown = tool("live", str(pid), "--once")
     finally:
         squatter.close()
         (rc, err), = release([process])
@@ -570,59 +566,59 @@ def case_live_squatted():
           f"{shown.stderr!r}")
 
 
-def case_live_peer():
+def test_live_peer(traced):
     """`cumemtrace live PID` still shows the process itself, its peer
     checked (SO_PEERCRED: PID, of PID's owner)."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
     process, pid = start_waiting(directory)
     try:
-        shown = cases.tool("live", str(pid), "--once")
+        shown = tool("live", str(pid), "--once")
     finally:
         release([process])
     check(shown.returncode == 0 and f"pid {pid}" in shown.stdout, f"shown: {shown.stderr!r}")
 
 
-def case_small_altstack():
+def test_small_altstack(traced):
     """The program's SIGSEGV handler on a 4 KiB alternate stack, and a stack
     overflow: its handler runs (status 3) and the dump is written, on a
     stack of the tracer's own. As untraced: where the program's own handler
     cannot run there even untraced (ASan's frames are larger), the traced
     one must end the same way."""
-    untraced = run(HOSTILE, ["small-altstack"], preload=False, expect_rc=None)
+    untraced = traced.run(HOSTILE, ["small-altstack"], preload=False, expect_rc=None)
     if untraced[0] != "handler ran\n":
-        run(HOSTILE, ["small-altstack"], expect_rc=-signal.SIGSEGV)
+        traced.run(HOSTILE, ["small-altstack"], expect_rc=-signal.SIGSEGV)
         print("the program's handler does not run untraced either: the same end checked")
         return
-    out, err, reports, _ = run(HOSTILE, ["small-altstack"], expect_rc=3)
+    out, err, reports, _ = traced.run(HOSTILE, ["small-altstack"], expect_rc=3)
     check(out == "handler ran\n", f"the program's handler ran: {out!r} {err[-300:]!r}")
-    dumps = glob.glob(os.path.join(cases.LAST_DIR, "*.dump"))
-    check(len(dumps) == 1 and "crash dump written" in err, f"the dump: {os.listdir(cases.LAST_DIR)}")
+    dumps = glob.glob(os.path.join(traced.dir, "*.dump"))
+    check(len(dumps) == 1 and "crash dump written" in err, f"the dump: {os.listdir(traced.dir)}")
     with open(dumps[0]) as handle:
         check(handle.read().endswith("end\n"), "the dump is whole")
 
 
-def case_descriptors():
+def test_descriptors(traced):
     """The tracer's descriptors sit above the program's: its first free one
     is the same before and after its first CUDA call. A program that takes
     every descriptor there is still leaves its memory on record: the dump,
     made ahead, in place of the report it left no descriptor for."""
-    out, err, reports, _ = run(HOSTILE, ["fds"], env={"CUMEMTRACE_QUIET": "1"})
+    out, err, reports, _ = traced.run(HOSTILE, ["fds"], env={"CUMEMTRACE_QUIET": "1"})
     words = out.split()
     check(len(words) == 3 and words[1] == words[2],
           f"the first free descriptor is the program's: {out!r}")
     print(out.strip())
-    dumps = glob.glob(os.path.join(cases.LAST_DIR, "*.dump"))
+    dumps = glob.glob(os.path.join(traced.dir, "*.dump"))
     lines = [line for line in err.splitlines() if "cumemtrace" in line]
     check(len(reports) == 1 or (len(dumps) == 1 and any("a dump written in its place" in line
                                                          for line in lines)),
-          f"the report or the dump: {os.listdir(cases.LAST_DIR)} {lines}")
+          f"the report or the dump: {os.listdir(traced.dir)} {lines}")
 
 
-def case_settings_that_did_nothing():
+def test_settings_that_did_nothing(traced):
     """CUMEMTRACE_SIGNAL=32 or 33 (the C library's): one line, USR2 used.
     CUMEMTRACE_OUTPUT=dir/: the default name inside dir, not dir/.json."""
     for value in ("32", "33"):
-        out, err, reports, _ = run(HOSTILE, ["raise", "12"], env={"CUMEMTRACE_SIGNAL": value})
+        out, err, reports, _ = traced.run(HOSTILE, ["raise", "12"], env={"CUMEMTRACE_SIGNAL": value})
         lines = [line for line in err.splitlines() if "CUMEMTRACE_SIGNAL" in line]
         check(len(lines) == 1 and f"'{value}'" in lines[0] and "using USR2" in lines[0],
               f"{value}: one line: {lines}")
@@ -631,7 +627,7 @@ def case_settings_that_did_nothing():
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
     inside = os.path.join(directory, "reports")
     os.mkdir(inside)
-    completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), "leak"], cwd=directory,
+    completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), "leak"], cwd=directory,
                                env=environment(directory, {"CUMEMTRACE_OUTPUT": inside + "/"}),
                                capture_output=True, text=True, timeout=60)
     names = sorted(os.listdir(inside))
@@ -640,7 +636,7 @@ def case_settings_that_did_nothing():
           f"CUMEMTRACE_OUTPUT=dir/: {names}")
 
 
-def case_pytest_marker_true():
+def test_pytest_marker_true(traced):
     """@pytest.mark.cuda_leaks(True): checked, nothing allowed (a 1-byte
     leak fails); cuda_leaks(False): not checked."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
@@ -652,28 +648,28 @@ def case_pytest_marker_true():
             "    kept.append(pointer)\n\n"
             "@pytest.mark.cuda_leaks(True)\ndef test_true():\n    allocate()\n\n"
             "@pytest.mark.cuda_leaks(False)\ndef test_false():\n    allocate()\n")
-    out, err, _, _ = run("cumemtrace", ["run", "--quiet", "--format=none", "--", sys.executable, "-m",
-                                        "pytest", "-p", "no:cacheprovider", "-p", "cumemtrace_pytest",
-                                        "-q", "--cuda-leaks", directory],
-                         preload=False, expect_rc=None)
+    out, err, _, _ = traced.run("cumemtrace", ["run", "--quiet", "--format=none", "--", sys.executable, "-m",
+                                               "pytest", "-p", "no:cacheprovider", "-p", "cumemtrace_pytest",
+                                               "-q", "--cuda-leaks", directory],
+                                preload=False, expect_rc=None)
     text = out + err
     check("1 failed, 1 passed" in text and "test_true left" in text and "test_false left" not in text,
           f"cuda_leaks(True) allows nothing:\n{text[-2000:]}")
 
 
-def run_in_directory(mode, traced=True):
+def run_in_directory(mode, tracer=True):
     """`hostile MODE` in a directory of its own, traced or not (a
     sanitizer's runtime preloaded either way); (completed, directory)."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
     env = environment(directory)
-    if not traced:
+    if not tracer:
         env["LD_PRELOAD"] = os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST", "")
-    completed = subprocess.run([os.path.join(cases.ARGS.build, HOSTILE), mode], cwd=directory,
+    completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), mode], cwd=directory,
                                env=env, capture_output=True, text=True, timeout=120)
     return completed, directory
 
 
-def case_address_cap():
+def test_address_cap(traced):
     """A program that caps its address space and then takes all of it: it
     ends as it does untraced, and its memory is on record: the dump, made
     ahead and written without memory, in place of the report there was no
@@ -683,21 +679,16 @@ def case_address_cap():
     if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
         print("under a sanitizer's allocator an address-space cap does not bite: not run")
         return
-    untraced, _ = run_in_directory("address-cap", traced=False)
-    traced, directory = run_in_directory("address-cap")
-    check(traced.returncode == untraced.returncode,
-          f"exit status {traced.returncode}, untraced {untraced.returncode}")
+    untraced, _ = run_in_directory("address-cap", tracer=False)
+    with_tracer, directory = run_in_directory("address-cap")
+    check(with_tracer.returncode == untraced.returncode,
+          f"exit status {with_tracer.returncode}, untraced {untraced.returncode}")
     if untraced.returncode != 0:
         print(f"untraced it ends with {untraced.returncode}: the same end checked")
         return
     names = os.listdir(directory)
-    lines = [line for line in traced.stderr.splitlines() if "exit report" in line]
+    lines = [line for line in with_tracer.stderr.splitlines() if "exit report" in line]
     check(any(n.endswith(".json") for n in names) or
           (any(n.endswith(".dump") for n in names) and
            any("a dump written in its place" in line for line in lines)),
           f"the report or the dump in its place: {names} {lines}")
-
-CASES = {name[5:]: function for name, function in globals().items() if name.startswith("case_")}
-
-if __name__ == "__main__":
-    sys.exit(cases.main(CASES))

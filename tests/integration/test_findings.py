@@ -1,0 +1,176 @@
+"""What the reports conclude: out-of-memory failures and their retries,
+several reports written at once, the sites that grow (sampled at marks or
+over time), and the tracer's own time."""
+
+import glob
+import json
+import os
+import shutil
+import tempfile
+
+from support import (check, validate, only, device_counters, stack_functions, user_functions,
+                     by_reason)
+
+
+def test_oom(traced):
+    out, err, reports, _ = traced.run("tests/oom", ["exhausted"], env={"SIMCUDA_MEMORY": "64M"})
+    check("oom after 4 blocks" in out, f"simulated OOM: {out!r}")
+    report = by_reason(reports, "exit")
+    device = device_counters(report, 0, "device")
+    check(device["num_ooms"] == 1 and device["num_alloc_failures"] == 1, f"one OOM: {device}")
+    failure = report["failures"]["recent"][0] if report["failures"]["recent"] else {}
+    check(failure.get("api") == "cudaMalloc" and failure.get("size") == 16 << 20 and failure.get("oom"),
+          f"failure recorded: {failure}")
+    check("grow" in stack_functions(report, failure.get("stack", 0)), "failure stack names grow()")
+    oom = by_reason(reports, "oom")
+    event = oom.get("event") or {}
+    check(event.get("verdict") == "exhausted" and event.get("driver_free") == 0 and
+          event.get("driver_total") == 64 << 20 and event.get("size") == 16 << 20,
+          f"exhausted verdict with the driver's numbers: {event}")
+    check(event.get("retry") == "pending", f"no retry seen: {event.get('retry')}")
+    check("grow" in user_functions(oom, event.get("stack", 0)), "the OOM report names grow()")
+    check(oom.get("blocks", {}).get("total") == 4, "the OOM report lists the 4 live blocks")
+    check("OUT OF MEMORY" in err and "verdict: exhausted" in err, "OOM summary on stderr")
+
+
+def test_oom_fragmented(traced):
+    out, err, reports, _ = traced.run("tests/oom", ["fragmented"], env={"SIMCUDA_MEMORY": "64M"})
+    check("fragmented: cudaErrorMemoryAllocation" in out, f"simulated fragmentation: {out!r}")
+    event = by_reason(reports, "oom").get("event") or {}
+    check(event.get("verdict") == "fragmented" and event.get("driver_free") == 32 << 20,
+          f"fragmented verdict: 32 MiB free, 16 MiB refused: {event}")
+    check("verdict: fragmented" in err, "fragmented verdict on stderr")
+    check(by_reason(reports, "oom").get("fragmentation", {}).get("verdict") == "fragmented",
+          "the fragmentation section gives the same verdict")
+    check(by_reason(reports, "exit").get("fragmentation", {}).get("verdict") == "none",
+          "the exit report, about no OOM, does not")
+
+
+def test_oom_retry(traced):
+    out, err, reports, _ = traced.run("tests/oom", ["retry"], env={"SIMCUDA_MEMORY": "64M"})
+    check("retry: cudaSuccess" in out, f"retry succeeded: {out!r}")
+    oom = by_reason(reports, "oom")
+    check((oom.get("event") or {}).get("retry") == "succeeded",
+          f"the OOM report says the retry succeeded: {oom.get('event')}")
+    check(oom.get("blocks", {}).get("total") == 4, "the OOM report still shows the OOM moment")
+    final = by_reason(reports, "exit")
+    check(final["failures"]["oom_retries_succeeded"] == 1, "retry counted")
+    out, err, reports, _ = traced.run("tests/oom", ["exhausted"],
+                                      env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_OOM": "off"})
+    check([r["reason"] for r in reports] == ["exit"], "CUMEMTRACE_OOM=off: no OOM report")
+
+
+def stack_order(report):
+    """Where the stacks of a report are out of the writer's order (by live
+    and implicitly freed bytes, then peak, highest first, then by id)."""
+    key = [(-(s["live_bytes"] + s["freed_implicitly_bytes"]), -s["peak_live_bytes"], s["id"])
+           for s in report["stacks"]]
+    return [i for i in range(1, len(key)) if key[i - 1] > key[i]]
+
+
+def test_reports_at_once(traced):
+    """OOM reports and snapshots collected at the same time, 10 of each, while
+    a third thread changes every site's figures: each report is sorted by its
+    own figures, and adds up."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-at-once-")
+    out, err, reports, _ = traced.run("tests/reports_at_once", [directory],
+                                      env={"SIMCUDA_MEMORY": "1G", "CUMEMTRACE_OOM": "every",
+                                           "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_MAX_BLOCKS": "0"})
+    check("10 ooms" in out, f"every round failed with out-of-memory: {out!r}")
+    ooms = [r for r in reports if r["reason"] == "oom"]
+    snapshots = []
+    for name in sorted(glob.glob(os.path.join(directory, "snap-*.json"))):
+        with open(name) as handle:
+            snapshots.append(json.load(handle))
+        validate(snapshots[-1], name)
+    check(len(ooms) == 10 and len(snapshots) == 10,
+          f"10 OOM reports and 10 snapshots: {len(ooms)}, {len(snapshots)}")
+    for number, report in enumerate(ooms + snapshots):
+        name = f"{report['reason']} report {number % 10}"
+        # The churning thread may be between a site's free and its new block.
+        check(len(report["stacks"]) >= 255, f"{name}: every site's stack: {len(report['stacks'])}")
+        check(not stack_order(report), f"{name}: stacks out of order at {stack_order(report)[:5]}")
+        live = sum(s["live_bytes"] for s in report["stacks"])
+        counted = device_counters(report, 0, "device")["allocated_bytes"]["current"]
+        check(live == counted, f"{name}: stacks hold {live} bytes, counters say {counted}")
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def growing_functions(report):
+    """Each growing stack as (innermost frame's function in tests/growth, entry)."""
+    frames = {f["id"]: f for f in report["frames"]}
+    stacks = {s["id"]: s for s in report["stacks"]}
+    found = []
+    for entry in report["growth"]["growing"]:
+        names = [frames[i].get("function") or "" for i in stacks[entry["stack"]]["frames"]]
+        ours = [n for n in names if n.startswith(("grow_", "fill_", "temporary", "main"))]
+        found.append((ours[0] if ours else names, entry))
+    return found
+
+
+def test_growth_marks(traced):
+    out, err, reports, _ = traced.run("tests/growth", ["leak-marks"], env={"CUMEMTRACE_FORMAT": "json,text"})
+    report = only(reports)
+    growth = report["growth"]
+    check(growth["mode"] == "marks" and growth["samples"] == 60, f"a sample per mark: {growth}")
+    found = growing_functions(report)
+    check([f for f, _ in found] == ["grow_by_mark"], f"only grow_by_mark grows: {found}")
+    if found:
+        entry = found[0][1]
+        check(entry["rate"] == 1 << 20, f"1 MiB per mark: {entry['rate']}")
+        check(entry["rises"] == 58 and entry["falls"] == 0, f"rose at every later mark: {entry}")
+    check("Growing (leak suspects" in err and "per mark" in err, "the summary names it")
+
+
+def test_growth_time(traced):
+    out, err, reports, _ = traced.run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "20"})
+    report = only(reports)
+    growth = report["growth"]
+    check(growth["mode"] == "time" and growth["interval_ms"] == 20 and growth["samples"] >= 8,
+          f"samples over time: {growth['samples']}")
+    found = growing_functions(report)
+    check([f for f, _ in found] == ["grow_by_time"], f"only grow_by_time grows: {found}")
+    if found:
+        rate = found[0][1]["rate"]
+        # 64 KiB every 2 ms plus the call: at most 32 MiB/s; more than 1 MiB/s
+        # even under the sanitizers.
+        check(1 << 20 < rate <= 32 << 20, f"a plausible rate: {rate / 2**20:.1f} MiB/s")
+    out, err, reports, _ = traced.run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "0"})
+    check(only(reports)["growth"]["samples"] == 0 and not only(reports)["growth"]["growing"],
+          "CUMEMTRACE_SAMPLE_MS=0: no samples")
+    out, err, reports, _ = traced.run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "soon"})
+    check("CUMEMTRACE_SAMPLE_MS='soon'" in err, f"a bad value is named: {err[:300]!r}")
+
+
+def test_growth_steady(traced):
+    out, err, reports, _ = traced.run("tests/growth", ["steady"], env={"CUMEMTRACE_SAMPLE_MS": "10"})
+    report = only(reports)
+    check(report["growth"]["samples"] >= 8, f"samples taken: {report['growth']['samples']}")
+    check(report["growth"]["growing"] == [],
+          f"a cache filled once and temporaries are not leaks: {growing_functions(report)}")
+
+
+def test_self_time(traced):
+    """CUMEMTRACE_SELF_TIME=1 counts the tracer's own time in CUDA calls and
+    not the driver's: every cuMemAlloc_v2 sleeps 5 ms, 60 of them 300 ms."""
+    env = {"CUMEMTRACE_FORMAT": "json,text", "SIMCUDA_ALLOC_DELAY_US": "5000"}
+    out, err, reports, texts = traced.run("tests/growth", ["leak-marks"],
+                                          env={**env, "CUMEMTRACE_SELF_TIME": "1"})
+    report = only(reports)
+    total = report["tracer"]["self_time_ns"]
+    check(total is not None and 0 < total < 150e6,
+          f"our time, without the driver's 300 ms: {total} ns")
+    at_marks = [m.get("self_time_ns") for m in report["marks"]["recent"]]
+    check(len(at_marks) == 60 and None not in at_marks, f"every mark has the figure: {at_marks}")
+    if None not in at_marks:
+        rises = sum(b > a for a, b in zip(at_marks, at_marks[1:]))
+        check(at_marks == sorted(at_marks) and rises == 59 and at_marks[-1] <= total,
+              f"rises between marks (an allocation each), up to the total: {at_marks}")
+    check(any("the tracer's own time in CUDA calls" in t for t in texts.values()),
+          "the text report says it")
+    out, err, reports, texts = traced.run("tests/growth", ["leak-marks"], env=env)
+    report = only(reports)
+    check(report["tracer"]["self_time_ns"] is None and
+          all("self_time_ns" not in m for m in report["marks"]["recent"]),
+          "not timed unless asked")
+    check(not any("own time" in t for t in texts.values()), "and not in the text")
