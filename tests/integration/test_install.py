@@ -33,67 +33,6 @@ import support
 from support import check
 
 
-def test_install(traced):
-    """cmake --install into a prefix: the command finds the library there,
-    and pkg-config gives flags that build a program against the header and
-    the API-only library, which finds it at run time without
-    LD_LIBRARY_PATH, does nothing untraced and reaches the tracer traced."""
-    prefix = tempfile.mkdtemp(prefix="cumemtrace-prefix-")
-    completed = subprocess.run(["cmake", "--install", support.BUILD, "--prefix", prefix],
-                               capture_output=True, text=True, timeout=300)
-    check(completed.returncode == 0, f"cmake --install: {completed.stderr[-1000:]}")
-    for path in ("lib/libcumemtrace.so", "lib/libcumemtrace_api.so", "bin/cumemtrace",
-                 "include/cumemtrace.h", "lib/pkgconfig/cumemtrace.pc",
-                 "share/cumemtrace/python/cumemtrace/torch_tracker.py",
-                 "share/cumemtrace/torch_tracker/torch_tracker.cpp"):
-        check(os.path.isfile(os.path.join(prefix, path)), f"installed: {path}")
-    installed = os.path.join(prefix, "bin", "cumemtrace")
-    out, err, reports, _ = traced.run(installed, ["run", "--format", "json", "--",
-                                                  os.path.join(support.BUILD, "examples", "leak_loop"), "2"],
-                                      preload=False)
-    check(len(reports) == 1 and reports[0]["live"] and
-          reports[0]["live"][0]["bytes"] == 2 * (4 << 20),
-          f"the installed command traces with the installed library: {err[-500:]!r}")
-    out, err, _, _ = traced.run(installed, ["run", "--", sys.executable, "-c",
-                                            "import cumemtrace_pytest, cumemtrace, os; "
-                                            "print(cumemtrace_pytest.__file__, cumemtrace.traced(), "
-                                            "os.environ['PYTEST_ADDOPTS'])"],
-                                preload=False)
-    check(out.startswith(os.path.join(prefix, "share", "cumemtrace", "python", "cumemtrace_pytest")) and
-          out.endswith(" True -p cumemtrace_pytest\n"),
-          f"run puts the installed Python packages on PYTHONPATH, the plugin in pytest's: "
-          f"{out!r} {err[-300:]!r}")
-    # Moved after installing: pkg-config's paths follow the .pc file.
-    moved = prefix + "-moved"
-    os.rename(prefix, moved)
-    environment = dict(os.environ, PKG_CONFIG_PATH=os.path.join(moved, "lib", "pkgconfig"))
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "cumemtrace"], capture_output=True,
-                           text=True, env=environment)
-    check(flags.returncode == 0 and "/include" in flags.stdout and
-          "-lcumemtrace_api" in flags.stdout and "-Wl,-rpath," in flags.stdout and
-          moved in flags.stdout, f"pkg-config: {flags.returncode} {flags.stdout!r} {flags.stderr!r}")
-    source = os.path.join(moved, "uses_api.c")
-    with open(source, "w") as handle:
-        handle.write('#include <stdio.h>\n#include <cumemtrace.h>\n'
-                     'int main(void) { cumemtrace_mark("start");\n'
-                     '  const char *version = cumemtrace_version();\n'
-                     '  printf("version %s snapshot %d\\n", version ? version : "(not traced)",\n'
-                     '         cumemtrace_snapshot(NULL)); return 0; }\n')
-    program = os.path.join(moved, "uses_api")
-    built = subprocess.run(["cc", "-Wall", "-Werror", source, "-o", program,
-                            *flags.stdout.split()], capture_output=True, text=True)
-    check(built.returncode == 0, f"compiled against the installed header: {built.stderr}")
-    if built.returncode == 0:
-        out, err, reports, _ = traced.run(program, preload=False, env={"LD_LIBRARY_PATH": ""})
-        check(out == "version (not traced) snapshot -1\n" and not reports,
-              f"linked, untraced: found without LD_LIBRARY_PATH, does nothing: {out!r} {err!r}")
-        out, err, reports, _ = traced.run(os.path.join(moved, "bin", "cumemtrace"),
-                                          ["run", "-f", "json", "--", program], preload=False)
-        check(out == "version 0.1.0 snapshot 0\n" and
-              "snapshot" in [r["reason"] for r in reports],
-              f"traced: the calls reach the tracer: {out!r} {err[-300:]!r}")
-
-
 SIM_VERSION = "0.0.0+sim"      # the stand-in's torch.__version__ (tests/sim/CMakeLists.txt)
 
 
@@ -364,6 +303,69 @@ def test_doctor_answers(traced):
     out, err, _, _ = traced.run(command, ["doctor", "--python", "/nonexistent/python3"], preload=False)
     check(any(l.startswith("  Python       /nonexistent/python3 cannot be run")
               for l in out.splitlines()), f"a Python that is not there: {out!r}")
+
+
+# ---- cmake --install ------------------------------------------------------------
+
+def test_install(traced):
+    """cmake --install into a prefix: the command finds the library there,
+    and pkg-config gives flags that build a program against the header and
+    the API-only library, which finds it at run time without
+    LD_LIBRARY_PATH, does nothing untraced and reaches the tracer traced."""
+    prefix = tempfile.mkdtemp(prefix="cumemtrace-prefix-")
+    completed = subprocess.run(["cmake", "--install", support.BUILD, "--prefix", prefix],
+                               capture_output=True, text=True, timeout=300)
+    check(completed.returncode == 0, f"cmake --install: {completed.stderr[-1000:]}")
+    for path in ("lib/libcumemtrace.so", "lib/libcumemtrace_api.so", "bin/cumemtrace",
+                 "include/cumemtrace.h", "lib/pkgconfig/cumemtrace.pc",
+                 "share/cumemtrace/python/cumemtrace/torch_tracker.py",
+                 "share/cumemtrace/torch_tracker/torch_tracker.cpp"):
+        check(os.path.isfile(os.path.join(prefix, path)), f"installed: {path}")
+    installed = os.path.join(prefix, "bin", "cumemtrace")
+    out, err, reports, _ = traced.run(installed, ["run", "--format", "json", "--",
+                                                  os.path.join(support.BUILD, "examples", "leak_loop"), "2"],
+                                      preload=False)
+    check(len(reports) == 1 and reports[0]["live"] and
+          reports[0]["live"][0]["bytes"] == 2 * (4 << 20),
+          f"the installed command traces with the installed library: {err[-500:]!r}")
+    out, err, _, _ = traced.run(installed, ["run", "--", sys.executable, "-c",
+                                            "import cumemtrace_pytest, cumemtrace, os; "
+                                            "print(cumemtrace_pytest.__file__, cumemtrace.traced(), "
+                                            "os.environ['PYTEST_ADDOPTS'])"],
+                                preload=False)
+    check(out.startswith(os.path.join(prefix, "share", "cumemtrace", "python", "cumemtrace_pytest")) and
+          out.endswith(" True -p cumemtrace_pytest\n"),
+          f"run puts the installed Python packages on PYTHONPATH, the plugin in pytest's: "
+          f"{out!r} {err[-300:]!r}")
+    # Moved after installing: pkg-config's paths follow the .pc file.
+    moved = prefix + "-moved"
+    os.rename(prefix, moved)
+    environment = dict(os.environ, PKG_CONFIG_PATH=os.path.join(moved, "lib", "pkgconfig"))
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "cumemtrace"], capture_output=True,
+                           text=True, env=environment)
+    check(flags.returncode == 0 and "/include" in flags.stdout and
+          "-lcumemtrace_api" in flags.stdout and "-Wl,-rpath," in flags.stdout and
+          moved in flags.stdout, f"pkg-config: {flags.returncode} {flags.stdout!r} {flags.stderr!r}")
+    source = os.path.join(moved, "uses_api.c")
+    with open(source, "w") as handle:
+        handle.write('#include <stdio.h>\n#include <cumemtrace.h>\n'
+                     'int main(void) { cumemtrace_mark("start");\n'
+                     '  const char *version = cumemtrace_version();\n'
+                     '  printf("version %s snapshot %d\\n", version ? version : "(not traced)",\n'
+                     '         cumemtrace_snapshot(NULL)); return 0; }\n')
+    program = os.path.join(moved, "uses_api")
+    built = subprocess.run(["cc", "-Wall", "-Werror", source, "-o", program,
+                            *flags.stdout.split()], capture_output=True, text=True)
+    check(built.returncode == 0, f"compiled against the installed header: {built.stderr}")
+    if built.returncode == 0:
+        out, err, reports, _ = traced.run(program, preload=False, env={"LD_LIBRARY_PATH": ""})
+        check(out == "version (not traced) snapshot -1\n" and not reports,
+              f"linked, untraced: found without LD_LIBRARY_PATH, does nothing: {out!r} {err!r}")
+        out, err, reports, _ = traced.run(os.path.join(moved, "bin", "cumemtrace"),
+                                          ["run", "-f", "json", "--", program], preload=False)
+        check(out == "version 0.1.0 snapshot 0\n" and
+              "snapshot" in [r["reason"] for r in reports],
+              f"traced: the calls reach the tracer: {out!r} {err[-300:]!r}")
 
 
 # ---- pip install ----------------------------------------------------------------

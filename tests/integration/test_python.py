@@ -21,7 +21,7 @@ def test_pytest_plugin(traced):
     script = os.path.join(suite, "test_gpu.py")
     tool_path = os.path.join(support.BUILD, "cumemtrace")
 
-    def pytest(*options, under_tracer=True):
+    def run_suite(*options, under_tracer=True):
         command = [tool_path, "run", "--quiet", "--format=none", "--"] if under_tracer else []
         command += [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "cumemtrace_pytest",
                     "-q", *options, suite]
@@ -30,7 +30,7 @@ def test_pytest_plugin(traced):
         return out + err
 
     allocate_line = line_of(script, "assert cuda.cudaMalloc")
-    text = pytest("--cuda-leaks")
+    text = run_suite("--cuda-leaks")
     with open(os.path.join(support.BUILD, "pytest-leaks.txt"), "w") as handle:
         handle.write(text)
     check(f"test_leaks left 4.00 MiB of GPU memory held:\n  4.00 MiB from {script}:{allocate_line} in "
@@ -51,14 +51,14 @@ def test_pytest_plugin(traced):
           f"  8.00 MiB from {script}:{allocate_line} in allocate < workspace:"
           f"{line_of(script, 'CACHE-LINE')}" in summary and "\ngrowing: none" in summary,
           f"the session's summary: what globals keep at its end, by line:\n{text}")
-    text = pytest("--cuda-leaks-repeat=3")
+    text = run_suite("--cuda-leaks-repeat=3")
     check(f"test_grows holds more GPU memory at each of 3 more runs: 1.00 MiB a run, 3.00 MiB in all:\n"
           f"  3.00 MiB from {script}:{allocate_line} in allocate < test_grows:{line_of(script, 'GROW-LINE')}"
           in text and "test_fills_a_cache_once holds" not in text and "3 failed, 2 passed" in text,
           f"--cuda-leaks-repeat: what grows at every run fails, a cache filled once does not:\n{text}")
-    text = pytest()
+    text = run_suite()
     check("1 failed, 4 passed" in text, f"no option: the plugin only watches:\n{text}")
-    text = pytest("--cuda-leaks", under_tracer=False)
+    text = run_suite("--cuda-leaks", under_tracer=False)
     check("--cuda-leaks needs the tracer: run pytest under `cumemtrace run" in text and
           "no tests ran" not in text, f"without the tracer: one line:\n{text}")
     # What counts comes from the report: a framework's cache segments do not
