@@ -106,13 +106,9 @@ static void read_stack(struct report *r, struct fields *f, uint64_t *frames_used
     if (id == 0 || id > r->stack_count)
         return;
     struct stack *s = &r->stacks[id - 1];
-    s->stats.live_bytes = number(f);
-    s->stats.live_blocks = number(f);
-    s->stats.peak_live_bytes = number(f);
-    s->stats.allocations = number(f);
-    s->stats.allocated_bytes = number(f);
-    s->stats.implicit_bytes = number(f);
-    s->stats.implicit_blocks = number(f);
+#define X(key, member) s->stats.member = number(f);
+    STACK_STATS_FIELDS(X)
+#undef X
     s->depth = (uint32_t)number(f);
     s->first_frame = *frames_used;
     uint32_t depth = 0;

@@ -560,13 +560,9 @@ static void load_stacks(struct loader *l, const struct json_value *root)
             r->frames[at++] = r->addresses[index];
             stack->depth++;
         }
-        stack->stats.live_bytes = get_u64(s, "live_bytes");
-        stack->stats.live_blocks = get_u64(s, "live_blocks");
-        stack->stats.peak_live_bytes = get_u64(s, "peak_live_bytes");
-        stack->stats.allocations = get_u64(s, "allocations");
-        stack->stats.allocated_bytes = get_u64(s, "allocated_bytes");
-        stack->stats.implicit_bytes = get_u64(s, "freed_implicitly_bytes");
-        stack->stats.implicit_blocks = get_u64(s, "freed_implicitly_blocks");
+#define X(key, member) stack->stats.member = get_u64(s, key);
+        STACK_STATS_FIELDS(X)
+#undef X
         int cache = cache_kind_at(s, "cache_segment");
         if (cache)
             stack->flags |= STACK_CACHE_SEGMENT(cache);

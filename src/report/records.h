@@ -67,6 +67,19 @@ static inline uint64_t counter_value(const struct counters *c, int key)
     X(used, "used_bytes")                                                                    \
     X(used_peak, "used_peak")
 
+/* A stack's figures (struct stack_stats, each a count), in the order every
+ * record of a stack has them: the JSON report's "stacks" entries, under the
+ * key, and the crash dump's stack record, after the id. report_json.c and
+ * crashdump.c write them, report_load.c and dump_read.c read them back. */
+#define STACK_STATS_FIELDS(X)                                                                \
+    X("live_bytes", live_bytes)                                                              \
+    X("live_blocks", live_blocks)                                                            \
+    X("peak_live_bytes", peak_live_bytes)                                                    \
+    X("allocations", allocations)                                                            \
+    X("allocated_bytes", allocated_bytes)                                                    \
+    X("freed_implicitly_bytes", implicit_bytes)                                              \
+    X("freed_implicitly_blocks", implicit_blocks)
+
 /* What memory a record is, through which entry point, on which device: the
  * fields blocks and groups of blocks share (in the forms below). */
 #define REPORT_KIND_FIELDS(X)                                                                \

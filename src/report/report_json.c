@@ -171,12 +171,10 @@ static void write_stacks(const struct report *r, struct out *out)
         for (uint32_t f = 0, n = 0; f < s->depth; f++)
             if (frames_hidden(r, s, f, &view))
                 out_printf(out, "%s%u", n++ ? "," : "", f);
-        out_printf(out, "],\"live_bytes\":%llu,\"live_blocks\":%llu,\"peak_live_bytes\":%llu,"
-                        "\"allocations\":%llu,\"allocated_bytes\":%llu,"
-                        "\"freed_implicitly_bytes\":%llu,\"freed_implicitly_blocks\":%llu",
-                   U(s->stats.live_bytes), U(s->stats.live_blocks), U(s->stats.peak_live_bytes),
-                   U(s->stats.allocations), U(s->stats.allocated_bytes),
-                   U(s->stats.implicit_bytes), U(s->stats.implicit_blocks));
+        out_str(out, "]");
+#define X(key, member) out_printf(out, ",\"" key "\":%llu", U(s->stats.member));
+        STACK_STATS_FIELDS(X)
+#undef X
         int kind, api;
         if (stack_first_use(s, &kind, &api)) {
             out_printf(out, ",\"kind\":\"%s\",\"api\":", kind_name(kind));

@@ -286,13 +286,9 @@ static void write_stacks(void)
         const struct stack_stats *t = &s->stats;
         put_record(DUMP_STACK);
         put_u64(id);
-        put_u64(t->live_bytes);
-        put_u64(t->live_blocks);
-        put_u64(t->peak_live_bytes);
-        put_u64(t->allocations);
-        put_u64(t->allocated_bytes);
-        put_u64(t->implicit_bytes);
-        put_u64(t->implicit_blocks);
+#define X(key, member) put_u64(t->member);
+        STACK_STATS_FIELDS(X)
+#undef X
         put_u64(s->depth);
         const uintptr_t *frames = stack_frames(s);
         for (uint32_t i = 0; i < s->depth; i++)

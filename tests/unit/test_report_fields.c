@@ -3,7 +3,7 @@
  *
  * records.h lists them once: a block (REPORT_BLOCK_FIELDS), a live group
  * and a group held at the end (REPORT_LIVE_GROUP_FIELDS,
- * REPORT_HELD_GROUP_FIELDS). A report is loaded (the file named on the
+ * REPORT_HELD_GROUP_FIELDS), a stack's figures (STACK_STATS_FIELDS). A report is loaded (the file named on the
  * command line), the first record of each list gets a new value in every
  * listed field, and the report is written (report_json), loaded back
  * (report_load_text) and compared field by field: a field one side writes
@@ -66,6 +66,19 @@ static uint64_t handle_value(const struct report *r, uint32_t handle)
         list(COMPARE)                                                                        \
     } while (0)
 
+/* Each of a stack's figures alike in *a and *b (`alike` 1), or each
+ * different (0); says which are not. */
+static void check_stats(const char *what, const struct stack_stats *a,
+                        const struct stack_stats *b, int alike)
+{
+#define X(key, member)                                                                       \
+    if ((a->member == b->member) != alike)                                                   \
+        fprintf(stderr, "%s: \"%s\" %s\n", what, key, alike ? "differs" : "not changed");    \
+    CHECK((a->member == b->member) == alike);
+    STACK_STATS_FIELDS(X)
+#undef X
+}
+
 /* The first entry of each list a new value in every listed field, each
  * unlike the entry's own and unlike the others where the field allows. */
 static void change_group(const struct report *r, struct report_group *g)
@@ -99,6 +112,11 @@ static void change(struct report *r)
     b->held_at_end = !b->held_at_end;
     change_group(r, &r->groups[0]);
     change_group(r, &r->held[0]);
+    struct stack_stats *stats = &r->stacks[r->shown[0] - 1].stats;
+    uint64_t figure = 1000003;
+#define X(key, member) stats->member = figure++ * 7919;
+    STACK_STATS_FIELDS(X)
+#undef X
 }
 
 /* The report as report_json writes it, NUL-terminated; NULL on failure. */
@@ -175,13 +193,16 @@ int main(int argc, char **argv)
     }
     struct report *r = &before.report;
     int usable = r->block_count > 0 && r->group_count > 0 && r->held_count > 0 &&
-                 r->api_count > 1 && r->stack_count > 1;
+                 r->shown_count > 0 && r->api_count > 1 && r->stack_count > 1;
     CHECK(usable);          /* a report with each record, two entry points, two stacks */
     if (!usable)
         return check_done("report_fields");
     struct report_block block = r->blocks[0];
     struct report_group live = r->groups[0], held = r->held[0];
+    uint32_t shown = r->shown[0];
+    struct stack_stats stats = r->stacks[shown - 1].stats;
     change(r);
+    check_stats("stack", &stats, &r->stacks[shown - 1].stats, 0);
     CHECK_FIELDS(REPORT_BLOCK_FIELDS, "block", r, &block, r, &r->blocks[0], 0);
     CHECK_FIELDS(REPORT_LIVE_GROUP_FIELDS, "live", r, &live, r, &r->groups[0], 0);
     CHECK_FIELDS(REPORT_HELD_GROUP_FIELDS, "held_at_end", r, &held, r, &r->held[0], 0);
@@ -209,6 +230,13 @@ int main(int argc, char **argv)
     for (size_t i = 0; loaded == 0 && i < r->held_count && i < back->held_count; i++)
         CHECK_FIELDS(REPORT_HELD_GROUP_FIELDS, "held group read back", r, &r->held[i], back,
                      &back->held[i], 1);
+    for (uint32_t i = 0; loaded == 0 && i < r->shown_count; i++) {
+        uint32_t id = r->shown[i];
+        CHECK(id <= back->stack_count);
+        if (id <= back->stack_count)
+            check_stats("stack read back", &r->stacks[id - 1].stats, &back->stacks[id - 1].stats,
+                        1);
+    }
     free(text);
     report_unload(&after);
     report_unload(&before);
