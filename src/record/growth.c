@@ -42,9 +42,8 @@ void growth_sample(uint32_t now_ms, int mark)
     series_sample(now_ms);
     uint32_t count = stack_count();
     for (uint32_t id = 1; id <= count; id++) {
-        struct stack *s = stack_get(id);
-        struct stack_growth *g = &s->growth;
-        uint64_t bytes = s->stats.live_bytes;
+        struct stack_growth *g = &stack_history(id)->growth;
+        uint64_t bytes = stack_get(id)->live_bytes;
         if (!g->first_sample) {
             if (!bytes)
                 continue;

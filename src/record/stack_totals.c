@@ -42,7 +42,7 @@ struct pending_totals {
     uint32_t id;                       /* 0: empty */
     int64_t live_bytes, live_blocks;
     uint64_t allocations, allocated_bytes;
-    struct stack *stack;
+    struct stack_record *stack;
 };
 
 static struct pending_totals pending[STRIPE_COUNT][WAYS];
@@ -54,10 +54,9 @@ static void add(uint64_t *field, int64_t amount)
 }
 
 /* Into the record at once: the path of threads without a cache. */
-static void move_to_record(struct stack *s, int64_t bytes, int64_t blocks, uint64_t allocations,
-                           uint64_t allocated_bytes)
+static void move_to_record(struct stack_record *t, int64_t bytes, int64_t blocks,
+                           uint64_t allocations, uint64_t allocated_bytes)
 {
-    struct stack_stats *t = &s->stats;
     uint64_t live = __atomic_add_fetch(&t->live_bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
     if (blocks)
         add(&t->live_blocks, blocks);
@@ -86,7 +85,7 @@ static struct pending_totals *entry_of(int thread, uint32_t id)
     return &pending[thread][id % WAYS];
 }
 
-void stack_totals_alloc(int thread, struct stack *s, uint32_t id, uint64_t size)
+void stack_totals_alloc(int thread, struct stack_record *s, uint32_t id, uint64_t size)
 {
     struct pending_totals *p = entry_of(thread, id);
     if (!p) {
@@ -106,16 +105,18 @@ void stack_totals_alloc(int thread, struct stack *s, uint32_t id, uint64_t size)
         flush_entry(p);
         return;
     }
-    raise_peak(&s->stats.peak_live_bytes,
-               (int64_t)__atomic_load_n(&s->stats.live_bytes, __ATOMIC_RELAXED) + p->live_bytes);
+    raise_peak(&s->peak_live_bytes,
+               (int64_t)__atomic_load_n(&s->live_bytes, __ATOMIC_RELAXED) + p->live_bytes);
 }
 
-void stack_totals_free(int thread, struct stack *s, uint32_t id, uint64_t size, int implicit)
+void stack_totals_free(int thread, struct stack_record *s, uint32_t id, uint64_t size,
+                       int implicit)
 {
     struct pending_totals *p = entry_of(thread, id);
     if (implicit) {
-        add(&s->stats.implicit_bytes, (int64_t)size);
-        add(&s->stats.implicit_blocks, 1);
+        struct stack_history *h = stack_history(id);
+        add(&h->implicit_bytes, (int64_t)size);
+        add(&h->implicit_blocks, 1);
     }
     if (!p || p->id != id || implicit) {
         move_to_record(s, -(int64_t)size, -1, 0, 0);
@@ -127,10 +128,10 @@ void stack_totals_free(int thread, struct stack *s, uint32_t id, uint64_t size, 
         flush_entry(p);
 }
 
-void stack_totals_restore(struct stack *s, uint64_t size)
+void stack_totals_restore(struct stack_record *s, uint64_t size)
 {
-    add(&s->stats.live_bytes, (int64_t)size);
-    add(&s->stats.live_blocks, 1);
+    add(&s->live_bytes, (int64_t)size);
+    add(&s->live_blocks, 1);
 }
 
 void stack_totals_flush(void)

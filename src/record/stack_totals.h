@@ -1,4 +1,4 @@
-/* stack_totals.h - a stack's totals (struct stack_stats), changed by every
+/* stack_totals.h - a stack's totals (in struct stack_record), changed by every
  * allocation and free from that stack, with per-thread pending changes so
  * that threads allocating from one call site do not all write one cache
  * line. See stack_totals.c. */
@@ -11,9 +11,10 @@
 
 /* `thread`: the calling thread's number (tracker.c); the caller holds the
  * lock of the block's registry shard. */
-void stack_totals_alloc(int thread, struct stack *s, uint32_t id, uint64_t size);
-void stack_totals_free(int thread, struct stack *s, uint32_t id, uint64_t size, int implicit);
-void stack_totals_restore(struct stack *s, uint64_t size);  /* a failed free: live again */
+void stack_totals_alloc(int thread, struct stack_record *s, uint32_t id, uint64_t size);
+void stack_totals_free(int thread, struct stack_record *s, uint32_t id, uint64_t size,
+                       int implicit);
+void stack_totals_restore(struct stack_record *s, uint64_t size);  /* a failed free: live again */
 
 /* Every thread's pending changes into the stacks: with every registry shard
  * locked (tracker_lock), after which the stacks' totals are exact. */

@@ -57,7 +57,8 @@ static uintptr_t skip_low, skip_high;
  * a reader may be looking at ever moves or is unmapped:
  *
  * - Stacks sit in chunks of STACK_CHUNK records that never move; id n is
- *   record (n - 1) % STACK_CHUNK of chunk (n - 1) / STACK_CHUNK.
+ *   record (n - 1) % STACK_CHUNK of chunk (n - 1) / STACK_CHUNK. Their
+ *   histories sit in chunks of their own, the same way.
  * - Frames sit in chunks of FRAME_CHUNK; a stack's frames never straddle two
  *   chunks, and first_frame is an index into that chunked space.
  * - The index (open addressing over ids, a power of two, under 70% full) is
@@ -70,7 +71,7 @@ static uintptr_t skip_low, skip_high;
  * the index slot with release stores; readers load them with acquire. The
  * index is therefore not map.h's map, which moves keys and frees its old
  * slots under its owner's lock. */
-#define STACK_CHUNK 1024u                      /* 192 KiB of records */
+#define STACK_CHUNK 1024u                      /* 64 KiB of records */
 #define MAX_STACK_CHUNKS 65536u                /* 64M stacks */
 #define FRAME_CHUNK (1u << 15)                 /* 256 KiB of frames */
 #define MAX_FRAME_CHUNKS 16384u                /* 512M frames */
@@ -82,7 +83,8 @@ struct stack_index {
 };
 
 static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct stack *stack_chunks[MAX_STACK_CHUNKS];
+static struct stack_record *stack_chunks[MAX_STACK_CHUNKS];
+static struct stack_history *history_chunks[MAX_STACK_CHUNKS];
 static uint32_t stacks_used;                   /* published with release */
 static uintptr_t *frame_chunks[MAX_FRAME_CHUNKS];
 static uint64_t frames_used;                   /* next free frame index */
@@ -127,6 +129,7 @@ void stack_reset(void)
     if (frame_chunks_used > MAX_FRAME_CHUNKS)
         frame_chunks_used = MAX_FRAME_CHUNKS;
     memset(stack_chunks, 0, stack_chunks_used * sizeof(stack_chunks[0]));
+    memset(history_chunks, 0, stack_chunks_used * sizeof(history_chunks[0]));
     memset(frame_chunks, 0, frame_chunks_used * sizeof(frame_chunks[0]));
     stacks_used = 0;
     frames_used = 0;
@@ -260,26 +263,55 @@ static size_t index_bytes(uint32_t capacity)
     return sizeof(struct stack_index) + (size_t)capacity * sizeof(uint32_t);
 }
 
-struct stack *stack_get(uint32_t id)
+struct stack_record *stack_get(uint32_t id)
 {
     if (id == 0 || id > __atomic_load_n(&stacks_used, __ATOMIC_ACQUIRE))
         return NULL;
     return &stack_chunks[(id - 1) / STACK_CHUNK][(id - 1) % STACK_CHUNK];
 }
 
+struct stack_history *stack_history(uint32_t id)
+{
+    if (id == 0 || id > __atomic_load_n(&stacks_used, __ATOMIC_ACQUIRE))
+        return NULL;
+    return &history_chunks[(id - 1) / STACK_CHUNK][(id - 1) % STACK_CHUNK];
+}
+
+void stack_view(uint32_t id, struct stack *view)
+{
+    const struct stack_record *e = stack_get(id);
+    const struct stack_history *h = stack_history(id);
+    *view = (struct stack){
+        .hash = e->hash,
+        .first_frame = e->first_frame,
+        .depth = e->depth,
+        .flags = __atomic_load_n(&e->flags, __ATOMIC_RELAXED),
+        .growth = h->growth,
+        .stats = {
+            .live_bytes = e->live_bytes,
+            .live_blocks = e->live_blocks,
+            .peak_live_bytes = e->peak_live_bytes,
+            .allocations = e->allocations,
+            .allocated_bytes = e->allocated_bytes,
+            .implicit_bytes = h->implicit_bytes,
+            .implicit_blocks = h->implicit_blocks,
+        },
+    };
+}
+
 void stack_flag(uint32_t id, uint32_t flags)
 {
-    struct stack *s = stack_get(id);
+    struct stack_record *s = stack_get(id);
     if (s && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & flags) != flags)
         __atomic_fetch_or(&s->flags, flags, __ATOMIC_RELAXED);
 }
 
-const uintptr_t *stack_frames(const struct stack *stack)
+const uintptr_t *stack_frames(const struct stack_record *stack)
 {
     return frame_chunks[stack->first_frame / FRAME_CHUNK] + stack->first_frame % FRAME_CHUNK;
 }
 
-static int same_stack(const struct stack *s, const uintptr_t *f, int depth, uint64_t hash)
+static int same_stack(const struct stack_record *s, const uintptr_t *f, int depth, uint64_t hash)
 {
     return s->hash == hash && s->depth == (uint32_t)depth &&
            memcmp(stack_frames(s), f, depth * sizeof(*f)) == 0;
@@ -324,17 +356,24 @@ static int grow_index(void)
     return 0;
 }
 
-/* Insert lock held. Room for one more stack record and `depth` frames. */
-static struct stack *reserve_stack(int depth)
+/* Insert lock held. Room for one more stack record, its history and
+ * `depth` frames. */
+static struct stack_record *reserve_stack(int depth)
 {
     uint32_t chunk = stacks_used / STACK_CHUNK;
     if (chunk >= MAX_STACK_CHUNKS)
         return NULL;
     if (!stack_chunks[chunk]) {
-        stack_chunks[chunk] = pages_alloc(STACK_CHUNK * sizeof(struct stack));
+        stack_chunks[chunk] = pages_alloc(STACK_CHUNK * sizeof(struct stack_record));
         if (!stack_chunks[chunk])
             return NULL;
-        table_bytes += STACK_CHUNK * sizeof(struct stack);
+        table_bytes += STACK_CHUNK * sizeof(struct stack_record);
+    }
+    if (!history_chunks[chunk]) {
+        history_chunks[chunk] = pages_alloc(STACK_CHUNK * sizeof(struct stack_history));
+        if (!history_chunks[chunk])
+            return NULL;
+        table_bytes += STACK_CHUNK * sizeof(struct stack_history);
     }
     uint64_t at = frames_used;
     if (at % FRAME_CHUNK + depth > FRAME_CHUNK)        /* would straddle: next chunk */
@@ -349,8 +388,9 @@ static struct stack *reserve_stack(int depth)
         table_bytes += FRAME_CHUNK * sizeof(uintptr_t);
     }
     frames_used = at;
-    struct stack *s = &stack_chunks[chunk][stacks_used % STACK_CHUNK];
+    struct stack_record *s = &stack_chunks[chunk][stacks_used % STACK_CHUNK];
     memset(s, 0, sizeof(*s));
+    memset(&history_chunks[chunk][stacks_used % STACK_CHUNK], 0, sizeof(struct stack_history));
     s->first_frame = at;
     return s;
 }
@@ -366,7 +406,7 @@ static uint32_t insert(const uintptr_t *f, int depth, uint64_t hash)
             return 0;
         look_up(index_now, f, depth, hash, &slot);
     }
-    struct stack *s = reserve_stack(depth);
+    struct stack_record *s = reserve_stack(depth);
     if (!s)
         return 0;
     s->hash = hash;
@@ -401,16 +441,26 @@ size_t stack_table_bytes(void)
     return table_bytes;
 }
 
-void stack_note_use(struct stack *stack, int kind, int api)
+static void note_use(uint32_t *flags, int kind, int api)
 {
-    uint32_t old = __atomic_load_n(&stack->flags, __ATOMIC_RELAXED);
+    uint32_t old = __atomic_load_n(flags, __ATOMIC_RELAXED);
     uint32_t use = STACK_USE_SET | (uint32_t)(kind & 0xff) << STACK_USE_KIND_SHIFT |
                    (uint32_t)(api & 0xff) << STACK_USE_API_SHIFT;
     /* a compare-and-swap, so that bits stack_flag adds meanwhile stay */
     while (!(old & STACK_USE_SET) &&
-           !__atomic_compare_exchange_n(&stack->flags, &old, old | use, 1, __ATOMIC_RELAXED,
+           !__atomic_compare_exchange_n(flags, &old, old | use, 1, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED))
         ;
+}
+
+void stack_record_note_use(struct stack_record *stack, int kind, int api)
+{
+    note_use(&stack->flags, kind, api);
+}
+
+void stack_note_use(struct stack *stack, int kind, int api)
+{
+    note_use(&stack->flags, kind, api);
 }
 
 int stack_first_use(const struct stack *stack, int *kind, int *api)

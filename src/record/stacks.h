@@ -8,10 +8,12 @@
  * their frames (like heaptrack's trace tree, stacks are written to reports as
  * ids). Each stack also carries the running totals of the blocks it allocated,
  * so reports and growth detection never have to walk every live block.
+ * Those an allocation reads sit in the stack's record (struct stack_record,
+ * one cache line); its growth and teardown figures in a history beside it.
  *
  * No lock is needed to call any of these: stack_intern() finds a known stack
  * without one and takes the table's own lock only to add a new one; records
- * and frames never move once published. The totals in `stats` are changed
+ * and frames never move once published. The totals are changed
  * by stack_totals.c, under the lock of the block's registry shard, so with
  * every shard locked (tracker_lock) they are still, and exact. */
 #ifndef CUMEMTRACE_STACKS_H
@@ -43,17 +45,40 @@ struct stack_growth {
     uint32_t peak_rises, peak_falls;   /* rises and falls up to peak_sample */
 };
 
-/* 192 bytes: what lookups read (hash, depth, frames) sits in the first cache
- * line with the start of growth, changed only with every shard locked; the
- * totals that every allocation changes have the third line to themselves, so
- * threads allocating from one site do not slow each other's lookups down. */
+/* A stack as reports read it (report.h): where its frames are, its flags,
+ * its growth and its totals, put together by stack_view. The table keeps
+ * these in two places (below), so this is a copy, never a record. */
 struct stack {
     uint64_t hash;
     uint64_t first_frame;              /* index into the frame array */
     uint32_t depth;
     uint32_t flags;                    /* STACK_* bits and the first use, only ever added */
     struct stack_growth growth;
-    _Alignas(64) struct stack_stats stats;
+    struct stack_stats stats;
+};
+
+/* The table's record of a stack: what a lookup reads (hash, depth, where
+ * its frames are), what an allocation reads (flags, live bytes and peak)
+ * and the totals that stack_totals.c moves into it: one cache line, so a
+ * record touches one line of its stack. The totals are written when a
+ * thread's pending change moves in (every 256 blocks or 1 MiB, stripes.h)
+ * or the peak rises; reading the frames stays on the lookup's own lines. */
+struct stack_record {
+    _Alignas(64) uint64_t hash;
+    uint64_t first_frame;              /* index into the frame array */
+    uint32_t depth;
+    uint32_t flags;                    /* STACK_* bits and the first use, only ever added */
+    uint64_t live_bytes, live_blocks;
+    uint64_t peak_live_bytes;          /* highest live_bytes this stack reached */
+    uint64_t allocations, allocated_bytes;
+};
+_Static_assert(sizeof(struct stack_record) == 64, "a stack's record is one cache line");
+
+/* What no allocation reads: growth, changed by samples with every shard
+ * locked, and the blocks freed by context teardown. Apart, by id. */
+struct stack_history {
+    struct stack_growth growth;
+    uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
 };
 
 /* A stack that took a framework's cache segments from the driver: memory
@@ -102,12 +127,18 @@ uint64_t stack_hash(const uintptr_t *frames, int depth);
 
 /* The id (1, 2, ...) of this stack, adding it if new; 0 when out of memory. */
 uint32_t stack_intern(const uintptr_t *frames, int depth, uint64_t hash);
-struct stack *stack_get(uint32_t id);   /* NULL for 0 or an unknown id */
-const uintptr_t *stack_frames(const struct stack *stack);
+/* Stack `id`'s record and history; NULL for 0 or an unknown id. */
+struct stack_record *stack_get(uint32_t id);
+struct stack_history *stack_history(uint32_t id);
+/* Stack `id` (known) as reports read it, into *view. */
+void stack_view(uint32_t id, struct stack *view);
+const uintptr_t *stack_frames(const struct stack_record *stack);
 /* What the stack's first allocation was: its kind and entry point, kept for
  * reports (a call site nearly always allocates one kind through one entry
  * point). Written once, by whichever allocation comes first; then read only,
- * so the line lookups read is not written again. */
+ * so the line lookups read is not written again. On the record or on a
+ * report's copy (a report read back). */
+void stack_record_note_use(struct stack_record *stack, int kind, int api);
 void stack_note_use(struct stack *stack, int kind, int api);
 /* 1 and the kind and entry point, or 0 when the stack never allocated. */
 int stack_first_use(const struct stack *stack, int *kind, int *api);

@@ -347,7 +347,7 @@ void tracker_lost(enum lost_reason reason)
  * Its shard's lock held. */
 static void account_free(const struct block *b, int implicit)
 {
-    struct stack *s = stack_get(b->stack_id);
+    struct stack_record *s = stack_get(b->stack_id);
     counters_on_free(stripe_number(), b->device, block_kind(b), b->size, implicit);
     timeline_record(implicit ? TIMELINE_FREE_IMPLICIT : TIMELINE_FREE, block_value(b), b->size,
                     b->device, block_kind(b), b->api, b->stack_id);
@@ -412,10 +412,10 @@ static void account_alloc(const struct block *b, int api)
     counters_on_alloc(stripe_number(), b->device, block_kind(b), b->size);
     timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b), b->api,
                     b->stack_id);
-    struct stack *s = stack_get(b->stack_id);
+    struct stack_record *s = stack_get(b->stack_id);
     if (s) {
         stack_totals_alloc(stripe_number(), s, b->stack_id, b->size);
-        stack_note_use(s, block_kind(b), b->api);
+        stack_record_note_use(s, block_kind(b), b->api);
     }
     if (api >= 0 && api < MAX_APIS)
         count_in_stripe(api, 1);
@@ -640,7 +640,7 @@ void tracker_put_back(const struct block *saved)
         counters_on_restore(stripe_number(), b->device, block_kind(b), b->size);
         timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b),
                         b->api, b->stack_id);
-        struct stack *s = stack_get(b->stack_id);
+        struct stack_record *s = stack_get(b->stack_id);
         if (s)
             stack_totals_restore(s, b->size);
         if (b->kind & BLOCK_FROM_RUNTIME)
@@ -1092,7 +1092,7 @@ static uint32_t stack_of(uint64_t key, uint64_t *size)
 
 static void flag_cache_stack(uint32_t id, uint32_t flag)
 {
-    struct stack *s = stack_get(id);
+    struct stack_record *s = stack_get(id);
     if (s && s->depth > 0)
         stack_flag(id, flag);
 }
@@ -1199,7 +1199,7 @@ void tracker_program_end(void)
         tracker.end_totals = count ? pages_alloc(count * sizeof(struct end_totals)) : NULL;
         tracker.end_stacks = tracker.end_totals ? count : 0;
         for (uint32_t id = 1; id <= tracker.end_stacks; id++) {
-            const struct stack_stats *t = &stack_get(id)->stats;
+            const struct stack_record *t = stack_get(id);
             tracker.end_totals[id - 1] = (struct end_totals){t->live_bytes, t->live_blocks, -2, 0, 0};
         }
         struct registry_cursor cursor;

@@ -133,8 +133,8 @@ static int copy_state(struct report *r)
                tracker.end_stacks * sizeof(struct end_totals));
     uint64_t at = 0;
     for (uint32_t id = 1; id <= r->stack_count; id++) {
-        struct stack *s = stack_get(id);
-        r->stacks[id - 1] = *s;
+        const struct stack_record *s = stack_get(id);
+        stack_view(id, &r->stacks[id - 1]);
         r->stacks[id - 1].first_frame = at;
         memcpy(r->frames + at, stack_frames(s), s->depth * sizeof(uintptr_t));
         at += s->depth;
@@ -264,7 +264,7 @@ void report_keep_end(void)
     r->blocks = report_alloc(r, r->block_count * sizeof(struct report_block));
     if (r->stacks && r->blocks) {
         for (uint32_t id = 1; id <= r->stack_count; id++)
-            r->stacks[id - 1] = *stack_get(id);   /* report_caches reads flags and depth */
+            stack_view(id, &r->stacks[id - 1]);   /* report_caches reads flags and depth */
         copy_blocks(r);
     }
     tracker_unlock();

@@ -282,8 +282,10 @@ static void write_stacks(void)
 {
     uint32_t count = stack_count();
     for (uint32_t id = 1; id <= count; id++) {
-        const struct stack *s = stack_get(id);
-        const struct stack_stats *t = &s->stats;
+        const struct stack_record *s = stack_get(id);
+        struct stack view;
+        stack_view(id, &view);
+        const struct stack_stats *t = &view.stats;
         put_record(DUMP_STACK);
         put_u64(id);
 #define X(key, member) put_u64(t->member);

@@ -90,12 +90,12 @@ static void remember(struct live_copy *c, uint32_t id)
     for (uint32_t i = 0; i < c->count; i++)
         if (c->ids[i] == id)
             return;
-    const struct stack *s = stack_get(id);
+    const struct stack_record *s = stack_get(id);
     uint32_t depth = s->depth < CONFIG_MAX_DEPTH ? s->depth : CONFIG_MAX_DEPTH;
     c->end_bytes[c->count] = c->ended ? end_bytes(id) : 0;
     c->end_blocks[c->count] = c->ended ? end_blocks(id) : 0;
     c->ids[c->count] = id;
-    c->stacks[c->count] = *s;
+    stack_view(id, &c->stacks[c->count]);
     c->stacks[c->count].depth = depth;
     memcpy(c->frames[c->count], stack_frames(s), depth * sizeof(uintptr_t));
     c->count++;
@@ -123,13 +123,14 @@ static void copy(struct live_copy *c)
         if (c->caches[k].view == CACHE_BLOCKS)
             known |= STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + k);
     for (uint32_t id = 1; id <= stack_count(); id++) {
-        const struct stack *s = stack_get(id);
-        uint64_t live = c->ended ? end_bytes(id) : s->stats.live_bytes;
+        const struct stack_record *s = stack_get(id);
+        const struct stack_growth *g = &stack_history(id)->growth;
+        uint64_t live = c->ended ? end_bytes(id) : s->live_bytes;
         uint32_t segment = __atomic_load_n(&s->flags, __ATOMIC_RELAXED) & STACK_CACHE_ANY;
         if (segment) {
             for (int k = 0; k < CACHE_KINDS; k++)
                 if (segment & STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + k)) {
-                    c->reserved[k] += s->stats.live_bytes;
+                    c->reserved[k] += s->live_bytes;
                     break;
                 }
             if (segment & known)
@@ -137,9 +138,9 @@ static void copy(struct live_copy *c)
         }
         if (live)
             keep_best(c->top, top_bytes, &c->top_count, LIVE_TOP, id, (double)live);
-        if (growth_suspect(&s->growth, live, &c->growth))
+        if (growth_suspect(g, live, &c->growth))
             keep_best(c->growing, c->rates, &c->growing_count, LIVE_GROWING, id,
-                      growth_rate(&s->growth, &c->growth));
+                      growth_rate(g, &c->growth));
     }
     for (uint32_t i = 0; i < c->top_count; i++)
         remember(c, c->top[i]);

@@ -53,22 +53,23 @@ int main(void)
     }
     for (int n = 0; n < SAMPLES; n++) {
         for (size_t i = 0; i < CASES; i++)
-            stack_get(ids[i])->stats.live_bytes = cases[i].mib[n] * MiB;
+            stack_get(ids[i])->live_bytes = cases[i].mib[n] * MiB;
         growth_sample((uint32_t)(n + 1) * 100, 0);
     }
     for (size_t i = 0; i < CASES; i++) {
-        const struct stack *s = stack_get(ids[i]);
-        int growing = growth_suspect(&s->growth, s->stats.live_bytes, &growth);
-        int released = growth_released(&s->growth, s->stats.live_bytes, &growth);
+        const struct stack_growth *g = &stack_history(ids[i])->growth;
+        uint64_t live = stack_get(ids[i])->live_bytes;
+        int growing = growth_suspect(g, live, &growth);
+        int released = growth_released(g, live, &growth);
         if (growing != cases[i].growing || released != cases[i].released)
             fprintf(stderr, "%s: growing %d, released %d\n", cases[i].name, growing, released);
         CHECK_EQ(growing, cases[i].growing);
         CHECK_EQ(released, cases[i].released);
     }
     /* While it grew: 1 MiB at 0.1 s to 19 MiB at 1.9 s, 10 MiB a second. */
-    const struct stack *first = stack_get(ids[0]);
-    CHECK_EQ(first->growth.peak_bytes, 19 * MiB);
-    CHECK_EQ(first->growth.peak_sample, 19);
-    CHECK_EQ(growth_peak_rate(&first->growth, &growth), 10 * MiB);
+    const struct stack_growth *first = &stack_history(ids[0])->growth;
+    CHECK_EQ(first->peak_bytes, 19 * MiB);
+    CHECK_EQ(first->peak_sample, 19);
+    CHECK_EQ(growth_peak_rate(first, &growth), 10 * MiB);
     return check_done("growth");
 }

@@ -7,28 +7,40 @@
 #include "check.h"
 #include "stack_totals.h"
 
-static struct stack stacks[20];
+/* stacks[id]: the records of stacks 1..19, interned by main. */
+static struct stack_record *stacks[20];
+
+/* Every record's totals and history back to zero. */
+static void clear(void)
+{
+    for (uint32_t id = 1; id < 20; id++) {
+        struct stack_record *s = stacks[id];
+        s->live_bytes = s->live_blocks = s->peak_live_bytes = 0;
+        s->allocations = s->allocated_bytes = 0;
+        memset(stack_history(id), 0, sizeof(struct stack_history));
+    }
+}
 
 /* One thread: nothing reaches the record until the flush, then all of it. */
 static void test_one_thread(void)
 {
     stack_totals_reset();
-    memset(stacks, 0, sizeof(stacks));
-    struct stack *s = &stacks[1];
+    clear();
+    struct stack_record *s = stacks[1];
     stack_totals_alloc(1, s, 1, 100);
     stack_totals_alloc(1, s, 1, 300);
     stack_totals_free(1, s, 1, 100, 0);
     stack_totals_alloc(1, s, 1, 50);
-    CHECK_EQ(s->stats.live_bytes, 0);                /* pending */
-    CHECK_EQ(s->stats.peak_live_bytes, 400);         /* exact with one thread */
+    CHECK_EQ(s->live_bytes, 0);                /* pending */
+    CHECK_EQ(s->peak_live_bytes, 400);         /* exact with one thread */
     stack_totals_flush();
-    CHECK_EQ(s->stats.live_bytes, 350);
-    CHECK_EQ(s->stats.live_blocks, 2);
-    CHECK_EQ(s->stats.allocations, 3);
-    CHECK_EQ(s->stats.allocated_bytes, 450);
-    CHECK_EQ(s->stats.peak_live_bytes, 400);
+    CHECK_EQ(s->live_bytes, 350);
+    CHECK_EQ(s->live_blocks, 2);
+    CHECK_EQ(s->allocations, 3);
+    CHECK_EQ(s->allocated_bytes, 450);
+    CHECK_EQ(s->peak_live_bytes, 400);
     stack_totals_flush();                            /* nothing pending: no change */
-    CHECK_EQ(s->stats.live_bytes, 350);
+    CHECK_EQ(s->live_bytes, 350);
 }
 
 /* Ids that share a cache entry evict each other; a free of a block from a
@@ -36,35 +48,35 @@ static void test_one_thread(void)
 static void test_eviction_and_direct_paths(void)
 {
     stack_totals_reset();
-    memset(stacks, 0, sizeof(stacks));
-    stack_totals_alloc(2, &stacks[3], 3, 10);
-    stack_totals_alloc(2, &stacks[11], 11, 20);      /* 11 % 8 == 3: evicts stack 3 */
-    CHECK_EQ(stacks[3].stats.live_bytes, 10);
-    CHECK_EQ(stacks[11].stats.live_bytes, 0);
-    stack_totals_free(2, &stacks[3], 3, 10, 0);      /* not cached: to the record */
-    CHECK_EQ(stacks[3].stats.live_bytes, 0);
-    stack_totals_free(2, &stacks[11], 11, 20, 1);    /* implicit: to the record */
-    CHECK_EQ(stacks[11].stats.implicit_bytes, 20);
-    stack_totals_alloc(0, &stacks[5], 5, 7);
-    CHECK_EQ(stacks[5].stats.live_bytes, 7);
-    CHECK_EQ(stacks[5].stats.allocations, 1);
+    clear();
+    stack_totals_alloc(2, stacks[3], 3, 10);
+    stack_totals_alloc(2, stacks[11], 11, 20);      /* 11 % 8 == 3: evicts stack 3 */
+    CHECK_EQ(stacks[3]->live_bytes, 10);
+    CHECK_EQ(stacks[11]->live_bytes, 0);
+    stack_totals_free(2, stacks[3], 3, 10, 0);      /* not cached: to the record */
+    CHECK_EQ(stacks[3]->live_bytes, 0);
+    stack_totals_free(2, stacks[11], 11, 20, 1);    /* implicit: to the record */
+    CHECK_EQ(stack_history(11)->implicit_bytes, 20);
+    stack_totals_alloc(0, stacks[5], 5, 7);
+    CHECK_EQ(stacks[5]->live_bytes, 7);
+    CHECK_EQ(stacks[5]->allocations, 1);
     stack_totals_flush();
-    CHECK_EQ(stacks[11].stats.live_bytes, 0);
-    CHECK_EQ(stacks[11].stats.live_blocks, 0);
-    CHECK_EQ(stacks[11].stats.allocations, 1);
+    CHECK_EQ(stacks[11]->live_bytes, 0);
+    CHECK_EQ(stacks[11]->live_blocks, 0);
+    CHECK_EQ(stacks[11]->allocations, 1);
 }
 
 /* Past the slack the pending change moves on its own. */
 static void test_slack(void)
 {
     stack_totals_reset();
-    memset(stacks, 0, sizeof(stacks));
+    clear();
     for (int i = 0; i < 300; i++)
-        stack_totals_alloc(4, &stacks[2], 2, 64);
-    CHECK(stacks[2].stats.live_blocks >= 256);
+        stack_totals_alloc(4, stacks[2], 2, 64);
+    CHECK(stacks[2]->live_blocks >= 256);
     stack_totals_flush();
-    CHECK_EQ(stacks[2].stats.live_blocks, 300);
-    CHECK_EQ(stacks[2].stats.peak_live_bytes, 300 * 64);
+    CHECK_EQ(stacks[2]->live_blocks, 300);
+    CHECK_EQ(stacks[2]->peak_live_bytes, 300 * 64);
 }
 
 /* Threads at once on one stack, frees by the allocating thread. */
@@ -72,9 +84,9 @@ static void *work(void *arg)
 {
     int thread = (int)(intptr_t)arg;
     for (int i = 0; i < 100000; i++) {
-        stack_totals_alloc(thread, &stacks[7], 7, 512);
+        stack_totals_alloc(thread, stacks[7], 7, 512);
         if (i % 4)
-            stack_totals_free(thread, &stacks[7], 7, 512, 0);
+            stack_totals_free(thread, stacks[7], 7, 512, 0);
     }
     return NULL;
 }
@@ -82,22 +94,27 @@ static void *work(void *arg)
 static void test_threads(void)
 {
     stack_totals_reset();
-    memset(stacks, 0, sizeof(stacks));
+    clear();
     pthread_t threads[8];
     for (int t = 0; t < 8; t++)
         pthread_create(&threads[t], NULL, work, (void *)(intptr_t)(t + 1));
     for (int t = 0; t < 8; t++)
         pthread_join(threads[t], NULL);
     stack_totals_flush();
-    CHECK_EQ(stacks[7].stats.live_blocks, 8 * 25000);
-    CHECK_EQ(stacks[7].stats.live_bytes, 8 * 25000 * 512);
-    CHECK_EQ(stacks[7].stats.allocations, 8 * 100000);
+    CHECK_EQ(stacks[7]->live_blocks, 8 * 25000);
+    CHECK_EQ(stacks[7]->live_bytes, 8 * 25000 * 512);
+    CHECK_EQ(stacks[7]->allocations, 8 * 100000);
     /* The true peak is the final figure (it only grows); one slack per other thread. */
-    CHECK(stacks[7].stats.peak_live_bytes + 7 * (1 << 20) >= stacks[7].stats.live_bytes);
+    CHECK(stacks[7]->peak_live_bytes + 7 * (1 << 20) >= stacks[7]->live_bytes);
 }
 
 int main(void)
 {
+    for (uintptr_t id = 1; id < 20; id++) {
+        uintptr_t frames[1] = {0x1000 + id};
+        CHECK_EQ(stack_intern(frames, 1, stack_hash(frames, 1)), id);
+        stacks[id] = stack_get((uint32_t)id);
+    }
     test_one_thread();
     test_eviction_and_direct_paths();
     test_slack();

@@ -63,7 +63,7 @@ int main(void)
         for (int k = 0; k < 8; k++)
             f[k] = 0x400000 + i * 16 + k;
         same &= stack_intern(f, 8, stack_hash(f, 8)) == i + 3;
-        const struct stack *s = stack_get(i + 3);
+        const struct stack_record *s = stack_get(i + 3);
         same &= s->depth == 8 && memcmp(stack_frames(s), f, sizeof(f)) == 0;
     }
     CHECK(same);

@@ -85,7 +85,7 @@ int main(void)
     /* Per-stack statistics follow the blocks. */
     uint64_t live = 0;
     for (uint32_t id = 1; id <= stack_count(); id++)
-        live += stack_get(id)->stats.live_bytes;
+        live += stack_get(id)->live_bytes;
     CHECK_EQ(live, 7000 + 0x1000);
 
     tracker_mark("after");
