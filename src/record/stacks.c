@@ -157,6 +157,9 @@ static struct {
 static int forking;
 static __thread int stripe = -1;
 static __thread int own_captures;
+/* The most of the tracer's own frames a capture on this thread walked
+ * before it had all it keeps (stack_capture). */
+static __thread int own_frames;
 
 static void capture_begin(void)
 {
@@ -209,26 +212,49 @@ void stacks_fork_child(void)
     __atomic_store_n(&forking, 0, __ATOMIC_RELEASE);
 }
 
+/* The first `max` frames of raw[1..n) that are not the tracer's own (the
+ * wrappers, which also sit between cudart and the program), wherever they
+ * are, into out[]: how many. *walked: how many of raw[] that took. */
+static int keep_frames(void *const *raw, int n, uintptr_t *out, int max, int *walked)
+{
+    uintptr_t low = skip_low, span = skip_high - skip_low;
+    int depth = 0, i = 1;
+    for (; i < n && depth < max; i++) {
+        uintptr_t address = (uintptr_t)raw[i];
+        out[depth] = address;
+        depth += address - low >= span;    /* outside [low, high), without a branch */
+    }
+    *walked = i;
+    return depth;
+}
+
+/* Each frame libunwind walks costs about 75 instructions, and a program's
+ * stack is often far deeper than the frames kept: so the walk asks for the
+ * frames kept and as many of the tracer's own as this thread has met, not
+ * the 32 more it allows. When it stopped short of them (more of our frames
+ * this time), it is made again at full length: the frames are the same as
+ * one walk of that length would give. */
 int stack_capture(uintptr_t *out, int max)
 {
     void *raw[CONFIG_MAX_DEPTH + 32];
-    int wanted = max + 32;
-    if (wanted > (int)(sizeof(raw) / sizeof(raw[0])))
-        wanted = sizeof(raw) / sizeof(raw[0]);
+    int most = max + 32;
+    if (most > (int)(sizeof(raw) / sizeof(raw[0])))
+        most = sizeof(raw) / sizeof(raw[0]);
     if (!backtrace_fn || max <= 0)
         return 0;
+    int wanted = max + 1 + own_frames;      /* raw[0] is this function */
+    if (wanted > most)
+        wanted = most;
     capture_begin();
     int n = backtrace_fn(raw, wanted);
-    capture_end();
-
-    /* raw[0] is this function. The tracer's own frames (the wrappers, which
-     * also sit between cudart and the program) are left out wherever they are. */
-    int depth = 0;
-    for (int i = 1; i < n && depth < max; i++) {
-        uintptr_t address = (uintptr_t)raw[i];
-        if (address < skip_low || address >= skip_high)
-            out[depth++] = address;
+    int walked, depth = keep_frames(raw, n, out, max, &walked);
+    if (depth < max && n == wanted && wanted < most) {
+        n = backtrace_fn(raw, most);
+        depth = keep_frames(raw, n, out, max, &walked);
     }
+    capture_end();
+    if (walked - 1 - depth > own_frames)
+        own_frames = walked - 1 - depth;
     return depth;
 }
 

@@ -155,12 +155,15 @@ static void init_once_fn(void)
 {
     config_load();
     reset_state();
-    initialized = 1;
+    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 }
 
+/* Every wrapper asks, several times an event: once set up, a load, not a
+ * pthread_once call. */
 void tracker_init(void)
 {
-    pthread_once(&init_once, init_once_fn);
+    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE))
+        pthread_once(&init_once, init_once_fn);
 }
 
 void tracker_start(const struct host *lent)
