@@ -16,6 +16,7 @@
 #include "config.h"
 #include "log.h"
 #include "stacks.h"
+#include "unwind.h"
 
 /* The three things we take from libunwind, declared here rather than from
  * <libunwind.h>, so that building needs no libunwind headers (pip users and
@@ -113,6 +114,8 @@ void stack_init(void *(*lookup)(void *handle, const char *name))
         set_caching(*space, UNW_CACHE_PER_THREAD);
     if (!backtrace_fn)
         log_line("libunwind.so.8 has no unw_backtrace; blocks are recorded without stacks");
+    else
+        unwind_init(lookup);
 }
 
 /* After fork, in the child (one thread): forget everything. The parent's
@@ -120,6 +123,7 @@ void stack_init(void *(*lookup)(void *handle, const char *name))
 void stack_reset(void)
 {
     pthread_mutex_init(&insert_lock, NULL);
+    unwind_reset();
     /* Only the entries that can be set (up to the chunk of the next record):
      * at start-up the arrays are untouched zero pages and stay so. */
     uint64_t stack_chunks_used = stacks_used / STACK_CHUNK + 1;
@@ -228,33 +232,71 @@ static int keep_frames(void *const *raw, int n, uintptr_t *out, int max, int *wa
     return depth;
 }
 
-/* Each frame libunwind walks costs about 75 instructions, and a program's
- * stack is often far deeper than the frames kept: so the walk asks for the
- * frames kept and as many of the tracer's own as this thread has met, not
- * the 32 more it allows. When it stopped short of them (more of our frames
- * this time), it is made again at full length: the frames are the same as
- * one walk of that length would give. */
-int stack_capture(uintptr_t *out, int max)
+/* Frames kept by a walk with new rules, compared with libunwind's walk of
+ * the same stack, whose frames are kept if the two differ. Apart, so that
+ * its room is taken only then; called from stack_capture, so libunwind's
+ * walk has one frame more than stack_capture's own, this function's. */
+static __attribute__((noinline)) int check_walk(uintptr_t *out, int depth, int max, int most,
+                                                const struct unwind_proof *proof)
+{
+    void *raw[CONFIG_MAX_DEPTH + 33];
+    uintptr_t frames[CONFIG_MAX_DEPTH];
+    int walked, n = backtrace_fn(raw, most + 1);
+    int kept = n > 1 ? keep_frames(raw + 1, n - 1, frames, max, &walked) : 0;
+    int same = kept == depth && memcmp(out, frames, depth * sizeof(*out)) == 0;
+    unwind_settle(proof, same);
+    if (!same)
+        memcpy(out, frames, kept * sizeof(*out));
+    return kept;
+}
+
+/* With libunwind: each frame it walks costs about 75 instructions, and a
+ * program's stack is often far deeper than the frames kept, so the walk
+ * asks for the frames kept and as many of the tracer's own as this thread
+ * has met, not the 32 more it allows. When it stopped short of them (more
+ * of our frames this time), it is made again at full length: the frames are
+ * the same as one walk of that length would give. */
+static inline __attribute__((always_inline)) int libunwind_capture(uintptr_t *out, int max,
+                                                                   int most)
 {
     void *raw[CONFIG_MAX_DEPTH + 32];
-    int most = max + 32;
-    if (most > (int)(sizeof(raw) / sizeof(raw[0])))
-        most = sizeof(raw) / sizeof(raw[0]);
-    if (!backtrace_fn || max <= 0)
-        return 0;
-    int wanted = max + 1 + own_frames;      /* raw[0] is this function */
+    int wanted = max + 1 + own_frames;      /* raw[0] is stack_capture */
     if (wanted > most)
         wanted = most;
-    capture_begin();
-    int n = backtrace_fn(raw, wanted);
-    int walked, depth = keep_frames(raw, n, out, max, &walked);
-    if (depth < max && n == wanted && wanted < most) {
-        n = backtrace_fn(raw, most);
+    int walked, depth;
+    for (;;) {
+        int n = backtrace_fn(raw, wanted);
         depth = keep_frames(raw, n, out, max, &walked);
+        if (depth == max || n < wanted || wanted == most)
+            break;
+        wanted = most;
     }
-    capture_end();
     if (walked - 1 - depth > own_frames)
         own_frames = walked - 1 - depth;
+    return depth;
+}
+
+/* By the rules unwind.c remembers, checked against libunwind's walk where
+ * a rule was new; by libunwind alone where a frame has no rule. Either way
+ * the frames are those libunwind's walk of up to max + 32 frames gives,
+ * less the tracer's own. */
+int stack_capture(uintptr_t *out, int max)
+{
+    int most = max + 32;
+    if (most > CONFIG_MAX_DEPTH + 32)
+        most = CONFIG_MAX_DEPTH + 32;
+    if (!backtrace_fn || max <= 0)
+        return 0;
+    if (max > CONFIG_MAX_DEPTH)
+        max = CONFIG_MAX_DEPTH;
+    struct unwind_proof proof;
+    capture_begin();
+    int depth = unwind_walk(out, max, most, skip_low, skip_high, &proof);
+    if (depth < 0)
+        depth = libunwind_capture(out, max, most);
+    else if (proof.count)
+        depth = check_walk(out, depth, max, most, &proof);
+    capture_end();
     return depth;
 }
 

@@ -1,8 +1,11 @@
 /* stacks.h - capture call stacks and keep each distinct one once.
  *
- * Capture happens on the allocating thread, before any lock is taken, with
- * libunwind's fast local backtrace (per-thread caching). The result is a list
- * of return addresses; nothing is symbolized until a report is written.
+ * Capture happens on the allocating thread, before any lock is taken, by
+ * frame rules read once from the objects' call frame information and
+ * checked against libunwind (unwind.h), or with libunwind's fast local
+ * backtrace (per-thread caching) where a frame has no such rule. The
+ * result is a list of return addresses; nothing is symbolized until a
+ * report is written.
  *
  * Distinct stacks live in an append-only table, found by a 64-bit hash of
  * their frames (like heaptrack's trace tree, stacks are written to reports as

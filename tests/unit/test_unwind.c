@@ -1,0 +1,172 @@
+/* test_unwind.c - stacks walked by remembered frame rules (unwind.c, through
+ * stack_capture) are the frames libunwind's walk gives, on the first walk
+ * of a place (rules new, checked) and on later ones (rules trusted): deep
+ * recursion, frames sized at run time (the CFA on the frame pointer) at
+ * other sizes than when their rules were learnt, a signal handler's stack,
+ * and a thread's. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+#include "check.h"
+#include "stacks.h"
+#include "unwind.h"
+
+static int (*reference)(void **, int);
+static int mismatches, compared;
+
+/* stack_capture here against libunwind here: frames[0] and ref[0] are the
+ * two calls' own return addresses, the rest must be equal. */
+static void __attribute__((noinline)) compare_here(void)
+{
+    uintptr_t frames[128];
+    void *ref[160];
+    int depth = stack_capture(frames, 128);
+    int n = reference(ref, 160);
+    int same = depth == n && depth > 1;
+    for (int i = 1; same && i < depth; i++)
+        same = frames[i] == (uintptr_t)ref[i];
+    if (!same) {
+        fprintf(stderr, "walks differ: %d frames, libunwind %d\n", depth, n);
+        for (int i = 0; i < depth || i < n; i++)
+            fprintf(stderr, "  %2d %#lx %#lx\n", i, i < depth ? (unsigned long)frames[i] : 0ul,
+                    i < n ? (unsigned long)(uintptr_t)ref[i] : 0ul);
+    }
+    mismatches += !same;
+    compared++;
+    __asm__ volatile("" ::: "memory");   /* a real call, not a tail call */
+}
+
+static int __attribute__((noinline)) recurse(int level);
+
+static int __attribute__((noinline)) recurse_other(int level)
+{
+    int r = recurse(level - 1);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+static int __attribute__((noinline)) recurse(int level)
+{
+    if (level <= 0) {
+        compare_here();
+        return 0;
+    }
+    int r = level % 2 ? recurse_other(level) : recurse(level - 1);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+/* What the deepest frame of sized() calls. */
+static void (*volatile at_bottom)(void) = compare_here;
+
+/* A frame whose size is known only at run time: its CFA is on the frame
+ * pointer. */
+static int __attribute__((noinline)) sized(int level, int bytes)
+{
+    volatile char room[bytes];
+    room[0] = (char)level;
+    int r = level > 0 ? sized(level - 1, bytes + 48 * level) : (at_bottom(), 0);
+    __asm__ volatile("" ::: "memory");
+    return r + room[0];
+}
+
+static void on_signal(int signal)
+{
+    (void)signal;
+    recurse(3);
+}
+
+static int __attribute__((noinline)) raise_at(int level)
+{
+    int r = level > 0 ? raise_at(level - 1) : raise(SIGUSR1);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 3; i++)
+        recurse(20);
+    return NULL;
+}
+
+/* A walk from here by rules alone; its new rules settled as `settle_as`
+ * says (1 trusted, 0 never used again, -1 left new). How many were new,
+ * or -1: it gave up. */
+static int __attribute__((noinline)) walk_here(int settle_as)
+{
+    uintptr_t out[64];
+    struct unwind_proof proof;
+    int n = unwind_walk(out, 64, 96, 0, 0, &proof);
+    if (n >= 0 && settle_as >= 0)
+        unwind_settle(&proof, settle_as);
+    __asm__ volatile("" ::: "memory");
+    return n < 1 ? -1 : proof.count;
+}
+
+static int bottom_count;
+
+static void bottom_walk(void)
+{
+    bottom_count = walk_here(-1);
+}
+
+static void __attribute__((noinline)) settled_trusted(int counts[2])
+{
+    for (volatile int i = 0; i < 2; i++)     /* one call site */
+        counts[i] = walk_here(i == 0 ? 1 : -1);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void __attribute__((noinline)) settled_different(int counts[2])
+{
+    for (volatile int i = 0; i < 2; i++)
+        counts[i] = walk_here(i == 0 ? 0 : -1);
+    __asm__ volatile("" ::: "memory");
+}
+
+int main(void)
+{
+    void *libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    CHECK(libunwind != NULL);
+    if (!libunwind)
+        return check_done("test_unwind");
+    *(void **)&reference = dlsym(libunwind, "unw_backtrace");
+    stack_init(dlsym);
+
+    for (int i = 0; i < 3; i++)
+        recurse(40);
+    for (volatile int i = 0; i < 4; i++) {    /* one call site */
+        if (i == 3)
+            at_bottom = bottom_walk;
+        sized(6, 16 + 512 * i);
+    }
+    signal(SIGUSR1, on_signal);
+    for (int i = 0; i < 3; i++)
+        raise_at(5);
+    pthread_t thread;
+    pthread_create(&thread, NULL, thread_main, NULL);
+    pthread_join(thread, NULL);
+    CHECK_EQ(compared, 12);
+    CHECK_EQ(mismatches, 0);
+
+    /* The frames sized at run time were walked by their rules after the
+     * first round: the last round, walked from its deepest frame, found
+     * new rules only for the places of bottom_walk and walk_here. */
+    CHECK_EQ(bottom_count, 2);
+
+    /* A walk's new rules, once found the same as libunwind's walk, are
+     * trusted: the next walk from there needs no check. Found different,
+     * they are never used again: the walk from there gives up. */
+    int counts[2];
+    settled_trusted(counts);
+    CHECK(counts[0] > 0);
+    CHECK_EQ(counts[1], 0);
+    settled_different(counts);
+    CHECK(counts[0] > 0);
+    CHECK_EQ(counts[1], -1);
+    return check_done("test_unwind");
+}
