@@ -687,9 +687,16 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
     return n;
 }
 
-static int walk(uintptr_t *frames, int n, int max)
+/* This thread's state as python_runs_here just found it, for the walk of
+ * the same event (python_capture takes it, whether it walks or not): the
+ * look-up is a call into the interpreter and its thread-specific data,
+ * some hundred cycles of a tensor's event. Between the two no Python runs
+ * on this thread, so the state cannot change. */
+static __thread const char *state_found;
+static __thread int state_known;
+
+static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
 {
-    const char *thread_state = py.this_thread_state();
     /* gettid() is a system call, dearer than the walk: once per thread. */
     if (!thread_role)
         thread_role = gettid() == process_id ? THREAD_MAIN : THREAD_OTHER;
@@ -813,11 +820,15 @@ int python_runs_here(void)
         !__atomic_load_n(&validated, __ATOMIC_ACQUIRE))
         return 0;
     const char *thread_state = py.this_thread_state();
+    state_found = thread_state;
+    state_known = 1;
     return thread_state && own_first_frame(thread_state);
 }
 
 int python_capture(uintptr_t *frames, int depth, int max)
 {
+    int known = state_known;
+    state_known = 0;
     if (!config.python)
         return depth;
     if (!available)
@@ -832,7 +843,7 @@ int python_capture(uintptr_t *frames, int depth, int max)
             cut = i;
             break;
         }
-    int n = layout ? walk(frames, cut, max) : -1;
+    int n = layout ? walk(frames, cut, max, known ? state_found : py.this_thread_state()) : -1;
     if (n < 0)
         n = walk_with_gil(frames, cut, max);
     return n > cut ? n : depth;
