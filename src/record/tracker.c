@@ -8,14 +8,15 @@
  *   resolved only when a report is written.
  * - Counters (counters.c), per-stack totals (stack_totals.c) and the figures
  *   in `tracker` that the hot path changes are changed only while holding a
- *   shard lock (or apply_lock, below, for the end of a queued block that
- *   never entered the registry): in per-thread stripes where they can be put together later
- *   (pending changes of current bytes and of a stack's totals, freed totals,
- *   calls per API, batches of allocation numbers), atomically where every
- *   thread must see one figure (the peaks, and the stripes' overflow).
+ *   shard lock (or apply_lock, below, for a queued block that never enters
+ *   the registry): in per-thread stripes where they can be put together
+ *   later (pending changes of current bytes and of a stack's totals, freed
+ *   totals, calls per API, batches of allocation numbers), atomically where
+ *   every thread must see one figure (the peaks, and the stripes' overflow).
  * - tracker_lock() takes apply_lock and every shard lock, in order: with it
- *   held, nothing above moves. Reports, growth samples, marks, failures, context teardown
- *   and unmaps of address ranges take it; the crash dump tries it.
+ *   held, nothing above moves. Reports, growth samples, marks, failures,
+ *   context teardown and unmaps of address ranges take it; the crash dump
+ *   tries it.
  * - A framework's tensors, hundreds a step, are not entered by the thread
  *   that makes them: it takes the stack and queues the event (pending.h).
  *   apply_lock's holder enters queued events in order: the tracer's thread
@@ -347,7 +348,7 @@ void tracker_lost(enum lost_reason reason)
 }
 
 /* Account for the end of block `b`, whether or not it is in the registry.
- * Its shard's lock held. */
+ * Its shard's lock held, or, for a queued block never entered, apply_lock. */
 static void account_free(const struct block *b, int implicit)
 {
     struct stack_record *s = stack_get(b->stack_id);
@@ -409,7 +410,8 @@ static void fill_block(struct block *b, const struct pending_event *e, uint32_t 
     b->context = e->context;
 }
 
-/* Count a block just added. Its shard's lock held. */
+/* Count a block just added. Its shard's lock held, or, for a queued block
+ * never entered, apply_lock. */
 static void account_alloc(const struct block *b, int api)
 {
     counters_on_alloc(stripe_number(), b->device, block_kind(b), b->size);
@@ -562,7 +564,8 @@ static int forget_at(uint64_t key, int flag, struct block *saved)
 
 static void note_framework_record(int kind)
 {
-    if (kind_space(kind) == SPACE_FRAMEWORK && !__atomic_load_n(&framework_recorded, __ATOMIC_RELAXED))
+    if (kind_space(kind) == SPACE_FRAMEWORK &&
+        !__atomic_load_n(&framework_recorded, __ATOMIC_RELAXED))
         __atomic_store_n(&framework_recorded, 1, __ATOMIC_RELEASE);
 }
 
