@@ -216,9 +216,9 @@ def torch_table(args, steps):
     print()
 
 
-def tensors_run(args, steps, tracer_env, callgrind=None):
+def tensors_run(args, steps, tracer_env, callgrind=()):
     """bench_tensors' figures (bench/tensors.c); tracer_env None: untraced. With
-    `callgrind` (a function's name), under callgrind counting only inside it: the
+    `callgrind` (functions' names), under callgrind counting only inside them: the
     instructions, in "instructions"."""
     sim = os.path.join(args.build, "sim")
     env = simulator_env(args, None if tracer_env is None else dict(
@@ -230,9 +230,9 @@ def tensors_run(args, steps, tracer_env, callgrind=None):
     if callgrind:
         # Some fifty times slower under callgrind: as much less work between
         # events keeps their pace, so the tracer's thread sees batches as long.
-        command += ["460", "80"]
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                   f"--toggle-collect={callgrind}", *command]
+                   *(f"--toggle-collect={function}" for function in callgrind), *command,
+                   "460", "80"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         sys.exit(f"bench_tensors failed: {done.stderr[-2000:]}")
@@ -244,12 +244,14 @@ def tensors_run(args, steps, tracer_env, callgrind=None):
     return figures
 
 
-def tensors_instructions(args, function):
-    """Instructions per event inside `function` (callgrind), from the difference
-    between runs of 2 and 6 timed steps; None without valgrind."""
+def tensors_instructions(args, *functions):
+    """Instructions per event inside `functions` (callgrind, none of them calling
+    another), from the difference between runs of 2 and 6 timed steps; None
+    without valgrind."""
     if not shutil.which("valgrind"):
         return None
-    runs = [tensors_run(args, steps, {}, callgrind=function) for steps in (2, 6)]
+    runs = [tensors_run(args, steps, {"CUMEMTRACE_DEPTH": "12"}, callgrind=functions)
+            for steps in (2, 6)]
     return ((runs[1]["instructions"] - runs[0]["instructions"]) /
             (runs[1]["events"] - runs[0]["events"]))
 
@@ -257,7 +259,9 @@ def tensors_instructions(args, function):
 def tensors_table(args, steps):
     """PyTorch's tensor events driven from C (bench/tensors.c): the program thread's
     added CPU per event and the tracer thread's CPU per 1,000 events, best of --repeat
-    (each the least of its runs), and the instructions of each side per event."""
+    (each the least of its runs), and instructions per event: all of the tracer's
+    (the callback, the tracer's thread, the marks' entering of what is queued) and,
+    of them, entering the queue, on whichever thread does it."""
     print("PyTorch's tensor events from C (stand-in allocator, bench/tensors.c, "
           "CUMEMTRACE_DEPTH=12): a step of 613 tensors, a third kept to its end")
     off = [tensors_run(args, steps, None) for _ in range(args.repeat)]
@@ -266,23 +270,20 @@ def tensors_table(args, steps):
     traced = min(f["program_cpu_ns_per_event"] for f in on)
     thread = min(f["tracer_cpu_ns_per_1000_events"] for f in on)
     wakeups = min(f["tracer_wakeups_per_1000_events"] for f in on)
-    program_instructions = tensors_instructions(args, "torch_event")
-    thread_instructions = tensors_instructions(args, "tracker_apply")
-    both = (None if program_instructions is None else
-            f"{program_instructions + thread_instructions:.0f}")
+    everything = tensors_instructions(args, "torch_event", "tracker_apply", "cumemtrace_mark")
+    # The function that enters the queue, by its name before and after issue 29.
+    entering = tensors_instructions(args, "apply_pending*", "enter_pending*")
     table(("program thread CPU ns/event untraced", "traced", "added",
            "tracer thread CPU us per 1,000 events", "its wake-ups per 1,000 events",
-           "instructions per event: program thread (torch_event)",
-           "tracer thread (tracker_apply)", "both"),
+           "instructions per event, all of the tracer's", "of them entering the queue"),
           [(f"{untraced:.0f}", f"{traced:.0f}", f"{traced - untraced:.0f}", f"{thread / 1000:.1f}",
             f"{wakeups:.2f}",
-            "no valgrind" if program_instructions is None else f"{program_instructions:.0f}",
-            "no valgrind" if thread_instructions is None else f"{thread_instructions:.0f}",
-            both or "no valgrind")])
+            "no valgrind" if everything is None else f"{everything:.0f}",
+            "no valgrind" if entering is None else f"{entering:.0f}")])
     print("(An event is a tensor's allocation or its free. CPU time per thread, so the "
-          "machine's other work moves it less than the wall time. A program thread that "
-          "finds the queue long enters it itself, inside torch_event: the two sides' "
-          "instructions move with the scheduling, their sum does not.)")
+          "machine's other work moves it less than the wall time. The queue is entered by "
+          "the tracer's thread, a program thread that finds it long, or a mark: counted "
+          "wherever it runs.)")
     print()
 
 

@@ -46,7 +46,7 @@ struct pending_totals {
 };
 
 static struct pending_totals pending[STRIPE_COUNT][WAYS];
-static struct pending_totals apply_pending[APPLY_WAYS];
+static struct pending_totals apply_entries[APPLY_WAYS];
 
 static void add(uint64_t *field, int64_t amount)
 {
@@ -81,7 +81,7 @@ static struct pending_totals *entry_of(int thread, uint32_t id)
     if (!stripe_owned(thread))
         return NULL;
     if (thread == STRIPE_APPLY)
-        return &apply_pending[id % APPLY_WAYS];
+        return &apply_entries[id % APPLY_WAYS];
     return &pending[thread][id % WAYS];
 }
 
@@ -141,12 +141,12 @@ void stack_totals_flush(void)
             if (pending[thread][way].id)
                 flush_entry(&pending[thread][way]);
     for (int way = 0; way < APPLY_WAYS; way++)
-        if (apply_pending[way].id)
-            flush_entry(&apply_pending[way]);
+        if (apply_entries[way].id)
+            flush_entry(&apply_entries[way]);
 }
 
 void stack_totals_reset(void)
 {
     memset(pending, 0, sizeof(pending));
-    memset(apply_pending, 0, sizeof(apply_pending));
+    memset(apply_entries, 0, sizeof(apply_entries));
 }
