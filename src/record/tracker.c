@@ -968,10 +968,12 @@ static void apply_and_sample(int wait)
  * tracer's thread after a batch, they fell in the middle of steps as often:
  * a line that keeps a small tensor each step beside large temporaries it
  * frees within the step then rose and fell from sample to sample, and its
- * leak was not called growing (the test torch_blocks_leak_beside_temporaries;
- * likely also training_mix's line 47, missed once on the H100). The flag
- * costs an allocation one load, where the clock cost some 300 cycles. One
- * left up (across fork) costs a check: sample_growth_if_due asks again. */
+ * leak was not called growing (torch_blocks.py's leak_beside_temporaries,
+ * before it marked its steps: under load, samples at events still fall
+ * there now and then; likely also training_mix's line 47, missed once on
+ * the H100). The flag costs an allocation one load, where the clock cost
+ * some 300 cycles. One left up (across fork) costs a check:
+ * sample_growth_if_due asks again. */
 static int sample_wanted;
 
 int tracker_apply(void)
