@@ -219,6 +219,7 @@ def switched_rows(args, traced, notes, model, steps):
     if "transformer-parts" not in args.only:
         del rows[1]
     started = time.monotonic()
+    tensors = []
     for label, env in rows:
         ratios, own, thread, added = [], [], [], []
         for _ in range(args.rounds):
@@ -246,6 +247,10 @@ def switched_rows(args, traced, notes, model, steps):
             spent = sum(b["self_time_ns"] - a["self_time_ns"] for a, b in zip(marks, marks[1:])
                         if a["label"] == "switch on: start" and b["label"] == "switch on: end")
             own.append(spent / 1000 / (len(result["on_ms"]) * steps))
+            windows = [b["sequence"] - a["sequence"] for a, b in zip(marks, marks[1:])
+                       if a["label"] == "switch on: start" and b["label"] == "switch on: end"]
+            if windows:
+                tensors.append(sum(windows) / (len(windows) * steps))
         if not ratios:
             print(f"| {label} | failed | | | | |")
             continue
@@ -254,6 +259,10 @@ def switched_rows(args, traced, notes, model, steps):
               + (" ".join(f"{o:.0f}" for o in own) + " us" if own else "") + " | "
               + (" ".join(f"{t:.0f}" for t in thread) + " us" if thread else "") + " | "
               + f"{statistics.median(added):.0f} us |", flush=True)
+    if tensors:
+        notes.append(f"{model} step: " + " and ".join(f"{t:.0f}" for t in tensors) +
+                     " tensors a step (allocations recorded between the marks of the "
+                     "recorded windows)")
     notes.append(f"{model} step, one process: the rows took {time.monotonic() - started:.0f} s")
 
 
