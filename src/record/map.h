@@ -9,10 +9,11 @@
  * after back, so no slot is ever a tombstone. Not thread-safe: the owner
  * holds its lock.
  *
- * The record path's two tables are their own, and say why: the stack index
- * (stacks.c) is read without a lock while one writer inserts, and the
- * registry (registry.c) keeps 8-byte slots, a record's address with a tag
- * of its hash, in shards of their own locks. */
+ * The record path's three tables are their own, and say why: the stack
+ * index (stacks.c) and the unwinding rules (unwind.c) are read without a
+ * lock while one writer inserts, and the registry (registry.c) keeps
+ * 8-byte slots, a record's address with a tag of its hash, in shards of
+ * their own locks. */
 #ifndef CUMEMTRACE_MAP_H
 #define CUMEMTRACE_MAP_H
 
