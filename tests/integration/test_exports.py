@@ -49,6 +49,24 @@ def output_file(traced, suffix):
     check(len(names) == 1, f"one {suffix} file: {names}")
     return names[0] if names else None
 
+def need_browser():
+    """Skip the test when CUMEMTRACE_TEST_NO_BROWSER=1 says there is no
+    Chromium on purpose; fail it when there is none otherwise."""
+    if find_browser():
+        return
+    if os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1":
+        pytest.skip("CUMEMTRACE_TEST_NO_BROWSER=1")
+    pytest.fail("no chromium to load the HTML in (apt-get install chromium, "
+                "or set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
+
+
+def leak_loop_html(traced, argument):
+    """examples/leak_loop's exit report and the path of its HTML page."""
+    _, _, reports, _ = traced.run("examples/leak_loop", [argument],
+                                  env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    return one(reports), output_file(traced, ".html")
+
+
 
 def leak_loop_export(traced, format_name, suffix):
     """examples/leak_loop 20 writing JSON and one export: (its report, the export's path)."""
@@ -428,12 +446,7 @@ def icicle_totals(report, kinds):
 
 
 def test_html_browser(traced):
-    if not find_browser():
-        if os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1":
-            pytest.skip("CUMEMTRACE_TEST_NO_BROWSER=1")
-        check(False, "no chromium to load the HTML report in (apt-get install chromium, "
-                     "or set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
-        return
+    need_browser()
     # An argument that tries to end the embedded JSON's <script> element.
     hostile = "20</script><b id=injected>x</b><script>"
     _, _, reports, _ = traced.run("examples/leak_loop", [hostile],
@@ -496,13 +509,8 @@ def live_after(report, index, kinds):
 def test_html_interactions(traced):
     """The page's own controls, clicked: moments, zoom, search, hover, brush,
     kinds, all frames; rounded ticks; marks as ticks; the address keeps the view."""
-    if not find_browser():
-        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1", "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
-        return
-    _, _, reports, _ = traced.run("examples/leak_loop", ["20"],
-                                  env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
-    report = one(reports)
-    html = output_file(traced, ".html")
+    need_browser()
+    report, html = leak_loop_html(traced, "20")
     events = report["timeline"]["events"]
     frames = {f["id"]: f for f in report["frames"]}
     stacks = {s["id"]: s for s in report["stacks"]}
@@ -634,13 +642,8 @@ def test_html_held_at_end(traced):
     its end in a neutral colour, only what nobody freed after it in red; a
     framework's cache segments neither leaked nor counted beside its blocks.
     The page is fed hand-made reports."""
-    if not find_browser():
-        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1", "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
-        return
-    _, _, reports, _ = traced.run("examples/leak_loop", ["3"],
-                                  env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
-    report = one(reports)
-    html = output_file(traced, ".html")
+    need_browser()
+    report, html = leak_loop_html(traced, "3")
     with open(html) as handle:
         text = handle.read()
     start = text.index('id="report-data">') + len('id="report-data">')
@@ -844,10 +847,7 @@ def test_merge_html(traced):
           f"merge --format html: {completed.returncode} {completed.stderr!r}")
     bad = tool("diff", files[0], files[1], "--format", "html")
     check(bad.returncode == 1, f"diff has no html: status {bad.returncode}")
-    if not find_browser():
-        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
-              "no chromium to load the merged page in (set CUMEMTRACE_TEST_NO_BROWSER=1 to skip)")
-        return
+    need_browser()
     dom = browser(page, "--dump-dom").stdout
     body = re.search(r"<body[^>]*>", dom)
     body = body.group(0) if body else ""
