@@ -38,6 +38,8 @@ import subprocess
 import sys
 import time
 
+import report_frames
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROUNDING = 512          # PyTorch's caching allocator rounds each block up to this
 HELD = None
@@ -143,13 +145,7 @@ def markers():
 
 
 def site_line(report, stack_id):
-    frames = {f["id"]: f for f in report["frames"]}
-    stack = next((s for s in report["stacks"] if s["id"] == stack_id), None)
-    for i in (stack or {}).get("frames", []):
-        f = frames[i]
-        if f.get("python") and f.get("file", "").endswith("check_classes.py"):
-            return f["line"]
-    return None
+    return report_frames.site_line(report, stack_id, "check_classes.py")
 
 
 def compare_split(report, own, what):

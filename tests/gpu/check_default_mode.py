@@ -24,6 +24,8 @@ import os
 import subprocess
 import sys
 
+import report_frames
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "tests", "gpu", "default_mode.py")
 OOM_VERDICT = {"fragmentation_oom": "cache_fragmented", "exhaustion_oom": "tensors_exhausted"}
@@ -44,23 +46,11 @@ def markers():
 
 
 def script_lines(report, stack_id):
-    frames = {f["id"]: f for f in report["frames"]}
-    stack = next((s for s in report["stacks"] if s["id"] == stack_id), None)
-    if not stack:
-        return set()
-    return {frames[i]["line"] for i in stack["frames"]
-            if frames[i].get("python") and frames[i].get("file", "").endswith("default_mode.py")}
+    return {f["line"] for f in report_frames.script_frames(report, stack_id, "default_mode.py")}
 
 
 def site_line(report, stack_id):
-    """The innermost line of default_mode.py in the stack: the site."""
-    frames = {f["id"]: f for f in report["frames"]}
-    stack = next((s for s in report["stacks"] if s["id"] == stack_id), None)
-    for i in (stack or {}).get("frames", []):
-        f = frames[i]
-        if f.get("python") and f.get("file", "").endswith("default_mode.py"):
-            return f["line"]
-    return None
+    return report_frames.site_line(report, stack_id, "default_mode.py")
 
 
 def engine_stacks(report):

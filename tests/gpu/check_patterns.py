@@ -18,6 +18,8 @@ import os
 import subprocess
 import sys
 
+import report_frames
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "examples", "torch_patterns.py")
 LEAKS = ["kept_in_list", "loss_with_graph", "retain_graph", "pinned_pileup"]
@@ -37,10 +39,8 @@ def site_lines():
 
 
 def python_lines(report, stack_id):
-    frames = {f["id"]: f for f in report["frames"]}
-    stack = next(s for s in report["stacks"] if s["id"] == stack_id)
-    return [(frames[i]["line"], frames[i]["function"]) for i in stack["frames"]
-            if frames[i].get("python") and frames[i]["file"].endswith("torch_patterns.py")]
+    return [(f["line"], f["function"])
+            for f in report_frames.script_frames(report, stack_id, "torch_patterns.py")]
 
 
 def outer_native(report, stack_id):
