@@ -45,26 +45,10 @@ class Traced:
         directory = tempfile.mkdtemp(prefix="cumemtrace-case-")
         self.dir = directory
         args = [a.replace("{dir}", directory) for a in args]
-        environment = dict(os.environ)
-        environment["LD_LIBRARY_PATH"] = os.path.join(BUILD, "sim")
-        environment["CUMEMTRACE_OUTPUT"] = os.path.join(directory, "report-%p")
-        for key in list(environment):
-            if key.startswith("SIMCUDA_") or (key.startswith("CUMEMTRACE_") and
-                                              key != "CUMEMTRACE_OUTPUT"):
-                del environment[key]
-        environment.update({k: v.replace("{dir}", directory) for k, v in (env or {}).items()})
-        if preload:
-            first = [os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]] \
-                if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") else []
-            libraries = first + [os.path.join(BUILD, "libcumemtrace.so")] + list(extra_preload)
-            environment["LD_PRELOAD"] = " ".join(libraries)
-        elif os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
-            environment["LD_PRELOAD"] = os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]
-        else:
-            environment.pop("LD_PRELOAD", None)
-        if "ASAN_OPTIONS" in environment:
-            # Fatal signals are the tracer's to dump and then the default action's.
-            environment["ASAN_OPTIONS"] += ":handle_segv=0:handle_sigbus=0:handle_abort=0"
+        environment = traced_environment(directory, preload=preload,
+                                         extra_preload=extra_preload,
+                                         **{k: v.replace("{dir}", directory)
+                                            for k, v in (env or {}).items()})
         path = program if os.path.isabs(program) else os.path.join(BUILD, program)
         completed = subprocess.run([path, *args], cwd=directory, env=environment,
                                    capture_output=True, text=True, timeout=300)
@@ -193,15 +177,29 @@ def python_stack(report, size):
     return [frames[i] for i in stacks[held[0]["stack"]]["frames"] if frames[i]["python"]]
 
 
-def traced_environment(directory, **settings):
-    """The environment Traced.run() gives a traced program, for one started with Popen."""
+def traced_environment(directory, preload=True, extra_preload=(), **settings):
+    """The environment a traced program runs in (Traced.run's, and for one a
+    test starts with Popen): this one's without the tracer's and the
+    simulator's settings, the simulator's libraries, reports to
+    `directory`/report-PID, the tracer preloaded (after a sanitizer's runtime
+    when the tests run under one) unless `preload` is false, then
+    `settings`."""
     environment = {k: v for k, v in os.environ.items()
                    if not k.startswith("CUMEMTRACE_") and not k.startswith("SIMCUDA_")}
+    environment["LD_LIBRARY_PATH"] = os.path.join(BUILD, "sim")
+    environment["CUMEMTRACE_OUTPUT"] = os.path.join(directory, "report-%p")
     first = [os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]] \
         if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") else []
-    environment.update(LD_LIBRARY_PATH=os.path.join(BUILD, "sim"),
-                       LD_PRELOAD=" ".join(first + [os.path.join(BUILD, "libcumemtrace.so")]),
-                       CUMEMTRACE_OUTPUT=os.path.join(directory, "report-%p"), **settings)
+    libraries = first + ([os.path.join(BUILD, "libcumemtrace.so")] + list(extra_preload)
+                         if preload else [])
+    if libraries:
+        environment["LD_PRELOAD"] = " ".join(libraries)
+    else:
+        environment.pop("LD_PRELOAD", None)
+    if "ASAN_OPTIONS" in environment:
+        # Fatal signals are the tracer's to dump and then the default action's.
+        environment["ASAN_OPTIONS"] += ":handle_segv=0:handle_sigbus=0:handle_abort=0"
+    environment.update(settings)
     return environment
 
 

@@ -15,6 +15,8 @@ import tempfile
 import threading
 import time
 
+import pytest
+
 import support
 from support import check, validate, device_counters, by_reason, tool
 
@@ -22,28 +24,13 @@ from support import check, validate, device_counters, by_reason, tool
 HOSTILE = "tests/hostile"
 
 
-def environment(directory, env=None):
-    """The environment Traced.run() gives a traced program, for programs started
-    with Popen (Traced.run() waits for its program; these need talking to)."""
-    result = {k: v for k, v in os.environ.items()
-              if not k.startswith("SIMCUDA_") and not k.startswith("CUMEMTRACE_")}
-    result["LD_LIBRARY_PATH"] = os.path.join(support.BUILD, "sim")
-    result["CUMEMTRACE_OUTPUT"] = os.path.join(directory, "report-%p")
-    first = [os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]] \
-        if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST") else []
-    result["LD_PRELOAD"] = " ".join(first + [os.path.join(support.BUILD, "libcumemtrace.so")])
-    if "ASAN_OPTIONS" in result:
-        result["ASAN_OPTIONS"] += ":handle_segv=0:handle_sigbus=0:handle_abort=0"
-    result.update(env or {})
-    return result
-
-
 def start_waiting(directory, mode="wait", env=None):
     """Start `hostile wait` (or wait-segv); return (process, pid) once it
     holds its block and waits."""
     process = subprocess.Popen([os.path.join(support.BUILD, HOSTILE), mode], cwd=directory,
-                               env=environment(directory, env), stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=support.traced_environment(directory, **(env or {})),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
     pid = int(process.stdout.readline())
     return process, pid
 
@@ -309,7 +296,8 @@ def test_utf8_argv(traced):
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
     completed = subprocess.run([os.path.join(support.BUILD, HOSTILE).encode(), b"leak", *args],
                                cwd=directory, capture_output=True, timeout=120,
-                               env=environment(directory, {"CUMEMTRACE_FORMAT": "text,json"}))
+                               env=support.traced_environment(directory,
+                                                              CUMEMTRACE_FORMAT="text,json"))
     check(completed.returncode == 0, f"exit status {completed.returncode}")
     check(b"\x1b" not in completed.stderr and b"\x9b" not in completed.stderr,
           "no escape sequence on the terminal")
@@ -383,8 +371,9 @@ def test_live_escapes(traced):
     line here) reaches the terminal with its control characters escaped."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
     process = subprocess.Popen([os.path.join(support.BUILD, HOSTILE), "wait", "\x1b]0;owned\x07"],
-                               cwd=directory, env=environment(directory), stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               cwd=directory, env=support.traced_environment(directory),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
     pid = int(process.stdout.readline())
     try:
         shown = tool("live", str(pid), "--once")
@@ -404,7 +393,7 @@ def test_follow_long_preload(traced):
     check(sum(map(len, others)) > 8192, "the list is longer than 8 KiB")
     env = {"CUMEMTRACE_FOLLOW": "0"}
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
-    environment_ = environment(directory, env)
+    environment_ = support.traced_environment(directory, **(env or {}))
     environment_["LD_PRELOAD"] += " " + " ".join(others)
     completed = subprocess.run(["/bin/sh", "-c", 'printf "%s" "$LD_PRELOAD"'], cwd=directory,
                                env=environment_, capture_output=True, text=True, timeout=60)
@@ -446,7 +435,7 @@ def test_exit_in_malloc(traced):
         directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
         try:
             completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), "exit-in-malloc"],
-                                       cwd=directory, env=environment(directory),
+                                       cwd=directory, env=support.traced_environment(directory),
                                        capture_output=True, text=True, timeout=20)
             statuses.add(completed.returncode)
         except subprocess.TimeoutExpired:
@@ -500,7 +489,8 @@ def test_daemon_detached(traced):
         directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
         started = time.monotonic()
         completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), mode], cwd=directory,
-                                   env=environment(directory), capture_output=True, timeout=60)
+                                   env=support.traced_environment(directory),
+                                   capture_output=True, timeout=60)
         took = time.monotonic() - started
         check(completed.returncode == 0 and took < 2.5,
               f"{mode}: the output ends with the program: {took:.2f} s (the daemon lives 3 s), "
@@ -515,8 +505,9 @@ def test_snapshot_wakeup(traced):
     snapshots are still written."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
     completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), "close-fds", "1000"],
-                               cwd=directory, env=environment(directory, {"CUMEMTRACE_QUIET": "1",
-                                                                          "CUMEMTRACE_FORMAT": "text"}),
+                               cwd=directory,
+                               env=support.traced_environment(directory, CUMEMTRACE_QUIET="1",
+                                                              CUMEMTRACE_FORMAT="text"),
                                capture_output=True, text=True, timeout=120)
     check(completed.returncode == 0 and completed.stdout == "bytes 0\n",
           f"nothing in the program's files: {completed.stdout!r} {completed.stderr[-300:]!r}")
@@ -628,7 +619,8 @@ def test_settings_that_did_nothing(traced):
     inside = os.path.join(directory, "reports")
     os.mkdir(inside)
     completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), "leak"], cwd=directory,
-                               env=environment(directory, {"CUMEMTRACE_OUTPUT": inside + "/"}),
+                               env=support.traced_environment(directory,
+                                                              CUMEMTRACE_OUTPUT=inside + "/"),
                                capture_output=True, text=True, timeout=60)
     names = sorted(os.listdir(inside))
     check(completed.returncode == 0 and len(names) == 1 and
@@ -661,9 +653,7 @@ def run_in_directory(mode, tracer=True):
     """`hostile MODE` in a directory of its own, traced or not (a
     sanitizer's runtime preloaded either way); (completed, directory)."""
     directory = tempfile.mkdtemp(prefix="cumemtrace-hostile-")
-    env = environment(directory)
-    if not tracer:
-        env["LD_PRELOAD"] = os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST", "")
+    env = support.traced_environment(directory, preload=tracer)
     completed = subprocess.run([os.path.join(support.BUILD, HOSTILE), mode], cwd=directory,
                                env=env, capture_output=True, text=True, timeout=120)
     return completed, directory
@@ -677,8 +667,7 @@ def test_address_cap(traced):
     traced one ends the same way. Not under a sanitizer: its allocator has
     its address space reserved ahead, and the cap never bites."""
     if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
-        print("under a sanitizer's allocator an address-space cap does not bite: not run")
-        return
+        pytest.skip("under a sanitizer's allocator an address-space cap does not bite")
     untraced, _ = run_in_directory("address-cap", tracer=False)
     with_tracer, directory = run_in_directory("address-cap")
     check(with_tracer.returncode == untraced.returncode,
