@@ -21,6 +21,23 @@
  *   bytes" against the stack's peak. With one thread allocating from the
  *   stack that is the true figure, so the peak is exact; with several, it
  *   is exact to within one slack per other thread, above or below.
+ * - the low point since the last growth sample (the history's low_bytes,
+ *   growth.c says why): an entry keeps the lowest its pending live bytes
+ *   went after a free, as a change from where the entry began (0: never
+ *   below). Moving the entry lowers the stack's low point to "record's
+ *   live bytes before the move + that change" when it is below 0; a free
+ *   into the record lowers it to the record's live bytes after. Only a
+ *   free can set a new low, and the bytes where an entry began are no lower
+ *   than the low point already (it was set at a sample, and lowered at
+ *   every free since), so an entry that never went below its start, an
+ *   allocation and its free within it included, need not touch the
+ *   history at all. While an entry holds a stack, only its thread moves
+ *   that stack's record (implicit frees move the entry first), so with one
+ *   thread the low point is exact. With several changing one stack it is
+ *   off by what the others moved into the record between this thread's
+ *   low and its move, and by their pending changes: within what they
+ *   change between two samples, which move every change. PyTorch's
+ *   tensors are all entered by one thread at a time (STRIPE_APPLY).
  *
  * The entries are changed only by their own thread, and only with one shard
  * lock held (the allocation and free paths), or, STRIPE_APPLY's, with the
@@ -38,12 +55,17 @@
  * at nearly every allocation. */
 #define APPLY_WAYS 256
 
+/* One cache line each, so that an event touches one line of its thread's
+ * entries. */
 struct pending_totals {
-    uint32_t id;                       /* 0: empty */
-    int64_t live_bytes, live_blocks;
+    _Alignas(64) uint32_t id;          /* 0: empty */
+    int64_t live_bytes;
+    int64_t low;                       /* lowest live_bytes after a free; 0 if none below 0 */
+    int64_t live_blocks;
     uint64_t allocations, allocated_bytes;
     struct stack_record *stack;
 };
+_Static_assert(sizeof(struct pending_totals) == 64, "a pending change is one cache line");
 
 static struct pending_totals pending[STRIPE_COUNT][WAYS];
 static struct pending_totals apply_entries[APPLY_WAYS];
@@ -53,9 +75,23 @@ static void add(uint64_t *field, int64_t amount)
     __atomic_fetch_add(field, (uint64_t)amount, __ATOMIC_RELAXED);
 }
 
-/* Into the record at once: the path of threads without a cache. */
-static void move_to_record(struct stack_record *t, int64_t bytes, int64_t blocks,
-                           uint64_t allocations, uint64_t allocated_bytes)
+/* Lower stack `id`'s low point to `bytes` if that is lower, atomically.
+ * Signed, as raise_peak's value: below zero counts as zero. */
+static void lower_low(uint32_t id, int64_t bytes)
+{
+    uint64_t *low = &stack_history(id)->low_bytes;
+    uint64_t value = bytes > 0 ? (uint64_t)bytes : 0;
+    uint64_t seen = __atomic_load_n(low, __ATOMIC_RELAXED);
+    while (value < seen &&
+           !__atomic_compare_exchange_n(low, &seen, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+/* Into the record at once (the path of threads without a cache, and of
+ * frees the cache does not hold), or an entry's change: the record's live
+ * bytes after. */
+static uint64_t move_to_record(struct stack_record *t, int64_t bytes, int64_t blocks,
+                               uint64_t allocations, uint64_t allocated_bytes)
 {
     uint64_t live = __atomic_add_fetch(&t->live_bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
     if (blocks)
@@ -66,13 +102,17 @@ static void move_to_record(struct stack_record *t, int64_t bytes, int64_t blocks
     }
     if (bytes > 0)
         raise_peak(&t->peak_live_bytes, (int64_t)live);
+    return live;
 }
 
 static void flush_entry(struct pending_totals *p)
 {
-    if (p->id)
-        move_to_record(p->stack, p->live_bytes, p->live_blocks, p->allocations,
-                       p->allocated_bytes);
+    if (p->id) {
+        uint64_t live = move_to_record(p->stack, p->live_bytes, p->live_blocks, p->allocations,
+                                       p->allocated_bytes);
+        if (p->low < 0)
+            lower_low(p->id, (int64_t)live - p->live_bytes + p->low);
+    }
     memset(p, 0, sizeof(*p));
 }
 
@@ -109,21 +149,36 @@ void stack_totals_alloc(int thread, struct stack_record *s, uint32_t id, uint64_
                (int64_t)__atomic_load_n(&s->live_bytes, __ATOMIC_RELAXED) + p->live_bytes);
 }
 
-void stack_totals_free(int thread, struct stack_record *s, uint32_t id, uint64_t size,
-                       int implicit)
+/* A free into the record at once; an implicit one is counted in the
+ * history, after the thread's change of the stack moves, so that the low
+ * point is measured from the record as it is. Apart from stack_totals_free,
+ * whose cached path then saves no registers for it. */
+__attribute__((noinline)) static void free_to_record(struct pending_totals *p,
+                                                     struct stack_record *s, uint32_t id,
+                                                     uint64_t size, int implicit)
 {
-    struct pending_totals *p = entry_of(thread, id);
     if (implicit) {
         struct stack_history *h = stack_history(id);
         add(&h->implicit_bytes, (int64_t)size);
         add(&h->implicit_blocks, 1);
+        if (p && p->id == id)
+            flush_entry(p);
     }
+    lower_low(id, (int64_t)move_to_record(s, -(int64_t)size, -1, 0, 0));
+}
+
+void stack_totals_free(int thread, struct stack_record *s, uint32_t id, uint64_t size,
+                       int implicit)
+{
+    struct pending_totals *p = entry_of(thread, id);
     if (!p || p->id != id || implicit) {
-        move_to_record(s, -(int64_t)size, -1, 0, 0);
+        free_to_record(p, s, id, size, implicit);
         return;
     }
     p->live_bytes -= (int64_t)size;
     p->live_blocks--;
+    if (p->live_bytes < p->low)
+        p->low = p->live_bytes;
     if (past_slack(p->live_bytes, p->live_blocks))
         flush_entry(p);
 }

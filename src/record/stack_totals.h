@@ -14,7 +14,10 @@
 void stack_totals_alloc(int thread, struct stack_record *s, uint32_t id, uint64_t size);
 void stack_totals_free(int thread, struct stack_record *s, uint32_t id, uint64_t size,
                        int implicit);
-void stack_totals_restore(struct stack_record *s, uint64_t size);  /* a failed free: live again */
+/* A failed free: live again. The low point its free may have set stays:
+ * such a free is rare, and at worst one growth sample reads the stack that
+ * much lower. */
+void stack_totals_restore(struct stack_record *s, uint64_t size);
 
 /* Every thread's pending changes into the stacks: with every registry shard
  * locked (tracker_lock), after which the stacks' totals are exact. */

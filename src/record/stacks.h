@@ -78,10 +78,14 @@ struct stack_record {
 _Static_assert(sizeof(struct stack_record) == 64, "a stack's record is one cache line");
 
 /* What no allocation reads: growth, changed by samples with every shard
- * locked, and the blocks freed by context teardown. Apart, by id. */
+ * locked, the blocks freed by context teardown, and the low point since the
+ * last sample: lowered by a free that moves the stack's live bytes below it
+ * (stack_totals.c, which says when that is exact), set to the live bytes by
+ * every sample. Apart, by id. */
 struct stack_history {
     struct stack_growth growth;
     uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
+    uint64_t low_bytes;                /* lowest live_bytes since the last sample */
 };
 
 /* A stack that took a framework's cache segments from the driver: memory

@@ -1,6 +1,7 @@
 /* test_stack_totals.c - per-thread pending changes of a stack's totals
- * (stack_totals.c): exact after a flush, peaks exact with one thread and
- * bounded with several, evictions and unstriped threads applied at once. */
+ * (stack_totals.c): exact after a flush, peaks and low points exact with one
+ * thread, peaks bounded with several, evictions and unstriped threads
+ * applied at once. */
 #include <pthread.h>
 #include <string.h>
 
@@ -79,6 +80,46 @@ static void test_slack(void)
     CHECK_EQ(stacks[2]->peak_live_bytes, 300 * 64);
 }
 
+/* The low point since a sample (set here as a sample sets it): an
+ * allocation and its free within a pending change leave the history alone;
+ * a free below where the change began lowers it once the change moves, to
+ * the lowest the stack went; frees into the record lower it at once. */
+static void test_low_point(void)
+{
+    stack_totals_reset();
+    clear();
+    struct stack_record *s = stacks[1];
+    uint64_t *low = &stack_history(1)->low_bytes;
+    stack_totals_alloc(1, s, 1, 1000);
+    stack_totals_flush();
+    *low = s->live_bytes;                           /* a sample: 1000 */
+    stack_totals_alloc(1, s, 1, 4000);              /* a temporary and its free */
+    stack_totals_alloc(1, s, 1, 10);
+    stack_totals_free(1, s, 1, 4000, 0);
+    stack_totals_flush();
+    CHECK_EQ(*low, 1000);                           /* never below 1000 */
+    CHECK_EQ(s->live_bytes, 1010);
+    stack_totals_alloc(1, s, 1, 1);                 /* the change holds stack 1: 1011 */
+    stack_totals_free(1, s, 1, 1000, 0);            /* down to 11 ... */
+    stack_totals_alloc(1, s, 1, 500);               /* ... and up again: 511 */
+    CHECK_EQ(*low, 1000);                           /* pending */
+    stack_totals_flush();
+    CHECK_EQ(*low, 11);
+    CHECK_EQ(s->live_bytes, 511);
+    /* Stack 9 evicts stack 1 (9 % 8 == 1): a free of stack 1's lands in
+     * the record, and lowers the low point there. */
+    *low = s->live_bytes;
+    stack_totals_alloc(1, stacks[9], 9, 1);
+    stack_totals_free(1, s, 1, 500, 0);
+    CHECK_EQ(*low, 11);
+    /* An implicit free while the thread's change holds 30 more: the change
+     * moves first, so the stack never went below the sample's 11. */
+    stack_totals_alloc(1, s, 1, 30);
+    stack_totals_free(1, s, 1, 10, 1);
+    CHECK_EQ(*low, 11);
+    CHECK_EQ(s->live_bytes, 31);
+}
+
 /* Threads at once on one stack, frees by the allocating thread. */
 static void *work(void *arg)
 {
@@ -118,6 +159,7 @@ int main(void)
     test_one_thread();
     test_eviction_and_direct_paths();
     test_slack();
+    test_low_point();
     test_threads();
     return check_done("test_stack_totals");
 }
