@@ -30,20 +30,31 @@ void growth_tick(uint32_t now_ms)
         growth_sample(now_ms, 0);
 }
 
-/* One pass over the stack table: O(stacks), once a second at most by default. */
-void growth_sample(uint32_t now_ms, int mark)
+/* One pass over the stack table: O(stacks), once a second at most by
+ * default. With `at_moment`, each stack's bytes now; otherwise its low point
+ * since the sample before (at most its bytes now). A clock's sample falls
+ * wherever the program is: in the middle of a step, a site that keeps a
+ * small tensor each step and makes large temporaries it frees within the
+ * step read its temporaries at one sample and not at the next, up, down,
+ * and was not called growing (training_mix's loss line, on a GPU). Its low
+ * point leaves out whatever it freed between samples, temporaries alive at
+ * the sample included, and rises with what it keeps. A mark is the end of
+ * a step, where the program says its temporaries are gone, and the
+ * program's end is a moment of its own too: their bytes are read as they
+ * are, which a low point would read one interval late (a site that only
+ * allocates has its low point at the sample before). */
+static void sample(uint32_t now_ms, int at_moment)
 {
-    if (growth.ended)
-        return;
-    if (mark)
-        __atomic_store_n(&growth.mode, GROWTH_MARKS, __ATOMIC_RELAXED);
     uint32_t sample = ++growth.samples;
     __atomic_store_n(&growth.last_ms, now_ms, __ATOMIC_RELAXED);
     series_sample(now_ms);
     uint32_t count = stack_count();
     for (uint32_t id = 1; id <= count; id++) {
-        struct stack_growth *g = &stack_history(id)->growth;
-        uint64_t bytes = stack_get(id)->live_bytes;
+        struct stack_history *h = stack_history(id);
+        struct stack_growth *g = &h->growth;
+        uint64_t now = stack_get(id)->live_bytes;
+        uint64_t bytes = at_moment || h->low_bytes > now ? now : h->low_bytes;
+        h->low_bytes = now;
         if (!g->first_sample) {
             if (!bytes)
                 continue;
@@ -68,6 +79,15 @@ void growth_sample(uint32_t now_ms, int mark)
         g->last_bytes = bytes;
         g->last_ms = now_ms;
     }
+}
+
+void growth_sample(uint32_t now_ms, int mark)
+{
+    if (growth.ended)
+        return;
+    if (mark)
+        __atomic_store_n(&growth.mode, GROWTH_MARKS, __ATOMIC_RELAXED);
+    sample(now_ms, growth.mode == GROWTH_MARKS);
 }
 
 /* Rose at 3 samples or more, at half of those since it first held memory or
@@ -139,6 +159,6 @@ void growth_end(uint32_t now_ms)
     if (growth.ended)
         return;
     if (growth.mode == GROWTH_MARKS || config.sample_ms > 0)
-        growth_sample(now_ms, 0);
+        sample(now_ms, 1);
     __atomic_store_n(&growth.ended, 1, __ATOMIC_RELAXED);
 }

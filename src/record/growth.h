@@ -2,11 +2,15 @@
  *
  * The tracker samples every stack's live bytes now and then (growth_sample)
  * and each stack keeps a summary of how they moved (struct stack_growth in
- * stacks.h): a few numbers, no history. A stack is a leak suspect when its
- * live bytes rose at most of the samples since it first held memory, did not
- * fall back, and were still rising at the end (growth_suspect); it grew, then
- * was freed near the end when its series up to its peak was a suspect's and
- * the peak came at the run's last samples (growth_released).
+ * stacks.h): a few numbers, no history. A sample over time reads each
+ * stack's low point since the sample before, not its bytes at that moment,
+ * so a temporary that is freed between samples never counts, whether or not
+ * it was alive when one was taken (growth.c says why; stack_totals.c how
+ * the low point is kept). A stack is a leak suspect when those bytes rose at
+ * most of the samples since it first held memory, did not fall back, and
+ * were still rising at the end (growth_suspect); it grew, then was freed
+ * near the end when its series up to its peak was a suspect's and the peak
+ * came at the run's last samples (growth_released).
  *
  * When samples are taken: at every cumemtrace_mark() once the program makes
  * one (an iteration boundary it chose), otherwise every CUMEMTRACE_SAMPLE_MS
@@ -39,7 +43,8 @@ void growth_reset(void);
 int growth_due(uint32_t now_ms);
 /* Take a time sample if one is due (checked again). Lock held. */
 void growth_tick(uint32_t now_ms);
-/* Take a sample now; `mark` switches to sampling at marks only. Lock held. */
+/* Take a sample now; `mark` switches to sampling at marks only, which read
+ * each stack's bytes at that moment. Lock held. */
 void growth_sample(uint32_t now_ms, int mark);
 /* The program ended (tracker_program_end): a last sample, then none. What
  * the interpreter's teardown frees afterwards is not the program's doing,

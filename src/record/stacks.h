@@ -35,9 +35,15 @@ struct stack_stats {
 };
 
 /* How a stack's live bytes moved across growth samples (growth.c). The
- * peak_* fields are the same figures at the sample of its highest bytes
- * (the first sample that reached them), so a site that grew and was freed
- * just before the end can be judged on its series up to that peak. */
+ * bytes of a time sample are the stack's low point since the sample before
+ * (struct stack_history's low_bytes), those of a mark or of the program's
+ * end its bytes at that moment; every figure here is of that one series, so
+ * rises, falls, peak and rates all leave out temporaries freed between
+ * samples. The peak_* fields are the same figures at the sample of its
+ * highest bytes (the first sample that reached them), so a site that grew
+ * and was freed just before the end can be judged on its series up to that
+ * peak: the most it kept, not the most it held for a moment (that is
+ * struct stack_stats' peak_live_bytes). */
 struct stack_growth {
     uint64_t first_bytes, last_bytes;  /* at the first sample that saw it live, the last */
     uint64_t peak_bytes;

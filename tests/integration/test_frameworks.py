@@ -188,6 +188,26 @@ def test_torch_blocks_leak_beside_temporaries(traced):
     check_verdicts(report, "leak_beside_temporaries")
 
 
+def test_torch_blocks_temporaries_at_samples(traced):
+    """The same shape unmarked, sampled over time, with about every other
+    sample falling while the line's 8 MiB temporary is alive (as on a GPU,
+    where training_mix's loss line was missed in 3 runs of 8): the leak is
+    growing, judged on its low point between samples; the temporary alone
+    and the cache that filled, then stayed, are not."""
+    _, _, reports, _ = scenario(traced, "temporaries_at_samples", CUMEMTRACE_SAMPLE_MS="20")
+    report = reports["exit"][0]
+    growth = report["growth"]
+    check(growth["mode"] == "time" and growth["samples"] >= 30,
+          f"sampled over time, about twice a step: {growth['mode']}, {growth['samples']} samples")
+    # The shape is there: at many samples the tensors held the line's
+    # temporary and the scratch beside it (24 MiB), gone at the next one.
+    track = next(t for t in report["series"]["tracks"] if t["kind"] == "torch_tensor")
+    values = [v for _, v in track["points"]]
+    drops = sum(1 for a, b in zip(values, values[1:]) if a - b >= 20 * MiB)
+    check(drops >= 10, f"samples while the temporaries lived, then not: {drops} in {values}")
+    check_verdicts(report, "temporaries_at_samples")
+
+
 def test_torch_blocks_kept_then_freed(traced):
     """A list of outputs kept by a function that returns before the program
     ends: not growing at the end, but named as grown, then freed near the end,

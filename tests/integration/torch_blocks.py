@@ -109,6 +109,37 @@ def leak_beside_temporaries(steps=60):
     return kept
 
 
+# Each half of a step of temporaries_at_samples: longer than the
+# CUMEMTRACE_SAMPLE_MS its test sets (20) and the tracer's thread's 8 ms look.
+SAMPLED_HALF = 0.05
+
+
+def temporaries_at_samples(steps=20):
+    """leak_beside_temporaries' line, sampled over time (no marks), with the
+    samples put where they hurt: one line makes a step's 8 MiB temporary and
+    the small tensors the step keeps, and the temporary lives through the
+    step's work. Each half of a step outlasts the sampling interval, so a
+    sample falls at the first tensor after each pause: at the line's first
+    kept tensor, its temporary gone, and at the scratch tensor made while its
+    temporary is alive. Read at the samples' moments the line goes 8 MiB up,
+    8 MiB down, and looked like nothing growing; its low point between
+    samples rises every time. Beside it a temporary alone, and a cache
+    filled over the first steps, then held: neither growing."""
+    kept, cache = [], []
+    for step in range(steps):
+        made = []
+        for size in (512, 8 * MiB, 512, 512):
+            made.append(Tensor(size))  # LEAK-temporaries_at_samples
+        if step < 4:
+            cache.append(Tensor(2 * MiB))  # HELD-temporaries_at_samples
+        time.sleep(SAMPLED_HALF)    # the step's work, the line's temporary alive
+        scratch = Tensor(16 * MiB)  # TEMP-temporaries_at_samples
+        del made[1], scratch
+        kept.extend(made)
+        time.sleep(SAMPLED_HALF)    # between steps, every temporary gone
+    return kept, cache
+
+
 def kept_then_freed(steps=60):
     """A function keeps each step's output in a list beside a per-step
     temporary, and returns: the list goes, then the program ends."""
@@ -401,7 +432,8 @@ def compiled(steps=30):
     return kept
 
 
-SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries, kept_then_freed,
+SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries,
+                                      temporaries_at_samples, kept_then_freed,
                                       held_at_end, never_freed,
                                       cache_idle, fragmentation_oom, fragmented_at_end,
                                       exhaustion_oom, teardown_ctypes, crash_with_tensors,

@@ -1,19 +1,23 @@
-/* test_growth.c - the growth verdicts (growth.c) on series of a stack's live
- * bytes fed through the real sampling: growing (still rising at the end),
+/* test_growth.c - the growth verdicts (growth.c) on series of a stack's low
+ * points fed through the real sampling: growing (still rising at the end),
  * released (grew as a leak does, then freed at the run's last samples), and
  * the series that must be neither (a drop in the middle, a sawtooth, a cache
- * that filled and stayed). */
+ * that filled and stayed); then what a sample reads, through the stacks'
+ * totals (stack_totals.c): a time sample the low point since the one
+ * before, a mark and the program's end the bytes at that moment. */
 #include <dlfcn.h>
 #include <stdint.h>
 
 #include "check.h"
+#include "config.h"
 #include "growth.h"
+#include "stack_totals.h"
 #include "stacks.h"
 
 #define SAMPLES 20
 #define MiB (1ull << 20)
 
-/* Live bytes, in MiB, at samples 1..SAMPLES; one stack per series. */
+/* Low points, in MiB, at samples 1..SAMPLES; one stack per series. */
 struct series {
     const char *name;
     uint64_t mib[SAMPLES];
@@ -42,9 +46,9 @@ static const struct series cases[] = {
 };
 #define CASES (sizeof(cases) / sizeof(cases[0]))
 
-int main(void)
+/* The verdicts on each case's series, its low points set as they are. */
+static void test_series(void)
 {
-    stack_init(dlsym);
     growth_reset();
     uint32_t ids[CASES];
     for (uintptr_t i = 0; i < CASES; i++) {
@@ -53,7 +57,8 @@ int main(void)
     }
     for (int n = 0; n < SAMPLES; n++) {
         for (size_t i = 0; i < CASES; i++)
-            stack_get(ids[i])->live_bytes = cases[i].mib[n] * MiB;
+            stack_get(ids[i])->live_bytes = stack_history(ids[i])->low_bytes =
+                cases[i].mib[n] * MiB;
         growth_sample((uint32_t)(n + 1) * 100, 0);
     }
     for (size_t i = 0; i < CASES; i++) {
@@ -71,5 +76,105 @@ int main(void)
     CHECK_EQ(first->peak_bytes, 19 * MiB);
     CHECK_EQ(first->peak_sample, 19);
     CHECK_EQ(growth_peak_rate(first, &growth), 10 * MiB);
+}
+
+/* A new stack (frames unlike test_series'), its totals empty. */
+static uint32_t new_stack(uintptr_t n)
+{
+    uintptr_t frames[2] = {0x3000 + n, 0x4000};
+    return stack_intern(frames, 2, stack_hash(frames, 2));
+}
+
+/* What tracker_lock does before a sample: every pending change moved. */
+static void time_sample(uint32_t ms)
+{
+    stack_totals_flush();
+    growth_sample(ms, 0);
+}
+
+/* A stack that keeps 512 bytes twice a step and makes a temporary (8 MiB,
+ * past the pending slack, or 4 KiB, within it) it frees within the step, sampled twice a step: once its temporary is
+ * freed and while it is alive (where the tracer thread's look and the
+ * program's pauses put clock samples). Its bytes at the samples go 8 MiB
+ * up and down; its low points rise at each sample. From thread 1, whose
+ * pending change holds the step's events, and from thread 0, whose every
+ * event moves the record at once: the same. A temporary alone beside it has
+ * a low point of 0 throughout, never seen; a stack that only allocates is
+ * first seen a sample after its first block (its low point since the
+ * sample before is that sample's bytes). */
+static void test_low_points(int thread, uintptr_t n, uint64_t size)
+{
+    growth_reset();
+    uint32_t leak = new_stack(n), temporary = new_stack(n + 1), only = new_stack(n + 2);
+    struct stack_record *s = stack_get(leak), *t = stack_get(temporary), *o = stack_get(only);
+    uint32_t ms = 0;
+    for (int step = 0; step < 20; step++) {
+        stack_totals_alloc(thread, s, leak, 512);
+        stack_totals_alloc(thread, o, only, 512);
+        time_sample(ms += 50);                  /* the temporaries gone */
+        stack_totals_alloc(thread, s, leak, size);
+        stack_totals_alloc(thread, t, temporary, 2 * size);
+        stack_totals_alloc(thread, s, leak, 512);
+        time_sample(ms += 50);                  /* alive */
+        stack_totals_free(thread, s, leak, size, 0);
+        stack_totals_free(thread, t, temporary, 2 * size, 0);
+    }
+    const struct stack_growth *g = &stack_history(leak)->growth;
+    CHECK(growth_suspect(g, s->live_bytes, &growth));
+    CHECK_EQ(g->first_sample, 2);
+    CHECK_EQ(g->rises, 38);
+    CHECK_EQ(g->falls, 0);
+    CHECK_EQ(g->last_bytes, 39 * 512);          /* the low point, before the last keep */
+    CHECK_EQ(g->peak_bytes, 39 * 512);
+    CHECK_EQ(stack_history(temporary)->growth.first_sample, 0);
+    const struct stack_growth *h = &stack_history(only)->growth;
+    CHECK_EQ(h->first_sample, 2);
+    CHECK_EQ(h->first_bytes, 512);
+    /* The program's end reads the bytes as they are: all 40 kept. */
+    growth_end(ms += 50);
+    CHECK_EQ(g->last_bytes, 40 * 512);
+    CHECK(growth_suspect(g, s->live_bytes, &growth));
+    CHECK_EQ(stack_history(temporary)->growth.first_sample, 0);
+}
+
+/* The same steps at marks, read at their bytes at each mark as a clock
+ * sample once read them: 8 MiB up and down, not growing. A mark is where
+ * the program says a step ends, so its bytes are taken as they are; a
+ * stack that only allocates is then seen at the first mark after its
+ * first block. */
+static void test_marks(void)
+{
+    growth_reset();
+    uint32_t leak = new_stack(10), only = new_stack(11);
+    struct stack_record *s = stack_get(leak), *o = stack_get(only);
+    uint32_t ms = 0;
+    for (int step = 0; step < 20; step++) {
+        stack_totals_alloc(1, s, leak, 512);
+        stack_totals_alloc(1, o, only, 512);
+        stack_totals_flush();
+        growth_sample(ms += 50, 1);
+        stack_totals_alloc(1, s, leak, 8 * MiB);
+        stack_totals_alloc(1, s, leak, 512);
+        stack_totals_flush();
+        growth_sample(ms += 50, 1);
+        stack_totals_free(1, s, leak, 8 * MiB, 0);
+    }
+    const struct stack_growth *g = &stack_history(leak)->growth;
+    CHECK(!growth_suspect(g, s->live_bytes, &growth));
+    CHECK_EQ(g->falls, 19);
+    const struct stack_growth *h = &stack_history(only)->growth;
+    CHECK_EQ(h->first_sample, 1);
+    CHECK_EQ(h->first_bytes, 512);
+}
+
+int main(void)
+{
+    stack_init(dlsym);
+    config.sample_ms = 50;
+    test_series();
+    test_low_points(1, 20, 8 * MiB);
+    test_low_points(1, 30, 4096);
+    test_low_points(0, 40, 8 * MiB);
+    test_marks();
     return check_done("growth");
 }
