@@ -30,19 +30,70 @@ void growth_tick(uint32_t now_ms)
         growth_sample(now_ms, 0);
 }
 
+/* Series `g` at sample number `sample`, at `now_ms`, at `bytes`. */
+static void record_sample(struct stack_growth *g, uint64_t bytes, uint32_t sample,
+                          uint32_t now_ms)
+{
+    if (!g->first_sample) {
+        if (!bytes)
+            return;
+        g->first_bytes = g->last_bytes = g->peak_bytes = bytes;
+        g->first_ms = g->last_ms = g->peak_ms = now_ms;
+        g->first_sample = g->peak_sample = sample;
+        return;
+    }
+    if (bytes > g->last_bytes) {
+        g->rises++;
+        g->last_rise = sample;
+    } else if (bytes < g->last_bytes) {
+        g->falls++;
+    }
+    if (bytes > g->peak_bytes) {
+        g->peak_bytes = bytes;
+        g->peak_ms = now_ms;
+        g->peak_sample = sample;
+        g->peak_rises = g->rises;
+        g->peak_falls = g->falls;
+    }
+    g->last_bytes = bytes;
+    g->last_ms = now_ms;
+}
+
+/* Should reports read a stack's bytes at the samples (`moments`) rather
+ * than its low points (`lows`)? Only when the low points make no suspect
+ * and the moments make one, or a site that grew, then was freed. */
+static int shows_moments(const struct stack_growth *lows, const struct stack_growth *moments,
+                         uint64_t live_bytes)
+{
+    if (growth_suspect(lows, live_bytes, &growth))
+        return 0;
+    return growth_suspect(moments, live_bytes, &growth) ||
+           (growth_released(moments, live_bytes, &growth) &&
+            !growth_released(lows, live_bytes, &growth));
+}
+
 /* One pass over the stack table: O(stacks), once a second at most by
- * default. With `at_moment`, each stack's bytes now; otherwise its low point
- * since the sample before (at most its bytes now). A clock's sample falls
- * wherever the program is: in the middle of a step, a site that keeps a
- * small tensor each step and makes large temporaries it frees within the
- * step read its temporaries at one sample and not at the next, up, down,
- * and was not called growing (training_mix's loss line, on a GPU). Its low
- * point leaves out whatever it freed between samples, temporaries alive at
- * the sample included, and rises with what it keeps. A mark is the end of
- * a step, where the program says its temporaries are gone, and the
- * program's end is a moment of its own too: their bytes are read as they
- * are, which a low point would read one interval late (a site that only
- * allocates has its low point at the sample before). */
+ * default. Each stack's low point since the sample before, and its bytes
+ * now: with `at_moment`, both its bytes now.
+ *
+ * A clock's sample falls wherever the program is: in the middle of a step,
+ * a site that keeps a small tensor each step and makes large temporaries it
+ * frees within the step read its temporaries at one sample and not at the
+ * next, up, down, and was not called growing (training_mix's loss line, on
+ * a GPU). Its low point leaves out whatever it freed between samples,
+ * temporaries alive at the sample included, and rises with what it keeps.
+ * But a site that frees all it holds at some moment between two samples and
+ * then allocates more (a buffer freed, then made again larger at each step)
+ * has a low point of 0, and grows all the same: its bytes at the samples
+ * say so. So both series are kept, the history's `growth` the one reports
+ * read, `other` the other: the low points, unless they make no suspect and
+ * the bytes at the samples do (shows_moments). A site is growing, or grew,
+ * then was freed, when either reading says so.
+ *
+ * A mark is the end of a step, where the program says its temporaries are
+ * gone, and the program's end is a moment of its own too: there both read
+ * the bytes as they are, which a low point would read one interval late (a
+ * site that only allocates has its low point at the sample before). */
 static void sample(uint32_t now_ms, int at_moment)
 {
     uint32_t sample = ++growth.samples;
@@ -51,33 +102,20 @@ static void sample(uint32_t now_ms, int at_moment)
     uint32_t count = stack_count();
     for (uint32_t id = 1; id <= count; id++) {
         struct stack_history *h = stack_history(id);
-        struct stack_growth *g = &h->growth;
         uint64_t now = stack_get(id)->live_bytes;
-        uint64_t bytes = at_moment || h->low_bytes > now ? now : h->low_bytes;
+        uint64_t low = at_moment || h->low_bytes > now ? now : h->low_bytes;
         h->low_bytes = now;
-        if (!g->first_sample) {
-            if (!bytes)
-                continue;
-            g->first_bytes = g->last_bytes = g->peak_bytes = bytes;
-            g->first_ms = g->last_ms = g->peak_ms = now_ms;
-            g->first_sample = g->peak_sample = sample;
-            continue;
+        struct stack_growth *lows = h->shows_moments ? &h->other : &h->growth;
+        struct stack_growth *moments = h->shows_moments ? &h->growth : &h->other;
+        record_sample(lows, low, sample, now_ms);
+        record_sample(moments, now, sample, now_ms);
+        uint32_t show = (uint32_t)shows_moments(lows, moments, now);
+        if (show != h->shows_moments) {
+            struct stack_growth moved = *moments;
+            *moments = *lows;
+            *lows = moved;
+            h->shows_moments = show;
         }
-        if (bytes > g->last_bytes) {
-            g->rises++;
-            g->last_rise = sample;
-        } else if (bytes < g->last_bytes) {
-            g->falls++;
-        }
-        if (bytes > g->peak_bytes) {
-            g->peak_bytes = bytes;
-            g->peak_ms = now_ms;
-            g->peak_sample = sample;
-            g->peak_rises = g->rises;
-            g->peak_falls = g->falls;
-        }
-        g->last_bytes = bytes;
-        g->last_ms = now_ms;
     }
 }
 

@@ -3,14 +3,15 @@
  * The tracker samples every stack's live bytes now and then (growth_sample)
  * and each stack keeps a summary of how they moved (struct stack_growth in
  * stacks.h): a few numbers, no history. A sample over time reads each
- * stack's low point since the sample before, not its bytes at that moment,
- * so a temporary that is freed between samples never counts, whether or not
- * it was alive when one was taken (growth.c says why; stack_totals.c how
- * the low point is kept). A stack is a leak suspect when those bytes rose at
- * most of the samples since it first held memory, did not fall back, and
- * were still rising at the end (growth_suspect); it grew, then was freed
- * near the end when its series up to its peak was a suspect's and the peak
- * came at the run's last samples (growth_released).
+ * stack's low point since the sample before, so a temporary that is freed
+ * between samples never counts, whether or not it was alive when one was
+ * taken; and its bytes at that moment, which reports read only where the
+ * low points make no suspect and they do (growth.c says why; stack_totals.c
+ * how the low point is kept). A stack is a leak suspect when its series
+ * rose at most of the samples since it first held memory, did not fall
+ * back, and was still rising at the end (growth_suspect); it grew, then was
+ * freed near the end when its series up to its peak was a suspect's and the
+ * peak came at the run's last samples (growth_released).
  *
  * When samples are taken: at every cumemtrace_mark() once the program makes
  * one (an iteration boundary it chose), otherwise every CUMEMTRACE_SAMPLE_MS

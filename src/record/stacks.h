@@ -34,15 +34,16 @@ struct stack_stats {
     uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
 };
 
-/* How a stack's live bytes moved across growth samples (growth.c). The
- * bytes of a time sample are the stack's low point since the sample before
- * (struct stack_history's low_bytes), those of a mark or of the program's
- * end its bytes at that moment; every figure here is of that one series, so
- * rises, falls, peak and rates all leave out temporaries freed between
- * samples. The peak_* fields are the same figures at the sample of its
- * highest bytes (the first sample that reached them), so a site that grew
- * and was freed just before the end can be judged on its series up to that
- * peak: the most it kept, not the most it held for a moment (that is
+/* How a stack's live bytes moved across growth samples (growth.c): one
+ * series of them, either its low points since each sample before (those
+ * of a time sample; a mark and the program's end read the bytes as they
+ * are) or its bytes at the samples' moments, whichever growth.c shows.
+ * Every figure here is of that one series (rises, falls, peak, rates): of
+ * the low points, they leave out temporaries freed between samples. The
+ * peak_* fields are the same figures at the sample of its highest bytes
+ * (the first sample that reached them), so a site that grew and was freed
+ * just before the end can be judged on its series up to that peak: of the
+ * low points, the most it kept, not the most it held for a moment (that is
  * struct stack_stats' peak_live_bytes). */
 struct stack_growth {
     uint64_t first_bytes, last_bytes;  /* at the first sample that saw it live, the last */
@@ -89,9 +90,11 @@ _Static_assert(sizeof(struct stack_record) == 64, "a stack's record is one cache
  * (stack_totals.c, which says when that is exact), set to the live bytes by
  * every sample. Apart, by id. */
 struct stack_history {
-    struct stack_growth growth;
+    struct stack_growth growth;        /* the series reports read */
+    struct stack_growth other;         /* the other one (growth.c) */
     uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
     uint64_t low_bytes;                /* lowest live_bytes since the last sample */
+    uint32_t shows_moments;            /* growth: 0 the low points, 1 the bytes at samples */
 };
 
 /* A stack that took a framework's cache segments from the driver: memory

@@ -208,6 +208,15 @@ def test_torch_blocks_temporaries_at_samples(traced):
     check_verdicts(report, "temporaries_at_samples")
 
 
+def test_torch_blocks_remade_larger(traced):
+    """A buffer freed, then made again larger each step: its low point
+    between samples is 0, its bytes at the samples rise; growing, read on
+    those, the line named, the temporary beside it not."""
+    _, _, reports, _ = scenario(traced, "remade_larger")
+    report = reports["exit"][0]
+    check_verdicts(report, "remade_larger")
+
+
 def test_torch_blocks_kept_then_freed(traced):
     """A list of outputs kept by a function that returns before the program
     ends: not growing at the end, but named as grown, then freed near the end,

@@ -140,6 +140,21 @@ def temporaries_at_samples(steps=20):
     return kept, cache
 
 
+def remade_larger(steps=60):
+    """A buffer freed, then made again larger each step (freed first, to
+    keep the program's peak down): the line holds more at every step, yet
+    nothing for a moment between the free and the allocation, where its low
+    point is 0. Growing all the same, on its bytes at the samples."""
+    buffer = None
+    for step in range(steps):
+        buffer = None
+        buffer = Tensor((step + 1) << 18)  # LEAK-remade_larger
+        scratch = Tensor(8 * MiB)  # TEMP-remade_larger
+        del scratch
+        step_pause()
+    return buffer
+
+
 def kept_then_freed(steps=60):
     """A function keeps each step's output in a list beside a per-step
     temporary, and returns: the list goes, then the program ends."""
@@ -433,7 +448,7 @@ def compiled(steps=30):
 
 
 SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries,
-                                      temporaries_at_samples, kept_then_freed,
+                                      temporaries_at_samples, remade_larger, kept_then_freed,
                                       held_at_end, never_freed,
                                       cache_idle, fragmentation_oom, fragmented_at_end,
                                       exhaustion_oom, teardown_ctypes, crash_with_tensors,

@@ -121,6 +121,7 @@ static void test_low_points(int thread, uintptr_t n, uint64_t size)
     }
     const struct stack_growth *g = &stack_history(leak)->growth;
     CHECK(growth_suspect(g, s->live_bytes, &growth));
+    CHECK_EQ(stack_history(leak)->shows_moments, 0);
     CHECK_EQ(g->first_sample, 2);
     CHECK_EQ(g->rises, 38);
     CHECK_EQ(g->falls, 0);
@@ -135,6 +136,29 @@ static void test_low_points(int thread, uintptr_t n, uint64_t size)
     CHECK_EQ(g->last_bytes, 40 * 512);
     CHECK(growth_suspect(g, s->live_bytes, &growth));
     CHECK_EQ(stack_history(temporary)->growth.first_sample, 0);
+}
+
+/* A buffer freed, then made again 64 KiB larger at each step, sampled once
+ * a step: its low points are 0 (it held nothing between the free and the
+ * allocation), its bytes at the samples rise every time. It is growing, on
+ * those. */
+static void test_remade(int thread, uintptr_t n)
+{
+    growth_reset();
+    uint32_t id = new_stack(n);
+    struct stack_record *s = stack_get(id);
+    uint32_t ms = 0;
+    for (uint64_t step = 1; step <= 20; step++) {
+        if (step > 1)
+            stack_totals_free(thread, s, id, (step - 1) * 65536, 0);
+        stack_totals_alloc(thread, s, id, step * 65536);
+        time_sample(ms += 50);
+    }
+    const struct stack_history *h = stack_history(id);
+    CHECK(growth_suspect(&h->growth, s->live_bytes, &growth));
+    CHECK_EQ(h->shows_moments, 1);
+    CHECK_EQ(h->growth.last_bytes, 20 * 65536);
+    CHECK_EQ(h->other.first_sample, 0);         /* its low points: never above 0 */
 }
 
 /* The same steps at marks, read at their bytes at each mark as a clock
@@ -175,6 +199,8 @@ int main(void)
     test_low_points(1, 20, 8 * MiB);
     test_low_points(1, 30, 4096);
     test_low_points(0, 40, 8 * MiB);
+    test_remade(1, 50);
+    test_remade(0, 60);
     test_marks();
     return check_done("growth");
 }
