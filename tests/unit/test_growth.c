@@ -93,15 +93,16 @@ static void time_sample(uint32_t ms)
 }
 
 /* A stack that keeps 512 bytes twice a step and makes a temporary (8 MiB,
- * past the pending slack, or 4 KiB, within it) it frees within the step, sampled twice a step: once its temporary is
- * freed and while it is alive (where the tracer thread's look and the
- * program's pauses put clock samples). Its bytes at the samples go 8 MiB
- * up and down; its low points rise at each sample. From thread 1, whose
- * pending change holds the step's events, and from thread 0, whose every
- * event moves the record at once: the same. A temporary alone beside it has
- * a low point of 0 throughout, never seen; a stack that only allocates is
- * first seen a sample after its first block (its low point since the
- * sample before is that sample's bytes). */
+ * past the pending slack, or 4 KiB, within it) it frees within the step,
+ * sampled twice a step: once its temporary is freed and while it is alive
+ * (where the tracer thread's look and the program's pauses put clock
+ * samples). Its bytes at the samples go up and down by the temporary; its
+ * low points rise at each sample. From thread 1, whose pending change
+ * holds the step's events, and from thread 0, whose every event moves the
+ * record at once: the same. A temporary alone beside it has a low point of
+ * 0 throughout, never seen; a stack that only allocates is first seen a
+ * sample after its first block (its low point since the sample before is
+ * that sample's bytes). */
 static void test_low_points(int thread, uintptr_t n, uint64_t size)
 {
     growth_reset();
