@@ -81,6 +81,35 @@ static __thread int thread_role;   /* 0 not known yet, THREAD_MAIN or THREAD_OTH
 enum { THREAD_MAIN = 1, THREAD_OTHER = 2 };
 static uintptr_t interpreter_low, interpreter_high;
 
+/* What a walk of a thread's own frames reads of the layout at every event
+ * (walk_own, own_first_frame), on one cache line: the layout's fields lie on
+ * three, two of which a walk missed in cache at every tensor (callgrind,
+ * bench/torch_tensors.py). Frames' owners: 3.10's have none (owner_mask 0);
+ * from 3.12 on, owners from `shim` up are shims (frame_offset says which),
+ * and 3.11 has none (256: no owner is one). `cframe`: 3.11 and 3.12 reach
+ * the frame through a _PyCFrame. Set with the layout, before any walk. */
+static struct {
+    _Alignas(64) uintptr_t code_tag_bits;
+    uint32_t tstate_frame, cframe_frame, code, instruction, owner, previous, filename;
+    uint32_t shim;
+    unsigned char owner_mask, cframe;
+} own;
+
+static void own_offsets(const struct python_layout *l)
+{
+    own.code_tag_bits = l->code_tag_bits;
+    own.tstate_frame = (uint32_t)l->tstate_frame;
+    own.cframe_frame = (uint32_t)l->cframe_frame;
+    own.code = (uint32_t)l->frame_code;
+    own.instruction = (uint32_t)l->frame_instruction;
+    own.owner = (uint32_t)l->frame_owner;
+    own.previous = (uint32_t)l->frame_previous;
+    own.filename = (uint32_t)l->code_filename;
+    own.shim = l->minor >= 12 ? 3 : 256;
+    own.owner_mask = l->minor >= 11 ? 0xff : 0;
+    own.cframe = l->minor == 11 || l->minor == 12;
+}
+
 /* Locations: an array indexed by id - 1, and an open-addressing index. Keys:
  * (code, instruction offset) for the walk, (code, LINE_KEY | line) for the C
  * API and to share one location among the offsets of a line. `check` is the
@@ -194,6 +223,8 @@ static void look_up(void)
         resolve((void **)&py.code_type, "PyCode_Type") &&
         resolve((void **)&py.unicode_type, "PyUnicode_Type"))
         choose_layout();
+    if (layout)
+        own_offsets(layout);
     void **slots[] = {(void **)&py.gil_check, (void **)&py.get_frame, (void **)&py.frame_back,
                       (void **)&py.frame_code, (void **)&py.frame_line, (void **)&py.get_attr,
                       (void **)&py.as_utf8, (void **)&py.decref, (void **)&py.incref};
@@ -467,7 +498,7 @@ static const char *first_frame(const char *thread_state, int *bad)
 struct frame_memo {
     const char *code, *instruction, *check;
     uint32_t id;
-    char owner;
+    unsigned char owner;
 };
 static __thread _Alignas(64) struct frame_memo memo[1 << MEMO_BITS][2];
 
@@ -500,7 +531,7 @@ static inline struct frame_memo *memo_set(const char *code, const char *instruct
  * whose id never changes: the same id without the hash look-up. Plain loads:
  * the thread's own frames, a validated layout. */
 static inline uint32_t memo_confirms(const struct frame_memo *m, const char *code,
-                                     const char *instruction, char owner, size_t filename_at)
+                                     const char *instruction, unsigned char owner, size_t filename_at)
 {
     if (m->code != code || m->instruction != instruction || m->owner != owner ||
         load_pointer(code + filename_at) != m->check)
@@ -513,23 +544,22 @@ static inline uint32_t memo_confirms(const struct frame_memo *m, const char *cod
  * frames found so far, where the full path finds something wrong, as
  * walk_state does. The memo's frames need no lock (walk() says why); the
  * full path does: *locked says whether this thread holds it, and the first
- * frame the memo does not confirm takes it. The layout's offsets are copied
- * to locals: the stores to frames[] might alias the layout for all the
- * compiler knows, and it would load them again at every frame. */
+ * frame the memo does not confirm takes it. The offsets are copied to
+ * locals: the stores to frames[] might alias `own` for all the compiler
+ * knows, and it would load them again at every frame. */
 static int walk_own(const char *frame, uintptr_t *frames, int n, int max, int *locked)
 {
-    const int minor = layout->minor;
-    const uintptr_t code_tag_bits = layout->code_tag_bits;
-    const size_t code_at = layout->frame_code, instruction_at = layout->frame_instruction,
-                 owner_at = layout->frame_owner, previous_at = layout->frame_previous,
-                 filename_at = layout->code_filename;
+    const uintptr_t code_tag_bits = own.code_tag_bits;
+    const size_t code_at = own.code, instruction_at = own.instruction, owner_at = own.owner,
+                 previous_at = own.previous, filename_at = own.filename;
+    const unsigned owner_mask = own.owner_mask, shim = own.shim;
     while (frame && n < max) {
         const char *code =
             (const char *)((uintptr_t)load_pointer(frame + code_at) & ~code_tag_bits);
         /* 3.10: f_lasti and the field after it; only compared */
         const char *instruction = load_pointer(frame + instruction_at);
-        char owner = minor >= 11 ? frame[owner_at] : 0;
-        if (minor >= 12 && owner >= 3) {        /* a shim: frame_offset's 0 */
+        unsigned owner = (unsigned char)frame[owner_at] & owner_mask;
+        if (owner >= shim) {                    /* a shim: frame_offset's 0 */
             frame = load_pointer(frame + previous_at);
             continue;
         }
@@ -598,10 +628,9 @@ static int walk_state(const char *thread_state, uintptr_t *frames, int n, int ma
  * validated; NULL where first_frame finds no frame or something wrong. */
 static const char *own_first_frame(const char *thread_state)
 {
-    const struct python_layout *l = layout;
-    const char *frame = load_pointer(thread_state + l->tstate_frame);
-    if ((l->minor == 11 || l->minor == 12) && frame)
-        frame = load_pointer(frame + l->cframe_frame);
+    const char *frame = load_pointer(thread_state + own.tstate_frame);
+    if (own.cframe && frame)
+        frame = load_pointer(frame + own.cframe_frame);
     return frame;
 }
 
