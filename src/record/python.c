@@ -539,6 +539,36 @@ static inline uint32_t memo_confirms(const struct frame_memo *m, const char *cod
     return m->id;
 }
 
+/* The full path of walk_own for a frame the memo does not confirm, the
+ * location table's lock taken if *locked says this thread does not hold it
+ * yet: the frame's location id (0: none, a frame not complete), entered in
+ * the memo's set `set`; -1 where something is wrong. Apart and out of line,
+ * so that the walk's loop keeps what it needs in registers rather than on
+ * the stack around these calls, for the memo's frames, nearly all of them. */
+__attribute__((noinline, cold)) static int64_t walk_own_miss(struct frame_memo *set,
+                                                             const char *frame,
+                                                             const char *code,
+                                                             const char *instruction,
+                                                             unsigned char owner, int *locked)
+{
+    int bad = 0, offset;
+    uint32_t id = 0;
+    if (!*locked) {
+        pthread_mutex_lock(&lock);
+        *locked = 1;
+    }
+    if (frame_offset(frame, code, &offset, &bad))
+        id = location_at(code, offset, &bad);
+    if (bad)
+        return -1;
+    if (id) {
+        set[1] = set[0];
+        set[0] = (struct frame_memo){code, instruction, load_pointer(code + own.filename), id,
+                                     owner};
+    }
+    return id;
+}
+
 /* walk_state's loop over the thread's own frames once the layout is
  * validated: plain loads, and the memo before the full path. Stops, with the
  * frames found so far, where the full path finds something wrong, as
@@ -568,20 +598,10 @@ static int walk_own(const char *frame, uintptr_t *frames, int n, int max, int *l
         if (!id)
             id = memo_confirms(&set[1], code, instruction, owner, filename_at);
         if (!id) {
-            int bad = 0, offset;
-            if (!*locked) {
-                pthread_mutex_lock(&lock);
-                *locked = 1;
-            }
-            if (frame_offset(frame, code, &offset, &bad))
-                id = location_at(code, offset, &bad);
-            if (bad)
+            int64_t found = walk_own_miss(set, frame, code, instruction, owner, locked);
+            if (found < 0)
                 break;
-            if (id) {
-                set[1] = set[0];
-                set[0] = (struct frame_memo){code, instruction, load_pointer(code + filename_at),
-                                             id, owner};
-            }
+            id = (uint32_t)found;
         }
         if (id)
             frames[n++] = PYTHON_FRAME_TAG | id;
