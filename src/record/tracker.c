@@ -446,8 +446,8 @@ __attribute__((noinline)) static int native_frames(const struct allocation *a, u
 {
     if (!kind_in_cache(a->kind & BLOCK_KIND_MASK) || config.block_depth >= config.depth)
         return stack_capture(frames, config.depth);
-    if (python_runs_here())
-        return stack_capture(frames, config.block_depth);
+    if (python_runs_here())     /* none at the default depth 0: not even the call */
+        return config.block_depth ? stack_capture(frames, config.block_depth) : 0;
     uint64_t operation = a->operation ? a->operation() : 0;
     if (!operation)
         return stack_capture(frames, config.depth);
