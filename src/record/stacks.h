@@ -143,6 +143,9 @@ uint64_t stack_hash(const uintptr_t *frames, int depth);
 
 /* The id (1, 2, ...) of this stack, adding it if new; 0 when out of memory. */
 uint32_t stack_intern(const uintptr_t *frames, int depth, uint64_t hash);
+/* The same, its hash made here when needed: a stack this thread interned
+ * lately is found in a memo of its own, with no hash. */
+uint32_t stack_intern_here(const uintptr_t *frames, int depth);
 /* Stack `id`'s record and history; NULL for 0 or an unknown id. */
 struct stack_record *stack_get(uint32_t id);
 struct stack_history *stack_history(uint32_t id);

@@ -492,7 +492,7 @@ static int capture(const struct allocation *a, uintptr_t *frames)
 static struct pending_event event_of(const struct allocation *a, const uintptr_t *frames,
                                      int depth)
 {
-    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
+    uint32_t stack_id = stack_intern_here(frames, depth);
     note_cache_role(a->kind & BLOCK_KIND_MASK, stack_id, depth);
     note_traced();
     return (struct pending_event){

@@ -74,5 +74,35 @@ int main(void)
     uint32_t empty = stack_intern(none, 0, stack_hash(none, 0));
     CHECK(empty != 0);
     CHECK_EQ(stack_intern(none, 0, stack_hash(none, 0)), empty);
+
+    /* This thread's memo gives the table's ids: for stacks that share the
+     * frames it is keyed by (the innermost four and the middle one) and
+     * differ elsewhere, more of them than a set holds, asked in turn. */
+    uintptr_t alike[5][12];
+    uint32_t ids[5];
+    for (int v = 0; v < 5; v++) {
+        for (int k = 0; k < 12; k++)
+            alike[v][k] = 0x900000 + k * 16 + (k == 9 ? v : 0);
+        ids[v] = stack_intern(alike[v], 12, stack_hash(alike[v], 12));
+    }
+    same = 1;
+    for (int round = 0; round < 3; round++)
+        for (int v = 0; v < 5; v++)
+            same &= stack_intern_here(alike[v], 12) == ids[v];
+    same &= stack_intern_here(none, 0) == empty;
+    CHECK(same);
+    uintptr_t fresh[3] = {0x700010, 0x700020, 0x700030};
+    uint32_t added = stack_intern_here(fresh, 3);
+    CHECK_EQ(added, stack_count());
+    CHECK_EQ(stack_intern(fresh, 3, stack_hash(fresh, 3)), added);
+    CHECK_EQ(stack_intern_here(fresh, 2), stack_count());    /* a prefix: a stack of its own */
+
+    /* After a reset (a forked child's) the memo names no stack of the old
+     * table: its pages stay mapped, with the frames the memo compares. */
+    stack_reset();
+    uintptr_t other[3] = {0x800010, 0x800020, 0x800030};
+    CHECK_EQ(stack_intern_here(other, 3), 1);
+    CHECK_EQ(stack_intern_here(fresh, 3), 2);
+    CHECK_EQ(stack_intern_here(other, 3), 1);
     return check_done("test_stacks");
 }
