@@ -12,7 +12,9 @@
  * trust settled in an old table after the copy is lost to the new one:
  * there the rule is new again, and checked again. Memory read on the walk
  * is what the call frame information says holds a return address or a
- * saved frame pointer, as libunwind's own fast walk reads it. */
+ * saved frame pointer, as libunwind's own fast walk reads it. In front of
+ * the table, each thread keeps its last walk, step by step (the memo below).
+ */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
@@ -476,6 +478,77 @@ static __attribute__((noinline)) uint64_t *add_rule(uintptr_t pc)
     return t ? &t->slots[at].rule : NULL;
 }
 
+/* This thread's last walk, step by step: where each frame's CFA was, the
+ * return address read below it, where the caller's frame pointer was read
+ * and what was read there, if a later step's CFA was on it; and the frames
+ * it kept. A walk is a function of its first stack pointer, the rules of
+ * the return addresses it reads and the frame pointers its rules use: a
+ * walk that starts where the last one did holds to its steps without the
+ * rules for as long as each return address read, and each frame pointer
+ * a CFA was on, is the last walk's, and goes on by the rules after the
+ * first step where one differs (that step is still the last walk's up to
+ * its reads). So it reads what a walk by the rules would read, and gives
+ * the same frames. Only trusted rules' steps are kept: a rule proven once,
+ * used alone. A walk from a signal handler on a thread inside a walk
+ * (`busy`) neither reads nor writes it. About 3 KiB of static TLS, which
+ * the C library zeroes for each thread it creates. */
+#define MEMO_STEPS 64
+struct memo_step {
+    uintptr_t cfa;
+    uintptr_t ra;                          /* read at cfa - 8 */
+    const uintptr_t *fp_slot;              /* the caller's frame pointer; NULL: kept */
+    const uintptr_t *check;                /* fp_slot, if a later CFA was on it; or NULL */
+    uintptr_t fp;                          /* read at fp_slot, if checked */
+};
+static __thread struct {
+    uintptr_t sp, fp;                      /* the walk's first; fp, if a CFA was on it */
+    int steps, busy;
+    int ends;                              /* the walk ended after its steps */
+    int fp_checked;                        /* a CFA was on the first frame pointer */
+    uintptr_t kept[MEMO_STEPS];            /* the frames the steps kept */
+    uint8_t kept_before[MEMO_STEPS + 1];   /* how many of them, before step i */
+    struct memo_step step[MEMO_STEPS];
+} memo;
+
+/* How many of the last walk's steps hold now, for a walk from stack
+ * pointer `sp` and frame pointer `fp`; *ended: the walk ends after them.
+ * The step where a read differs holds, rewritten with what was read: its
+ * return address and the frame it keeps, its frame pointer (no longer
+ * checked: the steps after it are made anew). Apart from unwind_walk, so
+ * that each has its registers. */
+static __attribute__((noinline, no_sanitize_address)) int
+memo_held(uintptr_t sp, uintptr_t fp, int *ended, uintptr_t skip_low, uintptr_t span)
+{
+    *ended = 0;
+    if (sp != memo.sp || !memo.steps || (memo.fp_checked && fp != memo.fp))
+        return 0;
+    struct memo_step *m = memo.step, *end = m + memo.steps;
+    for (; m < end; m++)
+        if (*(const uintptr_t *)(m->cfa - 8) != m->ra || (m->check && *m->check != m->fp))
+            break;
+    if (m == end) {
+        *ended = memo.ends;
+        return memo.steps;
+    }
+    int i = (int)(m - memo.step);
+    uintptr_t ra = *(const uintptr_t *)(m->cfa - 8);
+    m->check = NULL;
+    if (m->fp_slot)
+        m->fp = *m->fp_slot;
+    if (ra != m->ra) {
+        int before = memo.kept_before[i];
+        m->ra = ra;
+        if (ra < 0x4000) {
+            *ended = 1;                    /* libunwind's end, as below */
+        } else if (i > 0) {
+            memo.kept[before] = ra;
+            before += ra - skip_low >= span;
+        }
+        memo.kept_before[i + 1] = (uint8_t)before;
+    }
+    return i + 1;
+}
+
 /* The walk reads the stack where the rules say return addresses and saved
  * frame pointers are, other functions' frames included: not this file's
  * memory to check. */
@@ -490,9 +563,34 @@ unwind_walk(uintptr_t *out, int max, int most, uintptr_t skip_low, uintptr_t ski
     struct rule_table *t = __atomic_load_n(&table_now, __ATOMIC_ACQUIRE);
     if (!t)
         return -1;
-    uintptr_t span = skip_high - skip_low;
+    uintptr_t span = skip_high - skip_low, first_sp = sp, first_fp = fp;
     int n = 0, depth = 0;                  /* frames walked, kept */
     uintptr_t lookup = pc;                 /* the first frame: its exact place */
+    /* steps held or kept in the memo; whether the walk ended after them;
+     * whether steps from here are kept; the step whose read fp is (-1:
+     * the first); whether a CFA was on the first fp */
+    int step = 0, ends = 0, owner = !memo.busy, recording = owner, fp_from = -1, fp_checked = 0;
+    if (owner) {
+        memo.busy = 1;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        step = memo_held(sp, fp, &ends, skip_low, span);
+        int walked = step < most ? step : most;
+        depth = memo.kept_before[walked] < max ? memo.kept_before[walked] : max;
+        memcpy(out, memo.kept, depth * sizeof(*out));
+        fp_checked = step ? memo.fp_checked : 0;
+        if (ends || walked < step || depth == max)
+            goto done;                     /* the walk ends within the steps held */
+        n = step;
+        if (step) {
+            sp = memo.step[step - 1].cfa;
+            lookup = memo.step[step - 1].ra - 1;
+            fp_from = step - 1;
+            while (fp_from >= 0 && !memo.step[fp_from].fp_slot)
+                fp_from--;
+            if (fp_from >= 0)
+                fp = *memo.step[fp_from].fp_slot;
+        }
+    }
     /* a table's size never changes: kept here, not read again after each
      * slot's acquiring load */
     uint32_t capacity = t->capacity;
@@ -504,32 +602,73 @@ unwind_walk(uintptr_t *out, int max, int most, uintptr_t skip_low, uintptr_t ski
             slot = (slot + 1) & (capacity - 1);
         uint64_t *word = &t->slots[slot].rule;
         if (!seen) {
-            if (!(word = add_rule(lookup)))
-                return -1;
+            if (!(word = add_rule(lookup))) {
+                depth = -1;
+                break;
+            }
             t = __atomic_load_n(&table_now, __ATOMIC_ACQUIRE);
             capacity = t->capacity;
         }
         uint64_t rule = __atomic_load_n(word, __ATOMIC_RELAXED);
         if ((rule & (RULE_TRUST | RULE_LAST)) != RULE_TRUSTED) {
-            if ((rule & RULE_TRUST) == RULE_NONE)
-                return -1;
-            if ((rule & RULE_TRUST) == RULE_NEW && proof->count++ < UNWIND_UNPROVEN_MAX)
-                proof->rules[proof->count - 1] = word;
-            if (rule & RULE_LAST)
+            if ((rule & RULE_TRUST) == RULE_NONE) {
+                depth = -1;
                 break;
+            }
+            if ((rule & RULE_TRUST) == RULE_NEW) {
+                recording = 0;
+                if (proof->count++ < UNWIND_UNPROVEN_MAX)
+                    proof->rules[proof->count - 1] = word;
+            }
+            if (rule & RULE_LAST) {
+                ends = recording;
+                break;
+            }
         }
-        uintptr_t cfa = ((rule & RULE_CFA_FP) ? fp : sp) + (uintptr_t)(int64_t)(int32_t)(rule >> 32);
+        uintptr_t base = (rule & RULE_CFA_FP) ? fp : sp;
+        uintptr_t cfa = base + (uintptr_t)(int64_t)(int32_t)(rule >> 32);
         uintptr_t ra = *(const uintptr_t *)(cfa - 8);
-        if (rule & RULE_FP_SAVED)
-            fp = *(const uintptr_t *)(cfa + (uintptr_t)(int64_t)(int16_t)(rule >> 16));
+        const uintptr_t *fp_slot = NULL;
+        if (rule & RULE_FP_SAVED) {
+            fp_slot = (const uintptr_t *)(cfa + (uintptr_t)(int64_t)(int16_t)(rule >> 16));
+            fp = *fp_slot;
+        }
+        recording &= step < MEMO_STEPS;    /* kept while every step so far is */
+        if (recording) {
+            if ((rule & RULE_CFA_FP) && fp_from >= 0)
+                memo.step[fp_from].check = memo.step[fp_from].fp_slot;
+            fp_checked |= (rule & RULE_CFA_FP) && fp_from < 0;
+            memo.step[step] = (struct memo_step){cfa, ra, fp_slot, NULL, fp};
+            if (fp_slot)
+                fp_from = step;
+        }
         sp = cfa;
-        if (ra < 0x4000)                   /* libunwind's end: nothing real below */
+        if (ra < 0x4000) {                 /* libunwind's end: nothing real below */
+            if (recording) {
+                memo.kept_before[++step] = (uint8_t)depth;
+                ends = 1;
+            }
             break;
+        }
         if (n++ > 0) {                     /* not the return into the caller */
             out[depth] = ra;
+            if (recording)
+                memo.kept[depth] = ra;
             depth += ra - skip_low >= span;        /* outside [low, high), no branch */
         }
+        if (recording)
+            memo.kept_before[++step] = (uint8_t)depth;
         lookup = ra - 1;                   /* inside the call, not after it */
+    }
+done:
+    if (owner) {
+        memo.sp = first_sp;
+        memo.fp = first_fp;
+        memo.steps = step;
+        memo.ends = ends;
+        memo.fp_checked = fp_checked;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        memo.busy = 0;
     }
     return depth;
 }

@@ -3,7 +3,9 @@
  * of a place (rules new, checked) and on later ones (rules trusted): deep
  * recursion, frames sized at run time (the CFA on the frame pointer) at
  * other sizes than when their rules were learnt, a signal handler's stack,
- * and a thread's. */
+ * and a thread's; and walks that start where the last one did (unwind.c's
+ * memo of it) but whose callers differ: by a return address, or by a frame
+ * pointer alone. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -70,6 +72,77 @@ static int __attribute__((noinline)) sized(int level, int bytes)
     int r = level > 0 ? sized(level - 1, bytes + 48 * level) : (at_bottom(), 0);
     __asm__ volatile("" ::: "memory");
     return r + room[0];
+}
+
+/* The stack pointer of a frame at the bottom of sized_at(). */
+static uintptr_t bottom_sp;
+
+static void __attribute__((noinline)) note_sp(void)
+{
+    volatile char here = 0;
+    bottom_sp = (uintptr_t)&here;
+}
+
+/* A frame sized at run time (its CFA on the frame pointer) that calls
+ * `bottom`: reached from two depths with sizes that put `bottom` at one
+ * stack pointer, the walks from there start alike and differ in the frame
+ * pointer only. */
+static int __attribute__((noinline)) sized_at(int bytes, void (*bottom)(void))
+{
+    volatile char room[bytes];
+    room[0] = 1;
+    bottom();
+    __asm__ volatile("" ::: "memory");
+    return room[0];
+}
+
+static int __attribute__((noinline)) deeper(int bytes, void (*bottom)(void))
+{
+    volatile char pad[200];
+    pad[0] = 0;
+    int r = sized_at(bytes, bottom);
+    __asm__ volatile("" ::: "memory");
+    return r + pad[0];
+}
+
+/* A walk by rules alone from here against libunwind's: trusted are
+ * walks that used only trusted rules, wrong those of them that gave up or
+ * gave other frames. A walk with new rules settles them as it compares. */
+static int trusted, wrong;
+
+static void __attribute__((noinline)) walk_compare(void)
+{
+    uintptr_t out[64];
+    void *ref[96];
+    struct unwind_proof proof;
+    int n = unwind_walk(out, 64, 95, 0, 0, &proof);
+    int m = reference(ref, 96);
+    int same = n >= 0 && n == m - 1;
+    for (int i = 0; same && i < n; i++)
+        same = out[i] == (uintptr_t)ref[i + 1];
+    if (n >= 0 && proof.count) {
+        unwind_settle(&proof, same);
+    } else {
+        trusted++;
+        wrong += !same;
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
+/* Two call sites of one function at one depth: walks from there start
+ * alike and differ in a return address. */
+static int __attribute__((noinline)) twin(int which)
+{
+    int r;
+    if (which) {
+        __asm__ volatile("" ::"i"(1));
+        r = sized_at(64, walk_compare);
+    } else {
+        __asm__ volatile("" ::"i"(2));
+        r = sized_at(64, walk_compare);
+    }
+    __asm__ volatile("" ::: "memory");
+    return r;
 }
 
 static void on_signal(int signal)
@@ -152,6 +225,28 @@ int main(void)
     pthread_join(thread, NULL);
     CHECK_EQ(compared, 12);
     CHECK_EQ(mismatches, 0);
+
+    /* From one stack pointer, walks whose callers differ by a return
+     * address, then by the frame pointer alone, in turn: after the first
+     * round (new rules), each a walk by trusted rules alone, and right. */
+    for (volatile int i = 0; i < 6; i++)
+        twin(i % 2);
+    CHECK(trusted >= 4);
+    sized_at(1024, note_sp);
+    uintptr_t shallow = bottom_sp;
+    deeper(1024, note_sp);
+    int bytes = 1024 - (int)(shallow - bottom_sp);
+    deeper(bytes, note_sp);
+    CHECK_EQ(bottom_sp, shallow);
+    trusted = 0;
+    for (volatile int i = 0; i < 6; i++) {
+        if (i % 2)
+            deeper(bytes, walk_compare);
+        else
+            sized_at(1024, walk_compare);
+    }
+    CHECK(trusted >= 4);
+    CHECK_EQ(wrong, 0);
 
     /* The frames sized at run time were walked by their rules after the
      * first round: the last round, walked from its deepest frame, found
