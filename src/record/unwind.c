@@ -502,6 +502,7 @@ struct memo_step {
 };
 static __thread struct {
     uintptr_t sp, fp;                      /* the walk's first; fp, if a CFA was on it */
+    uintptr_t skip_low, span;              /* the frames it did not keep */
     int steps, busy;
     int ends;                              /* the walk ended after its steps */
     int fp_checked;                        /* a CFA was on the first frame pointer */
@@ -511,7 +512,8 @@ static __thread struct {
 } memo;
 
 /* How many of the last walk's steps hold now, for a walk from stack
- * pointer `sp` and frame pointer `fp`; *ended: the walk ends after them.
+ * pointer `sp` and frame pointer `fp` that keeps frames outside
+ * [skip_low, skip_low + span); *ended: the walk ends after them.
  * The step where a read differs holds, rewritten with what was read: its
  * return address and the frame it keeps, its frame pointer (no longer
  * checked: the steps after it are made anew). Apart from unwind_walk, so
@@ -520,7 +522,8 @@ static __attribute__((noinline, no_sanitize_address)) int
 memo_held(uintptr_t sp, uintptr_t fp, int *ended, uintptr_t skip_low, uintptr_t span)
 {
     *ended = 0;
-    if (sp != memo.sp || !memo.steps || (memo.fp_checked && fp != memo.fp))
+    if (sp != memo.sp || !memo.steps || (memo.fp_checked && fp != memo.fp) ||
+        skip_low != memo.skip_low || span != memo.span)
         return 0;
     struct memo_step *m = memo.step, *end = m + memo.steps;
     for (; m < end; m++)
@@ -664,6 +667,8 @@ done:
     if (owner) {
         memo.sp = first_sp;
         memo.fp = first_fp;
+        memo.skip_low = skip_low;
+        memo.span = span;
         memo.steps = step;
         memo.ends = ends;
         memo.fp_checked = fp_checked;

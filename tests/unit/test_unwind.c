@@ -129,6 +129,27 @@ static void __attribute__((noinline)) walk_compare(void)
     __asm__ volatile("" ::: "memory");
 }
 
+/* Two walks from one place, the second leaving out the first's second
+ * frame (a range of one address): 1 if it gave the first's frames less
+ * that one, else 0. */
+static int __attribute__((noinline)) skip_walks(void)
+{
+    uintptr_t frames[2][64];
+    int n[2];
+    for (volatile int i = 0; i < 2; i++) {   /* one call site */
+        struct unwind_proof proof;
+        uintptr_t low = i ? frames[0][1] : 0, high = i ? frames[0][1] + 1 : 0;
+        n[i] = unwind_walk(frames[i], 64, 95, low, high, &proof);
+        if (n[i] >= 0 && proof.count)
+            unwind_settle(&proof, 1);
+        if (n[i] < 3)
+            return 0;
+    }
+    __asm__ volatile("" ::: "memory");
+    return n[1] == n[0] - 1 && frames[1][0] == frames[0][0] &&
+           memcmp(frames[1] + 1, frames[0] + 2, (size_t)(n[1] - 1) * sizeof(uintptr_t)) == 0;
+}
+
 /* Two call sites of one function at one depth: walks from there start
  * alike and differ in a return address. */
 static int __attribute__((noinline)) twin(int which)
@@ -247,6 +268,13 @@ int main(void)
     }
     CHECK(trusted >= 4);
     CHECK_EQ(wrong, 0);
+
+    /* A walk from where the last one started that leaves out other
+     * frames, once its rules are known. */
+    int skipped = 0;
+    for (volatile int i = 0; i < 3; i++)     /* one call site */
+        skipped = skip_walks();
+    CHECK_EQ(skipped, 1);
 
     /* The frames sized at run time were walked by their rules after the
      * first round: the last round, walked from its deepest frame, found
