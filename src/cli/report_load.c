@@ -180,6 +180,12 @@ static int read_flag(struct loader *l, const struct json_value *object, const ch
     return v && v->type == JSON_TRUE;
 }
 
+static int read_int(struct loader *l, const struct json_value *object, const char *key)
+{
+    (void)l;
+    return (int)get_long(object, key, 0);
+}
+
 /* The fields `list` (records.h) names, from `object_` into *item_; `l` is
  * the loader's. */
 #define READ_FIELD(key, member, form)                                                        \
@@ -614,16 +620,8 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
     for (const struct json_value *f = recent ? recent->first : NULL;
          f && n <= state->failures_total; f = f->next, n++) {
         struct failure *x = RING_ENTRY(state->failures, n);
-        x->size = get_u64(f, "size");
-        x->kind = read_kind(l, f, "kind");
-        x->api = read_api(l, f, "api");
-        x->device = read_device(l, f, "device");
-        x->code = (int32_t)get_long(f, "code", 0);
-        const struct json_value *oom = json_get(f, "oom");
-        x->oom = oom && oom->type == JSON_TRUE;
-        x->stack_id = read_stack(l, f, "stack");
-        x->thread = (uint16_t)get_u64(f, "thread");
-        x->time_ms = (uint32_t)get_u64(f, "time_ms");
+        READ_RECORD(REPORT_FAILURE_CALL_FIELDS, x, f);      /* "error": the code's name */
+        READ_RECORD(REPORT_FAILURE_CONTEXT_FIELDS, x, f);
     }
     const struct json_value *marks = json_get(root, "marks");
     state->marks_total = get_u64(marks, "total");
@@ -636,9 +634,7 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
         struct mark *x = RING_ENTRY(state->marks, n);
         const char *label = json_string(json_get(m, "label"));
         snprintf(x->label, sizeof(x->label), "%s", label ? label : "");
-        x->time_ms = (uint32_t)get_u64(m, "time_ms");
-        x->sequence = get_u64(m, "sequence");
-        x->device_bytes = get_u64(m, "device_bytes");
+        READ_RECORD(REPORT_MARK_FIELDS, x, m);
         x->self_time_ns = get_u64(m, "self_time_ns");
     }
 }

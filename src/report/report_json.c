@@ -198,6 +198,10 @@ static void write_stacks(const struct report *r, struct out *out)
     out_str(out, "]");
 }
 
+/* Each frame once, by hand: of its keys only four are plain numbers, among
+ * strings to escape and keys written only sometimes (mangled, line), so a
+ * list in records.h would cut the record in four. test_report_fields
+ * compares each read back, but the origin, which the loader works out again. */
 static void write_frames(const struct report *r, struct out *out)
 {
     out_str(out, ",\"frames\":[");
@@ -279,17 +283,32 @@ static void put_flag(const struct report *r, struct out *out, int value)
     out_str(out, value ? "true" : "false");
 }
 
-/* The fields `list` (records.h) names of *item_, as one object after a
- * comma unless `first`; `r` and `out` are the writer's. */
+static void put_int(const struct report *r, struct out *out, int value)
+{
+    (void)r;
+    out_printf(out, "%d", value);
+}
+
+/* The fields `list` (records.h) names of *item_, the first after what
+ * `before` holds and the others after a comma: a record's fields among
+ * those the caller writes by hand. `r`, `out` and `before` are the
+ * writer's. */
 #define PUT_FIELD(key, member, form)                                                         \
     out_printf(out, "%s\"" key "\":", before);                                               \
     put_##form(r, out, item->member);                                                        \
     before = ",";
+#define PUT_FIELDS(list, item_)                                                              \
+    do {                                                                                     \
+        const __typeof__(*(item_)) *item = (item_);                                          \
+        list(PUT_FIELD)                                                                      \
+    } while (0)
+
+/* The fields `list` names of *item_, as one object after a comma unless
+ * `first`. */
 #define PUT_RECORD(list, item_, first)                                                       \
     do {                                                                                     \
         const char *before = (first) ? "{" : ",{";      /* what comes before the next key */ \
-        const __typeof__(*(item_)) *item = (item_);                                          \
-        list(PUT_FIELD)                                                                      \
+        PUT_FIELDS(list, item_);                                                             \
         out_str(out, "}");                                                                   \
     } while (0)
 
@@ -321,14 +340,12 @@ static void write_failures(const struct report *r, struct out *out)
                U(total), U(r->state.oom_retries_succeeded), U(r->state.oom_retries_failed));
     for (uint64_t n = first; n <= total; n++) {
         const struct failure *f = RING_ENTRY(r->state.failures, n);
-        out_printf(out, "%s{\"size\":%llu,\"kind\":\"%s\",\"api\":", n > first ? "," : "",
-                   U(f->size), kind_name(f->kind));
-        out_json_string(out, report_api_name(r, f->api));
-        write_device_field(out, f->device);
-        out_printf(out, ",\"code\":%d,\"error\":", f->code);
+        const char *before = n > first ? ",{" : "{";
+        PUT_FIELDS(REPORT_FAILURE_CALL_FIELDS, f);
+        out_str(out, ",\"error\":");
         out_json_string(out, cuda_error_name(report_api_name(r, f->api), f->code));
-        out_printf(out, ",\"oom\":%s,\"stack\":%u,\"thread\":%u,\"time_ms\":%u}",
-                   f->oom ? "true" : "false", f->stack_id, f->thread, f->time_ms);
+        PUT_FIELDS(REPORT_FAILURE_CONTEXT_FIELDS, f);
+        out_str(out, "}");
     }
     out_str(out, "]}");
 }
@@ -341,8 +358,8 @@ static void write_marks(const struct report *r, struct out *out)
         const struct mark *m = RING_ENTRY(r->state.marks, n);
         out_str(out, n > first ? ",{\"label\":" : "{\"label\":");
         out_json_string(out, m->label);
-        out_printf(out, ",\"time_ms\":%u,\"sequence\":%llu,\"device_bytes\":%llu",
-                   m->time_ms, U(m->sequence), U(m->device_bytes));
+        const char *before = ",";
+        PUT_FIELDS(REPORT_MARK_FIELDS, m);
         if (r->self_time_ns >= 0)
             out_printf(out, ",\"self_time_ns\":%llu", U(m->self_time_ns));
         out_str(out, "}");

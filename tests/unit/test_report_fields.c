@@ -3,13 +3,20 @@
  *
  * records.h lists them once: a block (REPORT_BLOCK_FIELDS), a live group
  * and a group held at the end (REPORT_LIVE_GROUP_FIELDS,
- * REPORT_HELD_GROUP_FIELDS), a stack's figures (STACK_STATS_FIELDS). A report is loaded (the file named on the
- * command line), the first record of each list gets a new value in every
- * listed field, and the report is written (report_json), loaded back
- * (report_load_text) and compared field by field: a field one side writes
- * or reads in another place, or not at all, comes back different. Each
- * written record must also have exactly the listed keys, in their order: a
- * field the writer adds by hand, beside the list, fails here. */
+ * REPORT_HELD_GROUP_FIELDS), a stack's figures (STACK_STATS_FIELDS), a
+ * failure (REPORT_FAILURE_CALL_FIELDS, REPORT_FAILURE_CONTEXT_FIELDS) and a
+ * mark (REPORT_MARK_FIELDS). A report is loaded (the file named on the
+ * command line; a failure and a mark are made where it has none), the
+ * first record of each list gets a new value in every listed field, and
+ * the report is written (report_json), loaded back (report_load_text) and
+ * compared field by field: a field one side writes or reads in another
+ * place, or not at all, comes back different. Each written record must also
+ * have exactly the listed keys, in their order, and those written by hand
+ * where records.h says: a field the writer adds beside the list fails here.
+ *
+ * The fields written by hand are compared too: a mark's label and self
+ * time, and a frame's, which has no list (its strings and optional keys
+ * outnumber its scalars). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +30,9 @@
 static const char *const block_keys[] = {REPORT_BLOCK_FIELDS(KEY)};
 static const char *const live_keys[] = {REPORT_LIVE_GROUP_FIELDS(KEY)};
 static const char *const held_keys[] = {REPORT_HELD_GROUP_FIELDS(KEY)};
+static const char *const failure_keys[] = {
+    REPORT_FAILURE_CALL_FIELDS(KEY) "error", REPORT_FAILURE_CONTEXT_FIELDS(KEY)};
+static const char *const mark_keys[] = {"label", REPORT_MARK_FIELDS(KEY) "self_time_ns"};
 #undef KEY
 #define COUNT(keys) (sizeof(keys) / sizeof(keys[0]))
 
@@ -50,6 +60,7 @@ static uint64_t handle_value(const struct report *r, uint32_t handle)
 #define same_stack(ra, a, rb, b) same_value(a, b)
 #define same_flag(ra, a, rb, b) same_value(a, b)
 #define same_handle(ra, a, rb, b) same_value(handle_value(ra, a), handle_value(rb, b))
+#define same_int(ra, a, rb, b) same_value((uint64_t)(int64_t)(a), (uint64_t)(int64_t)(b))
 
 /* Each field `list` names alike in *a of report `ra` and *b of `rb`
  * (`alike` 1), or each different (0); says which are not. */
@@ -63,6 +74,8 @@ static uint64_t handle_value(const struct report *r, uint32_t handle)
         const struct report *ra = (ra_), *rb = (rb_);                                        \
         const __typeof__(*(a_)) *a = (a_), *b = (b_);                                        \
         int alike = (alike_);                                                                \
+        (void)ra;                       /* for the forms that need their report */           \
+        (void)rb;                                                                            \
         list(COMPARE)                                                                        \
     } while (0)
 
@@ -77,6 +90,47 @@ static void check_stats(const char *what, const struct stack_stats *a,
     CHECK((a->member == b->member) == alike);
     STACK_STATS_FIELDS(X)
 #undef X
+}
+
+/* Two strings alike, NULL being alike only to NULL. */
+static int same_text(const char *a, const char *b)
+{
+    return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
+/* A mark's fields written by hand (records.h, REPORT_MARK_FIELDS) alike in
+ * *a and *b, or each different; says which are not. */
+static void check_mark_by_hand(const char *what, const struct mark *a, const struct mark *b,
+                               int alike)
+{
+    if (same_text(a->label, b->label) != alike)
+        fprintf(stderr, "%s: \"label\" %s\n", what, alike ? "differs" : "not changed");
+    CHECK(same_text(a->label, b->label) == alike);
+    if ((a->self_time_ns == b->self_time_ns) != alike)
+        fprintf(stderr, "%s: \"self_time_ns\" %s\n", what, alike ? "differs" : "not changed");
+    CHECK((a->self_time_ns == b->self_time_ns) == alike);
+}
+
+/* A frame's fields (report_json.c's write_frames, report_load.c's
+ * load_frames) alike in *a and *b, or each different; says which are not.
+ * Its origin is not read back: the loader works it out again. */
+static void check_frame(const char *what, const struct symbol *a, const struct symbol *b,
+                        int alike)
+{
+#define SAME(key, same)                                                                      \
+    if ((same) != alike)                                                                     \
+        fprintf(stderr, "%s: \"%s\" %s\n", what, key, alike ? "differs" : "not changed");    \
+    CHECK((same) == alike);
+    SAME("address", a->address == b->address)
+    SAME("module", same_text(a->module, b->module))
+    SAME("module_offset", a->module_offset == b->module_offset)
+    SAME("function", same_text(a->function, b->function))
+    SAME("mangled", same_text(a->mangled, b->mangled))
+    SAME("function_offset", a->function_offset == b->function_offset)
+    SAME("file", same_text(a->file, b->file))
+    SAME("line", a->line == b->line)
+    SAME("python", a->python == b->python)
+#undef SAME
 }
 
 /* The first entry of each list a new value in every listed field, each
@@ -117,6 +171,34 @@ static void change(struct report *r)
 #define X(key, member) stats->member = figure++ * 7919;
     STACK_STATS_FIELDS(X)
 #undef X
+    struct failure *f =
+        RING_ENTRY(r->state.failures, RING_FIRST(r->state.failures, r->state.failures_total));
+    f->size = 234567891;
+    f->kind = (f->kind + 1) % KIND_COUNT;
+    f->api = (f->api + 1) % r->api_count;
+    f->device = 6;
+    f->code = -217;                 /* no CUDA code, but the form is signed */
+    f->oom = !f->oom;
+    f->stack_id = f->stack_id % r->stack_count + 1;
+    f->thread = 9;
+    f->time_ms = 4343;
+    struct mark *m = RING_ENTRY(r->state.marks, RING_FIRST(r->state.marks, r->state.marks_total));
+    snprintf(m->label, sizeof(m->label), "%s", "a \"changed\" mark\\");   /* to escape */
+    m->time_ms = 4444;
+    m->sequence = 876543219;
+    m->device_bytes = 345678912;
+    m->self_time_ns = 5555;
+    r->self_time_ns = 6666;         /* so that marks have theirs */
+    struct symbol *s = &r->symbols[0];
+    s->address -= 1;                /* still below the next: ids follow addresses */
+    s->module = "changed/module.so";
+    s->module_offset += 11;
+    s->function = "changed_function";
+    s->mangled = "_Z16changed_functionv";
+    s->function_offset += 13;
+    s->file = "changed/file.c";
+    s->line += 17;
+    s->python = !s->python;
 }
 
 /* The report as report_json writes it, NUL-terminated; NULL on failure. */
@@ -174,6 +256,10 @@ static void check_written_keys(const char *text, size_t length)
                COUNT(block_keys));
     check_keys("live", json_get(doc.root, "live"), live_keys, COUNT(live_keys));
     check_keys("held_at_end", json_get(doc.root, "held_at_end"), held_keys, COUNT(held_keys));
+    check_keys("failures", json_get(json_get(doc.root, "failures"), "recent"), failure_keys,
+               COUNT(failure_keys));
+    check_keys("marks", json_get(json_get(doc.root, "marks"), "recent"), mark_keys,
+               COUNT(mark_keys));
     json_free(&doc);
 }
 
@@ -193,19 +279,36 @@ int main(int argc, char **argv)
     }
     struct report *r = &before.report;
     int usable = r->block_count > 0 && r->group_count > 0 && r->held_count > 0 &&
-                 r->shown_count > 0 && r->api_count > 1 && r->stack_count > 1;
+                 r->shown_count > 0 && r->api_count > 1 && r->stack_count > 1 &&
+                 r->address_count > 1 && r->symbols[0].address > 0;
     CHECK(usable);          /* a report with each record, two entry points, two stacks */
     if (!usable)
         return check_done("report_fields");
+    if (!r->state.failures_total)
+        r->state.failures_total = 1;        /* a failure of zeros, for change() to fill */
+    if (!r->state.marks_total)
+        r->state.marks_total = 1;
+    const struct failure *failure =
+        RING_ENTRY(r->state.failures, RING_FIRST(r->state.failures, r->state.failures_total));
+    const struct mark *mark =
+        RING_ENTRY(r->state.marks, RING_FIRST(r->state.marks, r->state.marks_total));
     struct report_block block = r->blocks[0];
     struct report_group live = r->groups[0], held = r->held[0];
     uint32_t shown = r->shown[0];
     struct stack_stats stats = r->stacks[shown - 1].stats;
+    struct failure failure_was = *failure;
+    struct mark mark_was = *mark;
+    struct symbol frame_was = r->symbols[0];
     change(r);
     check_stats("stack", &stats, &r->stacks[shown - 1].stats, 0);
     CHECK_FIELDS(REPORT_BLOCK_FIELDS, "block", r, &block, r, &r->blocks[0], 0);
     CHECK_FIELDS(REPORT_LIVE_GROUP_FIELDS, "live", r, &live, r, &r->groups[0], 0);
     CHECK_FIELDS(REPORT_HELD_GROUP_FIELDS, "held_at_end", r, &held, r, &r->held[0], 0);
+    CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "failure", r, &failure_was, r, failure, 0);
+    CHECK_FIELDS(REPORT_FAILURE_CONTEXT_FIELDS, "failure", r, &failure_was, r, failure, 0);
+    CHECK_FIELDS(REPORT_MARK_FIELDS, "mark", r, &mark_was, r, mark, 0);
+    check_mark_by_hand("mark", &mark_was, mark, 0);
+    check_frame("frame", &frame_was, &r->symbols[0], 0);
 
     size_t length = 0;
     char *text = written(r, &length);
@@ -237,6 +340,26 @@ int main(int argc, char **argv)
             check_stats("stack read back", &r->stacks[id - 1].stats, &back->stacks[id - 1].stats,
                         1);
     }
+    const struct tracker_state *was = &r->state, *now = &back->state;
+    CHECK_EQ(now->failures_total, was->failures_total);
+    CHECK_EQ(now->marks_total, was->marks_total);
+    for (uint64_t n = RING_FIRST(was->failures, was->failures_total);
+         loaded == 0 && n <= was->failures_total; n++) {
+        CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "failure read back", r,
+                     RING_ENTRY(was->failures, n), back, RING_ENTRY(now->failures, n), 1);
+        CHECK_FIELDS(REPORT_FAILURE_CONTEXT_FIELDS, "failure read back", r,
+                     RING_ENTRY(was->failures, n), back, RING_ENTRY(now->failures, n), 1);
+    }
+    for (uint64_t n = RING_FIRST(was->marks, was->marks_total);
+         loaded == 0 && n <= was->marks_total; n++) {
+        CHECK_FIELDS(REPORT_MARK_FIELDS, "mark read back", r, RING_ENTRY(was->marks, n), back,
+                     RING_ENTRY(now->marks, n), 1);
+        check_mark_by_hand("mark read back", RING_ENTRY(was->marks, n), RING_ENTRY(now->marks, n),
+                           1);
+    }
+    CHECK_EQ(back->address_count, r->address_count);
+    for (size_t i = 0; loaded == 0 && i < r->address_count && i < back->address_count; i++)
+        check_frame("frame read back", &r->symbols[i], &back->symbols[i], 1);
     free(text);
     report_unload(&after);
     report_unload(&before);
