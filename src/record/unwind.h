@@ -1,7 +1,7 @@
 /* unwind.h - a walk of this thread's stack by remembered frame rules, for
  * stacks.c: what libunwind's walk gives, at about half its cost (some 55
  * instructions a frame, the filter of the tracer's own frames included;
- * libunwind's walk took about 80, the filter apart), and at 7 to 14 a
+ * libunwind's walk took about 80, the filter apart), and at about 12 a
  * frame for the frames a walk from where this thread's last walk started
  * finds as that walk left them (unwind.c's memo of it).
  *
