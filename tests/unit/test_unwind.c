@@ -79,14 +79,15 @@ static uintptr_t bottom_sp;
 
 static void __attribute__((noinline)) note_sp(void)
 {
-    volatile char here = 0;
-    bottom_sp = (uintptr_t)&here;
+    bottom_sp = (uintptr_t)__builtin_frame_address(0);
 }
 
 /* A frame sized at run time (its CFA on the frame pointer) that calls
  * `bottom`: reached from two depths with sizes that put `bottom` at one
  * stack pointer, the walks from there start alike and differ in the frame
- * pointer only. */
+ * pointer only. The deeper path is two frames of deeper(), so that the
+ * depths differ by a multiple of 32 bytes, the rounding of a size at run
+ * time under ASan. */
 static int __attribute__((noinline)) sized_at(int bytes, void (*bottom)(void))
 {
     volatile char room[bytes];
@@ -96,11 +97,11 @@ static int __attribute__((noinline)) sized_at(int bytes, void (*bottom)(void))
     return room[0];
 }
 
-static int __attribute__((noinline)) deeper(int bytes, void (*bottom)(void))
+static int __attribute__((noinline)) deeper(int levels, int bytes, void (*bottom)(void))
 {
     volatile char pad[200];
     pad[0] = 0;
-    int r = sized_at(bytes, bottom);
+    int r = levels > 1 ? deeper(levels - 1, bytes, bottom) : sized_at(bytes, bottom);
     __asm__ volatile("" ::: "memory");
     return r + pad[0];
 }
@@ -255,14 +256,20 @@ int main(void)
     CHECK(trusted >= 4);
     sized_at(1024, note_sp);
     uintptr_t shallow = bottom_sp;
-    deeper(1024, note_sp);
-    int bytes = 1024 - (int)(shallow - bottom_sp);
-    deeper(bytes, note_sp);
+    deeper(2, 1024, note_sp);
+    /* the size that puts it there, near the difference (sizes at run time
+     * are rounded) */
+    int bytes = 1024 - (int)(shallow - bottom_sp) - 64;
+    for (int i = 0; i < 128; i++, bytes++) {
+        deeper(2, bytes, note_sp);
+        if (bottom_sp == shallow)
+            break;
+    }
     CHECK_EQ(bottom_sp, shallow);
     trusted = 0;
     for (volatile int i = 0; i < 6; i++) {
         if (i % 2)
-            deeper(bytes, walk_compare);
+            deeper(2, bytes, walk_compare);
         else
             sized_at(1024, walk_compare);
     }
