@@ -168,10 +168,34 @@ def torch_run(args, frames, steps, tracer_env):
     return best
 
 
+def callgrind_events(out, less=None):
+    """A callgrind output file's totals by event (Ir, D1mr, ...), less the inclusive
+    cost of the function whose name starts with `less` (callgrind_annotate)."""
+    with open(out) as handle:
+        lines = handle.read().splitlines()
+    names = next(line.split()[1:] for line in lines if line.startswith("events:"))
+    totals = dict(zip(names, (int(v) for v in next(
+        line.split()[1:] for line in lines if line.startswith(("summary:", "totals:"))))))
+    if less:
+        annotated = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--show-percs=no",
+                                    "--threshold=100", out], capture_output=True, text=True).stdout
+        for line in annotated.splitlines():
+            fields = line.split()
+            if len(fields) > len(names) and f":{less}" in fields[len(names)]:
+                for name, value in zip(names, fields):
+                    totals[name] -= 0 if value == "." else int(value.replace(",", ""))
+                break
+    return totals
+
+
 def torch_instructions(args, frames, function):
-    """Instructions per tensor inside `function` and what it calls (callgrind, with
-    --toggle-collect), from the difference between runs of 1 and 3 timed steps: the
-    warm-up and the start-up drop out. None without valgrind."""
+    """Per tensor inside `function` and what it calls (callgrind --cache-sim, with
+    --toggle-collect), from the difference between runs of 1 and 3 timed steps (the
+    warm-up and the start-up drop out): {"Ir": instructions, "D1": first-level data
+    misses, reads and writes, "LL": last-level ones}, less the queue's entering where
+    the program's thread did it (enter_pending): under callgrind, which runs one
+    thread at a time, it finds the queue long far more often than with a core of
+    its own. None without valgrind."""
     if not shutil.which("valgrind"):
         return None
     sim = os.path.join(args.build, "sim")
@@ -181,17 +205,19 @@ def torch_instructions(args, frames, function):
                                    os.path.join(sim, "torch", "libcumemtrace_torch.so")})
         env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
         out = os.path.join(args.tmp, f"callgrind-{frames}-{function}-{steps}")
-        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                   f"--toggle-collect={function}", sys.executable,
-                   os.path.join(ROOT, "bench", "torch_tensors.py"), str(frames), str(steps)]
+        command = ["valgrind", "--tool=callgrind", "--cache-sim=yes",
+                   f"--callgrind-out-file={out}", f"--toggle-collect={function}",
+                   sys.executable, os.path.join(ROOT, "bench", "torch_tensors.py"), str(frames),
+                   str(steps)]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             sys.exit(f"callgrind failed: {done.stderr[-2000:]}")
         tensors = json.loads(done.stdout.splitlines()[-1])["tensors"]
-        with open(out) as handle:
-            totals.append((tensors, next(int(line.split()[1]) for line in handle
-                                         if line.startswith("summary:"))))
-    return (totals[1][1] - totals[0][1]) / (totals[1][0] - totals[0][0])
+        events = callgrind_events(out, "enter_pending")
+        totals.append((tensors, {"Ir": events["Ir"], "D1": events["D1mr"] + events["D1mw"],
+                                 "LL": events["DLmr"] + events["DLmw"]}))
+    tensors = totals[1][0] - totals[0][0]
+    return {name: (totals[1][1][name] - totals[0][1][name]) / tensors for name in totals[0][1]}
 
 
 def torch_table(args, steps):
@@ -206,13 +232,17 @@ def torch_table(args, steps):
         every = torch_instructions(args, frames, "torch_event")
         walk = torch_instructions(args, frames, "python_capture")
         rows.append((frames, f"{off:.0f}", f"{on:.0f}", f"{on - off:.0f}", f"{own:.0f}",
-                     "no valgrind" if every is None else f"{every:.0f}",
-                     "no valgrind" if walk is None else f"{walk:.0f}"))
+                     *(("no valgrind",) * 3 if every is None else
+                       (f"{every['Ir']:.0f}", f"{every['D1']:.1f}", f"{every['LL']:.1f}")),
+                     "no valgrind" if walk is None else f"{walk['Ir']:.0f}"))
     table(("Python frames", "untraced ns/tensor", "traced ns/tensor", "added ns",
            "the tracer's own ns/tensor (CUMEMTRACE_SELF_TIME=1)",
-           "instructions per tensor (callgrind)", "of them the Python frames"), rows)
+           "instructions per tensor (callgrind)", "its D1 misses", "its LL misses",
+           "of the instructions, the Python frames"), rows)
     print("(A tensor is its allocation and its free. Traced runs read the clock for "
-          "CUMEMTRACE_SELF_TIME; callgrind runs do not.)")
+          "CUMEMTRACE_SELF_TIME; callgrind runs do not. Misses: callgrind's cache model "
+          "(--cache-sim=yes), reads and writes, on the program's thread in the tracer's "
+          "callback, the queue's entering there left out.)")
     print()
 
 
