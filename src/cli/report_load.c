@@ -259,11 +259,7 @@ static void load_event(struct loader *l, const struct json_value *root)
         e->lock = dump_lock_name(json_string(json_get(event, "lock")));
     } else if (strcmp(type, "oom") == 0) {
         e->type = EVENT_OOM;
-        e->size = get_u64(event, "size");
-        e->kind = read_kind(l, event, "kind");
-        e->api = read_api(l, event, "api");
-        e->device = read_device(l, event, "device");
-        e->code = (int)get_long(event, "code", 0);
+        READ_RECORD(REPORT_FAILURE_CALL_FIELDS, e, event);  /* "error": the code's name */
         e->stack_id = (uint32_t)get_u64(event, "stack");
         const struct json_value *free_bytes = json_get(event, "driver_free");
         if (free_bytes && free_bytes->type == JSON_NUMBER) {

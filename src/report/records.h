@@ -128,7 +128,9 @@ static inline uint64_t counter_value(const struct counters *c, int key)
  * it failed, then whether it was out of memory, its stack, thread and time.
  * Between the two the writer puts "error", the code's name, by hand: it is
  * worked out of the api and the code, no member of its own, and not read
- * back. test_report_fields holds writer and loader to these lists. */
+ * back. The OOM event (struct report_event) writes the call too, after its
+ * type, then "error" and its own. test_report_fields holds writer and
+ * loader to these lists. */
 #define REPORT_FAILURE_CALL_FIELDS(X)                                                        \
     X("size", size, u64)                                                                     \
     REPORT_KIND_FIELDS(X)                                                                    \

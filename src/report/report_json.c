@@ -544,12 +544,11 @@ static void write_event(const struct report *r, struct out *out)
         out_printf(out, ",\"event\":{\"type\":\"crash\",\"signal\":%d,\"lock\":\"%s\"}",
                    e->signal, e->lock ? e->lock : "unknown");
         return;
-    case EVENT_OOM:
-        out_printf(out, ",\"event\":{\"type\":\"oom\",\"size\":%llu,\"kind\":\"%s\",\"api\":",
-                   U(e->size), kind_name(e->kind));
-        out_json_string(out, report_api_name(r, e->api));
-        write_device_field(out, e->device);
-        out_printf(out, ",\"code\":%d,\"error\":", e->code);
+    case EVENT_OOM: {
+        const char *before = ",";
+        out_str(out, ",\"event\":{\"type\":\"oom\"");
+        PUT_FIELDS(REPORT_FAILURE_CALL_FIELDS, e);
+        out_str(out, ",\"error\":");
         out_json_string(out, cuda_error_name(report_api_name(r, e->api), e->code));
         out_printf(out, ",\"stack\":%u", e->stack_id);
         if (e->has_memory_info)
@@ -572,6 +571,7 @@ static void write_event(const struct report *r, struct out *out)
         }
         out_str(out, "}");
         return;
+    }
     default:
         out_str(out, ",\"event\":null");
     }

@@ -4,9 +4,10 @@
  * records.h lists them once: a block (REPORT_BLOCK_FIELDS), a live group
  * and a group held at the end (REPORT_LIVE_GROUP_FIELDS,
  * REPORT_HELD_GROUP_FIELDS), a stack's figures (STACK_STATS_FIELDS), a
- * failure (REPORT_FAILURE_CALL_FIELDS, REPORT_FAILURE_CONTEXT_FIELDS) and a
- * mark (REPORT_MARK_FIELDS). A report is loaded (the file named on the
- * command line; a failure and a mark are made where it has none), the
+ * failure (REPORT_FAILURE_CALL_FIELDS, REPORT_FAILURE_CONTEXT_FIELDS), the
+ * OOM event's call (REPORT_FAILURE_CALL_FIELDS) and a mark
+ * (REPORT_MARK_FIELDS). A report is loaded (the file named on the command
+ * line; a failure, an OOM event and a mark are made where it has none), the
  * first record of each list gets a new value in every listed field, and
  * the report is written (report_json), loaded back (report_load_text) and
  * compared field by field: a field one side writes or reads in another
@@ -33,6 +34,7 @@ static const char *const held_keys[] = {REPORT_HELD_GROUP_FIELDS(KEY)};
 static const char *const failure_keys[] = {
     REPORT_FAILURE_CALL_FIELDS(KEY) "error", REPORT_FAILURE_CONTEXT_FIELDS(KEY)};
 static const char *const mark_keys[] = {"label", REPORT_MARK_FIELDS(KEY) "self_time_ns"};
+static const char *const event_keys[] = {"type", REPORT_FAILURE_CALL_FIELDS(KEY) "error"};
 #undef KEY
 #define COUNT(keys) (sizeof(keys) / sizeof(keys[0]))
 
@@ -188,6 +190,12 @@ static void change(struct report *r)
     m->sequence = 876543219;
     m->device_bytes = 345678912;
     m->self_time_ns = 5555;
+    struct report_event *e = &r->event;
+    e->size = 345678912;
+    e->kind = (e->kind + 1) % KIND_COUNT;
+    e->api = (e->api + 1) % r->api_count;
+    e->device = 4;
+    e->code = -219;
     r->self_time_ns = 6666;         /* so that marks have theirs */
     struct symbol *s = &r->symbols[0];
     s->address -= 1;                /* still below the next: ids follow addresses */
@@ -228,22 +236,31 @@ static char *written(const struct report *r, size_t *length)
     return text;
 }
 
+/* The written object `entry` has the keys `keys` lists, in order: those
+ * and no others if `all`, those first if not. */
+static void check_entry_keys(const char *what, const struct json_value *entry,
+                             const char *const *keys, size_t count, int all)
+{
+    CHECK(entry && entry->type == JSON_OBJECT);
+    size_t n = 0;
+    for (const struct json_value *v = entry ? entry->first : NULL; v && (all || n < count);
+         v = v->next, n++) {
+        const char *listed = n < count ? keys[n] : "(none)";
+        if (strcmp(v->key, listed) != 0)
+            fprintf(stderr, "%s: key %zu written \"%s\", listed \"%s\"\n", what, n, v->key,
+                    listed);
+        CHECK(strcmp(v->key, listed) == 0);
+    }
+    CHECK_EQ(n, count);
+}
+
 /* Every entry of the written `list` has the keys `keys` lists, in order. */
 static void check_keys(const char *what, const struct json_value *list, const char *const *keys,
                        size_t count)
 {
     CHECK(list && list->type == JSON_ARRAY && list->length > 0);
-    for (const struct json_value *entry = list ? list->first : NULL; entry; entry = entry->next) {
-        size_t n = 0;
-        for (const struct json_value *v = entry->first; v; v = v->next, n++) {
-            const char *listed = n < count ? keys[n] : "(none)";
-            if (strcmp(v->key, listed) != 0)
-                fprintf(stderr, "%s: key %zu written \"%s\", listed \"%s\"\n", what, n, v->key,
-                        listed);
-            CHECK(strcmp(v->key, listed) == 0);
-        }
-        CHECK_EQ(n, count);
-    }
+    for (const struct json_value *entry = list ? list->first : NULL; entry; entry = entry->next)
+        check_entry_keys(what, entry, keys, count, 1);
 }
 
 static void check_written_keys(const char *text, size_t length)
@@ -260,6 +277,7 @@ static void check_written_keys(const char *text, size_t length)
                COUNT(failure_keys));
     check_keys("marks", json_get(json_get(doc.root, "marks"), "recent"), mark_keys,
                COUNT(mark_keys));
+    check_entry_keys("event", json_get(doc.root, "event"), event_keys, COUNT(event_keys), 0);
     json_free(&doc);
 }
 
@@ -288,6 +306,8 @@ int main(int argc, char **argv)
         r->state.failures_total = 1;        /* a failure of zeros, for change() to fill */
     if (!r->state.marks_total)
         r->state.marks_total = 1;
+    if (r->event.type != EVENT_OOM)
+        r->event = (struct report_event){.type = EVENT_OOM};
     const struct failure *failure =
         RING_ENTRY(r->state.failures, RING_FIRST(r->state.failures, r->state.failures_total));
     const struct mark *mark =
@@ -298,6 +318,7 @@ int main(int argc, char **argv)
     struct stack_stats stats = r->stacks[shown - 1].stats;
     struct failure failure_was = *failure;
     struct mark mark_was = *mark;
+    struct report_event event_was = r->event;
     struct symbol frame_was = r->symbols[0];
     change(r);
     check_stats("stack", &stats, &r->stacks[shown - 1].stats, 0);
@@ -306,6 +327,7 @@ int main(int argc, char **argv)
     CHECK_FIELDS(REPORT_HELD_GROUP_FIELDS, "held_at_end", r, &held, r, &r->held[0], 0);
     CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "failure", r, &failure_was, r, failure, 0);
     CHECK_FIELDS(REPORT_FAILURE_CONTEXT_FIELDS, "failure", r, &failure_was, r, failure, 0);
+    CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "event", r, &event_was, r, &r->event, 0);
     CHECK_FIELDS(REPORT_MARK_FIELDS, "mark", r, &mark_was, r, mark, 0);
     check_mark_by_hand("mark", &mark_was, mark, 0);
     check_frame("frame", &frame_was, &r->symbols[0], 0);
@@ -357,6 +379,10 @@ int main(int argc, char **argv)
         check_mark_by_hand("mark read back", RING_ENTRY(was->marks, n), RING_ENTRY(now->marks, n),
                            1);
     }
+    CHECK_EQ(back->event.type, EVENT_OOM);
+    if (loaded == 0)
+        CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "event read back", r, &r->event, back,
+                     &back->event, 1);
     CHECK_EQ(back->address_count, r->address_count);
     for (size_t i = 0; loaded == 0 && i < r->address_count && i < back->address_count; i++)
         check_frame("frame read back", &r->symbols[i], &back->symbols[i], 1);
