@@ -112,6 +112,15 @@ def cache(report, kind="torch_tensor"):
     return found[0] if found else None
 
 
+def check_held_by_line(report, kind, scenario_name, size, blocks, name="torch_blocks.py"):
+    """One group of `kind` held at the end: `size` bytes in `blocks` blocks,
+    allocated at the HELD line of `scenario_name` in script `name`."""
+    held = [g for g in report["held_at_end"] if g["kind"] == kind]
+    check(len(held) == 1 and held[0]["bytes"] == size and held[0]["blocks"] == blocks and
+          site_line(report, held[0]["stack"], name) in marked_lines("HELD", scenario_name, name),
+          f"{blocks} block(s), {size} bytes held at the end by the HELD line: {held}")
+
+
 def check_verdicts(report, name, file="torch_blocks.py"):
     """Growing: every LEAK line and no TEMP, HELD or FREED line; grew, then
     freed near the end (released): every FREED line and no other."""
@@ -289,10 +298,7 @@ def test_torch_blocks_never_freed(traced):
 def test_torch_blocks_held(traced):
     _, _, reports, _ = scenario(traced, "held_at_end")
     report = reports["exit"][0]
-    held = [g for g in report["held_at_end"] if g["kind"] == "torch_tensor"]
-    check(len(held) == 1 and held[0]["bytes"] == 24 * MiB and held[0]["blocks"] == 3 and
-          site_line(report, held[0]["stack"]) in marked_lines("HELD", "held_at_end"),
-          f"3 x 8 MiB held at the end by the HELD line: {held}")
+    check_held_by_line(report, "torch_tensor", "held_at_end", 24 * MiB, 3)
     check(not report["growth"]["growing"], "nothing growing")
 
 
@@ -1014,10 +1020,7 @@ def test_cupy_segments_only(traced):
 def test_cupy_blocks_held(traced):
     _, _, reports, _ = python_scenario(traced, CUPY, "held_at_end", WAIT_TRACED="1")
     report = reports["exit"][0]
-    held = [g for g in report["held_at_end"] if g["kind"] == "cupy_block"]
-    check(len(held) == 1 and held[0]["bytes"] == 24 * MiB and held[0]["blocks"] == 3 and
-          site_line(report, held[0]["stack"], CUPY) in marked_lines("HELD", "held_at_end", CUPY),
-          f"3 x 8 MiB held at the end by the HELD line: {held}")
+    check_held_by_line(report, "cupy_block", "held_at_end", 24 * MiB, 3, CUPY)
     check(not report["growth"]["growing"], "nothing growing")
     check(not [g for g in report["live"] if g["kind"] == "cupy_block"], "no block leaked")
 
@@ -1027,10 +1030,7 @@ def test_cupy_explicit_free(traced):
     lives on: the second block stays recorded until its own end."""
     _, _, reports, _ = python_scenario(traced, CUPY, "explicit_free", WAIT_TRACED="1")
     report = reports["exit"][0]
-    held = [g for g in report["held_at_end"] if g["kind"] == "cupy_block"]
-    check(len(held) == 1 and held[0]["bytes"] == 4 * MiB and held[0]["blocks"] == 1 and
-          site_line(report, held[0]["stack"], CUPY) in marked_lines("HELD", "explicit_free", CUPY),
-          f"the second block held at the end by its line: {held}")
+    check_held_by_line(report, "cupy_block", "explicit_free", 4 * MiB, 1, CUPY)
 
 
 def test_cupy_allocator_replaced(traced):
@@ -1129,10 +1129,7 @@ def test_jax_arrays_held(traced):
     cache's figures are the stand-in's own."""
     _, _, reports, figures = python_scenario(traced, JAX, "held_at_end", ["{dir}/at-end"])
     report, snapshot = reports["exit"][0], reports["snapshot"][0]
-    held = [g for g in report["held_at_end"] if g["kind"] == "jax_array"]
-    check(len(held) == 1 and held[0]["bytes"] == 24 * MiB and held[0]["blocks"] == 3 and
-          site_line(report, held[0]["stack"], JAX) in marked_lines("HELD", "held_at_end", JAX),
-          f"3 x 8 MiB held at the end by the HELD line: {held}")
+    check_held_by_line(report, "jax_array", "held_at_end", 24 * MiB, 3, JAX)
     check(not report["growth"]["growing"], "nothing growing")
     now = cache_device(snapshot, "jax_array")
     check(now.get("block_bytes") == figures["bytes"] and now.get("blocks") == figures["buffers"]
