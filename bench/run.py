@@ -268,9 +268,7 @@ def tensors_run(args, steps, tracer_env, callgrind=()):
         sys.exit(f"bench_tensors failed: {done.stderr[-2000:]}")
     figures = json.loads(done.stdout.splitlines()[-1])
     if callgrind:
-        with open(out) as handle:
-            figures["instructions"] = next(int(line.split()[1]) for line in handle
-                                           if line.startswith("summary:"))
+        figures["instructions"] = callgrind_events(out)["Ir"]
     return figures
 
 
@@ -422,8 +420,7 @@ def callgrind_instructions(args, command, env):
                            *command], env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         sys.exit(f"callgrind failed: {done.stderr[-2000:]}")
-    with open(out) as handle:
-        return next(int(line.split()[1]) for line in handle if line.startswith("summary:"))
+    return callgrind_events(out)["Ir"]
 
 
 def record_table(args, pairs):
