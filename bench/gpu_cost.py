@@ -204,11 +204,11 @@ def switched_rows(args, traced, notes, model, steps):
     if not os.path.exists(library) and not DRY_RUN:
         notes.append("in-process rows: tools/build-torch-tracker.sh --bench failed")
         return
-    extra = ("--model", model, "--switch")
+    extra = ("--model", model, "--switch", "--pairs", str(args.pairs))
     print()
     print(f"| {model} step, one process: windows of {steps} steps, the tracker's events "
-          "recorded / dropped | median of processes | each process's median of 20 pairs | "
-          "own time per step (program's threads; two more processes, "
+          f"recorded / dropped | median of processes | each process's median of {args.pairs} "
+          "pairs | own time per step (program's threads; two more processes, "
           "CUMEMTRACE_SELF_TIME=1) | the tracer's thread per step | the program's threads' CPU "
           "per step, recorded minus dropped (median of processes) |")
     print("|---|---|---|---|---|---|", flush=True)
@@ -290,6 +290,9 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--pairs", type=int, default=20,
+                        help="the in-process rows: pairs of windows per process (more: a "
+                             "process's median moves less, the row takes longer)")
     parser.add_argument("--large-steps", type=int, default=100)
     parser.add_argument("--only",
                         default="caching,transformer,transformer-segments,expandable,"

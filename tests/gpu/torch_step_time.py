@@ -1,7 +1,8 @@
 """Time a PyTorch training step: the median over windows of steps after a warm-up.
 
     python3 tests/gpu/torch_step_time.py STEPS [--model small|large|transformer|transformer12]
-                                         [--history default|python|none] [--switch]
+                                         [--history default|python|none]
+                                         [--switch [--pairs N]]
 
 Run it with and without the tracer (same mode) and compare; prints one JSON
 line. The step time is the median of 10 windows of STEPS/10 steps, so a pause
@@ -20,7 +21,7 @@ cumemtrace is compared with: `default` (its defaults: C++ and Python stacks
 at every event), `python` (context="alloc", stacks="python"), `none`
 (context=None: events, no stacks). Used by bench/gpu_cost.py.
 `--switch`, traced with the tracker library's bench build
-(CUMEMTRACE_TORCH_TRACKER=.../libcumemtrace_torch_bench.so): 20 pairs of
+(CUMEMTRACE_TORCH_TRACKER=.../libcumemtrace_torch_bench.so): N pairs (20) of
 windows of STEPS steps, the tracker's events dropped in one window of each
 pair (torch_tracker_bench_off) and recorded in the other, in alternating
 order; prints the median of the pairs' ratios (recorded / dropped), each
@@ -111,7 +112,8 @@ def main():
         step()
     torch.cuda.synchronize()
     if "--switch" in sys.argv:
-        return switched(step, steps)
+        pairs = int(sys.argv[sys.argv.index("--pairs") + 1]) if "--pairs" in sys.argv else 20
+        return switched(step, steps, pairs)
     per_window = max(1, steps // WINDOWS)
     windows = []
     mark("timed steps: start")
@@ -143,7 +145,7 @@ def thread_cpu_ns(name, others=False):
     return total
 
 
-def switched(step, steps, pairs=20):
+def switched(step, steps, pairs):
     """--switch: windows of `steps` steps, recorded and dropped in turn."""
     library = os.environ.get("CUMEMTRACE_TORCH_TRACKER", "")
     off = None
