@@ -744,29 +744,18 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
 static __thread const char *state_found;
 static __thread int state_known;
 
-static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
+/* walk() where the thread's own frames gave none yet, or may not be read
+ * without the lock: the first walks, a thread that runs no Python, a
+ * layout found wrong. *locked as walk_own left it. Apart and out of line,
+ * so that the path of nearly every event, a thread walking its own frames,
+ * is a few cache lines of code: between two tensors the interpreter and
+ * PyTorch evict it from the first-level instruction cache, and each line
+ * it spans is fetched again at every event. */
+__attribute__((noinline)) static int walk_locked(uintptr_t *frames, int n, int max,
+                                                 const char *thread_state, int is_main,
+                                                 int locked)
 {
-    /* gettid() is a system call, dearer than the walk: once per thread. */
-    if (!thread_role)
-        thread_role = gettid() == process_id ? THREAD_MAIN : THREAD_OTHER;
-    int is_main = thread_role == THREAD_MAIN, start = n;
-    /* A validated layout stays so, and layout with it. The frames the memo
-     * confirms need nothing shared (the memo is this thread's, the ids are
-     * never taken back, the layout is fixed): the lock is taken only at the
-     * first frame it does not confirm. The main thread notes its state under
-     * the lock first; main_state has no other writer (but a forked child,
-     * alone). No frames at all: the walk borrows the main thread's, under
-     * the lock, below. */
-    int locked = 0;
-    if (thread_state && __atomic_load_n(&validated, __ATOMIC_ACQUIRE) &&
-        (!is_main || main_state == thread_state)) {
-        n = walk_own(own_first_frame(thread_state), frames, n, max, &locked);
-        if (n > start) {
-            if (locked)
-                pthread_mutex_unlock(&lock);
-            return n;
-        }
-    }
+    int start = n;
     if (!locked)
         pthread_mutex_lock(&lock);
     if (!layout) {                 /* another thread found it wrong meanwhile */
@@ -784,6 +773,32 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
         n = walk_main_thread(frames, n, max);
     pthread_mutex_unlock(&lock);
     return n;
+}
+
+static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
+{
+    /* gettid() is a system call, dearer than the walk: once per thread. */
+    if (!thread_role)
+        thread_role = gettid() == process_id ? THREAD_MAIN : THREAD_OTHER;
+    int is_main = thread_role == THREAD_MAIN, start = n;
+    /* A validated layout stays so, and layout with it. The frames the memo
+     * confirms need nothing shared (the memo is this thread's, the ids are
+     * never taken back, the layout is fixed): the lock is taken only at the
+     * first frame it does not confirm. The main thread notes its state under
+     * the lock first; main_state has no other writer (but a forked child,
+     * alone). No frames at all: the walk borrows the main thread's, under
+     * the lock, in walk_locked. */
+    int locked = 0;
+    if (thread_state && __atomic_load_n(&validated, __ATOMIC_ACQUIRE) &&
+        (!is_main || main_state == thread_state)) {
+        n = walk_own(own_first_frame(thread_state), frames, n, max, &locked);
+        if (n > start) {
+            if (locked)
+                pthread_mutex_unlock(&lock);
+            return n;
+        }
+    }
+    return walk_locked(frames, start, max, thread_state, is_main, locked);
 }
 
 /* ---- the C API, with the GIL ------------------------------------------------- */
@@ -811,7 +826,9 @@ static uint32_t location_with_gil(PyObject *code, int line)
                new_location(file, attribute(code, "co_name"), line));
 }
 
-static int walk_with_gil(uintptr_t *frames, int n, int max)
+/* The Python frames of this thread through the C API, where no layout is
+ * known: only with the GIL. Out of line, off the path of a known layout. */
+__attribute__((noinline, cold)) static int walk_with_gil(uintptr_t *frames, int n, int max)
 {
     if (!c_api || !py.gil_check())
         return n;
