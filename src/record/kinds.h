@@ -20,6 +20,7 @@ enum kind {
     KIND_VMM_MAPPING,       /* cuMemMap */
     KIND_VMM_RESERVATION,   /* cuMemAddressReserve (address space only) */
     KIND_ARRAY,             /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate */
+    /* A framework's blocks inside its cache: these last (kind_in_cache). */
     KIND_TORCH_TENSOR,      /* a block PyTorch's caching allocator gave a tensor */
     KIND_CUPY_BLOCK,        /* a block of CuPy's memory pool */
     KIND_JAX_ARRAY,         /* the buffer of a live JAX array */
@@ -41,6 +42,13 @@ const char *kind_name(int kind);          /* "device", "pinned_host", ... */
 int kind_space(int kind);
 int kind_uses_device_memory(int kind);    /* counts toward the device's memory */
 int kind_freed_by_context(int kind);      /* freed implicitly by context destroy */
-int kind_in_cache(int kind);              /* a framework's block inside its cache */
+
+/* A framework's block inside its cache. Inline, by the kinds' order rather
+ * than from the table: every tensor event asks, on the framework's thread,
+ * and a call there kept the caller's arguments in saved registers. */
+static inline int kind_in_cache(int kind)
+{
+    return kind >= KIND_TORCH_TENSOR && kind < KIND_COUNT;
+}
 
 #endif
