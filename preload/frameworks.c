@@ -58,6 +58,15 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t (*torch_operation)(void);  /* torch_tracker_operation, once attached */
 
+/* The operation this thread runs, as torch_operation says, or 0. A tensor's
+ * event passes this function, whose address is a constant, not the
+ * variable: the variable's line is read only where the tracker asks for
+ * the operation (a thread running no Python), not at every tensor. */
+static uint64_t running_operation(void)
+{
+    return torch_operation ? torch_operation() : 0;
+}
+
 /* PyTorch's allocator gave up (its OOM event, its lock held): the report
  * waits for its out-of-memory observer, which follows on this thread with
  * the lock let go, so that PyTorch's own figures and what its tensors are
@@ -92,7 +101,7 @@ static void torch_event(const struct torch_tracker_event *e)
     switch (e->action) {
     case TORCH_ALLOC:
         cache_blocks_defer_alloc(KIND_TORCH_TENSOR, e->device, e->address, e->size,
-                                 e->stream, torch_operation);
+                                 e->stream, running_operation);
         break;
     case TORCH_FREE_COMPLETED:   /* as torch.cuda.memory_stats()'s requested_bytes */
         cache_blocks_defer_free(e->address);
