@@ -60,24 +60,19 @@ uint64_t cache_blocks_alloc_with_frames(int cache_kind, int device, uint64_t add
     return number;
 }
 
+/* The tracker keeps errno itself here (tracker.h): these only check, and
+ * the tensor's event pays for no second save nor a call's return. */
 void cache_blocks_defer_alloc(int cache_kind, int device, uint64_t address, uint64_t size,
                               uint64_t stream, uint64_t (*operation)(void))
 {
-    if (!wanted(cache_kind, address))
-        return;
-    int saved_errno = errno;
-    struct allocation a = cache_allocation(cache_kind, device, address, size, stream, operation);
-    tracker_defer_alloc(&a);
-    errno = saved_errno;
+    if (wanted(cache_kind, address))
+        tracker_defer_alloc(cache_kind, device, address, size, stream, operation);
 }
 
 void cache_blocks_defer_free(uint64_t address)
 {
-    if (address == 0 || !config.enabled)
-        return;
-    int saved_errno = errno;
-    tracker_defer_free(address);
-    errno = saved_errno;
+    if (address != 0 && config.enabled)
+        tracker_defer_free(address);
 }
 
 void cache_blocks_free_if(uint64_t address, uint64_t number)

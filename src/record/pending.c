@@ -67,13 +67,9 @@ struct pending_event *pending_claim(uint64_t *number)
     return &ring.events[head % PENDING_CAPACITY];
 }
 
-void pending_publish(struct pending_event *e, uint64_t number)
+uint64_t pending_publish(struct pending_event *e, uint64_t number, uint64_t longer_than)
 {
     __atomic_store_n(&e->stamp, number + 1, __ATOMIC_RELEASE);
-}
-
-uint64_t pending_behind(uint64_t number, uint64_t longer_than)
-{
     if (number + 1 - tail_seen <= longer_than && number >= tail_seen)
         return number + 1 - tail_seen;
     return number + 1 - look_at_tail();

@@ -23,7 +23,8 @@
 
 enum pending_type { PENDING_ALLOC = 1, PENDING_FREE };
 
-/* One cache line, so writers on two cores never share one. */
+/* One cache line, so writers on two cores never share one. A free's event
+ * is its value and its type: the reader reads no other field of it. */
 struct pending_event {
     _Alignas(64) uint64_t stamp;    /* the event's number + 1 once written */
     uint64_t value;                 /* the block's address */
@@ -46,13 +47,15 @@ int pending_reset(void);
 /* A slot for the next event, its number in *number, or NULL if the ring is
  * full (or has no memory). The caller fills it and calls pending_publish. */
 struct pending_event *pending_claim(uint64_t *number);
-void pending_publish(struct pending_event *e, uint64_t number);
+/* Slot `e`, claimed as event `number`, is written: the reader may take it.
+ * Returns the events claimed and not yet entered (published or not), as
+ * this writer last saw them: an estimate that may be high, looked at again
+ * when over `longer_than`. One call, not two: a tensor's event is hundreds
+ * a step on the framework's thread. */
+uint64_t pending_publish(struct pending_event *e, uint64_t number, uint64_t longer_than);
 
 /* Events claimed and not yet entered (published or not). */
 uint64_t pending_count(void);
-/* The same, as this writer last saw it once it claimed event `number`: an
- * estimate that may be high, looked at again when over `longer_than`. */
-uint64_t pending_behind(uint64_t number, uint64_t longer_than);
 
 /* The reader's side, one reader at a time (the tracker's apply lock): the
  * oldest event if it is published, else NULL; pending_done once it is

@@ -6,6 +6,7 @@
  * so linking it would have moved every C++ exception of the traced program
  * (PyTorch's, ...) from libgcc_s to libunwind. Kept local, it serves us only. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -508,14 +509,18 @@ static uint32_t insert(const uintptr_t *f, int depth, uint64_t hash)
     return id;
 }
 
+/* A new stack may map memory, which may change errno: kept here, so that
+ * a caller whose stack is known (nearly every event) need not. */
 uint32_t stack_intern(const uintptr_t *f, int depth, uint64_t hash)
 {
     uint32_t id = look_up(__atomic_load_n(&index_now, __ATOMIC_ACQUIRE), f, depth, hash, NULL);
     if (id)
         return id;
+    int saved_errno = errno;
     pthread_mutex_lock(&insert_lock);
     id = insert(f, depth, hash);
     pthread_mutex_unlock(&insert_lock);
+    errno = saved_errno;
     return id;
 }
 

@@ -141,7 +141,8 @@ void stacks_fork_child(void);
 int stack_capture(uintptr_t *frames, int max);
 uint64_t stack_hash(const uintptr_t *frames, int depth);
 
-/* The id (1, 2, ...) of this stack, adding it if new; 0 when out of memory. */
+/* The id (1, 2, ...) of this stack, adding it if new; 0 when out of memory.
+ * Keeps errno. */
 uint32_t stack_intern(const uintptr_t *frames, int depth, uint64_t hash);
 /* The same, its hash made here when needed: a stack this thread interned
  * lately is found in a memo of its own, with no hash. */

@@ -30,6 +30,7 @@
  * insert lock or tables_lock. Nothing here decides about reports: the
  * interposer tells report/triggers.c what happened once the event is
  * recorded. */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -44,6 +45,7 @@
 #include "config.h"
 #include "counters.h"
 #include "growth.h"
+#include "host.h"
 #include "kinds.h"
 #include "pending.h"
 #include "python.h"
@@ -68,6 +70,7 @@ struct thread_state {
     uint8_t cache_allocating;        /* tracker_cache_allocating: a cache kind, or 0 */
     uint8_t sweeping;                /* tracker_cache_sweep: no growth sample until it ends */
     uint8_t applying;                /* holds apply_lock: counts in STRIPE_APPLY */
+    uint8_t traced;                  /* has set tracker.traced: note_traced */
     uint32_t physical_stack;         /* of this thread's last cuMemCreate, until a
                                       * framework event: tracker_cache_segment */
     uint64_t sequence_next, sequence_end;   /* this thread's batch of numbers */
@@ -305,8 +308,15 @@ static void count(uint64_t *counter, int64_t amount)
     __atomic_fetch_add(counter, (uint64_t)amount, __ATOMIC_RELAXED);
 }
 
+/* Looked up at every event on this thread's own line, and on the shared
+ * one only at its first: a tensor's event touches one line fewer.
+ * tracker.traced is cleared only before any event (reset_state) and in a
+ * forked child, whose one thread's flag is cleared with it. */
 static void note_traced(void)
 {
+    if (this_thread.traced)
+        return;
+    this_thread.traced = 1;
     if (!__atomic_load_n(&tracker.traced, __ATOMIC_RELAXED))
         __atomic_store_n(&tracker.traced, 1, __ATOMIC_RELAXED);
 }
@@ -442,13 +452,14 @@ static void account_alloc(const struct block *b, int api)
  * once inlined it into capture() and made that a function of its own, and
  * the unwinder stepping through that frame cost some 80 more instructions
  * a pair (callgrind, bench/run.py --only record). */
-__attribute__((noinline)) static int native_frames(const struct allocation *a, uintptr_t *frames)
+__attribute__((noinline)) static int native_frames(int kind, uint64_t (*operation_of)(void),
+                                                   uintptr_t *frames)
 {
-    if (!kind_in_cache(a->kind & BLOCK_KIND_MASK) || config.block_depth >= config.depth)
+    if (!kind_in_cache(kind) || config.block_depth >= config.depth)
         return stack_capture(frames, config.depth);
     if (python_runs_here())     /* none at the default depth 0: not even the call */
         return config.block_depth ? stack_capture(frames, config.block_depth) : 0;
-    uint64_t operation = a->operation ? a->operation() : 0;
+    uint64_t operation = operation_of ? operation_of() : 0;
     if (!operation)
         return stack_capture(frames, config.depth);
     int depth = stack_capture(frames, config.block_depth);
@@ -473,14 +484,26 @@ static void note_cache_role(int kind, uint32_t stack_id, int depth)
         this_thread.physical_stack = stack_id;
 }
 
-/* This thread's stack for allocation `a`, as the settings ask, in frames[]:
- * its depth. */
-static int capture(const struct allocation *a, uintptr_t *frames)
+/* This thread's stack for a block of `kind` and `size` bytes, as the
+ * settings ask, in frames[]: its depth. `operation` as struct allocation's.
+ * Keeps errno, which the walks may change (process_vm_readv, the
+ * unwinder's reads): a framework's event needs it kept, and with no walk
+ * it is not touched. */
+static int capture(int kind, uint64_t size, uint64_t (*operation)(void), uintptr_t *frames)
 {
     frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
-    if (config.depth > 0 && a->size >= config.min_size)
-        return python_capture(frames, native_frames(a, frames), CONFIG_MAX_DEPTH);
-    return 0;
+    if (config.depth <= 0 || size < config.min_size)
+        return 0;
+    int saved_errno = errno;
+    int depth = python_capture(frames, native_frames(kind, operation, frames), CONFIG_MAX_DEPTH);
+    errno = saved_errno;
+    return depth;
+}
+
+/* An event's device: one it can hold, or -1 (not known). */
+static int8_t event_device(int device)
+{
+    return (int8_t)(device >= -1 && device < 127 ? device : -1);
 }
 
 /* The event of allocation `a` with the stack frames[0..depth), made now by
@@ -500,7 +523,7 @@ static struct pending_event event_of(const struct allocation *a, const uintptr_t
         .size = a->size,
         .handle = a->handle,
         .stack_id = stack_id,
-        .device = (int8_t)(a->device >= -1 && a->device < 127 ? a->device : -1),
+        .device = event_device(a->device),
         .type = PENDING_ALLOC,
         .kind = (uint8_t)a->kind,
         .api = (uint8_t)a->api,
@@ -590,7 +613,8 @@ uint64_t tracker_alloc(const struct allocation *a)
     if (!enter_to_record())
         return 0;
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    uint64_t number = record(a, frames, capture(a, frames));
+    uint64_t number =
+        record(a, frames, capture(a->kind & BLOCK_KIND_MASK, a->size, a->operation, frames));
     tracker_leave();
     return number;
 }
@@ -994,11 +1018,30 @@ uint64_t tracker_queued(void)
     return pending_count();
 }
 
-/* Queue event `e`; a full ring is emptied by this thread first. With the
- * timeline on, it is entered at once, so the timeline's times are the
- * events' own. */
-static void defer(const struct pending_event *e)
+/* apply_and_sample(0), keeping errno. Out of line: most events never
+ * call it, and the path of those that do not stays short. */
+static __attribute__((noinline)) void catch_up(void)
 {
+    int saved_errno = errno;
+    apply_and_sample(0);
+    errno = saved_errno;
+}
+
+/* Publish event `number` in `slot`: with the timeline on, it is entered at
+ * once, so the timeline's times are the events' own; a queue this writer
+ * finds long it enters itself, unless someone is entering it. */
+static void publish(struct pending_event *slot, uint64_t number)
+{
+    if (pending_publish(slot, number, APPLY_BATCH) > APPLY_BATCH || timeline.events)
+        catch_up();
+}
+
+/* Queue event `e`, for which no slot was free: a full ring is emptied by
+ * this thread first. Out of line, and keeping errno, as what it calls may
+ * change it: the framework's thread pays for neither on its way. */
+static __attribute__((noinline)) void defer_waiting(const struct pending_event *e)
+{
+    int saved_errno = errno;
     uint64_t number;
     struct pending_event *slot;
     while (!(slot = pending_claim(&number))) {
@@ -1009,6 +1052,7 @@ static void defer(const struct pending_event *e)
             uint32_t now = tracker_now_ms();
             apply_event(e, now);
             sample_growth_if_due(now);
+            errno = saved_errno;
             return;
         }
         apply_and_sample(1);
@@ -1019,44 +1063,116 @@ static void defer(const struct pending_event *e)
      * writes it. */
     size_t body = offsetof(struct pending_event, value);
     memcpy((char *)slot + body, (const char *)e + body, sizeof(*e) - body);
-    pending_publish(slot, number);
-    if (timeline.events || pending_behind(number, APPLY_BATCH) > APPLY_BATCH)
-        apply_and_sample(0);
+    publish(slot, number);
+    errno = saved_errno;
 }
 
 /* This thread's number, registered with a shard held (thread_number says
- * why) the first time. */
+ * why) the first time, keeping errno (it asks the system for the thread's
+ * id and name). */
 static uint16_t own_number(uint64_t key)
 {
     if (this_thread.number == 0) {
+        int saved_errno = errno;
         registry_lock(key);
         thread_number();
         registry_unlock(key);
+        errno = saved_errno;
     }
     return this_thread.number;
 }
 
-void tracker_defer_alloc(const struct allocation *a)
+/* Event `e`'s fields but its stamp (pending_publish writes that), for the
+ * block of a cache's kind `kind` on its cache's entry point: what a record
+ * is made of but its time (event_of says why). Written straight into a
+ * claimed slot: the tensor's event is never built twice. */
+static inline void block_event(struct pending_event *e, int kind, int device, uint64_t value,
+                               uint64_t size, uint64_t stream, uint32_t stack_id, uint16_t thread)
+{
+    e->value = value;
+    e->size = size;
+    e->handle = stream;
+    e->stack_id = stack_id;
+    e->thread = thread;
+    e->device = event_device(device);
+    e->type = PENDING_ALLOC;
+    e->kind = (uint8_t)kind;
+    e->api = (uint8_t)host.cache_api[kind - KIND_TORCH_TENSOR];
+    e->context = 0;
+}
+
+/* Block events that found no slot free (defer_waiting). Out of line: their
+ * event is a local of the 64 bytes' alignment of a slot, which realigned
+ * the stack frame of every event's function. */
+static __attribute__((noinline)) void defer_block_waiting(int kind, int device, uint64_t value,
+                                                          uint64_t size, uint64_t stream,
+                                                          uint32_t stack_id, uint16_t thread)
+{
+    struct pending_event e = {0};
+    block_event(&e, kind, device, value, size, stream, stack_id, thread);
+    defer_waiting(&e);
+}
+
+static __attribute__((noinline)) void defer_free_waiting(uint64_t value)
+{
+    struct pending_event e = {.value = value, .type = PENDING_FREE};
+    defer_waiting(&e);
+}
+
+/* The growth sample a framework allocation takes (sample_wanted),
+ * keeping errno. Out of line: most allocations take none. */
+static __attribute__((noinline)) void take_wanted_sample(void)
+{
+    int saved_errno = errno;
+    __atomic_store_n(&sample_wanted, 0, __ATOMIC_RELAXED);
+    sample_growth_if_due(tracker_now_ms());
+    errno = saved_errno;
+}
+
+/* The stack is taken and interned before a slot is claimed: the reader
+ * stops at a claimed slot until it is published. errno is kept where
+ * something may change it (the walks, a new stack, a thread's first event,
+ * a full ring, a growth sample): the event of a known stack with no walk
+ * reads not even its line. */
+void tracker_defer_alloc(int cache_kind, int device, uint64_t value, uint64_t size,
+                         uint64_t stream, uint64_t (*operation)(void))
 {
     if (!enter_to_record())
         return;
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    struct pending_event e = event_of(a, frames, capture(a, frames));
-    e.thread = own_number(block_key(a->value, SPACE_FRAMEWORK));
-    defer(&e);
-    if (__atomic_load_n(&sample_wanted, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&sample_wanted, 0, __ATOMIC_RELAXED);
-        sample_growth_if_due(tracker_now_ms());
+    uint32_t stack_id = stack_intern_here(frames, capture(cache_kind, size, operation, frames));
+    this_thread.physical_stack = 0;     /* as note_cache_role does for a cache's block */
+    note_traced();
+    uint16_t thread = own_number(block_key(value, SPACE_FRAMEWORK));
+    uint64_t number;
+    struct pending_event *slot = pending_claim(&number);
+    if (slot) {
+        block_event(slot, cache_kind, device, value, size, stream, stack_id, thread);
+        publish(slot, number);
+    } else {
+        defer_block_waiting(cache_kind, device, value, size, stream, stack_id, thread);
     }
+    if (__atomic_load_n(&sample_wanted, __ATOMIC_RELAXED))
+        take_wanted_sample();
     tracker_leave();
 }
 
+/* A free's event is its address and its type: the reader reads no other
+ * field of it (pending.h). Nothing on the way of a slot found free changes
+ * errno. */
 void tracker_defer_free(uint64_t value)
 {
     if (!enter_to_record())
         return;
-    struct pending_event e = {.value = value, .type = PENDING_FREE};
-    defer(&e);
+    uint64_t number;
+    struct pending_event *slot = pending_claim(&number);
+    if (slot) {
+        slot->value = value;
+        slot->type = PENDING_FREE;
+        publish(slot, number);
+    } else {
+        defer_free_waiting(value);
+    }
     tracker_leave();
 }
 
@@ -1273,6 +1389,7 @@ void tracker_fork_child(void)
     this_thread.cache_allocating = 0;
     this_thread.sweeping = 0;
     this_thread.applying = 0;
+    this_thread.traced = 0;
     this_thread.physical_stack = 0;
     this_thread.sequence_next = this_thread.sequence_end = 0;
     python_fork_child();

@@ -129,15 +129,21 @@ int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live *
  * or with CUMEMTRACE_DEPTH=0). Its allocation number, 0 if not recorded. */
 uint64_t tracker_alloc_with_frames(const struct allocation *a, const uintptr_t *frames,
                                    int depth);
-/* Block `a`, entered in the registry later (pending.h), for a framework whose
- * blocks come and go by the hundred a step (PyTorch's tensors): this
- * thread's stack is taken now, the record is made by the next tracker_apply,
- * report, mark or tracker_lock, in the order the events happened, keyed in
- * SPACE_FRAMEWORK. No allocation number. */
-void tracker_defer_alloc(const struct allocation *a);
+/* A block of `cache_kind` (one for which kind_in_cache holds: the caller
+ * checks) at `value`, entered in the registry later (pending.h), for a
+ * framework whose blocks come and go by the hundred a step (PyTorch's
+ * tensors): this thread's stack is taken now, the record is made by the
+ * next tracker_apply, report, mark or tracker_lock, in the order the events
+ * happened, keyed in SPACE_FRAMEWORK, on the cache's entry point
+ * (host.cache_api). `stream` is its handle, `operation` as struct
+ * allocation's. No allocation number. Fields, not a struct allocation:
+ * this is every tensor's path on the framework's thread. */
+void tracker_defer_alloc(int cache_kind, int device, uint64_t value, uint64_t size,
+                         uint64_t stream, uint64_t (*operation)(void));
 /* The end of the block at `value` in SPACE_FRAMEWORK, queued behind the
  * events before it. A free of a block that tracker_alloc recorded must not
- * be deferred. */
+ * be deferred. Both keep errno: a framework calls them from inside its
+ * allocator, around which the program may be reading it. */
 void tracker_defer_free(uint64_t value);
 /* Enter the pending framework events (the tracer's own thread calls it
  * every few milliseconds), and note whether a growth sample is due, for

@@ -3,7 +3,8 @@
  * entered, events are entered in the order they were made whichever thread
  * made them, a block's time is when it is entered, a full ring is emptied
  * by the thread that finds it full, and with the timeline on an event is
- * entered at once. */
+ * entered at once. errno is kept throughout. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,10 @@ static void ring_alone(void)
     CHECK_EQ(second, first + 1);
     CHECK_EQ(pending_count(), 2);
     b->value = 2;
-    pending_publish(b, second);
+    pending_publish(b, second, CAPACITY);
     CHECK(pending_next() == NULL);           /* the older one is not written yet */
     a->value = 1;
-    pending_publish(a, first);
+    pending_publish(a, first, CAPACITY);
     const struct pending_event *e = pending_next();
     CHECK(e && e->value == 1);
     pending_done();
@@ -46,7 +47,7 @@ static void ring_alone(void)
         struct pending_event *slot = pending_claim(&number);
         CHECK(slot != NULL);
         slot->value = (uint64_t)i;
-        pending_publish(slot, number);
+        pending_publish(slot, number, CAPACITY);
     }
     CHECK(pending_claim(&number) == NULL);   /* full */
     e = pending_next();
@@ -54,7 +55,7 @@ static void ring_alone(void)
     pending_done();
     struct pending_event *slot = pending_claim(&number);
     CHECK(slot != NULL);                     /* one slot free again: the oldest's */
-    pending_publish(slot, number);
+    pending_publish(slot, number, CAPACITY);
 
     /* A reset forgets what was queued, stamps too: a claimed, unwritten slot
      * is not read as an old event. */
@@ -69,9 +70,7 @@ static void ring_alone(void)
  * src/frameworks says it (cache_blocks.c). */
 static void defer_tensor(int device, uint64_t address, uint64_t size)
 {
-    struct allocation a = {.value = address, .size = size, .device = device,
-                           .kind = KIND_TORCH_TENSOR};
-    tracker_defer_alloc(&a);
+    tracker_defer_alloc(KIND_TORCH_TENSOR, device, address, size, 0, NULL);
 }
 
 static struct counters *tensors(void)
@@ -221,12 +220,44 @@ static void pairs_in_a_batch(void)
     CHECK_EQ(saved.device, 2);
 }
 
+/* A framework calls these from inside its allocator, around which the
+ * program may read errno: kept on a thread's first event, with the ring
+ * full (this thread enters it), and with the timeline on (with_timeline). */
+static void *first_events(void *unused)
+{
+    (void)unused;
+    errno = EDOM;
+    defer_tensor(0, 0x9000, 64);
+    tracker_defer_free(0x9000);
+    return errno == EDOM ? (void *)1 : NULL;
+}
+
+static void errno_kept(void)
+{
+    pthread_t thread;
+    void *kept = NULL;
+    CHECK(pthread_create(&thread, NULL, first_events, NULL) == 0);
+    pthread_join(thread, &kept);
+    CHECK(kept != NULL);
+    errno = EDOM;
+    for (uint64_t i = 0; i < CAPACITY + 100; i++)
+        defer_tensor(0, 0x100000000ull + i * 0x1000, 64);
+    CHECK_EQ(errno, EDOM);
+    for (uint64_t i = 0; i < CAPACITY + 100; i++)
+        tracker_defer_free(0x100000000ull + i * 0x1000);
+    CHECK_EQ(errno, EDOM);
+    tracker_apply();
+    CHECK_EQ(pending_count(), 0);
+}
+
 /* With the timeline on, its times are the events' own: entered at once. */
 static int with_timeline(void)
 {
     setenv("CUMEMTRACE_EVENTS", "100", 1);
     tracker_init();
+    errno = EDOM;
     defer_tensor(0, 0x5000, 1000);
+    CHECK_EQ(errno, EDOM);
     CHECK_EQ(pending_count(), 0);
     CHECK_EQ(tensors()->blocks_current, 1);
     return checks_failed;
@@ -248,5 +279,6 @@ int main(void)
     tracker_init();
     through_the_tracker();
     pairs_in_a_batch();
+    errno_kept();
     return check_done("pending");
 }
