@@ -778,7 +778,7 @@ __attribute__((noinline)) static int walk_locked(uintptr_t *frames, int n, int m
 static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
 {
     /* gettid() is a system call, dearer than the walk: once per thread. */
-    if (!thread_role)
+    if (__builtin_expect(!thread_role, 0))
         thread_role = gettid() == process_id ? THREAD_MAIN : THREAD_OTHER;
     int is_main = thread_role == THREAD_MAIN, start = n;
     /* A validated layout stays so, and layout with it. The frames the memo
@@ -787,13 +787,15 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
      * first frame it does not confirm. The main thread notes its state under
      * the lock first; main_state has no other writer (but a forked child,
      * alone). No frames at all: the walk borrows the main thread's, under
-     * the lock, in walk_locked. */
+     * the lock, in walk_locked. The expectations lay the common path out
+     * in one run of code (walk_locked says why it matters). */
     int locked = 0;
-    if (thread_state && __atomic_load_n(&validated, __ATOMIC_ACQUIRE) &&
-        (!is_main || main_state == thread_state)) {
+    if (__builtin_expect(thread_state && __atomic_load_n(&validated, __ATOMIC_ACQUIRE) &&
+                             (!is_main || main_state == thread_state),
+                         1)) {
         n = walk_own(own_first_frame(thread_state), frames, n, max, &locked);
-        if (n > start) {
-            if (locked)
+        if (__builtin_expect(n > start, 1)) {
+            if (__builtin_expect(locked, 0))
                 pthread_mutex_unlock(&lock);
             return n;
         }
@@ -897,7 +899,7 @@ int python_capture(uintptr_t *frames, int depth, int max)
     state_known = 0;
     if (!config.python)
         return depth;
-    if (!available)
+    if (__builtin_expect(!available, 0))
         look_up();
     if (available < 0 || !py.is_initialized())
         return depth;
