@@ -524,13 +524,17 @@ uint32_t stack_intern(const uintptr_t *f, int depth, uint64_t hash)
     return id;
 }
 
+/* The memo's set of stack f[0..depth): a hash of its depth, its first four
+ * frames and its middle one. Written out for the stacks deeper than four,
+ * nearly all of them, so that no loop's tests run at every event. */
 static struct recent_stack *recent_set(const uintptr_t *f, int depth)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)depth;
-    for (int i = 0; i < depth && i < 4; i++)
-        h = mix(h, f[i]);
     if (depth > 4)
-        h = mix(h, f[depth / 2]);
+        h = mix(mix(mix(mix(mix(h, f[0]), f[1]), f[2]), f[3]), f[depth / 2]);
+    else
+        for (int i = 0; i < depth; i++)
+            h = mix(h, f[i]);
     return recent[(h * 0x94d049bb133111ebULL) >> (64 - RECENT_BITS)];
 }
 
