@@ -77,7 +77,7 @@ static __thread struct {
     uint64_t size, driver_free;
 } given_up;
 
-static void torch_oom_observed(int device)
+static __attribute__((noinline)) void torch_oom_observed(int device)
 {
     if (!given_up.waiting || given_up.device != device)
         return;
@@ -86,6 +86,43 @@ static void torch_oom_observed(int device)
     trigger_cache_oom(KIND_TORCH_TENSOR, device, given_up.size, given_up.driver_free);
 }
 
+/* What event `e` changes: the recording ones are handed on by a jump, so
+ * a tensor's event keeps no frame of ours on the way to the tracker. */
+static void torch_record(const struct torch_tracker_event *e)
+{
+    switch (e->action) {
+    case TORCH_ALLOC:
+        cache_blocks_defer_alloc(KIND_TORCH_TENSOR, e->device, e->address, e->size,
+                                 e->stream, running_operation);
+        return;
+    case TORCH_FREE_COMPLETED:   /* as torch.cuda.memory_stats()'s requested_bytes */
+        cache_blocks_defer_free(e->address);
+        return;
+    case TORCH_SEGMENT_ALLOC:
+    case TORCH_SEGMENT_MAP:
+        tracker_cache_segment(KIND_TORCH_TENSOR, e->address, e->size);
+        return;
+    case TORCH_OOM:
+        given_up.waiting = 1;
+        given_up.device = e->device;
+        given_up.size = e->size;
+        given_up.driver_free = e->address;
+        return;
+    default:
+        return;
+    }
+}
+
+/* torch_record within CUMEMTRACE_SELF_TIME's clock reads. */
+static __attribute__((noinline)) void torch_record_timed(const struct torch_tracker_event *e)
+{
+    self_time_start();
+    torch_record(e);
+    self_time_stop();
+}
+
+/* Every path out is a jump: what happens to the event is decided here,
+ * the rest out of line. */
 static void torch_event(const struct torch_tracker_event *e)
 {
     if (e->action == TORCH_OOM_OBSERVED) {
@@ -97,30 +134,9 @@ static void torch_event(const struct torch_tracker_event *e)
     if (e->action == TORCH_FREE_REQUESTED || e->action == TORCH_SNAPSHOT)
         return;
     if (config.self_time)
-        self_time_start();
-    switch (e->action) {
-    case TORCH_ALLOC:
-        cache_blocks_defer_alloc(KIND_TORCH_TENSOR, e->device, e->address, e->size,
-                                 e->stream, running_operation);
-        break;
-    case TORCH_FREE_COMPLETED:   /* as torch.cuda.memory_stats()'s requested_bytes */
-        cache_blocks_defer_free(e->address);
-        break;
-    case TORCH_SEGMENT_ALLOC:
-    case TORCH_SEGMENT_MAP:
-        tracker_cache_segment(KIND_TORCH_TENSOR, e->address, e->size);
-        break;
-    case TORCH_OOM:
-        given_up.waiting = 1;
-        given_up.device = e->device;
-        given_up.size = e->size;
-        given_up.driver_free = e->address;
-        break;
-    default:
-        break;
-    }
-    if (config.self_time)
-        self_time_stop();
+        torch_record_timed(e);
+    else
+        torch_record(e);
 }
 
 /* The tracer's own thread, which enters the tensors' events in the registry
