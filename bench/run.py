@@ -192,7 +192,8 @@ def torch_instructions(args, frames, function):
     """Per tensor inside `function` and what it calls (callgrind --cache-sim, with
     --toggle-collect), from the difference between runs of 1 and 3 timed steps (the
     warm-up and the start-up drop out): {"Ir": instructions, "D1": first-level data
-    misses, reads and writes, "LL": last-level ones}, less the queue's entering where
+    misses, reads and writes, "LL": last-level ones, "I1": lines of code fetched into a
+    4 KiB first-level instruction cache}, less the queue's entering where
     the program's thread did it (enter_pending): under callgrind, which runs one
     thread at a time, it finds the queue long far more often than with a core of
     its own. None without valgrind."""
@@ -205,7 +206,11 @@ def torch_instructions(args, frames, function):
                                    os.path.join(sim, "torch", "libcumemtrace_torch.so")})
         env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
         out = os.path.join(args.tmp, f"callgrind-{frames}-{function}-{steps}")
-        command = ["valgrind", "--tool=callgrind", "--cache-sim=yes",
+        # A first-level instruction cache of 4 KiB, where the callback's loops
+        # stay but nothing else does: its misses count the lines of code a
+        # tensor runs, each of which PyTorch and the interpreter evict
+        # between two tensors on a real core.
+        command = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--I1=4096,4,64",
                    f"--callgrind-out-file={out}", f"--toggle-collect={function}",
                    sys.executable, os.path.join(ROOT, "bench", "torch_tensors.py"), str(frames),
                    str(steps)]
@@ -215,7 +220,7 @@ def torch_instructions(args, frames, function):
         tensors = json.loads(done.stdout.splitlines()[-1])["tensors"]
         events = callgrind_events(out, "enter_pending")
         totals.append((tensors, {"Ir": events["Ir"], "D1": events["D1mr"] + events["D1mw"],
-                                 "LL": events["DLmr"] + events["DLmw"]}))
+                                 "LL": events["DLmr"] + events["DLmw"], "I1": events["I1mr"]}))
     tensors = totals[1][0] - totals[0][0]
     return {name: (totals[1][1][name] - totals[0][1][name]) / tensors for name in totals[0][1]}
 
@@ -232,17 +237,22 @@ def torch_table(args, steps):
         every = torch_instructions(args, frames, "torch_event")
         walk = torch_instructions(args, frames, "python_capture")
         rows.append((frames, f"{off:.0f}", f"{on:.0f}", f"{on - off:.0f}", f"{own:.0f}",
-                     *(("no valgrind",) * 3 if every is None else
-                       (f"{every['Ir']:.0f}", f"{every['D1']:.1f}", f"{every['LL']:.1f}")),
+                     *(("no valgrind",) * 4 if every is None else
+                       (f"{every['Ir']:.0f}", f"{every['I1']:.1f}", f"{every['D1']:.1f}",
+                        f"{every['LL']:.1f}")),
                      "no valgrind" if walk is None else f"{walk['Ir']:.0f}"))
     table(("Python frames", "untraced ns/tensor", "traced ns/tensor", "added ns",
            "the tracer's own ns/tensor (CUMEMTRACE_SELF_TIME=1)",
-           "instructions per tensor (callgrind)", "its D1 misses", "its LL misses",
+           "instructions per tensor (callgrind)", "lines of code it runs",
+           "its D1 misses", "its LL misses",
            "of the instructions, the Python frames"), rows)
     print("(A tensor is its allocation and its free. Traced runs read the clock for "
           "CUMEMTRACE_SELF_TIME; callgrind runs do not. Misses: callgrind's cache model "
           "(--cache-sim=yes), reads and writes, on the program's thread in the tracer's "
-          "callback, the queue's entering there left out.)")
+          "callback, the queue's entering there left out. Lines of code: the misses of a 4 KiB "
+          "first-level instruction cache, which keeps the callback's loops but not what it "
+          "ran at the last tensor, as a core's 32 KiB keeps little of it once PyTorch and "
+          "the interpreter ran between two tensors.)")
     print()
 
 
