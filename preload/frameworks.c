@@ -129,10 +129,6 @@ static void torch_event(const struct torch_tracker_event *e)
         torch_oom_observed(e->device);
         return;
     }
-    /* A tensor's block is recorded until its free completes; the request
-     * before it, and snapshots, change nothing here (a third of the events). */
-    if (e->action == TORCH_FREE_REQUESTED || e->action == TORCH_SNAPSHOT)
-        return;
     if (config.self_time)
         torch_record_timed(e);
     else

@@ -18,11 +18,11 @@
 //
 // The callback runs in the allocating thread with the device's allocator
 // lock held and maybe the GIL: it must not throw, call into PyTorch or take
-// the GIL. It only copies five fields and calls the core. The allocator's
-// out-of-memory observer, attached too, runs on that thread after its OOM
-// event with the lock let go: there the core may take the GIL and read
-// PyTorch's own view of that moment (PyTorch's Python-level observers take
-// the GIL there too).
+// the GIL. It drops the events the core has no use for, copies five fields
+// of the others and calls the core. The allocator's out-of-memory observer,
+// attached too, runs on that thread after its OOM event with the lock let
+// go: there the core may take the GIL and read PyTorch's own view of that
+// moment (PyTorch's Python-level observers take the GIL there too).
 //
 // On the autograd engine's threads, which run no Python, what names a
 // tensor is the backward node being run: the core asks for it
@@ -88,6 +88,13 @@ void forward(const allocator::TraceEntry &entry) noexcept
     if (__atomic_load_n(&torch_tracker_bench_off, __ATOMIC_RELAXED))
         return;
 #endif
+    // A tensor's block is recorded until its free completes: the request
+    // before it, and snapshots, change nothing in the core. A third of the
+    // events end here, before the call, whose code PyTorch would otherwise
+    // have fetched into the cache once more for nothing.
+    if (entry.action_ == allocator::TraceEntry::FREE_REQUESTED ||
+        entry.action_ == allocator::TraceEntry::SNAPSHOT)
+        return;
     struct torch_tracker_event event;
     event.action = static_cast<int>(entry.action_);
     event.device = static_cast<int>(entry.device_);

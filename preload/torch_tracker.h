@@ -15,7 +15,8 @@
 /* PyTorch's TraceEntry::Action values, in its order. */
 enum torch_tracker_action {
     TORCH_ALLOC,            /* a block handed to a tensor: address, requested size */
-    TORCH_FREE_REQUESTED,   /* the tensor let go; the block may wait for its streams */
+    TORCH_FREE_REQUESTED,   /* the tensor let go; the block may wait for its streams
+                             * (dropped in the tracker, as TORCH_SNAPSHOT is) */
     TORCH_FREE_COMPLETED,   /* the block is back in the cache */
     TORCH_SEGMENT_ALLOC,    /* a segment from cudaMalloc: address, size */
     TORCH_SEGMENT_FREE,     /* a segment given back, before its cudaFree */
