@@ -210,8 +210,9 @@ def switched_rows(args, traced, notes, model, steps):
           f"recorded / dropped | median of processes | each process's median of {args.pairs} "
           "pairs | own time per step (program's threads; two more processes, "
           "CUMEMTRACE_SELF_TIME=1) | the tracer's thread per step | the program's threads' CPU "
-          "per step, recorded minus dropped (median of processes) |")
-    print("|---|---|---|---|---|---|", flush=True)
+          "per step, recorded minus dropped (median of processes) | their wait for a CPU per "
+          "step, recorded minus dropped | a dropped window's step (median) |")
+    print("|---|---|---|---|---|---|---|---|", flush=True)
     rows = [("tensors traced", {}),
             ("tensors traced, no stacks (CUMEMTRACE_DEPTH=0 CUMEMTRACE_PYTHON=0)",
              {"CUMEMTRACE_DEPTH": "0", "CUMEMTRACE_PYTHON": "0"}),
@@ -221,7 +222,7 @@ def switched_rows(args, traced, notes, model, steps):
     started = time.monotonic()
     tensors = []
     for label, env in rows:
-        ratios, own, thread, added = [], [], [], []
+        ratios, own, thread, added, waited, step = [], [], [], [], [], []
         for _ in range(args.rounds):
             tracer = {} if env is None else {**traced, **env, "CUMEMTRACE_TORCH_TRACKER": library}
             figures, _ = step_ms(tracer, steps, extra=extra, key=None)
@@ -229,6 +230,10 @@ def switched_rows(args, traced, notes, model, steps):
                 ratios.append(figures["ratio"])
                 program = figures["program_threads_us_per_step"]
                 added.append(program["on"] - program["off"])
+                queued = figures.get("program_threads_waited_us_per_step")
+                if queued:
+                    waited.append(queued["on"] - queued["off"])
+                step.append(statistics.median(figures["off_ms"]))
                 if env is not None:
                     thread.append(figures["tracer_thread_us_per_step"])
         # The own time takes two clock reads an event: apart, so the ratios
@@ -252,13 +257,15 @@ def switched_rows(args, traced, notes, model, steps):
             if windows:
                 tensors.append(sum(windows) / (len(windows) * steps))
         if not ratios:
-            print(f"| {label} | failed | | | | |")
+            print(f"| {label} | failed | | | | | | |")
             continue
         print(f"| {label} | {statistics.median(ratios):.3f}x | "
               + " ".join(f"{r:.3f}" for r in ratios) + " | "
               + (" ".join(f"{o:.0f}" for o in own) + " us" if own else "") + " | "
               + (" ".join(f"{t:.0f}" for t in thread) + " us" if thread else "") + " | "
-              + f"{statistics.median(added):.0f} us |", flush=True)
+              + f"{statistics.median(added):.0f} us | "
+              + (f"{statistics.median(waited):.0f} us" if waited else "") + " | "
+              + f"{statistics.median(step):.2f} ms |", flush=True)
     if tensors:
         notes.append(f"{model} step: " + " and ".join(f"{t:.0f}" for t in tensors) +
                      " tensors a step (allocations recorded between the marks of the "
@@ -290,7 +297,7 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--pairs", type=int, default=20,
+    parser.add_argument("--pairs", type=int, default=60,
                         help="the in-process rows: pairs of windows per process (more: a "
                              "process's median moves less, the row takes longer)")
     parser.add_argument("--large-steps", type=int, default=100)

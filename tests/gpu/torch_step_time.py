@@ -129,9 +129,10 @@ def main():
                       "loss": round(float(loss.detach()), 6)}), flush=True)
 
 
-def thread_cpu_ns(name, others=False):
+def thread_cpu_ns(name, others=False, field=0):
     """CPU time so far of this process's threads called `name` (schedstat);
-    with `others`, of all its threads but those."""
+    with `others`, of all its threads but those. Field 1: the time they
+    waited for a CPU instead (on a run queue)."""
     total = 0
     for tid in os.listdir("/proc/self/task"):
         try:
@@ -139,7 +140,7 @@ def thread_cpu_ns(name, others=False):
                 if (comm.read().strip() == name) == others:
                     continue
             with open(f"/proc/self/task/{tid}/schedstat") as stat:
-                total += int(stat.read().split()[0])
+                total += int(stat.read().split()[field])
         except (OSError, ValueError, IndexError):
             pass
     return total
@@ -153,6 +154,7 @@ def switched(step, steps, pairs):
         off = ctypes.c_int.in_dll(ctypes.CDLL(library), "torch_tracker_bench_off")
     thread_ns = 0
     program_ns = {True: 0, False: 0}
+    waited_ns = {True: 0, False: 0}
 
     def window(recorded):
         nonlocal thread_ns
@@ -162,12 +164,14 @@ def switched(step, steps, pairs):
             mark("switch on: start")
             before = thread_cpu_ns("cumemtrace-rec")
         program = thread_cpu_ns("cumemtrace-rec", others=True)
+        queued = thread_cpu_ns("cumemtrace-rec", others=True, field=1)
         started = time.perf_counter()
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
         took = (time.perf_counter() - started) / steps * 1000
         program_ns[recorded] += thread_cpu_ns("cumemtrace-rec", others=True) - program
+        waited_ns[recorded] += thread_cpu_ns("cumemtrace-rec", others=True, field=1) - queued
         if recorded:
             thread_ns += thread_cpu_ns("cumemtrace-rec") - before
             mark("switch on: end")
@@ -190,7 +194,10 @@ def switched(step, steps, pairs):
                       "tracer_thread_us_per_step": round(thread_ns / 1000 / (pairs * steps), 2),
                       "program_threads_us_per_step": {
                           "on": round(program_ns[True] / 1000 / (pairs * steps), 1),
-                          "off": round(program_ns[False] / 1000 / (pairs * steps), 1)}}),
+                          "off": round(program_ns[False] / 1000 / (pairs * steps), 1)},
+                      "program_threads_waited_us_per_step": {
+                          "on": round(waited_ns[True] / 1000 / (pairs * steps), 1),
+                          "off": round(waited_ns[False] / 1000 / (pairs * steps), 1)}}),
           flush=True)
 
 
