@@ -1140,8 +1140,9 @@ void tracker_defer_alloc(int cache_kind, int device, uint64_t value, uint64_t si
     if (!enter_to_record())
         return;
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    uint32_t stack_id = stack_intern_here(frames, capture(cache_kind, size, operation, frames));
-    this_thread.physical_stack = 0;     /* as note_cache_role does for a cache's block */
+    int depth = capture(cache_kind, size, operation, frames);
+    uint32_t stack_id = stack_intern_here(frames, depth);
+    note_cache_role(cache_kind, stack_id, depth);
     note_traced();
     uint16_t thread = own_number(block_key(value, SPACE_FRAMEWORK));
     uint64_t number;
