@@ -746,11 +746,12 @@ static __thread int state_known;
 
 /* walk() where the thread's own frames gave none yet, or may not be read
  * without the lock: the first walks, a thread that runs no Python, a
- * layout found wrong. *locked as walk_own left it. Apart and out of line,
- * so that the path of nearly every event, a thread walking its own frames,
- * is a few cache lines of code: between two tensors the interpreter and
- * PyTorch evict it from the first-level instruction cache, and each line
- * it spans is fetched again at every event. */
+ * layout found wrong. `locked`: whether walk_own left the lock taken.
+ * Apart and out of line, so that the path of nearly every event, a thread
+ * walking its own frames, is a few cache lines of code: between two
+ * tensors the interpreter and PyTorch evict it from the first-level
+ * instruction cache, and each line it spans is fetched again at every
+ * event. */
 __attribute__((noinline)) static int walk_locked(uintptr_t *frames, int n, int max,
                                                  const char *thread_state, int is_main,
                                                  int locked)
