@@ -36,6 +36,7 @@
 
 #include "cache_blocks.h"
 #include "config.h"
+#include "hot_path.h"
 #include "log.h"
 #include "modules.h"
 #include "output.h"
@@ -62,7 +63,7 @@ static uint64_t (*torch_operation)(void);  /* torch_tracker_operation, once atta
  * event passes this function, whose address is a constant, not the
  * variable: the variable's line is read only where the tracker asks for
  * the operation (a thread running no Python), not at every tensor. */
-static uint64_t running_operation(void)
+HOT_PATH static uint64_t running_operation(void)
 {
     return torch_operation ? torch_operation() : 0;
 }
@@ -88,7 +89,7 @@ static __attribute__((noinline)) void torch_oom_observed(int device)
 
 /* What event `e` changes: the recording ones are handed on by a jump, so
  * a tensor's event keeps no frame of ours on the way to the tracker. */
-static void torch_record(const struct torch_tracker_event *e)
+HOT_PATH static void torch_record(const struct torch_tracker_event *e)
 {
     switch (e->action) {
     case TORCH_ALLOC:
@@ -123,7 +124,7 @@ static __attribute__((noinline)) void torch_record_timed(const struct torch_trac
 
 /* Every path out is a jump: what happens to the event is decided here,
  * the rest out of line. */
-static void torch_event(const struct torch_tracker_event *e)
+HOT_PATH static void torch_event(const struct torch_tracker_event *e)
 {
     if (e->action == TORCH_OOM_OBSERVED) {
         torch_oom_observed(e->device);

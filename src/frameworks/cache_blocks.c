@@ -11,6 +11,7 @@
 #include "cache_blocks.h"
 #include "config.h"
 #include "host.h"
+#include "hot_path.h"
 #include "kinds.h"
 #include "tracker.h"
 
@@ -62,14 +63,14 @@ uint64_t cache_blocks_alloc_with_frames(int cache_kind, int device, uint64_t add
 
 /* The tracker keeps errno itself here (tracker.h): these only check, and
  * the tensor's event pays for no second save nor a call's return. */
-void cache_blocks_defer_alloc(int cache_kind, int device, uint64_t address, uint64_t size,
-                              uint64_t stream, uint64_t (*operation)(void))
+HOT_PATH void cache_blocks_defer_alloc(int cache_kind, int device, uint64_t address, uint64_t size,
+                                       uint64_t stream, uint64_t (*operation)(void))
 {
     if (wanted(cache_kind, address))
         tracker_defer_alloc(cache_kind, device, address, size, stream, operation);
 }
 
-void cache_blocks_defer_free(uint64_t address)
+HOT_PATH void cache_blocks_defer_free(uint64_t address)
 {
     if (address != 0 && config.enabled)
         tracker_defer_free(address);

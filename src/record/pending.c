@@ -3,6 +3,7 @@
 #include "pending.h"
 
 #include "arena.h"
+#include "hot_path.h"
 
 /* 8192 events: 512 KiB, some 13 steps of a transformer's 614 tensors. */
 #define PENDING_CAPACITY 8192u
@@ -44,7 +45,7 @@ int pending_reset(void)
 #if defined(__x86_64__)
 __attribute__((target("prfchw")))
 #endif
-struct pending_event *pending_claim(uint64_t *number)
+HOT_PATH struct pending_event *pending_claim(uint64_t *number)
 {
     if (!ring.events)
         return NULL;
@@ -67,7 +68,7 @@ struct pending_event *pending_claim(uint64_t *number)
     return &ring.events[head % PENDING_CAPACITY];
 }
 
-uint64_t pending_publish(struct pending_event *e, uint64_t number, uint64_t longer_than)
+HOT_PATH uint64_t pending_publish(struct pending_event *e, uint64_t number, uint64_t longer_than)
 {
     __atomic_store_n(&e->stamp, number + 1, __ATOMIC_RELEASE);
     if (number + 1 - tail_seen <= longer_than && number >= tail_seen)

@@ -42,6 +42,7 @@
 #include "clock.h"
 #include "config.h"
 #include "host.h"
+#include "hot_path.h"
 #include "log.h"
 #include "map.h"
 #include "modules.h"
@@ -577,7 +578,7 @@ __attribute__((noinline, cold)) static int64_t walk_own_miss(struct frame_memo *
  * frame the memo does not confirm takes it. The offsets are copied to
  * locals: the stores to frames[] might alias `own` for all the compiler
  * knows, and it would load them again at every frame. */
-static int walk_own(const char *frame, uintptr_t *frames, int n, int max, int *locked)
+HOT_PATH static int walk_own(const char *frame, uintptr_t *frames, int n, int max, int *locked)
 {
     const uintptr_t code_tag_bits = own.code_tag_bits;
     const size_t code_at = own.code, instruction_at = own.instruction, owner_at = own.owner,
@@ -883,7 +884,7 @@ void python_fork_child(void)
 /* Plain loads, as walk() reads a thread's own frames without the lock: the
  * checked reads of first_frame would take system calls whenever another
  * thread is borrowing the main thread's frames meanwhile (`foreign`). */
-int python_runs_here(void)
+HOT_PATH int python_runs_here(void)
 {
     if (!config.python || available <= 0 || !layout ||
         !__atomic_load_n(&validated, __ATOMIC_ACQUIRE))
@@ -894,7 +895,7 @@ int python_runs_here(void)
     return thread_state && own_first_frame(thread_state);
 }
 
-int python_capture(uintptr_t *frames, int depth, int max)
+HOT_PATH int python_capture(uintptr_t *frames, int depth, int max)
 {
     int known = state_known;
     state_known = 0;

@@ -15,6 +15,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "hot_path.h"
 #include "log.h"
 #include "stacks.h"
 #include "unwind.h"
@@ -538,7 +539,7 @@ static struct recent_stack *recent_set(const uintptr_t *f, int depth)
     return recent[(h * 0x94d049bb133111ebULL) >> (64 - RECENT_BITS)];
 }
 
-uint32_t stack_intern_here(const uintptr_t *f, int depth)
+HOT_PATH uint32_t stack_intern_here(const uintptr_t *f, int depth)
 {
     struct recent_stack *set = recent_set(f, depth);
     for (int way = 0; way < 2; way++)

@@ -46,6 +46,7 @@
 #include "counters.h"
 #include "growth.h"
 #include "host.h"
+#include "hot_path.h"
 #include "kinds.h"
 #include "pending.h"
 #include "python.h"
@@ -452,8 +453,9 @@ static void account_alloc(const struct block *b, int api)
  * once inlined it into capture() and made that a function of its own, and
  * the unwinder stepping through that frame cost some 80 more instructions
  * a pair (callgrind, bench/run.py --only record). */
-__attribute__((noinline)) static int native_frames(int kind, uint64_t (*operation_of)(void),
-                                                   uintptr_t *frames)
+HOT_PATH __attribute__((noinline)) static int native_frames(int kind,
+                                                            uint64_t (*operation_of)(void),
+                                                            uintptr_t *frames)
 {
     if (!kind_in_cache(kind) || config.block_depth >= config.depth)
         return stack_capture(frames, config.depth);
@@ -1030,7 +1032,7 @@ static __attribute__((noinline)) void catch_up(void)
 /* Publish event `number` in `slot`: with the timeline on, it is entered at
  * once, so the timeline's times are the events' own; a queue this writer
  * finds long it enters itself, unless someone is entering it. */
-static void publish(struct pending_event *slot, uint64_t number)
+HOT_PATH static void publish(struct pending_event *slot, uint64_t number)
 {
     if (pending_publish(slot, number, APPLY_BATCH) > APPLY_BATCH || timeline.events)
         catch_up();
@@ -1134,8 +1136,8 @@ static __attribute__((noinline)) void take_wanted_sample(void)
  * something may change it (the walks, a new stack, a thread's first event,
  * a full ring, a growth sample): the event of a known stack with no walk
  * reads not even its line. */
-void tracker_defer_alloc(int cache_kind, int device, uint64_t value, uint64_t size,
-                         uint64_t stream, uint64_t (*operation)(void))
+HOT_PATH void tracker_defer_alloc(int cache_kind, int device, uint64_t value, uint64_t size,
+                                  uint64_t stream, uint64_t (*operation)(void))
 {
     if (!enter_to_record())
         return;
@@ -1161,7 +1163,7 @@ void tracker_defer_alloc(int cache_kind, int device, uint64_t value, uint64_t si
 /* A free's event is its address and its type: the reader reads no other
  * field of it (pending.h). Nothing on the way of a slot found free changes
  * errno. */
-void tracker_defer_free(uint64_t value)
+HOT_PATH void tracker_defer_free(uint64_t value)
 {
     if (!enter_to_record())
         return;
