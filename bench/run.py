@@ -225,6 +225,48 @@ def torch_instructions(args, frames, function):
     return {name: (totals[1][1][name] - totals[0][1][name]) / tensors for name in totals[0][1]}
 
 
+def torch_whole_program(args, frames):
+    """What tracing adds to the whole program per tensor, the model's own work
+    between tensors included (bench/torch_tensors.py --between 24): callgrind over
+    everything the program's threads run, traced less untraced, from the difference
+    between runs of 1 and 5 timed steps, with a core's first-level caches (32 KiB of
+    code, 48 KiB of data) and 2 MiB behind them. {"Ir": instructions, "I1": the
+    first-level instruction misses}: those of the tracer's code, and those of the
+    program's code that the tracer's evicted. The queue's entering is left out, as in
+    torch_instructions: the tracer's thread, which does it on a core of its own, and the
+    program's when it found the queue long (callgrind runs one thread at a time,
+    through one cache). None without valgrind."""
+    if not shutil.which("valgrind"):
+        return None
+    sim = os.path.join(args.build, "sim")
+    figures = {}
+    for traced in (False, True):
+        totals = []
+        for steps in (1, 5):
+            # No growth samples: one every second of a run that callgrind makes
+            # fifty times longer would land on the tensors' count.
+            env = simulator_env(args, {"CUMEMTRACE_FORMAT": "none", "CUMEMTRACE_SAMPLE_MS": "0",
+                                       "CUMEMTRACE_TORCH_TRACKER":
+                                       os.path.join(sim, "torch", "libcumemtrace_torch.so")}
+                                if traced else None)
+            env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
+            env["PYTHONHASHSEED"] = "0"     # the interpreter's own work the same run to run
+            out = os.path.join(args.tmp, f"callgrind-whole-{frames}-{int(traced)}-{steps}")
+            command = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--I1=32768,8,64",
+                       "--D1=49152,12,64", "--LL=2097152,16,64", f"--callgrind-out-file={out}",
+                       sys.executable, os.path.join(ROOT, "bench", "torch_tensors.py"),
+                       str(frames), str(steps), "--between", "24"]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                sys.exit(f"callgrind failed: {done.stderr[-2000:]}")
+            tensors = json.loads(done.stdout.splitlines()[-1])["tensors"]
+            events = callgrind_events(out, "enter_pending")
+            totals.append((tensors, events["Ir"], events["I1mr"]))
+        tensors = totals[1][0] - totals[0][0]
+        figures[traced] = [(totals[1][i] - totals[0][i]) / tensors for i in (1, 2)]
+    return {"Ir": figures[True][0] - figures[False][0], "I1": figures[True][1] - figures[False][1]}
+
+
 def torch_table(args, steps):
     """Tensors through the stand-in for PyTorch's caching allocator, from a model-like
     Python call depth: untraced, traced, and the tracer's own time per tensor."""
@@ -236,23 +278,31 @@ def torch_table(args, steps):
         on, own = torch_run(args, frames, steps, {})
         every = torch_instructions(args, frames, "torch_event")
         walk = torch_instructions(args, frames, "python_capture")
+        whole = torch_whole_program(args, frames) if frames == 24 else None
         rows.append((frames, f"{off:.0f}", f"{on:.0f}", f"{on - off:.0f}", f"{own:.0f}",
                      *(("no valgrind",) * 4 if every is None else
                        (f"{every['Ir']:.0f}", f"{every['I1']:.1f}", f"{every['D1']:.1f}",
                         f"{every['LL']:.1f}")),
-                     "no valgrind" if walk is None else f"{walk['Ir']:.0f}"))
+                     "no valgrind" if walk is None else f"{walk['Ir']:.0f}",
+                     *(("",) * 2 if whole is None else
+                       (f"{whole['Ir']:.0f}", f"{whole['I1']:.1f}"))))
     table(("Python frames", "untraced ns/tensor", "traced ns/tensor", "added ns",
            "the tracer's own ns/tensor (CUMEMTRACE_SELF_TIME=1)",
            "instructions per tensor (callgrind)", "lines of code it runs",
            "its D1 misses", "its LL misses",
-           "of the instructions, the Python frames"), rows)
+           "of the instructions, the Python frames",
+           "whole program, model work between tensors: instructions added",
+           "first-level instruction misses added (32 KiB)"), rows)
     print("(A tensor is its allocation and its free. Traced runs read the clock for "
           "CUMEMTRACE_SELF_TIME; callgrind runs do not. Misses: callgrind's cache model "
           "(--cache-sim=yes), reads and writes, on the program's thread in the tracer's "
           "callback, the queue's entering there left out. Lines of code: the misses of a 4 KiB "
           "first-level instruction cache, which keeps the callback's loops but not what it "
           "ran at the last tensor, as a core's 32 KiB keeps little of it once PyTorch and "
-          "the interpreter ran between two tensors.)")
+          "the interpreter ran between two tensors. Whole program (24 frames): callgrind "
+          "over all the program runs but the tracer's thread, 24 objects of a megabyte's "
+          "pool touched before each tensor, traced less untraced: the tracer's own misses "
+          "and those of the program's code it evicted.)")
     print()
 
 

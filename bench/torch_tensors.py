@@ -1,7 +1,7 @@
 """Tensors through the stand-in for PyTorch's caching allocator (tests/sim/c10),
 from a Python call depth like a model's forward, for bench/run.py's torch table.
 
-    python3 bench/torch_tensors.py FRAMES STEPS
+    python3 bench/torch_tensors.py FRAMES STEPS [--between N]
 
 Each step is a "forward": FRAMES - 3 Python frames that stay the same from
 tensor to tensor (the training loop, the model, its blocks), then
@@ -15,10 +15,16 @@ the marks "tensors: start" and "tensors: end" (only when traced) bracket the
 timed steps, so the report's self_time_ns at each (CUMEMTRACE_SELF_TIME=1)
 gives the tracer's own time. Prints one JSON line: {"ns_per_tensor": ...,
 "tensors": ...}; a tensor is its allocation and its free.
+
+--between N: before each tensor, N objects of a pool of 24,000 (about a
+megabyte) are touched in turn, for a model's own work between two of its
+tensors: the interpreter's code, and data beyond the first-level caches.
+What the tracer then costs the whole program, and not only inside its
+callback, is what its code and data evict of the program's (bench/run.py's
+whole-program columns).
 """
 import ctypes
 import json
-import os
 import sys
 import time
 
@@ -26,13 +32,33 @@ c10 = ctypes.CDLL("libc10_cuda.so")
 c10.c10sim_malloc.restype = ctypes.c_void_p
 c10.c10sim_malloc.argtypes = [ctypes.c_int, ctypes.c_size_t]
 c10.c10sim_free.argtypes = [ctypes.c_int, ctypes.c_void_p]
-traced = "LD_PRELOAD" in os.environ
-mark = ctypes.CDLL(None).cumemtrace_mark if traced else None
+mark = getattr(ctypes.CDLL(None), "cumemtrace_mark", None)     # None untraced
 TENSORS_PER_LAYER = 8
 held = [None]
 
 
+class Thing:
+    __slots__ = ("count",)
+
+    def __init__(self):
+        self.count = 0
+
+
+POOL = [Thing() for _ in range(24000)] if "--between" in sys.argv else []
+BETWEEN = int(sys.argv[sys.argv.index("--between") + 1]) if POOL else 0
+cursor = [0]
+
+
+def model_work():
+    at = cursor[0]
+    for thing in POOL[at:at + BETWEEN]:
+        thing.count += 1
+    cursor[0] = (at + BETWEEN) % (len(POOL) - BETWEEN)
+
+
 def tensor(size):
+    if BETWEEN:
+        model_work()
     pointer = c10.c10sim_malloc(0, size)
     assert pointer, f"the stand-in refused {size} bytes"
     if held[0]:
