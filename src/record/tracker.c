@@ -491,11 +491,12 @@ static void note_cache_role(int kind, uint32_t stack_id, int depth)
  * Keeps errno, which the walks may change (process_vm_readv, the
  * unwinder's reads): a framework's event needs it kept, and with no walk
  * it is not touched. */
-static int capture(int kind, uint64_t size, uint64_t (*operation)(void), uintptr_t *frames)
+HOT_PATH static int capture(int kind, uint64_t size, uint64_t (*operation)(void),
+                            uintptr_t *frames)
 {
     frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
-    if (config.depth <= 0 || size < config.min_size)
-        return 0;
+    if (__builtin_expect(config.depth <= 0 || size < config.min_size, 0))
+        return 0;           /* laid out apart: a stack is the usual case */
     int saved_errno = errno;
     int depth = python_capture(frames, native_frames(kind, operation, frames), CONFIG_MAX_DEPTH);
     errno = saved_errno;
