@@ -539,7 +539,7 @@ static struct recent_stack *recent_set(const uintptr_t *f, int depth)
     return recent[(h * 0x94d049bb133111ebULL) >> (64 - RECENT_BITS)];
 }
 
-HOT_PATH /* Whether stack a[0..depth) is b's. A loop in the caller's code, not
+/* Whether stack a[0..depth) is b's. A loop in the caller's code, not
  * memcmp: the C library's is a few cache lines of code of its own, fetched
  * again at each tensor once PyTorch and the interpreter have run between. */
 static inline int same_frames(const uintptr_t *a, const uintptr_t *b, int depth)
@@ -554,7 +554,7 @@ static inline int same_frames(const uintptr_t *a, const uintptr_t *b, int depth)
     return differ == 0;
 }
 
-uint32_t stack_intern_here(const uintptr_t *f, int depth)
+HOT_PATH uint32_t stack_intern_here(const uintptr_t *f, int depth)
 {
     struct recent_stack *set = recent_set(f, depth);
     for (int way = 0; way < 2; way++)

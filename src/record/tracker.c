@@ -1116,6 +1116,7 @@ static __attribute__((noinline)) void defer_block_waiting(int kind, int device, 
     defer_waiting(&e);
 }
 
+/* A free's event that found no slot free (defer_waiting); out of line too. */
 static __attribute__((noinline)) void defer_free_waiting(uint64_t value)
 {
     struct pending_event e = {.value = value, .type = PENDING_FREE};
