@@ -31,6 +31,7 @@ that have nothing to do with the tracer.
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -186,6 +187,21 @@ def activity(traced, env, label, timed, extra, untraced_ms):
             f"timed steps, {counts[1][2]} with {counts[1][0]}")
 
 
+def median_interval(processes, draws=2000):
+    """The 95% interval of the median of processes' medians, each process a
+    list of pair ratios: a bootstrap that draws processes, then pairs within
+    each, so that both the spread between processes and within one count.
+    Seeded: the same pairs give the same interval."""
+    if not processes:
+        return None
+    pick = random.Random(29)
+    figures = sorted(
+        statistics.median(statistics.median(pick.choices(pairs, k=len(pairs)))
+                          for pairs in pick.choices(processes, k=len(processes)))
+        for _ in range(draws))
+    return figures[int(0.025 * draws)], figures[int(0.975 * draws) - 1]
+
+
 def switched_rows(args, traced, notes, model, steps):
     """A step (`model`) in one process, windows of `steps` steps with the tracker's events
     recorded and dropped in turn (torch_step_time.py --switch): per process,
@@ -207,12 +223,12 @@ def switched_rows(args, traced, notes, model, steps):
     extra = ("--model", model, "--switch", "--pairs", str(args.pairs))
     print()
     print(f"| {model} step, one process: windows of {steps} steps, the tracker's events "
-          f"recorded / dropped | median of processes | each process's median of {args.pairs} "
-          "pairs | own time per step (program's threads; two more processes, "
+          f"recorded / dropped | median of processes | its 95% interval (bootstrap: processes, "
+          "then pairs) | each process's median of {args.pairs} pairs | own time per step (program's threads; two more processes, "
           "CUMEMTRACE_SELF_TIME=1) | the tracer's thread per step | the program's threads' CPU "
           "per step, recorded minus dropped (median of processes) | their wait for a CPU per "
           "step, recorded minus dropped | a dropped window's step (median) |")
-    print("|---|---|---|---|---|---|---|---|", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
     rows = [("tensors traced", {}),
             ("tensors traced, no stacks (CUMEMTRACE_DEPTH=0 CUMEMTRACE_PYTHON=0)",
              {"CUMEMTRACE_DEPTH": "0", "CUMEMTRACE_PYTHON": "0"}),
@@ -222,12 +238,13 @@ def switched_rows(args, traced, notes, model, steps):
     started = time.monotonic()
     tensors = []
     for label, env in rows:
-        ratios, own, thread, added, waited, step = [], [], [], [], [], []
+        ratios, pairs, own, thread, added, waited, step = [], [], [], [], [], [], []
         for _ in range(args.rounds):
             tracer = {} if env is None else {**traced, **env, "CUMEMTRACE_TORCH_TRACKER": library}
             figures, _ = step_ms(tracer, steps, extra=extra, key=None)
             if figures and (env is None or figures.get("switched")):
                 ratios.append(figures["ratio"])
+                pairs.append([a / b for a, b in zip(figures["on_ms"], figures["off_ms"])])
                 program = figures["program_threads_us_per_step"]
                 added.append(program["on"] - program["off"])
                 queued = figures.get("program_threads_waited_us_per_step")
@@ -257,9 +274,10 @@ def switched_rows(args, traced, notes, model, steps):
             if windows:
                 tensors.append(sum(windows) / (len(windows) * steps))
         if not ratios:
-            print(f"| {label} | failed | | | | | | |")
+            print(f"| {label} | failed | | | | | | | |")
             continue
-        print(f"| {label} | {statistics.median(ratios):.3f}x | "
+        low, high = median_interval(pairs)
+        print(f"| {label} | {statistics.median(ratios):.3f}x | {low:.3f}-{high:.3f}x | "
               + " ".join(f"{r:.3f}" for r in ratios) + " | "
               + (" ".join(f"{o:.0f}" for o in own) + " us" if own else "") + " | "
               + (" ".join(f"{t:.0f}" for t in thread) + " us" if thread else "") + " | "
