@@ -191,9 +191,7 @@ def median_interval(processes, draws=2000):
     """The 95% interval of the median of processes' medians, each process a
     list of pair ratios: a bootstrap that draws processes, then pairs within
     each, so that both the spread between processes and within one count.
-    Seeded: the same pairs give the same interval."""
-    if not processes:
-        return None
+    Seeded: the same pairs give the same interval. `processes` is not empty."""
     pick = random.Random(29)
     figures = sorted(
         statistics.median(statistics.median(pick.choices(pairs, k=len(pairs)))
@@ -223,9 +221,9 @@ def switched_rows(args, traced, notes, model, steps):
     extra = ("--model", model, "--switch", "--pairs", str(args.pairs))
     print()
     print(f"| {model} step, one process: windows of {steps} steps, the tracker's events "
-          f"recorded / dropped | median of processes | its 95% interval (bootstrap: processes, "
-          "then pairs) | each process's median of {args.pairs} pairs | own time per step (program's threads; two more processes, "
-          "CUMEMTRACE_SELF_TIME=1) | the tracer's thread per step | the program's threads' CPU "
+          "recorded / dropped | median of processes | its 95% interval (bootstrap: processes, "
+          f"then pairs) | each process's median of {args.pairs} pairs | own time per step "
+          "(program's threads; two more processes, CUMEMTRACE_SELF_TIME=1) | the tracer's thread per step | the program's threads' CPU "
           "per step, recorded minus dropped (median of processes) | their wait for a CPU per "
           "step, recorded minus dropped | a dropped window's step (median) |")
     print("|---|---|---|---|---|---|---|---|---|", flush=True)

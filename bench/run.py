@@ -188,6 +188,24 @@ def callgrind_events(out, less=None):
     return totals
 
 
+def callgrind_tensors(args, env, options, name, arguments):
+    """bench/torch_tensors.py `arguments` on the simulator under callgrind
+    --cache-sim=yes with `options`, in environment `env`, its output kept in
+    args.tmp as `name`: the tensors it made and callgrind's totals by event,
+    less the queue's entering (enter_pending, torch_instructions says why)."""
+    sim = os.path.join(args.build, "sim")
+    env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
+    out = os.path.join(args.tmp, name)
+    command = ["valgrind", "--tool=callgrind", "--cache-sim=yes", *options,
+               f"--callgrind-out-file={out}", sys.executable,
+               os.path.join(ROOT, "bench", "torch_tensors.py"), *arguments]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        sys.exit(f"callgrind failed: {done.stderr[-2000:]}")
+    return (json.loads(done.stdout.splitlines()[-1])["tensors"],
+            callgrind_events(out, "enter_pending"))
+
+
 def torch_instructions(args, frames, function):
     """Per tensor inside `function` and what it calls (callgrind --cache-sim, with
     --toggle-collect), from the difference between runs of 1 and 3 timed steps (the
@@ -204,21 +222,13 @@ def torch_instructions(args, frames, function):
     for steps in (1, 3):
         env = simulator_env(args, {"CUMEMTRACE_FORMAT": "none", "CUMEMTRACE_TORCH_TRACKER":
                                    os.path.join(sim, "torch", "libcumemtrace_torch.so")})
-        env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
-        out = os.path.join(args.tmp, f"callgrind-{frames}-{function}-{steps}")
         # A first-level instruction cache of 4 KiB, where the callback's loops
         # stay but nothing else does: its misses count the lines of code a
         # tensor runs, each of which PyTorch and the interpreter evict
         # between two tensors on a real core.
-        command = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--I1=4096,4,64",
-                   f"--callgrind-out-file={out}", f"--toggle-collect={function}",
-                   sys.executable, os.path.join(ROOT, "bench", "torch_tensors.py"), str(frames),
-                   str(steps)]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            sys.exit(f"callgrind failed: {done.stderr[-2000:]}")
-        tensors = json.loads(done.stdout.splitlines()[-1])["tensors"]
-        events = callgrind_events(out, "enter_pending")
+        tensors, events = callgrind_tensors(
+            args, env, ["--I1=4096,4,64", f"--toggle-collect={function}"],
+            f"callgrind-{frames}-{function}-{steps}", [str(frames), str(steps)])
         totals.append((tensors, {"Ir": events["Ir"], "D1": events["D1mr"] + events["D1mw"],
                                  "LL": events["DLmr"] + events["DLmw"], "I1": events["I1mr"]}))
     tensors = totals[1][0] - totals[0][0]
@@ -249,18 +259,11 @@ def torch_whole_program(args, frames):
                                        "CUMEMTRACE_TORCH_TRACKER":
                                        os.path.join(sim, "torch", "libcumemtrace_torch.so")}
                                 if traced else None)
-            env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
             env["PYTHONHASHSEED"] = "0"     # the interpreter's own work the same run to run
-            out = os.path.join(args.tmp, f"callgrind-whole-{frames}-{int(traced)}-{steps}")
-            command = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--I1=32768,8,64",
-                       "--D1=49152,12,64", "--LL=2097152,16,64", f"--callgrind-out-file={out}",
-                       sys.executable, os.path.join(ROOT, "bench", "torch_tensors.py"),
-                       str(frames), str(steps), "--between", "24"]
-            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-            if done.returncode != 0:
-                sys.exit(f"callgrind failed: {done.stderr[-2000:]}")
-            tensors = json.loads(done.stdout.splitlines()[-1])["tensors"]
-            events = callgrind_events(out, "enter_pending")
+            tensors, events = callgrind_tensors(
+                args, env, ["--I1=32768,8,64", "--D1=49152,12,64", "--LL=2097152,16,64"],
+                f"callgrind-whole-{frames}-{int(traced)}-{steps}",
+                [str(frames), str(steps), "--between", "24"])
             totals.append((tensors, events["Ir"], events["I1mr"]))
         tensors = totals[1][0] - totals[0][0]
         figures[traced] = [(totals[1][i] - totals[0][i]) / tensors for i in (1, 2)]
