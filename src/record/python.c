@@ -49,6 +49,7 @@
 #include "python.h"
 #include "python_layout.h"
 #include "python_offsets.h"
+#include "stacks.h"
 
 typedef struct _object PyObject;
 
@@ -93,7 +94,7 @@ static struct {
     _Alignas(64) uintptr_t code_tag_bits;
     uint32_t tstate_frame, cframe_frame, code, instruction, owner, previous, filename;
     uint32_t shim;
-    unsigned char owner_mask, cframe;
+    unsigned char owner_mask, cframe, keyed;
 } own;
 
 static void own_offsets(const struct python_layout *l)
@@ -109,6 +110,7 @@ static void own_offsets(const struct python_layout *l)
     own.shim = l->minor >= 12 ? 3 : 256;
     own.owner_mask = l->minor >= 11 ? 0xff : 0;
     own.cframe = l->minor == 11 || l->minor == 12;
+    own.keyed = l->minor >= 11;
 }
 
 /* Locations: an array indexed by id - 1, and an open-addressing index. Keys:
@@ -803,6 +805,54 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
         }
     }
     return walk_locked(frames, start, max, thread_state, is_main, locked);
+}
+
+/* python_frames_key's walk: walk_own's reads, with no look-up. A frame
+ * that is not a shim gives one word: its instruction, with its owner in the
+ * top byte (a user-space address leaves it clear). With the instruction's
+ * code object and the owner, it is what decides the frame's location
+ * (memo_confirms says why), and from 3.11 on the instruction is an address
+ * inside its code object, which it then names too. Each code object's
+ * filename goes into the hash only: so a code object compiled at the
+ * address of one freed since has (almost always) another hash, as it has
+ * another memo entry. 0 where the thread has more frames than the key's
+ * STACK_KEY_WORDS: walk() would cut them at its own limit, after the frames
+ * that give no location, which the key does not tell. */
+HOT_PATH static int own_key(const char *frame, uintptr_t *key, uint64_t *hash)
+{
+    const uintptr_t code_tag_bits = own.code_tag_bits;
+    const size_t code_at = own.code, instruction_at = own.instruction, owner_at = own.owner,
+                 previous_at = own.previous, filename_at = own.filename;
+    const unsigned shim = own.shim;
+    uint64_t h = 0, filenames = 0;
+    uintptr_t *at = key, *end = key + STACK_KEY_WORDS;
+    for (; frame; frame = load_pointer(frame + previous_at)) {
+        unsigned owner = (unsigned char)frame[owner_at];
+        if (owner >= shim)
+            continue;
+        if (at == end)
+            return 0;
+        uintptr_t where = (uintptr_t)load_pointer(frame + instruction_at) | (uintptr_t)owner << 56;
+        *at++ = where;
+        h = (h ^ where) * 0x9e3779b1u;
+        const char *code = (const char *)((uintptr_t)load_pointer(frame + code_at) & ~code_tag_bits);
+        filenames ^= (uintptr_t)load_pointer(code + filename_at);
+    }
+    *hash = stack_mix(stack_mix(h, filenames), (uint64_t)(at - key));
+    return (int)(at - key);
+}
+
+HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash)
+{
+    int known = state_known;
+    state_known = 0;
+    const char *thread_state = state_found;
+    /* walk()'s test for walk_own, which a thread's first walk has passed;
+     * 3.10's instruction is an offset, which names no code object. */
+    if (!known || !own.keyed || !thread_role || !thread_state ||
+        (thread_role == THREAD_MAIN && main_state != thread_state) || !py.is_initialized())
+        return 0;
+    return own_key(own_first_frame(thread_state), key, hash);
 }
 
 /* ---- the C API, with the GIL ------------------------------------------------- */

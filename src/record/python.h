@@ -23,6 +23,14 @@ int python_capture(uintptr_t *frames, int depth, int max);
 /* This thread is running Python (it has frames of its own): cheap, no lock. */
 int python_runs_here(void);
 
+/* Right after python_runs_here() said yes on this event: this thread's
+ * Python frames as they are now, read but not looked up, as
+ * key[0..n) (one word a frame; STACK_KEY_WORDS at most) and *hash, for
+ * stacks.h's stack_known_by_key: n, which is 0 where they cannot be read so
+ * (python_capture then walks them in full). Equal keys and hashes stand for
+ * equal stacks of python_capture's, at a native depth of 0. */
+int python_frames_key(uintptr_t *key, uint64_t *hash);
+
 /* With the GIL, for a code object the caller holds: the tagged frame of
  * `code` at the instruction `offset` bytes into its code (a frame's f_lasti,
  * as JAX's tracebacks keep them), or 0. */

@@ -113,6 +113,40 @@ struct recent_stack {
 };
 static __thread struct recent_stack recent[1 << RECENT_BITS][2];
 
+/* Stacks known by a key of other words than their frames: a thread's
+ * Python frames as they are read (python_frames_key), before each is looked
+ * up to its location and the locations to their stack. A model's forward
+ * comes back to the same few hundred stacks; finding one by its key costs a
+ * tensor some 20 instructions a frame fewer, and none of the lines of the
+ * frames' memo or of recent[] (callgrind, bench/torch_tensors.py). A key's
+ * hash is the caller's, of more than its words (python.c says what), and is
+ * compared whole, as the words are. Two ways a set, the newer first; a way's
+ * words lie in one of its set's two slots, which the ways swap rather than
+ * copy. Per thread, mapped at its first key (not in static TLS: every thread
+ * the program makes would pay for its zeroing) and unmapped when the thread
+ * ends; emptied by stack_reset, as recent[] is. */
+#define KEYED_BITS 7
+#define KEYED_STRIDE (STACK_KEY_WORDS + 8)  /* a line more: slots start on different cache sets */
+struct keyed_stack {
+    uint64_t hash;
+    uint32_t id;                       /* 0: empty */
+    uint16_t words, slot;              /* slot: which of its set's two */
+};
+struct keyed_table {
+    struct keyed_stack sets[1 << KEYED_BITS][2];
+    uintptr_t words[1 << KEYED_BITS][2][KEYED_STRIDE];
+};
+static __thread struct keyed_table *keyed;
+static pthread_key_t keyed_owner;
+static int keyed_owner_made;
+
+static void keyed_clear(struct keyed_table *t)
+{
+    memset(t->sets, 0, sizeof(t->sets));
+    for (int i = 0; i < 1 << KEYED_BITS; i++)
+        t->sets[i][1].slot = 1;
+}
+
 void stack_init(void *(*lookup)(void *handle, const char *name))
 {
     if (!lookup)
@@ -160,6 +194,8 @@ void stack_reset(void)
     frames_used = 0;
     index_now = NULL;
     memset(recent, 0, sizeof(recent));
+    if (keyed)
+        keyed_clear(keyed);
     table_bytes = 0;
 }
 
@@ -324,27 +360,20 @@ int stack_capture(uintptr_t *out, int max)
 
 /* Four independent lanes, folded at the end: one multiply chain per frame
  * would make the hash wait on each multiply in turn (32 frames, ~50 ns). */
-static uint64_t mix(uint64_t h, uint64_t frame)
-{
-    h ^= frame;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    return h ^ (h >> 31);
-}
-
 uint64_t stack_hash(const uintptr_t *f, int depth)
 {
     uint64_t a = 0x9e3779b97f4a7c15ULL ^ (uint64_t)depth, b = 0x94d049bb133111ebULL,
              c = 0x2545f4914f6cdd1dULL, d = 0xd6e8feb86659fd93ULL;
     int i = 0;
     for (; i + 4 <= depth; i += 4) {
-        a = mix(a, f[i]);
-        b = mix(b, f[i + 1]);
-        c = mix(c, f[i + 2]);
-        d = mix(d, f[i + 3]);
+        a = stack_mix(a, f[i]);
+        b = stack_mix(b, f[i + 1]);
+        c = stack_mix(c, f[i + 2]);
+        d = stack_mix(d, f[i + 3]);
     }
     for (; i < depth; i++)
-        a = mix(a, f[i]);
-    uint64_t h = mix(mix(mix(a, b), c), d);
+        a = stack_mix(a, f[i]);
+    uint64_t h = stack_mix(stack_mix(stack_mix(a, b), c), d);
     return h ? h : 1;
 }
 
@@ -532,10 +561,11 @@ static struct recent_stack *recent_set(const uintptr_t *f, int depth)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)depth;
     if (depth > 4)
-        h = mix(mix(mix(mix(mix(h, f[0]), f[1]), f[2]), f[3]), f[depth / 2]);
+        h = stack_mix(stack_mix(stack_mix(stack_mix(stack_mix(h, f[0]), f[1]), f[2]), f[3]),
+                      f[depth / 2]);
     else
         for (int i = 0; i < depth; i++)
-            h = mix(h, f[i]);
+            h = stack_mix(h, f[i]);
     return recent[(h * 0x94d049bb133111ebULL) >> (64 - RECENT_BITS)];
 }
 
@@ -568,6 +598,65 @@ HOT_PATH uint32_t stack_intern_here(const uintptr_t *f, int depth)
         set[0] = (struct recent_stack){stack_frames(stack_get(id)), id, (uint32_t)depth};
     }
     return id;
+}
+
+/* The thread's end (pthread_key_create's destructor, on that thread). */
+static void keyed_free(void *t)
+{
+    pages_free(t, sizeof(struct keyed_table));
+    keyed = NULL;
+}
+
+static void make_keyed_owner(void)
+{
+    keyed_owner_made = pthread_key_create(&keyed_owner, keyed_free) == 0;
+}
+
+/* This thread's table, mapped now if it has none; NULL if it cannot be (or
+ * could not be unmapped when the thread ends: no key). Keeps errno. */
+static struct keyed_table *keyed_table(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (keyed)
+        return keyed;
+    int saved_errno = errno;
+    pthread_once(&once, make_keyed_owner);
+    struct keyed_table *t = keyed_owner_made ? pages_alloc(sizeof(*t)) : NULL;
+    if (t && pthread_setspecific(keyed_owner, t) != 0) {
+        pages_free(t, sizeof(*t));
+        t = NULL;
+    }
+    if (t)
+        keyed_clear(t);
+    errno = saved_errno;
+    return keyed = t;
+}
+
+HOT_PATH uint32_t stack_known_by_key(const uintptr_t *key, int words, uint64_t hash)
+{
+    struct keyed_table *t = keyed;
+    if (!t)
+        return 0;
+    unsigned set = (unsigned)(hash >> (64 - KEYED_BITS));
+    const struct keyed_stack *ways = t->sets[set];
+    for (int way = 0; way < 2; way++)
+        if (ways[way].hash == hash && ways[way].words == words &&
+            same_frames(t->words[set][ways[way].slot], key, words))
+            return ways[way].id;
+    return 0;
+}
+
+void stack_remember_by_key(const uintptr_t *key, int words, uint64_t hash, uint32_t id)
+{
+    struct keyed_table *t = id && words > 0 && words <= STACK_KEY_WORDS ? keyed_table() : NULL;
+    if (!t)
+        return;
+    unsigned set = (unsigned)(hash >> (64 - KEYED_BITS));
+    struct keyed_stack *ways = t->sets[set];
+    uint16_t slot = ways[1].slot;      /* the older way's, taken over */
+    memcpy(t->words[set][slot], key, (size_t)words * sizeof(*key));
+    ways[1] = ways[0];
+    ways[0] = (struct keyed_stack){hash, id, (uint16_t)words, slot};
 }
 
 uint32_t stack_count(void)

@@ -141,12 +141,29 @@ void stacks_fork_child(void);
 int stack_capture(uintptr_t *frames, int max);
 uint64_t stack_hash(const uintptr_t *frames, int depth);
 
+/* One step of the stacks' hashes: `word` into `h`. */
+static inline uint64_t stack_mix(uint64_t h, uint64_t word)
+{
+    h ^= word;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 31);
+}
+
 /* The id (1, 2, ...) of this stack, adding it if new; 0 when out of memory.
  * Keeps errno. */
 uint32_t stack_intern(const uintptr_t *frames, int depth, uint64_t hash);
 /* The same, its hash made here when needed: a stack this thread interned
  * lately is found in a memo of its own, with no hash. */
 uint32_t stack_intern_here(const uintptr_t *frames, int depth);
+
+/* A stack this thread interned lately, found by `key`, words[0..words) that
+ * stand for its frames, and their `hash` (the caller's, which may cover more
+ * than the words): its id, or 0 if no stack was remembered by that key and
+ * hash lately. stack_remember_by_key says which stack they stand for, for
+ * keys of up to STACK_KEY_WORDS words. */
+#define STACK_KEY_WORDS 96
+uint32_t stack_known_by_key(const uintptr_t *key, int words, uint64_t hash);
+void stack_remember_by_key(const uintptr_t *key, int words, uint64_t hash, uint32_t id);
 /* Stack `id`'s record and history; NULL for 0 or an unknown id. */
 struct stack_record *stack_get(uint32_t id);
 struct stack_history *stack_history(uint32_t id);

@@ -503,6 +503,39 @@ HOT_PATH static int capture(int kind, uint64_t size, uint64_t (*operation)(void)
     return depth;
 }
 
+/* The stack of a framework's block of `kind` and `size` bytes made now by
+ * this thread, `operation` as capture()'s, interned: its id, and its depth
+ * in *depth. Where the thread runs Python and the block takes no native
+ * frames (the default), the stack is found by the key of its Python frames
+ * (python_frames_key), with no look-up of each, if this thread has made it
+ * lately; otherwise captured, interned, and remembered by its key. Only a
+ * stack with a location for every frame of its key is remembered: a key
+ * then says every frame of the stack, and a walk that stopped short
+ * (something wrong, out of memory) is not remembered for ever after. */
+HOT_PATH static uint32_t framework_stack(int kind, uint64_t size, uint64_t (*operation)(void),
+                                         int *depth)
+{
+    uintptr_t frames[CONFIG_MAX_DEPTH];
+    if (kind_in_cache(kind) && config.depth > 0 && size >= config.min_size &&
+        config.block_depth == 0 && python_runs_here()) {
+        uintptr_t key[STACK_KEY_WORDS];
+        uint64_t hash;
+        int words = python_frames_key(key, &hash);
+        uint32_t id = words ? stack_known_by_key(key, words, hash) : 0;
+        if (__builtin_expect(id != 0, 1)) {
+            *depth = words;
+            return id;
+        }
+        *depth = capture(kind, size, operation, frames);
+        id = stack_intern_here(frames, *depth);
+        if (words && *depth == words)
+            stack_remember_by_key(key, words, hash, id);
+        return id;
+    }
+    *depth = capture(kind, size, operation, frames);
+    return stack_intern_here(frames, *depth);
+}
+
 /* An event's device: one it can hold, or -1 (not known). */
 static int8_t event_device(int device)
 {
@@ -1143,9 +1176,8 @@ HOT_PATH void tracker_defer_alloc(int cache_kind, int device, uint64_t value, ui
 {
     if (!enter_to_record())
         return;
-    uintptr_t frames[CONFIG_MAX_DEPTH];
-    int depth = capture(cache_kind, size, operation, frames);
-    uint32_t stack_id = stack_intern_here(frames, depth);
+    int depth;
+    uint32_t stack_id = framework_stack(cache_kind, size, operation, &depth);
     note_cache_role(cache_kind, stack_id, depth);
     note_traced();
     uint16_t thread = own_number(block_key(value, SPACE_FRAMEWORK));
