@@ -844,13 +844,15 @@ HOT_PATH static int own_key(const char *frame, uintptr_t *key, uint64_t *hash)
 
 HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash)
 {
-    int known = state_known;
-    state_known = 0;
-    const char *thread_state = state_found;
-    /* walk()'s test for walk_own, which a thread's first walk has passed;
-     * 3.10's instruction is an offset, which names no code object. */
-    if (!known || !own.keyed || !thread_role || !thread_state ||
-        (thread_role == THREAD_MAIN && main_state != thread_state) || !py.is_initialized())
+    /* walk()'s test for walk_own, which this thread's first walk has
+     * passed (thread_role is known from then on); 3.10's instruction is an
+     * offset, which names no code object. */
+    if (!config.python || available <= 0 || !own.keyed || !thread_role ||
+        !__atomic_load_n(&validated, __ATOMIC_ACQUIRE))
+        return 0;
+    const char *thread_state = py.this_thread_state();
+    if (!thread_state || (thread_role == THREAD_MAIN && main_state != thread_state) ||
+        !py.is_initialized())
         return 0;
     return own_key(own_first_frame(thread_state), key, hash);
 }

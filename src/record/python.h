@@ -23,12 +23,12 @@ int python_capture(uintptr_t *frames, int depth, int max);
 /* This thread is running Python (it has frames of its own): cheap, no lock. */
 int python_runs_here(void);
 
-/* Right after python_runs_here() said yes on this event: this thread's
- * Python frames as they are now, read but not looked up, as
+/* This thread's Python frames as they are now, read but not looked up, as
  * key[0..n) (one word a frame; STACK_KEY_WORDS at most) and *hash, for
  * stacks.h's stack_known_by_key: n, which is 0 where they cannot be read so
- * (python_capture then walks them in full). Equal keys and hashes stand for
- * equal stacks of python_capture's, at a native depth of 0. */
+ * (no frames, or python_capture has not walked this thread's yet). Equal keys
+ * and hashes stand for equal stacks of python_capture's, at a native depth
+ * of 0. Cheap, no lock. */
 int python_frames_key(uintptr_t *key, uint64_t *hash);
 
 /* With the GIL, for a code object the caller holds: the tagged frame of

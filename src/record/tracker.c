@@ -503,37 +503,46 @@ HOT_PATH static int capture(int kind, uint64_t size, uint64_t (*operation)(void)
     return depth;
 }
 
-/* The stack of a framework's block of `kind` and `size` bytes made now by
- * this thread, `operation` as capture()'s, interned: its id, and its depth
- * in *depth. Where the thread runs Python and the block takes no native
- * frames (the default), the stack is found by the key of its Python frames
- * (python_frames_key), with no look-up of each, if this thread has made it
- * lately; otherwise captured, interned, and remembered by its key. Only a
- * stack with a location for every frame of its key is remembered: a key
- * then says every frame of the stack, and a walk that stopped short
- * (something wrong, out of memory) is not remembered for ever after. */
-HOT_PATH static uint32_t framework_stack(int kind, uint64_t size, uint64_t (*operation)(void),
-                                         int *depth)
+/* framework_stack's stack when the thread's key is none it made lately:
+ * captured and interned, and remembered by the key (`words` of them, 0:
+ * none), but only if every frame of the key gave a location. A key then
+ * says every frame of the stack, and a walk that stopped short (something
+ * wrong, out of memory) is not remembered for ever after. Out of line: the
+ * frames' array and the calls stay off the path of a known key. */
+__attribute__((noinline)) static uint32_t new_framework_stack(int kind, uint64_t size,
+                                                              uint64_t (*operation)(void),
+                                                              const uintptr_t *key, int words,
+                                                              uint64_t hash, int *depth)
 {
     uintptr_t frames[CONFIG_MAX_DEPTH];
+    *depth = capture(kind, size, operation, frames);
+    uint32_t id = stack_intern_here(frames, *depth);
+    if (words && *depth == words)
+        stack_remember_by_key(key, words, hash, id);
+    return id;
+}
+
+/* The stack of a framework's block of `kind` and `size` bytes made now by
+ * this thread, `operation` as capture()'s, interned: its id, and its depth
+ * in *depth. Where the block takes no native frames (the default), a
+ * thread that runs Python finds it by the key of its Python frames
+ * (python_frames_key) if it made it lately, with no look-up of each
+ * frame. */
+HOT_PATH static inline __attribute__((always_inline)) uint32_t
+framework_stack(int kind, uint64_t size, uint64_t (*operation)(void), int *depth)
+{
+    uintptr_t key[STACK_KEY_WORDS];
+    uint64_t hash = 0;
+    int words = 0;
     if (kind_in_cache(kind) && config.depth > 0 && size >= config.min_size &&
-        config.block_depth == 0 && python_runs_here()) {
-        uintptr_t key[STACK_KEY_WORDS];
-        uint64_t hash;
-        int words = python_frames_key(key, &hash);
-        uint32_t id = words ? stack_known_by_key(key, words, hash) : 0;
+        config.block_depth == 0 && (words = python_frames_key(key, &hash)) != 0) {
+        uint32_t id = stack_known_by_key(key, words, hash);
         if (__builtin_expect(id != 0, 1)) {
             *depth = words;
             return id;
         }
-        *depth = capture(kind, size, operation, frames);
-        id = stack_intern_here(frames, *depth);
-        if (words && *depth == words)
-            stack_remember_by_key(key, words, hash, id);
-        return id;
     }
-    *depth = capture(kind, size, operation, frames);
-    return stack_intern_here(frames, *depth);
+    return new_framework_stack(kind, size, operation, words ? key : NULL, words, hash, depth);
 }
 
 /* An event's device: one it can hold, or -1 (not known). */
