@@ -383,6 +383,40 @@ def frames_reused(rounds=40):
     return kept
 
 
+def threads_come_and_go(threads=200):
+    """Short-lived threads, one after another, each making the same tensors
+    from the same lines (the second and third found by their frames' key, a
+    table of some 200 KiB each thread maps at its first): the process's
+    anonymous memory does not grow with the threads, and each tensor keeps
+    its line. Prints that memory (KiB) before and after."""
+    kept = []
+
+    def mapped_kib():
+        with open("/proc/self/status") as status:
+            return next(int(l.split()[1]) for l in status if l.startswith("RssAnon:"))
+
+    def allocate(depth):
+        if depth:
+            return allocate(depth - 1)
+        for _ in range(3):
+            kept.append(Tensor(4096))  # LEAK-threads_come_and_go
+        kept.append(Tensor(8192))  # HELD-threads_come_and_go
+
+    def run_one():
+        worker = threading.Thread(target=allocate, args=(4,))
+        worker.start()
+        worker.join()
+
+    for _ in range(10):     # the tracer's and the C library's first mappings
+        run_one()
+    before = mapped_kib()
+    for _ in range(threads):
+        run_one()
+    print("mapped:", json.dumps({"before": before, "after": mapped_kib(), "threads": threads}),
+          flush=True)
+    return kept
+
+
 def backward_nodes(steps=30):
     """Backward nodes run by the stand-in's autograd engine, on its own thread
     that runs no Python, while this one waits: every step makes an activation
@@ -453,7 +487,8 @@ SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries,
                                       cache_idle, fragmentation_oom, fragmented_at_end,
                                       exhaustion_oom, teardown_ctypes, crash_with_tensors,
                                       threads_and_snapshots, watched, frames_reused,
-                                      backward_nodes, modules_and_leak, compiled)}
+                                      backward_nodes, threads_come_and_go, modules_and_leak,
+                                      compiled)}
 HELD = None
 
 if __name__ == "__main__":
