@@ -206,8 +206,8 @@ def callgrind_tensors(args, env, options, name, arguments):
             callgrind_events(out, "enter_pending"))
 
 
-def torch_instructions(args, frames, function):
-    """Per tensor inside `function` and what it calls (callgrind --cache-sim, with
+def torch_instructions(args, frames, *functions):
+    """Per tensor inside `functions` and what they call (callgrind --cache-sim, with
     --toggle-collect), from the difference between runs of 1 and 3 timed steps (the
     warm-up and the start-up drop out): {"Ir": instructions, "D1": first-level data
     misses, reads and writes, "LL": last-level ones, "I1": lines of code fetched into a
@@ -227,8 +227,8 @@ def torch_instructions(args, frames, function):
         # tensor runs, each of which PyTorch and the interpreter evict
         # between two tensors on a real core.
         tensors, events = callgrind_tensors(
-            args, env, ["--I1=4096,4,64", f"--toggle-collect={function}"],
-            f"callgrind-{frames}-{function}-{steps}", [str(frames), str(steps)])
+            args, env, ["--I1=4096,4,64", *(f"--toggle-collect={f}" for f in functions)],
+            f"callgrind-{frames}-{functions[0]}-{steps}", [str(frames), str(steps)])
         totals.append((tensors, {"Ir": events["Ir"], "D1": events["D1mr"] + events["D1mw"],
                                  "LL": events["DLmr"] + events["DLmw"], "I1": events["I1mr"]}))
     tensors = totals[1][0] - totals[0][0]
@@ -280,7 +280,10 @@ def torch_table(args, steps):
         off, _ = torch_run(args, frames, steps, None)
         on, own = torch_run(args, frames, steps, {})
         every = torch_instructions(args, frames, "torch_event")
-        walk = torch_instructions(args, frames, "python_capture")
+        # The Python frames: read as a key (python_frames_key), and walked in
+        # full (python_capture) for a key not seen lately, or by a library
+        # from before the key.
+        walk = torch_instructions(args, frames, "python_frames_key", "python_capture")
         whole = torch_whole_program(args, frames) if frames == 24 else None
         rows.append((frames, f"{off:.0f}", f"{on:.0f}", f"{on - off:.0f}", f"{own:.0f}",
                      *(("no valgrind",) * 4 if every is None else
