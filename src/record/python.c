@@ -815,7 +815,11 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
  * inside its code object, which it then names too. Each code object's
  * filename goes into the hash only: so a code object compiled at the
  * address of one freed since has (almost always) another hash, as it has
- * another memo entry. 0 where the thread has more frames than the key's
+ * another memo entry. The filenames have a lane of their own, a multiply
+ * at each, so that two frames of one file do not cancel each other out
+ * (xor-ed together they did, and a module compiled again at the freed
+ * one's addresses took its stacks: test_torch_blocks_findings, one run in
+ * a few). 0 where the thread has more frames than the key's
  * STACK_KEY_WORDS: walk() would cut them at its own limit, after the frames
  * that give no location, which the key does not tell. */
 HOT_PATH static int own_key(const char *frame, uintptr_t *key, uint64_t *hash)
@@ -836,7 +840,7 @@ HOT_PATH static int own_key(const char *frame, uintptr_t *key, uint64_t *hash)
         *at++ = where;
         h = (h ^ where) * 0x9e3779b1u;
         const char *code = (const char *)((uintptr_t)load_pointer(frame + code_at) & ~code_tag_bits);
-        filenames ^= (uintptr_t)load_pointer(code + filename_at);
+        filenames = (filenames ^ (uintptr_t)load_pointer(code + filename_at)) * 0x9e3779b1u;
     }
     *hash = stack_mix(stack_mix(h, filenames), (uint64_t)(at - key));
     return (int)(at - key);
