@@ -779,24 +779,31 @@ __attribute__((noinline)) static int walk_locked(uintptr_t *frames, int n, int m
     return n;
 }
 
+/* Whether walk_own may read `thread_state`'s frames, with no lock: a
+ * validated layout (which stays so, and layout with it), and on the main
+ * thread the state it noted under the lock (main_state has no other writer
+ * but a forked child, alone). walk() and python_frames_key's test. */
+static inline int own_frames_readable(const char *thread_state, int is_main)
+{
+    return thread_state && __atomic_load_n(&validated, __ATOMIC_ACQUIRE) &&
+           (!is_main || main_state == thread_state);
+}
+
 static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
 {
     /* gettid() is a system call, dearer than the walk: once per thread. */
     if (__builtin_expect(!thread_role, 0))
         thread_role = gettid() == process_id ? THREAD_MAIN : THREAD_OTHER;
     int is_main = thread_role == THREAD_MAIN, start = n;
-    /* A validated layout stays so, and layout with it. The frames the memo
-     * confirms need nothing shared (the memo is this thread's, the ids are
-     * never taken back, the layout is fixed): the lock is taken only at the
-     * first frame it does not confirm. The main thread notes its state under
-     * the lock first; main_state has no other writer (but a forked child,
-     * alone). No frames at all: the walk borrows the main thread's, under
-     * the lock, in walk_locked. The expectations lay the common path out
-     * in one run of code (walk_locked says why it matters). */
+    /* The frames the memo confirms need nothing shared (the memo is this
+     * thread's, the ids are never taken back, the layout is fixed): the
+     * lock is taken only at the first frame it does not confirm. The main
+     * thread notes its state under the lock first. No frames at all: the
+     * walk borrows the main thread's, under the lock, in walk_locked. The
+     * expectations lay the common path out in one run of code (walk_locked
+     * says why it matters). */
     int locked = 0;
-    if (__builtin_expect(thread_state && __atomic_load_n(&validated, __ATOMIC_ACQUIRE) &&
-                             (!is_main || main_state == thread_state),
-                         1)) {
+    if (__builtin_expect(own_frames_readable(thread_state, is_main), 1)) {
         n = walk_own(own_first_frame(thread_state), frames, n, max, &locked);
         if (__builtin_expect(n > start, 1)) {
             if (__builtin_expect(locked, 0))
@@ -816,10 +823,8 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
  * filename goes into the hash only: so a code object compiled at the
  * address of one freed since has (almost always) another hash, as it has
  * another memo entry. The filenames have a lane of their own, a multiply
- * at each, so that two frames of one file do not cancel each other out
- * (xor-ed together they did, and a module compiled again at the freed
- * one's addresses took its stacks: test_torch_blocks_findings, one run in
- * a few). 0 where the thread has more frames than the key's
+ * at each: xor-ed together, two frames of one file (a function and its
+ * comprehension) would cancel each other out. 0 where the thread has more frames than the key's
  * STACK_KEY_WORDS: walk() would cut them at its own limit, after the frames
  * that give no location, which the key does not tell. */
 HOT_PATH static int own_key(const char *frame, uintptr_t *key, uint64_t *hash)
@@ -848,15 +853,13 @@ HOT_PATH static int own_key(const char *frame, uintptr_t *key, uint64_t *hash)
 
 HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash)
 {
-    /* walk()'s test for walk_own, which this thread's first walk has
-     * passed (thread_role is known from then on); 3.10's instruction is an
+    /* After this thread's first walk (thread_role is known from then on),
+     * where walk() would read its frames itself; 3.10's instruction is an
      * offset, which names no code object. */
-    if (!config.python || available <= 0 || !own.keyed || !thread_role ||
-        !__atomic_load_n(&validated, __ATOMIC_ACQUIRE))
+    if (!config.python || available <= 0 || !own.keyed || !thread_role)
         return 0;
     const char *thread_state = py.this_thread_state();
-    if (!thread_state || (thread_role == THREAD_MAIN && main_state != thread_state) ||
-        !py.is_initialized())
+    if (!own_frames_readable(thread_state, thread_role == THREAD_MAIN) || !py.is_initialized())
         return 0;
     return own_key(own_first_frame(thread_state), key, hash);
 }

@@ -26,7 +26,8 @@ int python_runs_here(void);
 /* This thread's Python frames as they are now, read but not looked up, as
  * key[0..n) (one word a frame; STACK_KEY_WORDS at most) and *hash, for
  * stacks.h's stack_known_by_key: n, which is 0 where they cannot be read so
- * (no frames, or python_capture has not walked this thread's yet). Equal keys
+ * (no frames, more than the key holds, CPython 3.10, or a thread whose frames
+ * python_capture has not walked yet). Equal keys
  * and hashes stand for equal stacks of python_capture's, at a native depth
  * of 0. Cheap, no lock. */
 int python_frames_key(uintptr_t *key, uint64_t *hash);

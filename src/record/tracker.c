@@ -486,6 +486,13 @@ static void note_cache_role(int kind, uint32_t stack_id, int depth)
         this_thread.physical_stack = stack_id;
 }
 
+/* Whether a block of `size` bytes takes a stack at all (CUMEMTRACE_DEPTH,
+ * CUMEMTRACE_MIN_SIZE). */
+static inline int takes_stack(uint64_t size)
+{
+    return config.depth > 0 && size >= config.min_size;
+}
+
 /* This thread's stack for a block of `kind` and `size` bytes, as the
  * settings ask, in frames[]: its depth. `operation` as struct allocation's.
  * Keeps errno, which the walks may change (process_vm_readv, the
@@ -495,7 +502,7 @@ HOT_PATH static int capture(int kind, uint64_t size, uint64_t (*operation)(void)
                             uintptr_t *frames)
 {
     frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
-    if (__builtin_expect(config.depth <= 0 || size < config.min_size, 0))
+    if (__builtin_expect(!takes_stack(size), 0))
         return 0;           /* laid out apart: a stack is the usual case */
     int saved_errno = errno;
     int depth = python_capture(frames, native_frames(kind, operation, frames), CONFIG_MAX_DEPTH);
@@ -524,18 +531,18 @@ __attribute__((noinline)) static uint32_t new_framework_stack(int kind, uint64_t
 
 /* The stack of a framework's block of `kind` and `size` bytes made now by
  * this thread, `operation` as capture()'s, interned: its id, and its depth
- * in *depth. Where the block takes no native frames (the default), a
- * thread that runs Python finds it by the key of its Python frames
- * (python_frames_key) if it made it lately, with no look-up of each
- * frame. */
+ * in *depth. Where the block takes no native frames (native_frames' rule
+ * for a framework's block at block depth 0, the default), a thread that
+ * runs Python finds it by the key of its Python frames (python_frames_key)
+ * if it made it lately, with no look-up of each frame. */
 HOT_PATH static inline __attribute__((always_inline)) uint32_t
 framework_stack(int kind, uint64_t size, uint64_t (*operation)(void), int *depth)
 {
     uintptr_t key[STACK_KEY_WORDS];
     uint64_t hash = 0;
     int words = 0;
-    if (kind_in_cache(kind) && config.depth > 0 && size >= config.min_size &&
-        config.block_depth == 0 && (words = python_frames_key(key, &hash)) != 0) {
+    if (kind_in_cache(kind) && takes_stack(size) && config.block_depth == 0 &&
+        (words = python_frames_key(key, &hash)) != 0) {
         uint32_t id = stack_known_by_key(key, words, hash);
         if (__builtin_expect(id != 0, 1)) {
             *depth = words;
@@ -842,7 +849,7 @@ uint64_t tracker_alloc_with_frames(const struct allocation *a, const uintptr_t *
     uintptr_t copy[CONFIG_MAX_DEPTH];
     int n = 0;
     copy[0] = 0;            /* none read when n is 0; says so to the compiler */
-    if (config.depth > 0 && a->size >= config.min_size)
+    if (takes_stack(a->size))
         for (; n < depth && n < CONFIG_MAX_DEPTH; n++)
             copy[n] = frames[n];
     uint64_t number = record(a, copy, n);
