@@ -48,6 +48,7 @@
 #include "host.h"
 #include "jax_arrays.h"
 #include "py_api.h"
+#include "python.h"
 #include "threads.h"
 #include "torch_classes.h"
 #include "torch_stats.h"
@@ -179,6 +180,7 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     py.clear();
     struct torch_classes *classes = torch_classes_read();
     __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
+    python_unwatch_code();
     publish(&reading, TORCH_READ_EXIT, classes);
     tracker_program_end();
     if (host.program_ended)
@@ -191,18 +193,22 @@ static struct py_method_def exit_hook_def = {
     "cumemtrace_torch_exit", exit_hook, PY_METH_NOARGS,
     "cumemtrace: read torch.cuda.memory_stats() at exit"};
 
-/* With the GIL, the first time we hold it: atexit.register(exit_hook), and
- * CuPy's blocks traced if it is imported; then whoever waits for it
- * (await_exit_hook) is told. */
+/* With the GIL, the first time we hold it: atexit.register(exit_hook), the
+ * interpreter's code objects watched (python_watch_code; the exit hook stops
+ * that), and CuPy's blocks traced if it is imported; then whoever waits for
+ * it (await_exit_hook) is told. */
 static void first_with_gil(int bridge)
 {
     PyObject *atexit = py.import("atexit");
     PyObject *function = atexit ? py.new_function(&exit_hook_def, NULL, NULL) : NULL;
     PyObject *done = function ? py.call_method(atexit, "register", "O", function) : NULL;
+    int hooked = done != NULL;
     py_release(done);
     py_release(function);
     py_release(atexit);
     py.clear();
+    if (hooked)        /* only with the hook that stops it in time */
+        python_watch_code();
     cupy_pool_check(bridge);
     pthread_mutex_lock(&lock);
     hook_registered = 1;

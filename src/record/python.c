@@ -69,6 +69,11 @@ static struct {
     const char *(*as_utf8)(PyObject *);
     void (*decref)(PyObject *);
     void (*incref)(PyObject *);
+    /* Watching code objects (3.12 on), with the GIL. */
+    int (*add_code_watcher)(int (*)(int, void *));
+    int (*clear_code_watcher)(int);
+    const void *(*thread_interpreter)(const void *);
+    void (*clear_error)(void);
 } py;
 
 static int available;              /* -1 no, 1 yes, 0 not looked yet */
@@ -95,6 +100,13 @@ static struct {
     uint32_t tstate_frame, cframe_frame, code, instruction, owner, previous, filename;
     uint32_t shim;
     unsigned char owner_mask, cframe, keyed;
+    /* python_watch_code's: its interpreter's threads key their frames by
+     * the code objects freed so far (code_frees), not by their filenames.
+     * Written by the watcher at each code object freed: seldom, once a
+     * program has started. */
+    unsigned char code_watched;
+    uint64_t code_frees;
+    const char *watched_interpreter;
 } own;
 
 static void own_offsets(const struct python_layout *l)
@@ -238,6 +250,12 @@ static void look_up(void)
     for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!resolve(slots[i], names[i]))
             c_api = 0;
+    /* 3.12 on; absent before, and then nothing is watched. */
+    if (!resolve((void **)&py.add_code_watcher, "PyCode_AddWatcher") ||
+        !resolve((void **)&py.clear_code_watcher, "PyCode_ClearWatcher") ||
+        !resolve((void **)&py.thread_interpreter, "PyThreadState_GetInterpreter") ||
+        !resolve((void **)&py.clear_error, "PyErr_Clear"))
+        py.add_code_watcher = NULL;
     if (layout || c_api)
         available = 1;
 }
@@ -819,15 +837,20 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
  * top byte (a user-space address leaves it clear). With the instruction's
  * code object and the owner, it is what decides the frame's location
  * (memo_confirms says why), and from 3.11 on the instruction is an address
- * inside its code object, which it then names too. Each code object's
- * filename goes into the hash only: so a code object compiled at the
- * address of one freed since has (almost always) another hash, as it has
- * another memo entry. The filenames have a lane of their own, a multiply
- * at each: xor-ed together, two frames of one file (a function and its
- * comprehension) would cancel each other out. 0 where the thread has more frames than the key's
- * STACK_KEY_WORDS: walk() would cut them at its own limit, after the frames
- * that give no location, which the key does not tell. */
-HOT_PATH static int own_key(const char *frame, uintptr_t *key, uint64_t *hash)
+ * inside its code object, which it then names too, as long as that code
+ * object lives. A key kept since, whose code objects were freed and others
+ * compiled at their addresses, must not be taken for today's: `watched`,
+ * the hash takes the count of code objects freed so far (python_watch_code),
+ * so a key kept before any of them was freed is never found again;
+ * otherwise it takes each code object's filename, as the memo's entries do,
+ * which tells them apart almost always. The filenames have a lane of their
+ * own, a multiply at each: xor-ed together, two frames of one file (a
+ * function and its comprehension) would cancel each other out. 0 where the
+ * thread has more frames than the key's STACK_KEY_WORDS: walk() would cut
+ * them at its own limit, after the frames that give no location, which the
+ * key does not tell. */
+HOT_PATH static inline __attribute__((always_inline)) int
+own_key(const char *frame, uintptr_t *key, uint64_t *hash, int watched)
 {
     const uintptr_t code_tag_bits = own.code_tag_bits;
     const size_t code_at = own.code, instruction_at = own.instruction, owner_at = own.owner,
@@ -844,12 +867,24 @@ HOT_PATH static int own_key(const char *frame, uintptr_t *key, uint64_t *hash)
         uintptr_t where = (uintptr_t)load_pointer(frame + instruction_at) | (uintptr_t)owner << 56;
         *at++ = where;
         h = (h ^ where) * 0x9e3779b1u;
-        const char *code = (const char *)((uintptr_t)load_pointer(frame + code_at) & ~code_tag_bits);
-        filenames = (filenames ^ (uintptr_t)load_pointer(code + filename_at)) * 0x9e3779b1u;
+        if (!watched) {
+            const char *code =
+                (const char *)((uintptr_t)load_pointer(frame + code_at) & ~code_tag_bits);
+            filenames = (filenames ^ (uintptr_t)load_pointer(code + filename_at)) * 0x9e3779b1u;
+        }
     }
+    /* The count's bits inverted: never a small number a lane of filenames
+     * might happen to be. */
+    if (watched)
+        filenames = ~(uint64_t)__atomic_load_n(&own.code_frees, __ATOMIC_RELAXED);
     *hash = stack_mix(stack_mix(h, filenames), (uint64_t)(at - key));
     return (int)(at - key);
 }
+
+/* PyThreadState begins with its prev, next and interp pointers in every
+ * version from 3.7 to 3.14; python_watch_code checks it against
+ * PyThreadState_GetInterpreter before it counts on it. */
+#define THREAD_STATE_INTERPRETER (2 * sizeof(void *))
 
 HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash)
 {
@@ -861,7 +896,62 @@ HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash)
     const char *thread_state = py.this_thread_state();
     if (!own_frames_readable(thread_state, thread_role == THREAD_MAIN) || !py.is_initialized())
         return 0;
-    return own_key(own_first_frame(thread_state), key, hash);
+    const char *frame = own_first_frame(thread_state);
+    if (__atomic_load_n(&own.code_watched, __ATOMIC_ACQUIRE) &&
+        load_pointer(thread_state + THREAD_STATE_INTERPRETER) == own.watched_interpreter)
+        return own_key(frame, key, hash, 1);
+    return own_key(frame, key, hash, 0);
+}
+
+/* ---- watching code objects, with the GIL --------------------------------------- */
+
+static int code_watcher = -1;       /* PyCode_AddWatcher's id; set and read with the GIL */
+
+/* Called by the interpreter, with the GIL, at each code object made or
+ * freed (PY_CODE_EVENT_DESTROY, 1, before its memory goes back). A thread
+ * that keys its frames then either holds the GIL or is inside a call made
+ * from those frames, whose code objects it holds: a code object compiled
+ * at a freed one's address is run, and keyed, only after this count moved,
+ * and after the GIL passed on, which orders the two. */
+static int code_event(int event, void *code)
+{
+    (void)code;
+    if (event == 1)
+        __atomic_fetch_add(&own.code_frees, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+void python_watch_code(void)
+{
+    if (!config.python || code_watcher >= 0)
+        return;
+    if (!available)
+        look_up();
+    if (available <= 0 || !own.keyed || !py.add_code_watcher)
+        return;
+    const char *thread_state = py.this_thread_state();
+    const char *interpreter = thread_state ? py.thread_interpreter(thread_state) : NULL;
+    if (!interpreter || load_pointer(thread_state + THREAD_STATE_INTERPRETER) != interpreter)
+        return;
+    code_watcher = py.add_code_watcher(code_event);
+    if (code_watcher < 0) {         /* all eight taken: the filenames key the frames */
+        py.clear_error();
+        log_debug("no code watcher left: Python frames keyed by their files");
+        return;
+    }
+    own.watched_interpreter = interpreter;
+    __atomic_store_n(&own.code_watched, 1, __ATOMIC_RELEASE);
+    log_debug("watching code objects: Python frames keyed without their files");
+}
+
+void python_unwatch_code(void)
+{
+    if (code_watcher < 0)
+        return;
+    __atomic_store_n(&own.code_watched, 0, __ATOMIC_RELEASE);
+    if (py.clear_code_watcher(code_watcher) < 0)
+        py.clear_error();
+    code_watcher = -1;
 }
 
 /* ---- the C API, with the GIL ------------------------------------------------- */

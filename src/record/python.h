@@ -32,6 +32,15 @@ int python_runs_here(void);
  * of 0. Cheap, no lock. */
 int python_frames_key(uintptr_t *key, uint64_t *hash);
 
+/* With the GIL: from CPython 3.12 on, watch the interpreter's code objects
+ * being freed (PyCode_AddWatcher), so that python_frames_key's keys need
+ * not read each frame's code object. Once; a no-op before 3.12, or where
+ * the interpreter has no watcher left. python_unwatch_code, with the GIL,
+ * before the interpreter is finalized (its watchers are then dropped, and
+ * code objects freed unseen): the keys read the code objects again. */
+void python_watch_code(void);
+void python_unwatch_code(void);
+
 /* With the GIL, for a code object the caller holds: the tagged frame of
  * `code` at the instruction `offset` bytes into its code (a frame's f_lasti,
  * as JAX's tracebacks keep them), or 0. */

@@ -233,3 +233,18 @@ def rank_reports(traced, ranks, world_size=True):
             env["CUMEMTRACE_OUTPUT"] = os.path.join(directory, f"steps-{steps}")
         traced.run("examples/leak_loop", [str(steps)], env=env)
     return directory
+
+
+def interpreters(version):
+    """Every CPython `version` ("3.12") here: python3.12 on PATH and pyenv's
+    builds of it (not its shims), each once."""
+    found = [os.path.join(d, f"python{version}") for d in os.environ.get("PATH", "").split(":") if d]
+    found = [p for p in found if os.access(p, os.X_OK)]
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found += sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", "python3")))
+    seen, pythons = set(), []
+    for python in found:
+        if "/shims/" not in python and os.path.realpath(python) not in seen:
+            seen.add(os.path.realpath(python))
+            pythons.append(python)
+    return pythons

@@ -55,10 +55,10 @@ def torch_env(**extra):
     return env
 
 
-def run_scenario(traced, file, name, args, env, expect_rc=0, preload=True):
-    """Run one scenario of the script `file`: (stdout, stderr, {reason:
-    [reports]}, the figures the framework or its stand-in printed)."""
-    out, err, reports, _ = traced.run(sys.executable, [script(file), name, *args], env=env,
+def run_scenario(traced, file, name, args, env, expect_rc=0, preload=True, python=sys.executable):
+    """Run one scenario of the script `file` under `python`: (stdout, stderr,
+    {reason: [reports]}, the figures the framework or its stand-in printed)."""
+    out, err, reports, _ = traced.run(python, [script(file), name, *args], env=env,
                                       expect_rc=expect_rc, preload=preload)
     by_reason = {}
     for report in reports:
@@ -759,12 +759,9 @@ def test_torch_threads_come_and_go(traced):
           f"3 tensors a thread at the LEAK line, 1 at the HELD line: {by_line}")
 
 
-def test_torch_blocks_frames(traced):
-    """Frames that a walk remembering the last one's could take for another
-    (the same call depth at another line or function, generators, recursion,
-    code compiled again at a freed code object's address): every tensor's
-    stack holds exactly the Python frames the program saw, in two threads."""
-    out, _, reports, _ = scenario(traced, "frames_reused")
+def check_frames_reused(out, reports):
+    """frames_reused's tracebacks, as it printed them, are the report's
+    tensors' stacks, each with as many live blocks."""
     line = next(l for l in out.splitlines() if l.startswith("frames_reused: "))
     expected = {tuple(tuple(f) for f in entry[:-1]): entry[-1]
                 for entry in json.loads(line[len("frames_reused: "):])}
@@ -781,6 +778,33 @@ def test_torch_blocks_frames(traced):
                    if expected.get(where) != found.get(where))
     check(len(expected) > 80 and not wrong,
           f"{len(expected)} tracebacks; {len(wrong)} with other counts: {wrong[:4]}")
+
+
+def test_torch_blocks_frames(traced):
+    """Frames that a walk remembering the last one's could take for another
+    (the same call depth at another line or function, generators, recursion,
+    code compiled again at a freed code object's address): every tensor's
+    stack holds exactly the Python frames the program saw, in two threads."""
+    out, _, reports, _ = scenario(traced, "frames_reused")
+    check_frames_reused(out, reports)
+
+
+def test_torch_blocks_frames_watched(traced):
+    """The same under each CPython from 3.12 on found here, whose code
+    objects the tracer watches being freed (PyCode_AddWatcher): its frames'
+    keys then read no code object, and a code object compiled again where
+    one was freed must still find its own stack. Skipped where there is none
+    (a clean Debian 12 has only its 3.11)."""
+    pythons = [p for v in ("3.12", "3.13", "3.14") for p in support.interpreters(v)]
+    if not pythons:
+        pytest.skip("no CPython 3.12 or later on PATH or in pyenv")
+    scenario(traced, "held_at_end")          # skips where the stand-in was not built
+    for python in pythons:
+        print(f"frames_reused under {python}")
+        out, err, reports, _ = run_scenario(traced, "torch_blocks.py", "frames_reused", (),
+                                            torch_env(CUMEMTRACE_DEBUG="1"), python=python)
+        check("watching code objects" in err, f"{python}: code objects watched: {err[-800:]!r}")
+        check_frames_reused(out, reports)
 
 
 def test_torch_tracker_refused(traced):

@@ -1,7 +1,6 @@
 """Python programs under the tracer: their frames in stacks (under every
 CPython found here), fork, PyTorch's counters, and the pytest plugin."""
 
-import glob
 import os
 import re
 import subprocess
@@ -209,27 +208,12 @@ def check_python_fork(traced, python):
               f"child {report['process']['pid']}: its own Python line: {frames[:1]}")
 
 
-def interpreters(version):
-    """Every CPython `version` ("3.12") here: python3.12 on PATH and pyenv's
-    builds of it (not its shims), each once."""
-    found = [os.path.join(d, f"python{version}") for d in os.environ.get("PATH", "").split(":") if d]
-    found = [p for p in found if os.access(p, os.X_OK)]
-    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    found += sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", "python3")))
-    seen, pythons = set(), []
-    for python in found:
-        if "/shims/" not in python and os.path.realpath(python) not in seen:
-            seen.add(os.path.realpath(python))
-            pythons.append(python)
-    return pythons
-
-
 def check_python_version(traced, version):
     """The Python-frame cases under each CPython `version` found here; where
     none is, the case is skipped (a clean Debian has only its python3.11).
     Each also says where its frame layout came from: from 3.13 on, the
     offsets the interpreter publishes; before, the table."""
-    pythons = interpreters(version)
+    pythons = support.interpreters(version)
     if not pythons:
         pytest.skip(f"no python{version} on PATH or in pyenv")
     program = ("import ctypes\n"
