@@ -16,7 +16,8 @@
 int main(void)
 {
     size_t tstate_frame, cframe_frame = 0, frame_code, frame_previous, frame_instruction,
-                         frame_owner = 0, code_start = 0, code_first_traceable = 0;
+                         frame_owner = 0, code_start = 0, code_first_traceable = 0,
+                         code_version = 0;
 #if PY_VERSION_HEX >= 0x030d0000
     tstate_frame = offsetof(PyThreadState, current_frame);
     frame_code = offsetof(_PyInterpreterFrame, f_executable);
@@ -45,12 +46,17 @@ int main(void)
     frame_previous = offsetof(PyFrameObject, f_back);
     size_t code_name = offsetof(PyCodeObject, co_name);
 #endif
+#if PY_VERSION_HEX >= 0x030c0000
+    code_version = offsetof(PyCodeObject, co_version);   /* a new one at each code object made */
+#endif
     /* From 3.14 f_executable is a _PyStackRef, whose low two bits are flags. */
     int code_tag_bits = PY_VERSION_HEX >= 0x030e0000 ? 3 : 0;
-    printf("    {%d, %d, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %d},\n",
+    printf("    {%d, %d, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, "
+           "%d},\n",
            PY_MAJOR_VERSION, PY_MINOR_VERSION, tstate_frame, cframe_frame, frame_code,
            frame_previous, frame_instruction, frame_owner, offsetof(PyCodeObject, co_filename),
            code_name, offsetof(PyCodeObject, co_firstlineno), code_start, code_first_traceable,
+           code_version,
            sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject),
            offsetof(PyCompactUnicodeObject, utf8), offsetof(PyASCIIObject, state),
            offsetof(PyASCIIObject, length), code_tag_bits);

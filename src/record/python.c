@@ -97,7 +97,7 @@ static uintptr_t interpreter_low, interpreter_high;
  * the frame through a _PyCFrame. Set with the layout, before any walk. */
 static struct {
     _Alignas(64) uintptr_t code_tag_bits;
-    uint32_t tstate_frame, cframe_frame, code, instruction, owner, previous, filename;
+    uint32_t tstate_frame, cframe_frame, code, instruction, owner, previous, filename, version;
     uint32_t shim;
     unsigned char owner_mask, cframe, keyed;
     /* python_watch_code's: its interpreter's threads key their frames by
@@ -108,6 +108,7 @@ static struct {
     uint64_t code_frees;
     const char *watched_interpreter;
 } own;
+_Static_assert(sizeof(own) <= 64, "what a walk reads of the layout is one cache line");
 
 static void own_offsets(const struct python_layout *l)
 {
@@ -119,6 +120,7 @@ static void own_offsets(const struct python_layout *l)
     own.owner = (uint32_t)l->frame_owner;
     own.previous = (uint32_t)l->frame_previous;
     own.filename = (uint32_t)l->code_filename;
+    own.version = (uint32_t)l->code_version;
     own.shim = l->minor >= 12 ? 3 : 256;
     own.owner_mask = l->minor >= 11 ? 0xff : 0;
     own.cframe = l->minor == 11 || l->minor == 12;
@@ -127,14 +129,28 @@ static void own_offsets(const struct python_layout *l)
 
 /* Locations: an array indexed by id - 1, and an open-addressing index. Keys:
  * (code, instruction offset) for the walk, (code, LINE_KEY | line) for the C
- * API and to share one location among the offsets of a line. `check` is the
- * code's filename object: a code object freed and another allocated at its
- * address is then (almost always) told apart. Guarded by `lock`. */
+ * API and to share one location among the offsets of a line, each with what
+ * tells a code object from another compiled at its address after it was
+ * freed: `check`, its filename object, and `version`, its co_version where
+ * the layout knows its offset (3.12 and 3.13; 0 otherwise). The interpreter
+ * gives each code object it makes the next value of a counter (3.12: one for
+ * the process, 3.13: one per interpreter), so a code object made after
+ * another was freed has another version, even under the same filename
+ * object (exec(compile(source, "<string>", "exec")) in a loop). Until the
+ * counter runs out: the code object given 2^32 - 1 leaves it at 0, where it
+ * stays, and every code object made from then on has version 0, told apart
+ * by its filename alone. 3.10 and
+ * 3.11 have no version: there a code object compiled where one of the same
+ * filename object was freed takes the freed one's locations. The version is
+ * a field apart, not folded into the filename pointer's unused top 16 bits,
+ * where versions 65536 apart would look alike: the key has 4 bytes of
+ * padding to hold it. The C API's keys hold a reference to their code
+ * object, which keeps its address: both 0. Guarded by `lock`. */
 #define LINE_KEY (1ll << 40)
 struct location_key {
     uintptr_t code, check;
     int64_t key;
-    uint32_t id;
+    uint32_t id, version;
 };
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct python_location *locations;
@@ -154,7 +170,8 @@ static int resolve(void **slot, const char *name)
 static int peek_checked(const char *address, void *out, size_t size);
 
 /* Whether the table's row gives every offset the published record gives, as
- * it does: then it may add the one the record lacks. */
+ * it does: then it may add the ones the record lacks (the code object's
+ * layout is fixed within a minor version). */
 static int row_agrees(const struct python_layout *row, const struct python_layout *p)
 {
     return row->tstate_frame == p->tstate_frame && row->cframe_frame == p->cframe_frame &&
@@ -190,8 +207,10 @@ static void choose_layout(void)
         const char *why = "_PyRuntime cannot be read";
         if (peek_checked(runtime, record, sizeof(record)) == 0 &&
             python_offsets_read(record, major, minor, &published, &why) == 0) {
-            if (row && row_agrees(row, &published))
+            if (row && row_agrees(row, &published)) {
                 published.code_first_traceable = row->code_first_traceable;
+                published.code_version = row->code_version;
+            }
             layout = &published;
             log_debug("CPython %d.%d: Python frames at the offsets it publishes", major, minor);
             return;
@@ -294,7 +313,8 @@ static uint64_t slot_hash(const void *slot)
 static int same_key(const void *slot, const void *key)
 {
     const struct location_key *a = slot, *b = key;
-    return a->code == b->code && a->key == b->key && a->check == b->check;
+    return a->code == b->code && a->key == b->key && a->check == b->check &&
+           a->version == b->version;
 }
 
 static int grow(void)
@@ -311,20 +331,22 @@ static int grow(void)
     return map_reserve(&location_index, 2, 70, 4096, sizeof(struct location_key), slot_hash);
 }
 
-/* The slot of (code, key): the one holding it, or the empty one where it goes
- * (its id 0). Needs grow() to have made room. A code is never NULL: a slot
- * holding one is full (map.h). */
-static struct location_key *find(uintptr_t code, uintptr_t check, int64_t key)
+/* The slot of (code, check, version, key): the one holding it, or the empty
+ * one where it goes (its id 0). Needs grow() to have made room. A code is
+ * never NULL: a slot holding one is full (map.h). */
+static struct location_key *find(uintptr_t code, uintptr_t check, uint32_t version, int64_t key)
 {
-    const struct location_key wanted = {code, check, key, 0};
+    const struct location_key wanted = {code, check, key, 0, version};
     return map_find(&location_index, key_hash(code, key), same_key, &wanted);
 }
 
-static uint32_t add(struct location_key *slot, uintptr_t code, uintptr_t check, int64_t key,
-                    uint32_t id)
+/* Fills `slot`, which find() gave for the same key, with `id`; returns it. */
+static uint32_t add(struct location_key *slot, uintptr_t code, uintptr_t check, uint32_t version,
+                    int64_t key, uint32_t id)
 {
     slot->code = code;
     slot->check = check;
+    slot->version = version;
     slot->key = key;
     slot->id = id;
     location_index.used++;
@@ -471,29 +493,33 @@ static int frame_offset(const char *frame, const char *code, int *offset, int *b
 static uint32_t location_at(const char *code, int offset, int *bad)
 {
     uintptr_t check = (uintptr_t)pointer_at(code, layout->code_filename, bad);
+    uint32_t version = 0;
+    if (layout->code_version && peek(code + layout->code_version, &version, sizeof(version)) < 0)
+        *bad = 1;
     if (*bad)
         return 0;
     /* Nearly always known: looked up before making room for a new one. */
-    struct location_key *slot = location_index.capacity ? find((uintptr_t)code, check, offset)
-                                                        : NULL;
+    struct location_key *slot =
+        location_index.capacity ? find((uintptr_t)code, check, version, offset) : NULL;
     if (slot && slot->id)
         return slot->id;
     if (grow() < 0)
         return 0;
     int line = py.address_to_line(code, offset);
-    struct location_key *by_line = find((uintptr_t)code, check, LINE_KEY | line);
+    struct location_key *by_line = find((uintptr_t)code, check, version, LINE_KEY | line);
     uint32_t id = by_line->id;
     if (!id) {
         const char *file = string_of((const char *)check, bad);
         const char *function = string_of(pointer_at(code, layout->code_name, bad), bad);
         if (*bad)
             return 0;
-        id = add(by_line, (uintptr_t)code, check, LINE_KEY | line,
+        id = add(by_line, (uintptr_t)code, check, version, LINE_KEY | line,
                  new_location(file, function, line));
     }
     /* Found after the line's key went in, which may have taken the slot
      * the offset's key would have had; grow() left room for both. */
-    return add(find((uintptr_t)code, check, offset), (uintptr_t)code, check, offset, id);
+    return add(find((uintptr_t)code, check, version, offset), (uintptr_t)code, check, version,
+               offset, id);
 }
 
 static const char *first_frame(const char *thread_state, int *bad)
@@ -514,13 +540,19 @@ static const char *first_frame(const char *thread_state, int *bad)
  * Per thread: no lock, and only this thread's frames; ids are never taken
  * back, and the location table is copied whole across fork, so an entry
  * stays valid in a forked child too. An entry's code is never NULL. 16 KiB
- * in static TLS, which the C library zeroes for each thread it creates. */
+ * in static TLS, which the C library zeroes for each thread it creates.
+ * `where`: the frame's instruction with its owner in the top byte, as
+ * own_key's word (a user-space address leaves it clear; 3.10's word is
+ * f_lasti and the field after it, and its frames' owner always 0), so that
+ * the code's version (struct location_key) fits beside the id in 32 bytes,
+ * two entries to a cache line. */
 #define MEMO_BITS 8
 struct frame_memo {
-    const char *code, *instruction, *check;
-    uint32_t id;
-    unsigned char owner;
+    const char *code, *check;
+    uintptr_t where;
+    uint32_t id, version;
 };
+_Static_assert(sizeof(struct frame_memo) == 32, "a set of the memo is one cache line");
 static __thread _Alignas(64) struct frame_memo memo[1 << MEMO_BITS][2];
 
 static inline const char *load_pointer(const char *address)
@@ -537,25 +569,38 @@ static inline struct frame_memo *memo_set(const char *code, const char *instruct
     return memo[h >> (64 - MEMO_BITS)];
 }
 
-/* The id of a frame of `code` at `instruction` if memo entry `m` is for the
- * same code at the same instruction (the same byte offset then: 3.11 on keep
- * the instructions inside the code object, 3.10's f_lasti is the offset
- * itself), with the same owner and the same filename object; 0 otherwise.
+/* `code`'s co_version by a plain load, as walk_own reads it; `version_at`
+ * is the layout's code_version, and where that is 0 (no version known) the
+ * version is 0 too, as location_at takes it. */
+static inline uint32_t load_version(const char *code, size_t version_at)
+{
+    uint32_t version = 0;
+    if (version_at)
+        memcpy(&version, code + version_at, sizeof(version));
+    return version;
+}
+
+/* The id of a frame of `code` at `where` (its instruction and owner, struct
+ * frame_memo) if memo entry `m` is for the same code at the same instruction
+ * (the same byte offset then: 3.11 on keep the instructions inside the code
+ * object, 3.10's f_lasti is the offset itself), with the same owner, the
+ * same filename object and the same version; 0 otherwise.
  * The entry was made by the full path, which found `code` a code object
  * whose frame was complete at that instruction. If it is the same code
  * object, the full path would find so again: a live frame of this thread
  * holds a code object (a C stack's shim, which may not, is skipped before),
  * and whether a frame is complete depends only on its code, its instruction
  * and its owner. Whether it is the same code object, not one compiled at its
- * address after it was freed, is what the filename tells, as it tells the
- * index. The index would then find the entry's (code, filename, offset) key,
+ * address after it was freed, is what the filename and the version tell, as
+ * they tell the index (struct location_key says how far, per version). The
+ * index would then find the entry's (code, filename, version, offset) key,
  * whose id never changes: the same id without the hash look-up. Plain loads:
  * the thread's own frames, a validated layout. */
-static inline uint32_t memo_confirms(const struct frame_memo *m, const char *code,
-                                     const char *instruction, unsigned char owner, size_t filename_at)
+static inline uint32_t memo_confirms(const struct frame_memo *m, const char *code, uintptr_t where,
+                                     size_t filename_at, size_t version_at)
 {
-    if (m->code != code || m->instruction != instruction || m->owner != owner ||
-        load_pointer(code + filename_at) != m->check)
+    if (m->code != code || m->where != where || load_pointer(code + filename_at) != m->check ||
+        load_version(code, version_at) != m->version)
         return 0;
     return m->id;
 }
@@ -567,10 +612,8 @@ static inline uint32_t memo_confirms(const struct frame_memo *m, const char *cod
  * so that the walk's loop keeps what it needs in registers rather than on
  * the stack around these calls, for the memo's frames, nearly all of them. */
 __attribute__((noinline, cold)) static int64_t walk_own_miss(struct frame_memo *set,
-                                                             const char *frame,
-                                                             const char *code,
-                                                             const char *instruction,
-                                                             unsigned char owner, int *locked)
+                                                             const char *frame, const char *code,
+                                                             uintptr_t where, int *locked)
 {
     int bad = 0, offset;
     uint32_t id = 0;
@@ -584,8 +627,8 @@ __attribute__((noinline, cold)) static int64_t walk_own_miss(struct frame_memo *
         return -1;
     if (id) {
         set[1] = set[0];
-        set[0] = (struct frame_memo){code, instruction, load_pointer(code + own.filename), id,
-                                     owner};
+        set[0] = (struct frame_memo){code, load_pointer(code + own.filename), where, id,
+                                     load_version(code, own.version)};
     }
     return id;
 }
@@ -602,7 +645,7 @@ HOT_PATH static int walk_own(const char *frame, uintptr_t *frames, int n, int ma
 {
     const uintptr_t code_tag_bits = own.code_tag_bits;
     const size_t code_at = own.code, instruction_at = own.instruction, owner_at = own.owner,
-                 previous_at = own.previous, filename_at = own.filename;
+                 previous_at = own.previous, filename_at = own.filename, version_at = own.version;
     const unsigned owner_mask = own.owner_mask, shim = own.shim;
     while (frame && n < max) {
         const char *code =
@@ -614,12 +657,13 @@ HOT_PATH static int walk_own(const char *frame, uintptr_t *frames, int n, int ma
             frame = load_pointer(frame + previous_at);
             continue;
         }
+        const uintptr_t where = (uintptr_t)instruction | (uintptr_t)owner << 56;
         struct frame_memo *set = memo_set(code, instruction);
-        uint32_t id = memo_confirms(&set[0], code, instruction, owner, filename_at);
+        uint32_t id = memo_confirms(&set[0], code, where, filename_at, version_at);
         if (!id)
-            id = memo_confirms(&set[1], code, instruction, owner, filename_at);
+            id = memo_confirms(&set[1], code, where, filename_at, version_at);
         if (!id) {
-            int64_t found = walk_own_miss(set, frame, code, instruction, owner, locked);
+            int64_t found = walk_own_miss(set, frame, code, where, locked);
             if (found < 0)
                 break;
             id = (uint32_t)found;
@@ -842,8 +886,13 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
  * compiled at their addresses, must not be taken for today's: `watched`,
  * the hash takes the count of code objects freed so far (python_watch_code),
  * so a key kept before any of them was freed is never found again;
- * otherwise it takes each code object's filename, as the memo's entries do,
- * which tells them apart almost always. The filenames have a lane of their
+ * otherwise it takes each code object's filename, which tells them apart
+ * unless the new one has the same filename object (struct location_key).
+ * Not its version, which from 3.12 on would tell those apart too, as it
+ * does for the memo's entries: from 3.12 on a key takes this way only where
+ * its interpreter's code objects are not watched (python_watch_code: all
+ * eight watchers taken, before the first event with the GIL, after the exit
+ * hook). The filenames have a lane of their
  * own, a multiply at each: xor-ed together, two frames of one file (a
  * function and its comprehension) would cancel each other out. 0 where the
  * thread has more frames than the key's STACK_KEY_WORDS: walk() would cut
@@ -970,12 +1019,12 @@ static uint32_t location_with_gil(PyObject *code, int line)
 {
     if (grow() < 0)
         return 0;
-    struct location_key *slot = find((uintptr_t)code, 0, LINE_KEY | line);
+    struct location_key *slot = find((uintptr_t)code, 0, 0, LINE_KEY | line);
     if (slot->id)
         return slot->id;
     const char *file = attribute(code, "co_filename");
     py.incref(code);            /* its address stays this code's */
-    return add(slot, (uintptr_t)code, 0, LINE_KEY | line,
+    return add(slot, (uintptr_t)code, 0, 0, LINE_KEY | line,
                new_location(file, attribute(code, "co_name"), line));
 }
 

@@ -26,15 +26,17 @@ struct python_layout {
     size_t code_filename, code_name, code_first_line;
     size_t code_start;          /* co_code_adaptive: the instructions (3.11+) */
     size_t code_first_traceable;   /* 0: not known (published offsets lack it) */
+    size_t code_version;        /* uint32_t co_version (3.12+); 0: none (3.10, 3.11) or not
+                                   known (published offsets lack it) */
     size_t ascii_size, compact_size, compact_utf8, string_state, string_length;
     uintptr_t code_tag_bits;    /* flags in f_executable's low bits (3.14: a _PyStackRef) */
 };
 
 static const struct python_layout python_layouts[] = {
-    {3, 10, 24, 0, 32, 24, 96, 0, 104, 112, 40, 0, 0, 48, 72, 56, 32, 16, 0},
-    {3, 11, 56, 8, 32, 48, 56, 69, 112, 128, 72, 184, 168, 48, 72, 56, 32, 16, 0},
-    {3, 12, 56, 0, 0, 8, 56, 70, 112, 128, 68, 192, 176, 40, 56, 48, 32, 16, 0},
-    {3, 13, 72, 0, 0, 8, 56, 70, 112, 128, 68, 200, 184, 40, 56, 48, 32, 16, 0},
+    {3, 10, 24, 0, 32, 24, 96, 0, 104, 112, 40, 0, 0, 0, 48, 72, 56, 32, 16, 0},
+    {3, 11, 56, 8, 32, 48, 56, 69, 112, 128, 72, 184, 168, 0, 48, 72, 56, 32, 16, 0},
+    {3, 12, 56, 0, 0, 8, 56, 70, 112, 128, 68, 192, 176, 92, 40, 56, 48, 32, 16, 0},
+    {3, 13, 72, 0, 0, 8, 56, 70, 112, 128, 68, 200, 184, 92, 40, 56, 48, 32, 16, 0},
 };
 
 #endif

@@ -11,7 +11,8 @@
  * layout of the running CPython, whose Py_GetVersion says `major`.`minor`.
  * Returns 0 with *out filled, where every offset was found in bounds; else
  * -1 with *why a phrase saying what is not as expected. Fields the
- * interpreter does not publish (code_first_traceable) are left 0. */
+ * interpreter does not publish (code_first_traceable, code_version) are
+ * left 0. */
 int python_offsets_read(const unsigned char *published, int major, int minor,
                         struct python_layout *out, const char **why);
 

@@ -383,6 +383,30 @@ def frames_reused(rounds=40):
     return kept
 
 
+def same_file_again(rounds=40):
+    """Code compiled again and again under one file name, each time where
+    the last one's code objects were freed, its tensor on one line or the
+    next: the same bytes of code at the same addresses, under the same file,
+    at another line. Every tensor is kept; prints how many each traceback
+    holds, as frames_reused does."""
+    kept = {}
+
+    def keep(frame, pointer):
+        assert pointer
+        kept.setdefault(traceback_of(frame), []).append(pointer)
+
+    sources = ["def site(keep, sys, c10):\n    keep(sys._getframe(), c10.c10sim_malloc(0, 256))\n",
+               "def site(keep, sys, c10):\n\n    keep(sys._getframe(), c10.c10sim_malloc(0, 256))\n"]
+    for i in range(rounds):
+        scope = {}
+        exec(compile(sources[i // 2 % 2], "<same_file_again>", "exec"), scope)
+        scope["site"](keep, sys, c10)
+        scope.clear()      # the code objects go: the next takes their addresses
+    print("frames_reused:", json.dumps([[list(f) for f in where] + [len(pointers)]
+                                        for where, pointers in kept.items()]), flush=True)
+    return kept
+
+
 def threads_come_and_go(threads=200):
     """Short-lived threads, one after another, each making the same tensors
     from the same lines (the second and third found by their frames' key, a
@@ -487,6 +511,7 @@ SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries,
                                       cache_idle, fragmentation_oom, fragmented_at_end,
                                       exhaustion_oom, teardown_ctypes, crash_with_tensors,
                                       threads_and_snapshots, watched, frames_reused,
+                                      same_file_again,
                                       backward_nodes, threads_come_and_go, modules_and_leak,
                                       compiled)}
 HELD = None

@@ -63,6 +63,7 @@ int main(void)
     CHECK_EQ(l.code_first_line, 68);
     CHECK_EQ(l.code_start, 200);
     CHECK_EQ(l.code_first_traceable, 0);   /* not published */
+    CHECK_EQ(l.code_version, 0);           /* nor is co_version's */
     CHECK_EQ(l.ascii_size, 40);
     CHECK_EQ(l.compact_size, 56);
     CHECK_EQ(l.compact_utf8, 48);
