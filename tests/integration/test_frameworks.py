@@ -790,20 +790,31 @@ def test_torch_blocks_frames(traced):
     check_frames_reused(out, reports)
 
 
+def under_each_python(traced, versions, name, **env):
+    """Scenario `name` of torch_blocks.py under each CPython of `versions`
+    found here: [(python, stdout, stderr, {reason: [reports]})]. Skips where
+    there is none (a clean Debian 12 has only its 3.11), or where the
+    stand-in for PyTorch was not built."""
+    pythons = [p for v in versions for p in support.interpreters(v)]
+    if not pythons:
+        pytest.skip(f"no CPython {' or '.join(versions)} on PATH or in pyenv")
+    scenario(traced, "held_at_end")          # skips where the stand-in was not built
+    runs = []
+    for python in pythons:
+        print(f"{name} under {python}")
+        out, err, reports, _ = run_scenario(traced, "torch_blocks.py", name, (),
+                                            torch_env(**env), python=python)
+        runs.append((python, out, err, reports))
+    return runs
+
+
 def test_torch_blocks_frames_watched(traced):
     """The same under each CPython from 3.12 on found here, whose code
     objects the tracer watches being freed (PyCode_AddWatcher): its frames'
     keys then read no code object, and a code object compiled again where
-    one was freed must still find its own stack. Skipped where there is none
-    (a clean Debian 12 has only its 3.11)."""
-    pythons = [p for v in ("3.12", "3.13", "3.14") for p in support.interpreters(v)]
-    if not pythons:
-        pytest.skip("no CPython 3.12 or later on PATH or in pyenv")
-    scenario(traced, "held_at_end")          # skips where the stand-in was not built
-    for python in pythons:
-        print(f"frames_reused under {python}")
-        out, err, reports, _ = run_scenario(traced, "torch_blocks.py", "frames_reused", (),
-                                            torch_env(CUMEMTRACE_DEBUG="1"), python=python)
+    one was freed must still find its own stack."""
+    for python, out, err, reports in under_each_python(traced, ("3.12", "3.13", "3.14"),
+                                                       "frames_reused", CUMEMTRACE_DEBUG="1"):
         check("watching code objects" in err, f"{python}: code objects watched: {err[-800:]!r}")
         check_frames_reused(out, reports)
 
@@ -814,16 +825,8 @@ def test_torch_blocks_same_file_again(traced):
     stack has its own line, under each CPython 3.12 or 3.13 found here, whose
     code objects' versions (co_version) tell the new ones from the freed.
     Not 3.14 on: the offsets those publish do not include co_version. 3.10
-    and 3.11 have none, and may show the freed one's line. Skipped where
-    there is none."""
-    pythons = [p for v in ("3.12", "3.13") for p in support.interpreters(v)]
-    if not pythons:
-        pytest.skip("no CPython 3.12 or 3.13 on PATH or in pyenv")
-    scenario(traced, "held_at_end")          # skips where the stand-in was not built
-    for python in pythons:
-        print(f"same_file_again under {python}")
-        out, _, reports, _ = run_scenario(traced, "torch_blocks.py", "same_file_again", (),
-                                          torch_env(), python=python)
+    and 3.11 have none, and may show the freed one's line."""
+    for _, out, _, reports in under_each_python(traced, ("3.12", "3.13"), "same_file_again"):
         check_frames_reused(out, reports, minimum=2)
 
 
