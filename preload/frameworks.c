@@ -87,14 +87,20 @@ static __attribute__((noinline)) void torch_oom_observed(int device)
     trigger_cache_oom(KIND_TORCH_TENSOR, device, given_up.size, given_up.driver_free);
 }
 
+/* A tensor's allocation `e`, to the tracker. */
+static inline __attribute__((always_inline)) void torch_alloc(const struct torch_tracker_event *e)
+{
+    cache_blocks_defer_alloc(KIND_TORCH_TENSOR, e->device, e->address, e->size, e->stream,
+                             running_operation);
+}
+
 /* What event `e` changes: the recording ones are handed on by a jump, so
  * a tensor's event keeps no frame of ours on the way to the tracker. */
-HOT_PATH static void torch_record(const struct torch_tracker_event *e)
+static void torch_record(const struct torch_tracker_event *e)
 {
     switch (e->action) {
     case TORCH_ALLOC:
-        cache_blocks_defer_alloc(KIND_TORCH_TENSOR, e->device, e->address, e->size,
-                                 e->stream, running_operation);
+        torch_alloc(e);
         return;
     case TORCH_FREE_COMPLETED:   /* as torch.cuda.memory_stats()'s requested_bytes */
         cache_blocks_defer_free(e->address);
@@ -122,18 +128,37 @@ static __attribute__((noinline)) void torch_record_timed(const struct torch_trac
     self_time_stop();
 }
 
-/* Every path out is a jump: what happens to the event is decided here,
- * the rest out of line. */
-HOT_PATH static void torch_event(const struct torch_tracker_event *e)
+/* torch_event's events other than a tensor's allocation or free, and
+ * every event under CUMEMTRACE_SELF_TIME. */
+static __attribute__((noinline)) void torch_other_event(const struct torch_tracker_event *e)
 {
-    if (e->action == TORCH_OOM_OBSERVED) {
+    if (e->action == TORCH_OOM_OBSERVED)
         torch_oom_observed(e->device);
-        return;
-    }
-    if (config.self_time)
+    else if (config.self_time)
         torch_record_timed(e);
     else
         torch_record(e);
+}
+
+/* The tracker's sink. A tensor's allocation or free, nearly every event,
+ * is handed on by a jump from here, a line of code or two: between two
+ * tensors PyTorch and the interpreter evict the callback from the
+ * first-level instruction cache, and each line an event runs through is
+ * fetched again (torch_record's switch took three more). The rest is out
+ * of line. */
+HOT_PATH static void torch_event(const struct torch_tracker_event *e)
+{
+    if (__builtin_expect(!config.self_time, 1)) {
+        if (e->action == TORCH_ALLOC) {
+            torch_alloc(e);
+            return;
+        }
+        if (e->action == TORCH_FREE_COMPLETED) {   /* as memory_stats()'s requested_bytes */
+            cache_blocks_defer_free(e->address);
+            return;
+        }
+    }
+    torch_other_event(e);
 }
 
 /* The tracer's own thread, which enters the tensors' events in the registry
