@@ -881,23 +881,20 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
  * top byte (a user-space address leaves it clear). With the instruction's
  * code object and the owner, it is what decides the frame's location
  * (memo_confirms says why), and from 3.11 on the instruction is an address
- * inside its code object, which it then names too, as long as that code
- * object lives. A key kept since, whose code objects were freed and others
- * compiled at their addresses, must not be taken for today's: `watched`,
- * the hash takes the count of code objects freed so far (python_watch_code),
- * so a key kept before any of them was freed is never found again;
- * otherwise it takes each code object's filename, which tells them apart
- * unless the new one has the same filename object (struct location_key).
- * Not its version, which from 3.12 on would tell those apart too, as it
- * does for the memo's entries: from 3.12 on a key takes this way only where
- * its interpreter's code objects are not watched (python_watch_code: all
- * eight watchers taken, before the first event with the GIL, after the exit
- * hook). The filenames have a lane of their
- * own, a multiply at each: xor-ed together, two frames of one file (a
- * function and its comprehension) would cancel each other out. 0 where the
- * thread has more frames than the key's STACK_KEY_WORDS: walk() would cut
- * them at its own limit, after the frames that give no location, which the
- * key does not tell. */
+ * inside its code object, which it then names too, while that code object
+ * lives. A key kept before its code objects were freed and others compiled
+ * at their addresses must not be taken for today's. Where `watched`, the
+ * hash takes the count of code objects freed so far (python_watch_code): a
+ * key kept before any was freed is never found again. Otherwise (3.10,
+ * 3.11, and from 3.12 on where the interpreter's code objects are not
+ * watched) it takes each code object's filename, which tells the new from
+ * the freed unless both have the same filename object (struct
+ * location_key). The filenames have a lane of their own, a multiply at
+ * each: xor-ed together, two frames of one file (a function and its
+ * comprehension) would cancel each other out. 0 where the thread has more
+ * frames than the key's STACK_KEY_WORDS: walk() would cut them at its own
+ * limit, after the frames that give no location, which the key does not
+ * tell. */
 HOT_PATH static inline __attribute__((always_inline)) int
 own_key(const char *frame, uintptr_t *key, uint64_t *hash, int watched)
 {
