@@ -819,6 +819,18 @@ def test_torch_blocks_frames_watched(traced):
         check_frames_reused(out, reports)
 
 
+def test_torch_blocks_frames_no_watcher_left(traced):
+    """A program that took every code watcher before the tracer could
+    (3.12 on): one debug line says so, the keys take the code objects'
+    filenames again, and every tensor still finds its own stack."""
+    for python, out, err, reports in under_each_python(
+            traced, ("3.12", "3.13", "3.14"), "frames_reused", CUMEMTRACE_DEBUG="1",
+            TORCH_BLOCKS_TAKE_CODE_WATCHERS="1"):
+        check("no code watcher left" in err and "watching code objects" not in err,
+              f"{python}: no watcher left: {err[-800:]!r}")
+        check_frames_reused(out, reports)
+
+
 def test_torch_blocks_same_file_again(traced):
     """Code compiled again and again under one file name where the last
     one's code objects were freed, at one line or the next: each tensor's

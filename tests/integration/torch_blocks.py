@@ -14,6 +14,7 @@ innocent temporaries; lines carry markers test_frameworks.py checks:
   TEMP-<scenario>  a temporary: never growing, never held
   OOM-<scenario>   the request that fails
 """
+import atexit
 import ctypes
 import json
 import os
@@ -516,7 +517,32 @@ SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries,
                                       compiled)}
 HELD = None
 
+
+def take_code_watchers():
+    """Every code watcher the interpreter has (CPython 3.12 on: eight), as a
+    program that watches code objects itself might take them, before the
+    tracer's first chance; given back at exit, before the callback goes
+    with this module."""
+    watcher = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)(lambda event, code: 0)
+    ctypes.pythonapi.PyCode_AddWatcher.argtypes = [type(watcher)]
+    ctypes.pythonapi.PyCode_ClearWatcher.argtypes = [ctypes.c_int]
+    taken = []
+    try:
+        while True:
+            taken.append(ctypes.pythonapi.PyCode_AddWatcher(watcher))
+    except RuntimeError:     # none left
+        pass
+
+    def give_back(watcher=watcher):     # the callback lives until then
+        for i in taken:
+            ctypes.pythonapi.PyCode_ClearWatcher(i)
+
+    atexit.register(give_back)
+
+
 if __name__ == "__main__":
+    if os.environ.get("TORCH_BLOCKS_TAKE_CODE_WATCHERS"):
+        take_code_watchers()
     c10.c10sim_init(1)
     HELD = SCENARIOS[sys.argv[1]]()
     if len(sys.argv) > 2:   # a snapshot now, and the stand-in's own figures of the same moment
