@@ -100,13 +100,12 @@ static struct {
     uint32_t tstate_frame, cframe_frame, code, instruction, owner, previous, filename, version;
     uint32_t shim;
     unsigned char owner_mask, cframe, keyed;
-    /* python_watch_code's: its interpreter's threads key their frames by
-     * the code objects freed so far (code_frees), not by their filenames.
-     * Written by the watcher at each code object freed: seldom, once a
-     * program has started. */
-    unsigned char code_watched;
+    /* python_watch_code's: the threads of `watched` (an interpreter; NULL:
+     * none) key their frames by the code objects freed so far, not by
+     * their filenames. code_frees is written by the watcher at each code
+     * object freed: seldom, once a program has started. */
     uint64_t code_frees;
-    const char *watched_interpreter;
+    const char *watched;
 } own;
 _Static_assert(sizeof(own) <= 64, "what a walk reads of the layout is one cache line");
 
@@ -943,8 +942,8 @@ HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash)
     if (!own_frames_readable(thread_state, thread_role == THREAD_MAIN) || !py.is_initialized())
         return 0;
     const char *frame = own_first_frame(thread_state);
-    if (__atomic_load_n(&own.code_watched, __ATOMIC_ACQUIRE) &&
-        load_pointer(thread_state + THREAD_STATE_INTERPRETER) == own.watched_interpreter)
+    const char *watched = __atomic_load_n(&own.watched, __ATOMIC_ACQUIRE);
+    if (watched && load_pointer(thread_state + THREAD_STATE_INTERPRETER) == watched)
         return own_key(frame, key, hash, 1);
     return own_key(frame, key, hash, 0);
 }
@@ -985,8 +984,7 @@ void python_watch_code(void)
         log_debug("no code watcher left: Python frames keyed by their files");
         return;
     }
-    own.watched_interpreter = interpreter;
-    __atomic_store_n(&own.code_watched, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&own.watched, interpreter, __ATOMIC_RELEASE);
     log_debug("watching code objects: Python frames keyed without their files");
 }
 
@@ -994,7 +992,7 @@ void python_unwatch_code(void)
 {
     if (code_watcher < 0)
         return;
-    __atomic_store_n(&own.code_watched, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&own.watched, NULL, __ATOMIC_RELEASE);
     if (py.clear_code_watcher(code_watcher) < 0)
         py.clear_error();
     code_watcher = -1;
