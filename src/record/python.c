@@ -135,16 +135,15 @@ static void own_offsets(const struct python_layout *l)
  * gives each code object it makes the next value of a counter (3.12: one for
  * the process, 3.13: one per interpreter), so a code object made after
  * another was freed has another version, even under the same filename
- * object (exec(compile(source, "<string>", "exec")) in a loop). Until the
- * counter runs out: the code object given 2^32 - 1 leaves it at 0, where it
- * stays, and every code object made from then on has version 0, told apart
- * by its filename alone. 3.10 and
- * 3.11 have no version: there a code object compiled where one of the same
- * filename object was freed takes the freed one's locations. The version is
- * a field apart, not folded into the filename pointer's unused top 16 bits,
- * where versions 65536 apart would look alike: the key has 4 bytes of
- * padding to hold it. The C API's keys hold a reference to their code
- * object, which keeps its address: both 0. Guarded by `lock`. */
+ * object (exec(compile(source, "<string>", "exec")) in a loop), until the
+ * counter runs out: the code object given 2^32 - 1 leaves it at 0 for good,
+ * and code objects made after it are told apart by their filename alone, as
+ * on 3.10 and 3.11, which have no version: there a code object compiled
+ * where one of the same filename object was freed takes the freed one's
+ * locations. The version is a field of its own, in the key's padding, not
+ * folded into the filename pointer's unused top 16 bits, where versions
+ * 65536 apart would look alike. The C API's keys hold a reference to their
+ * code object, which keeps its address: both 0. Guarded by `lock`. */
 #define LINE_KEY (1ll << 40)
 struct location_key {
     uintptr_t code, check;
@@ -540,11 +539,9 @@ static const char *first_frame(const char *thread_state, int *bad)
  * back, and the location table is copied whole across fork, so an entry
  * stays valid in a forked child too. An entry's code is never NULL. 16 KiB
  * in static TLS, which the C library zeroes for each thread it creates.
- * `where`: the frame's instruction with its owner in the top byte, as
- * own_key's word (a user-space address leaves it clear; 3.10's word is
- * f_lasti and the field after it, and its frames' owner always 0), so that
- * the code's version (struct location_key) fits beside the id in 32 bytes,
- * two entries to a cache line. */
+ * `where`: frame_word's (3.10's frames' owner is always 0), so that the
+ * code's version (struct location_key) fits beside the id in 32 bytes, two
+ * entries to a cache line. */
 #define MEMO_BITS 8
 struct frame_memo {
     const char *code, *check;
@@ -559,6 +556,14 @@ static inline const char *load_pointer(const char *address)
     const char *p;
     memcpy(&p, address, sizeof(p));
     return p;
+}
+
+/* One word for where a frame is: its instruction (3.10: f_lasti and the
+ * field after it) with its owner in the top byte, which a user-space
+ * address leaves clear. The memo's entries and the key's words alike. */
+static inline uintptr_t frame_word(const char *instruction, unsigned owner)
+{
+    return (uintptr_t)instruction | (uintptr_t)owner << 56;
 }
 
 static inline struct frame_memo *memo_set(const char *code, const char *instruction)
@@ -656,7 +661,7 @@ HOT_PATH static int walk_own(const char *frame, uintptr_t *frames, int n, int ma
             frame = load_pointer(frame + previous_at);
             continue;
         }
-        const uintptr_t where = (uintptr_t)instruction | (uintptr_t)owner << 56;
+        const uintptr_t where = frame_word(instruction, owner);
         struct frame_memo *set = memo_set(code, instruction);
         uint32_t id = memo_confirms(&set[0], code, where, filename_at, version_at);
         if (!id)
@@ -876,8 +881,7 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
 }
 
 /* python_frames_key's walk: walk_own's reads, with no look-up. A frame
- * that is not a shim gives one word: its instruction, with its owner in the
- * top byte (a user-space address leaves it clear). With the instruction's
+ * that is not a shim gives one word, frame_word's. With the instruction's
  * code object and the owner, it is what decides the frame's location
  * (memo_confirms says why), and from 3.11 on the instruction is an address
  * inside its code object, which it then names too, while that code object
@@ -909,7 +913,7 @@ own_key(const char *frame, uintptr_t *key, uint64_t *hash, int watched)
             continue;
         if (at == end)
             return 0;
-        uintptr_t where = (uintptr_t)load_pointer(frame + instruction_at) | (uintptr_t)owner << 56;
+        uintptr_t where = frame_word(load_pointer(frame + instruction_at), owner);
         *at++ = where;
         h = (h ^ where) * 0x9e3779b1u;
         if (!watched) {
