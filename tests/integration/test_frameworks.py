@@ -949,6 +949,39 @@ def test_torch_blocks_after_cuda(traced):
         check_verdicts(report, "training_mix")
 
 
+def test_torch_blocks_backward_keyed(traced):
+    """Many backward nodes to a call, run while the main thread waits at two
+    places of different depths. After the engine thread's first tensors,
+    each stack is found by its key (the node, and the reading of the main
+    thread's frames it borrows), with no walk. Every kept gradient must still
+    be under its own node's apply() and the line that ran it, with the calls
+    around that line."""
+    (near,), (far,) = marked_lines("NEAR", "backward_depths"), marked_lines("FAR",
+                                                                           "backward_depths")
+    _, err, reports, _ = scenario(traced, "backward_depths")
+    report = reports["exit"][0]
+    frames = {f["id"]: f for f in report["frames"]}
+    stacks = {s["id"]: [frames[i] for i in s["frames"]] for s in report["stacks"]}
+    found = {}
+    for group in report["live"]:
+        if group["kind"] != "torch_tensor":
+            continue
+        stack = stacks[group["stack"]]
+        native = [f["function"] or "" for f in itertools.takewhile(lambda f: not f["python"],
+                                                                   stack)]
+        nodes = tuple(sorted({m.group(1) for m in (re.search(r"(\w+)::apply\(", name)
+                                                    for name in native) if m}))
+        calls = tuple(f["function"] for f in stack
+                      if f["python"] and (f.get("file") or "").endswith("torch_blocks.py"))[:2]
+        where = (site_line(report, group["stack"]), nodes, calls)
+        found[where] = found.get(where, 0) + group["bytes"]
+    want = {(near, ("SimMmBackward",), ("backward_depths", "<module>")): 20 * MiB,
+            (near, ("SimAddBackward",), ("backward_depths", "<module>")): 20 * MiB,
+            (far, ("SimMmBackward",), ("backward_deeper", "backward_depths")): 20 * MiB,
+            (far, ("SimAddBackward",), ("backward_deeper", "backward_depths")): 20 * MiB}
+    check(found == want, f"each gradient under its node and its line: {found}, {err[-300:]!r}")
+
+
 def test_torch_tracker_bench_switch(traced):
     """The tracker library's bench build (tools/build-torch-tracker.sh
     --bench, for bench/gpu_cost.py's in-process comparison): a tensor made

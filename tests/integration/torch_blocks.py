@@ -26,6 +26,7 @@ c10 = ctypes.CDLL("libc10_cuda.so")
 c10.c10sim_malloc.restype = ctypes.c_void_p
 c10.c10sim_malloc.argtypes = [ctypes.c_int, ctypes.c_size_t]
 c10.c10sim_free.argtypes = [ctypes.c_int, ctypes.c_void_p]
+c10.c10sim_backward.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
 MiB = 1 << 20
 
 
@@ -447,8 +448,6 @@ def backward_nodes(steps=30):
     that runs no Python, while this one waits: every step makes an activation
     here, then keeps the gradients of two nodes (growing, named by the line
     that ran them) and lets those of four others go."""
-    c10.c10sim_backward.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int,
-                                    ctypes.c_void_p]
     kept = []
     for _ in range(steps):
         activation = Tensor(2 * MiB)  # TEMP-backward_nodes
@@ -459,6 +458,28 @@ def backward_nodes(steps=30):
         del activation
         step_pause()
     return kept
+
+
+def backward_depths(nodes=40):
+    """Backward nodes run on the stand-in's engine thread, many to a call,
+    while this thread waits at two places of different depths: every
+    gradient kept. Each node's stack at each place is made once, then found
+    again by its key (the node and the reading of this thread's frames).
+    The forward's tensors come first (the main thread's frames are lent
+    once it has allocated), and leave their segments in the cache: no
+    gradient asks the driver, whose call would walk the main thread's
+    frames anew, and the engine thread must see by itself that they moved."""
+    forward = [Tensor(MiB) for _ in range(2 * nodes)]  # TEMP-backward_depths
+    del forward
+    near = (ctypes.c_void_p * nodes)()
+    c10.c10sim_backward(0, MiB, nodes, near)  # NEAR-backward_depths
+    return [near, backward_deeper(nodes)]
+
+
+def backward_deeper(nodes):
+    far = (ctypes.c_void_p * nodes)()
+    c10.c10sim_backward(0, MiB, nodes, far)  # FAR-backward_depths
+    return far
 
 
 def modules_and_leak(steps=40):
@@ -513,7 +534,8 @@ SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries,
                                       exhaustion_oom, teardown_ctypes, crash_with_tensors,
                                       threads_and_snapshots, watched, frames_reused,
                                       same_file_again,
-                                      backward_nodes, threads_come_and_go, modules_and_leak,
+                                      backward_nodes, backward_depths, threads_come_and_go,
+                                      modules_and_leak,
                                       compiled)}
 HELD = None
 

@@ -19,12 +19,16 @@
 // It also stands in for the part of PyTorch's autograd engine the tracer
 // reads (libtorch_cpu.so's, in PyTorch): c10sim_backward runs backward nodes
 // that allocate, on a thread of its own that runs no Python, with the node
-// being run in a thread-local (torch::autograd::get_current_node()).
+// being run in a thread-local (torch::autograd::get_current_node()). As
+// PyTorch's engine keeps a thread a device, that thread is started at the
+// first backward and runs every later one, while the caller waits.
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/csrc/autograd/function.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +38,7 @@
 #include <vector>
 
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 namespace c10 {
 namespace cuda {
@@ -371,18 +376,71 @@ std::shared_ptr<Node> get_current_node()
 } // namespace autograd
 } // namespace torch
 
+namespace {
+
+// The engine's thread: started at the first backward of a process (a
+// forked child starts its own: the parent's is not in it), then waiting for
+// the next. Never destroyed, as the thread may still wait on it at exit.
+struct EngineThread {
+    std::mutex lock;
+    std::condition_variable wake, finished;
+    std::function<void()> work;
+    bool busy = false;
+    pid_t owner = getpid();
+
+    EngineThread()
+    {
+        std::thread([this] { serve(); }).detach();
+    }
+    // Run `w` on the engine's thread; returns when it is done.
+    void run(std::function<void()> w)
+    {
+        std::unique_lock<std::mutex> hold(lock);
+        work = std::move(w);
+        busy = true;
+        wake.notify_one();
+        finished.wait(hold, [this] { return !busy; });
+    }
+    void serve()
+    {
+        std::unique_lock<std::mutex> hold(lock);
+        for (;;) {
+            wake.wait(hold, [this] { return busy; });
+            std::function<void()> w = std::move(work);
+            hold.unlock();
+            w();
+            hold.lock();
+            busy = false;
+            finished.notify_all();
+        }
+    }
+};
+
+EngineThread *engine_thread()
+{
+    static std::mutex guard;
+    static EngineThread *engine;
+    std::lock_guard<std::mutex> hold(guard);
+    if (!engine || engine->owner != getpid())
+        engine = new EngineThread();
+    return engine;
+}
+
+} // namespace
+
 extern "C" {
 
-// Run `count` backward nodes, SimMmBackward and SimAddBackward in turn, on a
-// new thread; each allocates `size` bytes on `device`, kept in kept[i] if
-// `kept` is not NULL, else freed at once. Returns when they are done.
+// Run `count` backward nodes, SimMmBackward and SimAddBackward in turn, on
+// the engine's thread; each allocates `size` bytes on `device`, kept in
+// kept[i] if `kept` is not NULL, else freed at once. Returns when they are
+// done.
 __attribute__((visibility("default"))) int c10sim_backward(int device, size_t size, int count,
                                                            void **kept)
 {
     namespace autograd = torch::autograd;
     if (!sim::native.device(device))
         return -1;
-    std::thread engine([=] {
+    engine_thread()->run([=] {
         cudaSetDevice(device);
         for (int i = 0; i < count; i++) {
             std::shared_ptr<autograd::Node> node;
@@ -397,7 +455,6 @@ __attribute__((visibility("default"))) int c10sim_backward(int device, size_t si
                 kept[i] = out[0];
         }
     });
-    engine.join();
     return 0;
 }
 
