@@ -723,16 +723,15 @@ static const char *own_first_frame(const char *thread_state)
     return frame;
 }
 
-/* Whether the main thread's state lies in the interpreter's static data
+/* Whether `state`, the main thread's, lies in the interpreter's static data
  * (from 3.11 on). The state and the _PyCFrame it points to (3.11, 3.12:
  * inside it, or on the main thread's stack, where that thread has been)
  * then stay mapped, so its current frame is found with plain loads, where
  * checked reads would cost two system calls. A state anywhere else (3.10,
  * an embedding's own) is read with checks. */
-static int main_state_is_static(void)
+static int state_is_static(const char *state)
 {
-    uintptr_t state = (uintptr_t)main_state;
-    return state >= interpreter_low && state < interpreter_high;
+    return (uintptr_t)state >= interpreter_low && (uintptr_t)state < interpreter_high;
 }
 
 /* A thread that runs no Python (PyTorch's autograd engine, a library's
@@ -742,43 +741,58 @@ static int main_state_is_static(void)
  * marker frame that says whose they are. The main thread is not stopped
  * while we read: every read of its frames is checked (process_vm_readv),
  * strings are copied through checked reads, and a walk that meets anything
- * unexpected gives no frames. The last walk is kept and reused while the
- * main thread stays in the same frame at the same instruction, the usual
- * case while it waits.
+ * unexpected gives no frames. The last walk is kept, as the reading
+ * `borrowed_reading` numbers, and reused while the main thread stays in the
+ * same frame at the same instruction, the usual case while it waits.
  *
  * Whether it is still at the same instruction takes a checked read, a
  * system call, dearer than the rest of the event: a backward pass makes
  * hundreds of them a step from one engine thread, while loss.backward()
- * waits in one frame. So the same thread finding the main thread in the same
- * frame asks again only after BORROWED_REUSES walks or BORROWED_NS, as the
- * coarse clock tells it (it moves a kernel tick at a time: the window is up
- * to one tick, 1 to 4 ms; the full clock took some 300 cycles of a tensor's
- * event on the H100, clock.h): a main thread that went on to another line of
- * the same function within that window has its next few borrowed walks show
- * the line before. Lock held. */
+ * waits in one frame. So a thread that found the main thread in the same
+ * frame asks again only after BORROWED_REUSES borrowings of its own or
+ * BORROWED_NS, as the coarse clock tells it (it moves a kernel tick at a
+ * time: the window is up to one tick, 1 to 4 ms; the full clock took some
+ * 300 cycles of a tensor's event on the H100, clock.h), or once another
+ * thread has read the main thread's frames anew: a main thread that went on
+ * to another line of the same function within that window has its next few
+ * borrowed walks show the line before. Within its window, the thread's
+ * events are keyed by the reading (borrowed_key), with no walk. Lock held. */
 #define BORROWED_REUSES 64
 #define BORROWED_NS 2000000
+
+/* Which reading of the main thread's frames walk_main_thread holds (1, 2,
+ * ...; 0 before the first): bumped under the lock at each new one, read
+ * without it by borrowed_key. */
+static uint64_t borrowed_reading;
+
+/* This thread's window on a reading: the reading it last confirmed (0:
+ * none, or its frames could not be read), the main thread's frame it found
+ * then, when, and how many borrowings ago; and the reading whose frames its
+ * last borrowed walk appended (0: none since borrowed_key last asked), by
+ * which python_key_kept tells whether a stack captured for a key is the
+ * key's. */
+static __thread struct {
+    uint64_t reading, checked_ns, appended;
+    const char *frame;
+    int reuses;
+} borrowing;
 
 static int walk_main_thread(uintptr_t *frames, int n, int max)
 {
     static uint32_t marker;
     static const char *last_frame, *last_instruction;
     static uintptr_t last[64];
-    static int last_count, reuses;
-    static uint64_t last_checked_ns, last_walker;
-    static uint64_t walkers;
-    static __thread uint64_t walker;   /* this thread's number; threads' ids are reused */
+    static int last_count;
     if (!main_state || !validated || n >= max)
         return n;
     int bad = 0;
-    foreign = !main_state_is_static();
+    foreign = !state_is_static(main_state);
     const char *frame = first_frame(main_state, &bad);
     foreign = 1;          /* the frame itself may be in a chunk freed meanwhile */
     uint64_t now = coarse_ns();
-    if (!walker)
-        walker = ++walkers;
-    int recent = frame == last_frame && walker == last_walker &&
-                 ++reuses < BORROWED_REUSES && now - last_checked_ns < BORROWED_NS;
+    int recent = frame == last_frame && borrowing.reading == borrowed_reading &&
+                 ++borrowing.reuses < BORROWED_REUSES &&
+                 now - borrowing.checked_ns < BORROWED_NS;
     if (!bad && frame && !recent) {
         /* Where the frame is: its instruction pointer (3.11+), or f_lasti and
          * the field after it (3.10); only compared with the last walk's. */
@@ -787,14 +801,18 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
             last_count = walk_state(main_state, last, 0, (int)(sizeof(last) / sizeof(last[0])));
             last_frame = frame;
             last_instruction = instruction;
+            __atomic_store_n(&borrowed_reading, borrowed_reading + 1, __ATOMIC_RELEASE);
         }
-        last_walker = walker;
-        last_checked_ns = now;
-        reuses = 0;
+        borrowing.reading = borrowed_reading;
+        borrowing.frame = frame;
+        borrowing.checked_ns = now;
+        borrowing.reuses = 0;
     }
     foreign = 0;
-    if (bad || !frame || last_count <= 0)
+    if (bad || !frame || last_count <= 0) {
+        borrowing.reading = 0;
         return n;
+    }
     if (!marker && grow() == 0)
         marker = new_location("<this thread runs no Python: the main thread's stack follows>",
                               "[main thread, at that moment]", 0);
@@ -802,6 +820,10 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
         frames[n++] = PYTHON_FRAME_TAG | marker;
     for (int i = 0; i < last_count && n < max; i++)
         frames[n++] = last[i];
+    if (marker)             /* a stack with no marker is not keyed: it will have one */
+        borrowing.appended = borrowed_reading;
+    else
+        borrowing.reading = 0;
     return n;
 }
 
@@ -935,7 +957,40 @@ own_key(const char *frame, uintptr_t *key, uint64_t *hash, int watched)
  * PyThreadState_GetInterpreter before it counts on it. */
 #define THREAD_STATE_INTERPRETER (2 * sizeof(void *))
 
-HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash)
+/* A borrowed key's first word: the reading, under a top byte no frame_word
+ * has (an owner is below the shim's, which is small). */
+#define BORROWED_KEY ((uintptr_t)0xff << 56)
+
+/* python_frames_key for a thread that runs no Python (walk_main_thread):
+ * python_capture gives it the main thread's frames after its native ones,
+ * which at a framework block's depth 0 are the one frame of `operation`
+ * (the tracker's native_frames). So the reading of the main thread's frames
+ * and the operation's answer stand for the stack, as long as walk_main_thread
+ * would reuse that reading: the thread's window on it lasts, no thread has
+ * read the frames anew, and the main thread is in the frame it was in. Its
+ * frame is found by plain loads only where its state is static; the frame
+ * is compared, never read. Out of line: a thread that runs Python, nearly
+ * every event's, does not fetch its code. */
+HOT_PATH __attribute__((noinline)) static int borrowed_key(uintptr_t *key, uint64_t *hash,
+                                                          uint64_t (*operation)(void))
+{
+    uint64_t reading = __atomic_load_n(&borrowed_reading, __ATOMIC_ACQUIRE);
+    const char *main = __atomic_load_n(&main_state, __ATOMIC_RELAXED);
+    borrowing.appended = 0;
+    if (!reading || borrowing.reading != reading || ++borrowing.reuses >= BORROWED_REUSES ||
+        coarse_ns() - borrowing.checked_ns >= BORROWED_NS || !state_is_static(main) ||
+        own_first_frame(main) != borrowing.frame)
+        return 0;
+    uint64_t answer = operation ? operation() : 0;
+    if (!answer)
+        return 0;
+    key[0] = BORROWED_KEY | (uintptr_t)reading;
+    key[1] = (uintptr_t)answer;
+    *hash = stack_mix(stack_mix(key[0], key[1]), 2);
+    return 2;
+}
+
+HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash, uint64_t (*operation)(void))
 {
     /* After this thread's first walk (thread_role is known from then on),
      * where walk() would read its frames itself; 3.10's instruction is an
@@ -943,13 +998,24 @@ HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash)
     if (!config.python || available <= 0 || !own.keyed || !thread_role)
         return 0;
     const char *thread_state = py.this_thread_state();
-    if (!own_frames_readable(thread_state, thread_role == THREAD_MAIN) || !py.is_initialized())
+    int is_main = thread_role == THREAD_MAIN;
+    if (!py.is_initialized())
         return 0;
-    const char *frame = own_first_frame(thread_state);
+    const char *frame = own_frames_readable(thread_state, is_main) ?
+                        own_first_frame(thread_state) : NULL;
+    if (__builtin_expect(!frame, 0))
+        return is_main ? 0 : borrowed_key(key, hash, operation);
     const char *watched = __atomic_load_n(&own.watched, __ATOMIC_ACQUIRE);
     if (watched && load_pointer(thread_state + THREAD_STATE_INTERPRETER) == watched)
         return own_key(frame, key, hash, 1);
     return own_key(frame, key, hash, 0);
+}
+
+int python_key_kept(const uintptr_t *key, int words, int depth)
+{
+    if ((key[0] & BORROWED_KEY) == BORROWED_KEY)
+        return borrowing.appended == (key[0] & ~BORROWED_KEY);
+    return depth == words;
 }
 
 /* ---- watching code objects, with the GIL --------------------------------------- */
@@ -1075,6 +1141,7 @@ void python_fork_child(void)
     process_id = getpid();
     thread_role = 0;
     main_state = NULL;
+    borrowed_reading++;                /* no key of the parent's readings stands */
     pthread_mutex_unlock(&lock);       /* taken by this thread before fork */
 }
 

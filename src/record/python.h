@@ -27,10 +27,19 @@ int python_runs_here(void);
  * key[0..n) (one word a frame; STACK_KEY_WORDS at most) and *hash, for
  * stacks.h's stack_known_by_key: n, which is 0 where they cannot be read so
  * (no frames, more than the key holds, CPython 3.10, or a thread whose frames
- * python_capture has not walked yet). Equal keys
- * and hashes stand for equal stacks of python_capture's, at a native depth
- * of 0. Cheap, no lock. */
-int python_frames_key(uintptr_t *key, uint64_t *hash);
+ * python_capture has not walked yet). A thread that runs no Python, which
+ * python_capture gives the main thread's frames, has them keyed as it last
+ * read them, lately, with `operation`'s answer (a framework block's one
+ * native frame, the tracker's native_frames; 0: no key). Equal keys and
+ * hashes stand for equal stacks of python_capture's, at a native depth of
+ * 0 or with that one frame. Cheap, no lock. */
+int python_frames_key(uintptr_t *key, uint64_t *hash, uint64_t (*operation)(void));
+
+/* Whether the stack of `depth` frames this thread captured just after
+ * python_frames_key gave key[0..words) is the one the key stands for, to be
+ * remembered by it: every frame of its own gave a location, or the main
+ * thread's frames it borrowed are the reading the key names. */
+int python_key_kept(const uintptr_t *key, int words, int depth);
 
 /* With the GIL: from CPython 3.12 on, watch the interpreter's code objects
  * being freed (PyCode_AddWatcher), so that python_frames_key's keys need

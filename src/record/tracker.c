@@ -512,44 +512,43 @@ HOT_PATH static int capture(int kind, uint64_t size, uint64_t (*operation)(void)
 
 /* framework_stack's stack when the thread's key is none it made lately:
  * captured and interned, and remembered by the key (`words` of them, 0:
- * none), but only if every frame of the key gave a location. A key then
- * says every frame of the stack, and a walk that stopped short (something
- * wrong, out of memory) is not remembered for ever after. Out of line: the
- * frames' array and the calls stay off the path of a known key. */
+ * none), but only if the key says every frame of the stack
+ * (python_key_kept): a walk that stopped short (something wrong, out of
+ * memory) is not remembered for ever after. Out of line: the frames' array
+ * and the calls stay off the path of a known key. */
 __attribute__((noinline)) static uint32_t new_framework_stack(int kind, uint64_t size,
                                                               uint64_t (*operation)(void),
                                                               const uintptr_t *key, int words,
-                                                              uint64_t hash, int *depth)
+                                                              uint64_t hash)
 {
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    *depth = capture(kind, size, operation, frames);
-    uint32_t id = stack_intern_here(frames, *depth);
-    if (words && *depth == words)
+    int depth = capture(kind, size, operation, frames);
+    uint32_t id = stack_intern_here(frames, depth);
+    if (words && python_key_kept(key, words, depth))
         stack_remember_by_key(key, words, hash, id);
     return id;
 }
 
 /* The stack of a framework's block of `kind` and `size` bytes made now by
- * this thread, `operation` as capture()'s, interned: its id, and its depth
- * in *depth. Where the block takes no native frames (native_frames' rule
- * for a framework's block at block depth 0, the default), a thread that
- * runs Python finds it by the key of its Python frames (python_frames_key)
- * if it made it lately, with no look-up of each frame. */
+ * this thread, `operation` as capture()'s, interned: its id. Where the
+ * block takes no native frames but the operation's (native_frames' rule for
+ * a framework's block at block depth 0, the default), a thread finds it by
+ * the key of its Python frames, or of the main thread's it borrows
+ * (python_frames_key), if it made it lately, with no look-up of each
+ * frame. */
 HOT_PATH static inline __attribute__((always_inline)) uint32_t
-framework_stack(int kind, uint64_t size, uint64_t (*operation)(void), int *depth)
+framework_stack(int kind, uint64_t size, uint64_t (*operation)(void))
 {
     uintptr_t key[STACK_KEY_WORDS];
     uint64_t hash = 0;
     int words = 0;
     if (kind_in_cache(kind) && takes_stack(size) && config.block_depth == 0 &&
-        (words = python_frames_key(key, &hash)) != 0) {
+        (words = python_frames_key(key, &hash, operation)) != 0) {
         uint32_t id = stack_known_by_key(key, words, hash);
-        if (__builtin_expect(id != 0, 1)) {
-            *depth = words;
+        if (__builtin_expect(id != 0, 1))
             return id;
-        }
     }
-    return new_framework_stack(kind, size, operation, words ? key : NULL, words, hash, depth);
+    return new_framework_stack(kind, size, operation, words ? key : NULL, words, hash);
 }
 
 /* An event's device: one it can hold, or -1 (not known). */
@@ -1192,9 +1191,8 @@ HOT_PATH void tracker_defer_alloc(int cache_kind, int device, uint64_t value, ui
 {
     if (!enter_to_record())
         return;
-    int depth;
-    uint32_t stack_id = framework_stack(cache_kind, size, operation, &depth);
-    note_cache_role(cache_kind, stack_id, depth);
+    uint32_t stack_id = framework_stack(cache_kind, size, operation);
+    note_cache_role(cache_kind, stack_id, 0);   /* a framework's kind: the depth is not read */
     note_traced();
     uint16_t thread = own_number(block_key(value, SPACE_FRAMEWORK));
     uint64_t number;
