@@ -139,9 +139,10 @@ def frameworks_table(args, pairs):
            "the same calls from Python, ms", "ours per known array, ns"), rows)
 
 
-def torch_run(args, frames, steps, tracer_env):
-    """bench/torch_tensors.py's ns per tensor, best of --repeat, and the tracer's own ns
-    per tensor between its marks (CUMEMTRACE_SELF_TIME=1); tracer_env None: untraced."""
+def torch_run(args, frames, steps, tracer_env, extra=()):
+    """bench/torch_tensors.py's ns per tensor (`extra`: its options), best of --repeat,
+    and the tracer's own ns per tensor between its marks (CUMEMTRACE_SELF_TIME=1);
+    tracer_env None: untraced."""
     sim = os.path.join(args.build, "sim")
     best = None
     for _ in range(args.repeat):
@@ -153,7 +154,7 @@ def torch_run(args, frames, steps, tracer_env):
         output = os.path.join(args.tmp, f"torch-{frames}")
         env["CUMEMTRACE_OUTPUT"] = output
         command = [sys.executable, os.path.join(ROOT, "bench", "torch_tensors.py"), str(frames),
-                   str(steps)]
+                   str(steps), *extra]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             sys.exit(f"bench/torch_tensors.py failed: {done.stderr[-2000:]}")
@@ -206,7 +207,7 @@ def callgrind_tensors(args, env, options, name, arguments):
             callgrind_events(out, "enter_pending"))
 
 
-def torch_instructions(args, frames, *functions):
+def torch_instructions(args, frames, functions, extra=()):
     """Per tensor inside `functions` and what they call (callgrind --cache-sim, with
     --toggle-collect), from the difference between runs of 1 and 3 timed steps (the
     warm-up and the start-up drop out): {"Ir": instructions, "D1": first-level data
@@ -228,7 +229,8 @@ def torch_instructions(args, frames, *functions):
         # between two tensors on a real core.
         tensors, events = callgrind_tensors(
             args, env, ["--I1=4096,4,64", *(f"--toggle-collect={f}" for f in functions)],
-            f"callgrind-{frames}-{functions[0]}-{steps}", [str(frames), str(steps)])
+            f"callgrind-{frames}{''.join(extra)}-{functions[0]}-{steps}",
+            [str(frames), str(steps), *extra])
         totals.append((tensors, {"Ir": events["Ir"], "D1": events["D1mr"] + events["D1mw"],
                                  "LL": events["DLmr"] + events["DLmw"], "I1": events["I1mr"]}))
     tensors = totals[1][0] - totals[0][0]
@@ -276,16 +278,17 @@ def torch_table(args, steps):
     print(f"PyTorch's tensors (stand-in allocator, {sys.version.split()[0]}): a tensor "
           "allocated and freed from Python, the outer frames the same from tensor to tensor")
     rows = []
-    for frames in (8, 24):
-        off, _ = torch_run(args, frames, steps, None)
-        on, own = torch_run(args, frames, steps, {})
-        every = torch_instructions(args, frames, "torch_event")
+    for frames, extra in ((8, ()), (24, ()), (24, ("--backward",))):
+        off, _ = torch_run(args, frames, steps, None, extra)
+        on, own = torch_run(args, frames, steps, {}, extra)
+        every = torch_instructions(args, frames, ("torch_event",), extra)
         # The Python frames: read as a key (python_frames_key), and walked in
         # full (python_capture) for a key not seen lately, or by a library
         # from before the key.
-        walk = torch_instructions(args, frames, "python_frames_key", "python_capture")
-        whole = torch_whole_program(args, frames) if frames == 24 else None
-        rows.append((frames, f"{off:.0f}", f"{on:.0f}", f"{on - off:.0f}", f"{own:.0f}",
+        walk = torch_instructions(args, frames, ("python_frames_key", "python_capture"), extra)
+        whole = torch_whole_program(args, frames) if frames == 24 and not extra else None
+        rows.append((f"{frames}, backward nodes" if extra else frames,
+                     f"{off:.0f}", f"{on:.0f}", f"{on - off:.0f}", f"{own:.0f}",
                      *(("no valgrind",) * 4 if every is None else
                        (f"{every['Ir']:.0f}", f"{every['I1']:.1f}", f"{every['D1']:.1f}",
                         f"{every['LL']:.1f}")),
@@ -308,7 +311,9 @@ def torch_table(args, steps):
           "the interpreter ran between two tensors. Whole program (24 frames): callgrind "
           "over all the program runs but the tracer's thread, 24 objects of a megabyte's "
           "pool touched before each tensor, traced less untraced: the tracer's own misses "
-          "and those of the program's code it evicted.)")
+          "and those of the program's code it evicted. Backward nodes: the same tensors made "
+          "by nodes the stand-in's autograd engine runs on its own thread, whose stacks "
+          "borrow the main thread's 24 frames (bench/torch_tensors.py --backward).)")
     print()
 
 

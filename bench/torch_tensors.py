@@ -1,7 +1,7 @@
 """Tensors through the stand-in for PyTorch's caching allocator (tests/sim/c10),
 from a Python call depth like a model's forward, for bench/run.py's torch table.
 
-    python3 bench/torch_tensors.py FRAMES STEPS [--between N]
+    python3 bench/torch_tensors.py FRAMES STEPS [--between N | --backward]
 
 Each step is a "forward": FRAMES - 3 Python frames that stay the same from
 tensor to tensor (the training loop, the model, its blocks), then
@@ -15,6 +15,12 @@ the marks "tensors: start" and "tensors: end" (only when traced) bracket the
 timed steps, so the report's self_time_ns at each (CUMEMTRACE_SELF_TIME=1)
 gives the tracer's own time. Prints one JSON line: {"ns_per_tensor": ...,
 "tensors": ...}; a tensor is its allocation and its free.
+
+--backward: the same number of tensors, each made and freed by a backward
+node the stand-in's autograd engine runs on a thread of its own, which runs
+no Python, while the main thread waits in one call at the same depth (one
+thread for all the timed steps, as PyTorch's engine keeps one a device):
+what a model's gradients cost, whose stacks borrow the main thread's frames.
 
 --between N: before each tensor, N objects of a pool of 24,000 (about a
 megabyte) are touched in turn, for a model's own work between two of its
@@ -32,6 +38,7 @@ c10 = ctypes.CDLL("libc10_cuda.so")
 c10.c10sim_malloc.restype = ctypes.c_void_p
 c10.c10sim_malloc.argtypes = [ctypes.c_int, ctypes.c_size_t]
 c10.c10sim_free.argtypes = [ctypes.c_int, ctypes.c_void_p]
+c10.c10sim_backward.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
 mark = getattr(ctypes.CDLL(None), "cumemtrace_mark", None)     # None untraced
 TENSORS_PER_LAYER = 8
 held = [None]
@@ -116,16 +123,34 @@ def step(frames, layers):
     nest(frames - 8, layers)
 
 
+def backward(steps, layers):
+    """All `steps` of backward nodes in one call, on one engine thread."""
+    c10.c10sim_backward(0, 4096, steps * layers * TENSORS_PER_LAYER, None)
+
+
+def nest_backward(frames, steps, layers):
+    # <module>, main, nest_backward() k + 1 times and backward: FRAMES in
+    # all, which the engine thread's stacks borrow.
+    if frames <= 0:
+        return backward(steps, layers)
+    return nest_backward(frames - 1, steps, layers)
+
+
 def main():
     frames, steps = int(sys.argv[1]), int(sys.argv[2])
     layers = 64
     c10.c10sim_init(1)
     step(frames, layers)                 # warm-up: the cache's segments, the tracker
+    if "--backward" in sys.argv:
+        nest_backward(frames - 4, 1, layers)
     if mark:
         mark(b"tensors: start")
     start = time.perf_counter()
-    for _ in range(steps):
-        step(frames, layers)
+    if "--backward" in sys.argv:
+        nest_backward(frames - 4, steps, layers)
+    else:
+        for _ in range(steps):
+            step(frames, layers)
     elapsed = time.perf_counter() - start
     if mark:
         mark(b"tensors: end")
