@@ -237,6 +237,7 @@ def switched_rows(args, traced, notes, model, steps):
     tensors = []
     for label, env in rows:
         ratios, pairs, own, thread, added, waited, step = [], [], [], [], [], [], []
+        collected = {"on": [0, 0, 0], "off": [0, 0, 0]}
         for _ in range(args.rounds):
             tracer = {} if env is None else {**traced, **env, "CUMEMTRACE_TORCH_TRACKER": library}
             figures, _ = step_ms(tracer, steps, extra=extra, key=None)
@@ -251,6 +252,12 @@ def switched_rows(args, traced, notes, model, steps):
                 step.append(statistics.median(figures["off_ms"]))
                 if env is not None:
                     thread.append(figures["tracer_thread_us_per_step"])
+                for side in ("on", "off"):
+                    collected[side] = [a + b for a, b in
+                                       zip(collected[side], figures["collections"][side])]
+                if args.raw:
+                    with open(args.raw, "a") as raw:
+                        raw.write(json.dumps({"model": model, "row": label, **figures}) + "\n")
         # The own time takes two clock reads an event: apart, so the ratios
         # above are the tracer's as it is used.
         for _ in range(2 if env is not None else 0):
@@ -282,6 +289,10 @@ def switched_rows(args, traced, notes, model, steps):
               + f"{statistics.median(added):.0f} us | "
               + (f"{statistics.median(waited):.0f} us" if waited else "") + " | "
               + f"{statistics.median(step):.2f} ms |", flush=True)
+        notes.append(f"{model} step, {label}: garbage collections (generations 0/1/2) "
+                     f"started in the recorded windows "
+                     + "/".join(map(str, collected["on"])) + ", in the dropped ones "
+                     + "/".join(map(str, collected["off"])))
     if tensors:
         notes.append(f"{model} step: " + " and ".join(f"{t:.0f}" for t in tensors) +
                      " tensors a step (allocations recorded between the marks of the "
@@ -316,6 +327,9 @@ def main():
     parser.add_argument("--pairs", type=int, default=60,
                         help="the in-process rows: pairs of windows per process (more: a "
                              "process's median moves less, the row takes longer)")
+    parser.add_argument("--raw", default="",
+                        help="the in-process rows: append each process's figures (every "
+                             "window's time) to this file, one JSON line each")
     parser.add_argument("--large-steps", type=int, default=100)
     parser.add_argument("--only",
                         default="caching,transformer,transformer-segments,expandable,"

@@ -25,15 +25,17 @@ at every event), `python` (context="alloc", stacks="python"), `none`
 windows of STEPS steps, the tracker's events dropped in one window of each
 pair (torch_tracker_bench_off) and recorded in the other, in alternating
 order; prints the median of the pairs' ratios (recorded / dropped), each
-window's time, the CPU time of the tracer's own thread in the recorded
-windows, and that of all the program's other threads in each kind of
-window (whether the step's added time is CPU those threads spent, or time
-they waited). One process, so what differs from one process to the next (its
+window's time, the garbage collections that started in each kind of
+window (whether the interpreter's pauses fell on one side), the CPU time
+of the tracer's own thread in the recorded windows, and that of all the
+program's other threads in each kind of window (whether the step's added
+time is CPU those threads spent, or time they waited). One process, so what differs from one process to the next (its
 placement, its caches, the machine's other work) falls on both sides. Run
 untraced, the same pairs with nothing switched say how alike two windows
 are.
 """
 import ctypes
+import gc
 import json
 import os
 import statistics
@@ -155,6 +157,12 @@ def switched(step, steps, pairs):
     thread_ns = 0
     program_ns = {True: 0, False: 0}
     waited_ns = {True: 0, False: 0}
+    collections = {True: [0, 0, 0], False: [0, 0, 0]}
+    running = [None]          # the kind of window running: True, False, None between
+
+    def collecting(phase, info):
+        if phase == "start" and running[0] is not None:
+            collections[running[0]][info["generation"]] += 1
 
     def window(recorded):
         nonlocal thread_ns
@@ -165,11 +173,13 @@ def switched(step, steps, pairs):
             before = thread_cpu_ns("cumemtrace-rec")
         program = thread_cpu_ns("cumemtrace-rec", others=True)
         queued = thread_cpu_ns("cumemtrace-rec", others=True, field=1)
+        running[0] = recorded
         started = time.perf_counter()
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
         took = (time.perf_counter() - started) / steps * 1000
+        running[0] = None
         program_ns[recorded] += thread_cpu_ns("cumemtrace-rec", others=True) - program
         waited_ns[recorded] += thread_cpu_ns("cumemtrace-rec", others=True, field=1) - queued
         if recorded:
@@ -177,6 +187,7 @@ def switched(step, steps, pairs):
             mark("switch on: end")
         return took
 
+    gc.callbacks.append(collecting)
     on, dropped = [], []
     for number in range(pairs):
         if number % 2 == 0:
@@ -185,11 +196,13 @@ def switched(step, steps, pairs):
         else:
             dropped.append(window(False))
             on.append(window(True))
+    gc.callbacks.remove(collecting)
     if off is not None:
         off.value = 0
     print(json.dumps({"ratio": round(statistics.median(a / b for a, b in zip(on, dropped)), 4),
                       "on_ms": [round(w, 4) for w in on],
                       "off_ms": [round(w, 4) for w in dropped],
+                      "collections": {"on": collections[True], "off": collections[False]},
                       "switched": off is not None,
                       "tracer_thread_us_per_step": round(thread_ns / 1000 / (pairs * steps), 2),
                       "program_threads_us_per_step": {
