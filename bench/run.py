@@ -145,13 +145,15 @@ def torch_run(args, frames, steps, tracer_env, extra=()):
     tracer_env None: untraced."""
     sim = os.path.join(args.build, "sim")
     best = None
-    for _ in range(args.repeat):
+    for attempt in range(args.repeat):
         env = simulator_env(args, None if tracer_env is None else
                             dict(tracer_env, CUMEMTRACE_SELF_TIME="1",
                                  CUMEMTRACE_TORCH_TRACKER=os.path.join(
                                      sim, "torch", "libcumemtrace_torch.so")))
         env["LD_LIBRARY_PATH"] = f"{sim}:{os.path.join(sim, 'torch', 'lib')}"
-        output = os.path.join(args.tmp, f"torch-{frames}")
+        # A name of its own each run: the tracer writes beside a report it
+        # finds there rather than over it, and the marks read would be another run's.
+        output = os.path.join(args.tmp, f"torch-{frames}{''.join(extra)}-{attempt}")
         env["CUMEMTRACE_OUTPUT"] = output
         command = [sys.executable, os.path.join(ROOT, "bench", "torch_tensors.py"), str(frames),
                    str(steps), *extra]
