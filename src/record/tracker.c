@@ -542,8 +542,9 @@ framework_stack(int kind, uint64_t size, uint64_t (*operation)(void))
     uintptr_t key[STACK_KEY_WORDS];
     uint64_t hash = 0;
     int words = 0;
-    if (kind_in_cache(kind) && takes_stack(size) && config.block_depth == 0 &&
-        (words = python_frames_key(key, &hash, operation)) != 0) {
+    /* Nearly every tensor's way: expected, so that it is laid out in line. */
+    if (__builtin_expect(kind_in_cache(kind) && takes_stack(size) && config.block_depth == 0 &&
+                         (words = python_frames_key(key, &hash, operation)) != 0, 1)) {
         uint32_t id = stack_known_by_key(key, words, hash);
         if (__builtin_expect(id != 0, 1))
             return id;
