@@ -777,6 +777,16 @@ static __thread struct {
     int reuses;
 } borrowing;
 
+/* Whether this thread may reuse `reading` (0: none) with the main thread in
+ * `frame`, now, with no look: the reading it last confirmed, the frame it
+ * found then, fewer than BORROWED_REUSES borrowings and BORROWED_NS since.
+ * Counts the borrowing. */
+static inline int window_open(uint64_t reading, const char *frame, uint64_t now)
+{
+    return reading && borrowing.reading == reading && frame == borrowing.frame &&
+           ++borrowing.reuses < BORROWED_REUSES && now - borrowing.checked_ns < BORROWED_NS;
+}
+
 static int walk_main_thread(uintptr_t *frames, int n, int max)
 {
     static uint32_t marker;
@@ -790,10 +800,7 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
     const char *frame = first_frame(main_state, &bad);
     foreign = 1;          /* the frame itself may be in a chunk freed meanwhile */
     uint64_t now = coarse_ns();
-    int recent = frame == last_frame && borrowing.reading == borrowed_reading &&
-                 ++borrowing.reuses < BORROWED_REUSES &&
-                 now - borrowing.checked_ns < BORROWED_NS;
-    if (!bad && frame && !recent) {
+    if (!bad && frame && !window_open(borrowed_reading, frame, now)) {
         /* Where the frame is: its instruction pointer (3.11+), or f_lasti and
          * the field after it (3.10); only compared with the last walk's. */
         const char *instruction = pointer_at(frame, layout->frame_instruction, &bad);
@@ -977,9 +984,7 @@ HOT_PATH __attribute__((noinline)) static int borrowed_key(uintptr_t *key, uint6
     uint64_t reading = __atomic_load_n(&borrowed_reading, __ATOMIC_ACQUIRE);
     const char *main = __atomic_load_n(&main_state, __ATOMIC_RELAXED);
     borrowing.appended = 0;
-    if (!reading || borrowing.reading != reading || ++borrowing.reuses >= BORROWED_REUSES ||
-        coarse_ns() - borrowing.checked_ns >= BORROWED_NS || !state_is_static(main) ||
-        own_first_frame(main) != borrowing.frame)
+    if (!state_is_static(main) || !window_open(reading, own_first_frame(main), coarse_ns()))
         return 0;
     uint64_t answer = operation ? operation() : 0;
     if (!answer)
