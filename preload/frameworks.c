@@ -87,24 +87,29 @@ static __attribute__((noinline)) void torch_oom_observed(int device)
     trigger_cache_oom(KIND_TORCH_TENSOR, device, given_up.size, given_up.driver_free);
 }
 
-/* A tensor's allocation `e`, to the tracker. */
-static inline __attribute__((always_inline)) void torch_alloc(const struct torch_tracker_event *e)
+/* A tensor's allocation or free, nearly every event, handed on to the
+ * tracker: 1; 0 for any other event. */
+static inline __attribute__((always_inline)) int torch_tensor(const struct torch_tracker_event *e)
 {
-    cache_blocks_defer_alloc(KIND_TORCH_TENSOR, e->device, e->address, e->size, e->stream,
-                             running_operation);
+    if (e->action == TORCH_ALLOC) {
+        cache_blocks_defer_alloc(KIND_TORCH_TENSOR, e->device, e->address, e->size, e->stream,
+                                 running_operation);
+        return 1;
+    }
+    if (e->action == TORCH_FREE_COMPLETED) {   /* as memory_stats()'s requested_bytes */
+        cache_blocks_defer_free(e->address);
+        return 1;
+    }
+    return 0;
 }
 
 /* What event `e` changes: the recording ones are handed on by a jump, so
  * a tensor's event keeps no frame of ours on the way to the tracker. */
 static void torch_record(const struct torch_tracker_event *e)
 {
+    if (torch_tensor(e))
+        return;
     switch (e->action) {
-    case TORCH_ALLOC:
-        torch_alloc(e);
-        return;
-    case TORCH_FREE_COMPLETED:   /* as torch.cuda.memory_stats()'s requested_bytes */
-        cache_blocks_defer_free(e->address);
-        return;
     case TORCH_SEGMENT_ALLOC:
     case TORCH_SEGMENT_MAP:
         tracker_cache_segment(KIND_TORCH_TENSOR, e->address, e->size);
@@ -148,16 +153,8 @@ static __attribute__((noinline)) void torch_other_event(const struct torch_track
  * of line. */
 HOT_PATH static void torch_event(const struct torch_tracker_event *e)
 {
-    if (__builtin_expect(!config.self_time, 1)) {
-        if (e->action == TORCH_ALLOC) {
-            torch_alloc(e);
-            return;
-        }
-        if (e->action == TORCH_FREE_COMPLETED) {   /* as memory_stats()'s requested_bytes */
-            cache_blocks_defer_free(e->address);
-            return;
-        }
-    }
+    if (__builtin_expect(!config.self_time, 1) && torch_tensor(e))
+        return;
     torch_other_event(e);
 }
 
