@@ -668,6 +668,14 @@ def test_torch_blocks_threads(traced):
     check(report["tracer"]["lost"]["unknown_free"] == 0, "no free of an unknown tensor")
 
 
+def native_and_nodes(stack):
+    """A stack's native frames' function names (those before its first
+    Python frame), and the backward nodes whose apply() is among them."""
+    native = [f["function"] or "" for f in itertools.takewhile(lambda f: not f["python"], stack)]
+    found = (re.search(r"(\w+)::apply\(", name) for name in native)
+    return native, [m.group(1) for m in found if m]
+
+
 def test_torch_blocks_backward(traced):
     """Tensors of backward nodes, made on the autograd engine's thread (no
     Python there): by default each stack is the node's apply() and the main
@@ -689,10 +697,7 @@ def test_torch_blocks_backward(traced):
         nodes = set()
         for group in groups:
             stack = stacks[group["stack"]]
-            native = [f["function"] or "" for f in itertools.takewhile(
-                lambda f: not f["python"], stack)]
-            applies = [re.search(r"(\w+)::apply\(", name) for name in native]
-            applies = [found.group(1) for found in applies if found]
+            native, applies = native_and_nodes(stack)
             nodes.update(applies)
             marker = stack[len(native)] if len(native) < len(stack) else {}
             check(marker.get("function") == "[main thread, at that moment]",
@@ -967,10 +972,7 @@ def test_torch_blocks_backward_keyed(traced):
         if group["kind"] != "torch_tensor":
             continue
         stack = stacks[group["stack"]]
-        native = [f["function"] or "" for f in itertools.takewhile(lambda f: not f["python"],
-                                                                   stack)]
-        nodes = tuple(sorted({m.group(1) for m in (re.search(r"(\w+)::apply\(", name)
-                                                    for name in native) if m}))
+        nodes = tuple(sorted(set(native_and_nodes(stack)[1])))
         calls = tuple(f["function"] for f in stack
                       if f["python"] and (f.get("file") or "").endswith("torch_blocks.py"))[:2]
         where = (site_line(report, group["stack"]), nodes, calls)
