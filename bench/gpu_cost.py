@@ -200,6 +200,43 @@ def median_interval(processes, draws=2000):
     return figures[int(0.025 * draws)], figures[int(0.975 * draws) - 1]
 
 
+def pooled(paths):
+    """--pool: the in-process rows of several calls (their --raw files) read
+    as one: per step and row, the median of all the processes' medians and
+    its interval, drawn over all their processes, beside each call's own
+    median of processes. A call's three processes give an interval about as
+    wide as their own spread; the processes of several calls, on one machine
+    or more, tell the tracer's cost from that spread. Runs nothing."""
+    rows = {}
+    for number, path in enumerate(paths, 1):
+        with open(path) as raw:
+            for line_number, line in enumerate(raw, 1):
+                try:
+                    figures = json.loads(line)
+                    ratios = [a / b for a, b in zip(figures["on_ms"], figures["off_ms"])]
+                    key = (figures["model"], figures["row"])
+                except (ValueError, KeyError, TypeError, ZeroDivisionError):
+                    sys.exit(f"{path}:{line_number}: not a line of gpu_cost.py --raw")
+                if not ratios:
+                    sys.exit(f"{path}:{line_number}: a process with no pairs")
+                rows.setdefault(key, {}).setdefault(number, []).append(ratios)
+    if not rows:
+        sys.exit("--pool: the files hold no process")
+    print(f"The in-process rows of {len(paths)} calls pooled: " +
+          ", ".join(f"{n} {os.path.basename(p)}" for n, p in enumerate(paths, 1)))
+    print("| step | row | processes | median of processes | its 95% interval (bootstrap: "
+          "processes, then pairs) | each call's median of processes |")
+    print("|---|---|---|---|---|---|")
+    for (model, label), calls in rows.items():
+        processes = [ratios for call in calls.values() for ratios in call]
+        low, high = median_interval(processes)
+        each = " ".join(f"{statistics.median(statistics.median(r) for r in call):.3f} ({n})"
+                        for n, call in calls.items())
+        print(f"| {model} | {label} | {len(processes)} | "
+              f"{statistics.median(statistics.median(r) for r in processes):.3f}x | "
+              f"{low:.3f}-{high:.3f}x | {each} |")
+
+
 def switched_rows(args, traced, notes, model, steps):
     """A step (`model`) in one process, windows of `steps` steps with the tracker's events
     recorded and dropped in turn (torch_step_time.py --switch): per process,
@@ -330,6 +367,9 @@ def main():
     parser.add_argument("--raw", default="",
                         help="the in-process rows: append each process's figures (every "
                              "window's time) to this file, one JSON line each")
+    parser.add_argument("--pool", nargs="+", metavar="RAW",
+                        help="run nothing: read these --raw files of earlier calls and "
+                             "print their in-process rows pooled")
     parser.add_argument("--large-steps", type=int, default=100)
     parser.add_argument("--only",
                         default="caching,transformer,transformer-segments,expandable,"
@@ -349,6 +389,9 @@ def main():
                         help="run nothing: list the processes the rows would run, one a line "
                              "(their figures then read 'failed'), and their count")
     args = parser.parse_args()
+    if args.pool:
+        pooled(args.pool)
+        return
     global DRY_RUN
     DRY_RUN = args.dry_run
     args.only = set(args.only.split(","))
