@@ -30,6 +30,7 @@ that have nothing to do with the tracer.
 """
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -209,17 +210,25 @@ def pooled(paths):
     or more, tell the tracer's cost from that spread. Runs nothing."""
     rows = {}
     for number, path in enumerate(paths, 1):
-        with open(path) as raw:
-            for line_number, line in enumerate(raw, 1):
-                try:
-                    figures = json.loads(line)
-                    ratios = [a / b for a, b in zip(figures["on_ms"], figures["off_ms"])]
-                    key = (figures["model"], figures["row"])
-                except (ValueError, KeyError, TypeError, ZeroDivisionError):
-                    sys.exit(f"{path}:{line_number}: not a line of gpu_cost.py --raw")
-                if not ratios:
-                    sys.exit(f"{path}:{line_number}: a process with no pairs")
-                rows.setdefault(key, {}).setdefault(number, []).append(ratios)
+        try:
+            with open(path, encoding="utf-8") as raw:
+                lines = raw.read().splitlines()
+        except (OSError, ValueError) as e:
+            sys.exit(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})")
+        for line_number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                figures = json.loads(line)
+                ratios = [a / b for a, b in zip(figures["on_ms"], figures["off_ms"])]
+                key = (str(figures["model"]), str(figures["row"]))
+                if not all(math.isfinite(r) and r > 0 for r in ratios):
+                    raise ValueError
+            except (ValueError, KeyError, TypeError, ZeroDivisionError):
+                sys.exit(f"{path}:{line_number}: not a line of gpu_cost.py --raw")
+            if not ratios:
+                sys.exit(f"{path}:{line_number}: a process with no pairs")
+            rows.setdefault(key, {}).setdefault(number, []).append(ratios)
     if not rows:
         sys.exit("--pool: the files hold no process")
     print(f"The in-process rows of {len(paths)} calls pooled: " +

@@ -22,7 +22,8 @@ def pool(*paths):
 def test_gpu_cost_pools_calls():
     """Two calls' processes pooled: the median of all the processes'
     medians, an interval inside their range, each call's own median; a
-    line that is not --raw's is refused with its file and line."""
+    missing file, and a line that is not --raw's, refused in one line that
+    names them."""
     with tempfile.TemporaryDirectory(prefix="cumemtrace-pool-") as directory:
         pooled_calls(directory)
 
@@ -49,6 +50,9 @@ def pooled_calls(directory):
     check(1.0 <= low <= 1.030 <= high <= 1.07, f"interval within the processes: {cells[4]}")
     check(cells[5] == "1.040 (1) 1.020 (2)", f"each call's median: {cells[5]}")
 
+    missing = pool(first, os.path.join(directory, "none.jsonl"))
+    check(missing.returncode != 0 and "none.jsonl: cannot read it" in missing.stderr and
+          missing.stderr.count("\n") == 1, f"a missing file: {missing.stderr!r}")
     with open(second, "a") as raw:
         raw.write('{"model": "transformer"}\n')
     refused = pool(first, second)
