@@ -201,6 +201,11 @@ def median_interval(processes, draws=2000):
     return figures[int(0.025 * draws)], figures[int(0.975 * draws) - 1]
 
 
+def pair_ratios(figures):
+    """A --switch process's pairs' ratios, recorded / dropped, from its figures."""
+    return [a / b for a, b in zip(figures["on_ms"], figures["off_ms"])]
+
+
 def pooled(paths):
     """--pool: the in-process rows of several calls (their --raw files) read
     as one: per step and row, the median of all the processes' medians and
@@ -220,7 +225,7 @@ def pooled(paths):
                 continue
             try:
                 figures = json.loads(line)
-                ratios = [a / b for a, b in zip(figures["on_ms"], figures["off_ms"])]
+                ratios = pair_ratios(figures)
                 key = (str(figures["model"]), str(figures["row"]))
                 if not all(math.isfinite(r) and r > 0 for r in ratios):
                     raise ValueError
@@ -289,7 +294,7 @@ def switched_rows(args, traced, notes, model, steps):
             figures, _ = step_ms(tracer, steps, extra=extra, key=None)
             if figures and (env is None or figures.get("switched")):
                 ratios.append(figures["ratio"])
-                pairs.append([a / b for a, b in zip(figures["on_ms"], figures["off_ms"])])
+                pairs.append(pair_ratios(figures))
                 program = figures["program_threads_us_per_step"]
                 added.append(program["on"] - program["off"])
                 queued = figures.get("program_threads_waited_us_per_step")
