@@ -87,6 +87,7 @@ static pid_t process_id;           /* getpid() is a system call: read once, and 
 static __thread int thread_role;   /* 0 not known yet, THREAD_MAIN or THREAD_OTHER */
 enum { THREAD_MAIN = 1, THREAD_OTHER = 2 };
 static uintptr_t interpreter_low, interpreter_high;
+static const char *python_runtime;   /* _PyRuntime, where exported */
 
 /* What a walk of a thread's own frames reads of the layout at every event
  * (walk_own, own_first_frame), on one cache line: the layout's fields lie on
@@ -94,12 +95,19 @@ static uintptr_t interpreter_low, interpreter_high;
  * bench/torch_tensors.py). Frames' owners: 3.10's have none (owner_mask 0);
  * from 3.12 on, owners from `shim` up are shims (frame_offset says which),
  * and 3.11 has none (256: no owner is one). `cframe`: 3.11 and 3.12 reach
- * the frame through a _PyCFrame. Set with the layout, before any walk. */
+ * the frame through a _PyCFrame. Set with the layout, before any walk. The
+ * offsets fit 16 bits: python_offsets.c bounds the published ones, and the
+ * table's are below 1 KiB. */
 static struct {
     _Alignas(64) uintptr_t code_tag_bits;
-    uint32_t tstate_frame, cframe_frame, code, instruction, owner, previous, filename, version;
-    uint32_t shim;
+    uint16_t tstate_frame, cframe_frame, code, instruction, owner, previous, filename, version;
+    uint16_t shim;
     unsigned char owner_mask, cframe, keyed;
+    /* The thread's state read with no call into the interpreter (0: not
+     * checked yet, 1: read so, -1: not); direct_check says how. */
+    signed char direct;
+    uint32_t tss_key;                   /* a pthread_key_t */
+    const int *initialized;
     /* python_watch_code's: the threads of `watched` (an interpreter; NULL:
      * none) key their frames by the code objects freed so far, not by
      * their filenames. code_frees is written by the watcher at each code
@@ -108,18 +116,19 @@ static struct {
     const char *watched;
 } own;
 _Static_assert(sizeof(own) <= 64, "what a walk reads of the layout is one cache line");
+_Static_assert(sizeof(pthread_key_t) == sizeof(own.tss_key), "a Py_tss_t's key");
 
 static void own_offsets(const struct python_layout *l)
 {
     own.code_tag_bits = l->code_tag_bits;
-    own.tstate_frame = (uint32_t)l->tstate_frame;
-    own.cframe_frame = (uint32_t)l->cframe_frame;
-    own.code = (uint32_t)l->frame_code;
-    own.instruction = (uint32_t)l->frame_instruction;
-    own.owner = (uint32_t)l->frame_owner;
-    own.previous = (uint32_t)l->frame_previous;
-    own.filename = (uint32_t)l->code_filename;
-    own.version = (uint32_t)l->code_version;
+    own.tstate_frame = (uint16_t)l->tstate_frame;
+    own.cframe_frame = (uint16_t)l->cframe_frame;
+    own.code = (uint16_t)l->frame_code;
+    own.instruction = (uint16_t)l->frame_instruction;
+    own.owner = (uint16_t)l->frame_owner;
+    own.previous = (uint16_t)l->frame_previous;
+    own.filename = (uint16_t)l->code_filename;
+    own.version = (uint16_t)l->code_version;
     own.shim = l->minor >= 12 ? 3 : 256;
     own.owner_mask = l->minor >= 11 ? 0xff : 0;
     own.cframe = l->minor == 11 || l->minor == 12;
@@ -200,14 +209,18 @@ static void choose_layout(void)
         if (python_layouts[i].major == major && python_layouts[i].minor == minor)
             row = &python_layouts[i];
     void *runtime;
-    if ((major > 3 || minor >= 13) && resolve(&runtime, "_PyRuntime")) {
+    if (resolve(&runtime, "_PyRuntime"))
+        python_runtime = runtime;
+    if ((major > 3 || minor >= 13) && python_runtime) {
         unsigned char record[PYTHON_OFFSETS_BYTES];
         const char *why = "_PyRuntime cannot be read";
-        if (peek_checked(runtime, record, sizeof(record)) == 0 &&
+        if (peek_checked(python_runtime, record, sizeof(record)) == 0 &&
             python_offsets_read(record, major, minor, &published, &why) == 0) {
             if (row && row_agrees(row, &published)) {
                 published.code_first_traceable = row->code_first_traceable;
                 published.code_version = row->code_version;
+                published.runtime_tss = row->runtime_tss;
+                published.runtime_initialized = row->runtime_initialized;
             }
             layout = &published;
             log_debug("CPython %d.%d: Python frames at the offsets it publishes", major, minor);
@@ -959,6 +972,80 @@ own_key(const char *frame, uintptr_t *key, uint64_t *hash, int watched)
     return (int)(at - key);
 }
 
+/* A tensor's event asks for this thread's state and whether the
+ * interpreter still runs: PyGILState_GetThisThreadState() and
+ * Py_IsInitialized(), four functions in libpython and the C library, whose
+ * code is fetched anew at every event (8 of the 44 lines of code a tensor's
+ * allocation and free ran; callgrind, a 4 KiB I1, CPython 3.12.1). Both
+ * answers are in _PyRuntime: the key under which the interpreter keeps each
+ * thread's state as thread-specific data, and the int Py_IsInitialized()
+ * returns. The layout gives their offsets; they are read directly only once
+ * a thread with a state found them answering as the calls do (direct_check):
+ * own.direct. A forked child checks again: its interpreter may make the key
+ * anew. */
+
+/* Whether _PyRuntime's key gives `thread_state`, this thread's by the call
+ * (not NULL), and its `initialized` reads 1, as Py_IsInitialized() just
+ * said: own.direct's verdict, once. Checked reads: a layout wrong for this
+ * build must not crash us (pthread_getspecific gives NULL for a key that is
+ * none). */
+__attribute__((noinline, cold)) static void direct_check(const char *thread_state)
+{
+    struct {
+        int created;
+        uint32_t key;
+    } tss;                              /* Py_tss_t: int, pthread_key_t */
+    int initialized = 0;
+    signed char verdict = -1;
+    const struct python_layout *l = layout;     /* NULL once found wrong */
+    if (python_runtime && l && l->runtime_tss && l->runtime_initialized &&
+        peek_checked(python_runtime + l->runtime_tss, &tss, sizeof(tss)) == 0 &&
+        peek_checked(python_runtime + l->runtime_initialized, &initialized,
+                     sizeof(initialized)) == 0 &&
+        tss.created == 1 && initialized == 1 &&
+        pthread_getspecific((pthread_key_t)tss.key) == thread_state) {
+        own.tss_key = tss.key;
+        own.initialized = (const int *)(python_runtime + l->runtime_initialized);
+        verdict = 1;
+    }
+    __atomic_store_n(&own.direct, verdict, __ATOMIC_RELEASE);
+    log_debug("CPython: thread states read %s", verdict > 0 ? "from _PyRuntime"
+                                                            : "through PyGILState_GetThisThreadState");
+}
+
+/* running_state through the calls, and direct_check once a thread has a
+ * state. Out of line: nearly every event reads directly. */
+__attribute__((noinline, cold)) static int running_state_called(const char **state)
+{
+    *state = py.this_thread_state();
+    if (!py.is_initialized())
+        return 0;
+    if (*state && own.direct == 0)
+        direct_check(*state);
+    return 1;
+}
+
+/* This thread's state, as PyGILState_GetThisThreadState() gives it. */
+static inline const char *state_here(void)
+{
+    if (__builtin_expect(__atomic_load_n(&own.direct, __ATOMIC_ACQUIRE) > 0, 1))
+        return pthread_getspecific((pthread_key_t)own.tss_key);
+    return py.this_thread_state();
+}
+
+/* Whether the interpreter runs, as Py_IsInitialized() says, and this
+ * thread's state in *state if so. */
+static inline int running_state(const char **state)
+{
+    if (__builtin_expect(__atomic_load_n(&own.direct, __ATOMIC_ACQUIRE) > 0, 1)) {
+        if (!__atomic_load_n(own.initialized, __ATOMIC_RELAXED))
+            return 0;
+        *state = pthread_getspecific((pthread_key_t)own.tss_key);
+        return 1;
+    }
+    return running_state_called(state);
+}
+
 /* PyThreadState begins with its prev, next and interp pointers in every
  * version from 3.7 to 3.14; python_watch_code checks it against
  * PyThreadState_GetInterpreter before it counts on it. */
@@ -1002,16 +1089,17 @@ HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash, uint64_t (*operat
      * offset, which names no code object. */
     if (!config.python || available <= 0 || !own.keyed || !thread_role)
         return 0;
-    const char *thread_state = py.this_thread_state();
-    int is_main = thread_role == THREAD_MAIN;
-    if (!py.is_initialized())
+    const char *thread_state;
+    if (!running_state(&thread_state))
         return 0;
+    int is_main = thread_role == THREAD_MAIN;
     const char *frame = own_frames_readable(thread_state, is_main) ?
                         own_first_frame(thread_state) : NULL;
     if (__builtin_expect(!frame, 0))
         return is_main ? 0 : borrowed_key(key, hash, operation);
     const char *watched = __atomic_load_n(&own.watched, __ATOMIC_ACQUIRE);
-    if (watched && load_pointer(thread_state + THREAD_STATE_INTERPRETER) == watched)
+    /* Expected: from 3.12 on, laid out in line. */
+    if (__builtin_expect(watched && load_pointer(thread_state + THREAD_STATE_INTERPRETER) == watched, 1))
         return own_key(frame, key, hash, 1);
     return own_key(frame, key, hash, 0);
 }
@@ -1147,6 +1235,8 @@ void python_fork_child(void)
     thread_role = 0;
     main_state = NULL;
     borrowed_reading++;                /* no key of the parent's readings stands */
+    if (own.direct > 0)
+        own.direct = 0;                /* its key may be made anew: direct_check again */
     pthread_mutex_unlock(&lock);       /* taken by this thread before fork */
 }
 
@@ -1158,7 +1248,7 @@ HOT_PATH int python_runs_here(void)
     if (!config.python || available <= 0 || !layout ||
         !__atomic_load_n(&validated, __ATOMIC_ACQUIRE))
         return 0;
-    const char *thread_state = py.this_thread_state();
+    const char *thread_state = state_here();
     state_found = thread_state;
     state_known = 1;
     return thread_state && own_first_frame(thread_state);
@@ -1182,7 +1272,7 @@ HOT_PATH int python_capture(uintptr_t *frames, int depth, int max)
             cut = i;
             break;
         }
-    int n = layout ? walk(frames, cut, max, known ? state_found : py.this_thread_state()) : -1;
+    int n = layout ? walk(frames, cut, max, known ? state_found : state_here()) : -1;
     if (n < 0)
         n = walk_with_gil(frames, cut, max);
     return n > cut ? n : depth;

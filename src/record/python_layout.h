@@ -30,13 +30,15 @@ struct python_layout {
                                    known (published offsets lack it) */
     size_t ascii_size, compact_size, compact_utf8, string_state, string_length;
     uintptr_t code_tag_bits;    /* flags in f_executable's low bits (3.14: a _PyStackRef) */
+    size_t runtime_tss;         /* _PyRuntime's Py_tss_t of each thread's state (autoTSSkey) */
+    size_t runtime_initialized; /* _PyRuntime's int initialized, Py_IsInitialized()'s answer */
 };
 
 static const struct python_layout python_layouts[] = {
-    {3, 10, 24, 0, 32, 24, 96, 0, 104, 112, 40, 0, 0, 0, 48, 72, 56, 32, 16, 0},
-    {3, 11, 56, 8, 32, 48, 56, 69, 112, 128, 72, 184, 168, 0, 48, 72, 56, 32, 16, 0},
-    {3, 12, 56, 0, 0, 8, 56, 70, 112, 128, 68, 192, 176, 92, 40, 56, 48, 32, 16, 0},
-    {3, 13, 72, 0, 0, 8, 56, 70, 112, 128, 68, 200, 184, 92, 40, 56, 48, 32, 16, 0},
+    {3, 10, 24, 0, 32, 24, 96, 0, 104, 112, 40, 0, 0, 0, 48, 72, 56, 32, 16, 0, 584, 12},
+    {3, 11, 56, 8, 32, 48, 56, 69, 112, 128, 72, 184, 168, 0, 48, 72, 56, 32, 16, 0, 592, 16},
+    {3, 12, 56, 0, 0, 8, 56, 70, 112, 128, 68, 192, 176, 92, 40, 56, 48, 32, 16, 0, 1544, 16},
+    {3, 13, 72, 0, 0, 8, 56, 70, 112, 128, 68, 200, 184, 92, 40, 56, 48, 32, 16, 0, 2160, 600},
 };
 
 #endif

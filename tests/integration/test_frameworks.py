@@ -824,6 +824,59 @@ def test_torch_blocks_frames_watched(traced):
         check_frames_reused(out, reports)
 
 
+DIRECT = "thread states read from _PyRuntime"
+
+
+def test_torch_blocks_state_read_directly(traced):
+    """From 3.11 on a tensor's event reads its thread's state and whether the
+    interpreter runs straight from _PyRuntime, once the key there gave a
+    thread the state the interpreter's call gave it: one debug line says so,
+    once, and every tensor of two threads still has its own stack."""
+    for python, out, err, reports in under_each_python(traced, ("3.11", "3.12", "3.13"),
+                                                       "frames_reused", CUMEMTRACE_DEBUG="1"):
+        check(err.count(DIRECT) == 1 and "through PyGILState" not in err,
+              f"{python}: read directly, checked once: {err[-800:]!r}")
+        check_frames_reused(out, reports)
+
+
+def test_torch_blocks_state_read_directly_after_fork(traced):
+    """A forked child's interpreter may make its key anew: the child checks
+    again (a second debug line), and the tensors it keeps are at its line."""
+    if sys.version_info < (3, 11):
+        pytest.skip("3.10's frames are not keyed: the state is asked for as before")
+    scenario(traced, "held_at_end")          # skips where the stand-in was not built
+    program = (
+        "import os, sys\n" + IMPORT_TORCH_BLOCKS +
+        "def make(n):\n"
+        "    return [t.Tensor(1 << 20) for _ in range(n)]  # MADE\n"
+        "parent = make(4)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    child = make(5)\n"
+        "    sys.exit(0)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "assert status == 0, status\n")
+    _, err, reports, _ = run_program(traced, "torch_state_fork.py", program,
+                                     CUMEMTRACE_DEBUG="1")
+    check(err.count(DIRECT) == 2, f"checked in the parent and in the child: {err[-800:]!r}")
+    lines = program.splitlines()
+    made = lines.index("    return [t.Tensor(1 << 20) for _ in range(n)]  # MADE") + 1
+    callers = {lines.index("parent = make(4)") + 1: "parent", lines.index("    child = make(5)") + 1: "child"}
+    found = []
+    for report in reports:
+        frames = {f["id"]: f for f in report["frames"]}
+        for stack in report["stacks"]:
+            at = {frames[i]["line"] for i in stack["frames"]
+                  if frames[i]["python"] and frames[i]["file"].endswith("torch_state_fork.py")}
+            if stack["kind"] == "torch_tensor" and made in at:
+                found.append((report["process"]["pid"],
+                              [callers[n] for n in sorted(at & set(callers))],
+                              stack["allocations"]))
+    check(len({pid for pid, _, _ in found}) == 2 and
+          sorted((who, n) for _, who, n in found) == [(["child"], 5), (["parent"], 4)],
+          f"the parent's 4 tensors and the child's 5, each in its own report: {found}")
+
+
 def test_torch_blocks_frames_no_watcher_left(traced):
     """A program that took every code watcher before the tracer could
     (3.12 on): one debug line says so, the keys take the code objects'
