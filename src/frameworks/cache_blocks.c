@@ -11,16 +11,8 @@
 #include "cache_blocks.h"
 #include "config.h"
 #include "host.h"
-#include "hot_path.h"
 #include "kinds.h"
 #include "tracker.h"
-
-/* Whether a framework's event about `address` in the cache of `cache_kind`
- * is to be recorded at all. */
-static int wanted(int cache_kind, uint64_t address)
-{
-    return kind_in_cache(cache_kind) && config.enabled && address != 0;
-}
 
 static struct allocation cache_allocation(int cache_kind, int device, uint64_t address,
                                           uint64_t size, uint64_t stream,
@@ -40,7 +32,7 @@ static struct allocation cache_allocation(int cache_kind, int device, uint64_t a
 uint64_t cache_blocks_alloc(int cache_kind, int device, uint64_t address, uint64_t size,
                             uint64_t stream, uint64_t (*operation)(void))
 {
-    if (!wanted(cache_kind, address))
+    if (!cache_blocks_wanted(cache_kind, address))
         return 0;
     int saved_errno = errno;
     struct allocation a = cache_allocation(cache_kind, device, address, size, stream, operation);
@@ -52,28 +44,13 @@ uint64_t cache_blocks_alloc(int cache_kind, int device, uint64_t address, uint64
 uint64_t cache_blocks_alloc_with_frames(int cache_kind, int device, uint64_t address, uint64_t size,
                                         const uintptr_t *frames, int depth)
 {
-    if (!wanted(cache_kind, address))
+    if (!cache_blocks_wanted(cache_kind, address))
         return 0;
     int saved_errno = errno;
     struct allocation a = cache_allocation(cache_kind, device, address, size, 0, NULL);
     uint64_t number = tracker_alloc_with_frames(&a, frames, depth);
     errno = saved_errno;
     return number;
-}
-
-/* The tracker keeps errno itself here (tracker.h): these only check, and
- * the tensor's event pays for no second save nor a call's return. */
-HOT_PATH void cache_blocks_defer_alloc(int cache_kind, int device, uint64_t address, uint64_t size,
-                                       uint64_t stream, uint64_t (*operation)(void))
-{
-    if (wanted(cache_kind, address))
-        tracker_defer_alloc(cache_kind, device, address, size, stream, operation);
-}
-
-HOT_PATH void cache_blocks_defer_free(uint64_t address)
-{
-    if (address != 0 && config.enabled)
-        tracker_defer_free(address);
 }
 
 void cache_blocks_free_if(uint64_t address, uint64_t number)

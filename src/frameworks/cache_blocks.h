@@ -14,6 +14,10 @@
 
 #include <stdint.h>
 
+#include "config.h"
+#include "kinds.h"
+#include "tracker.h"
+
 /* A block of `cache_kind` handed out inside its cache, on this thread (its
  * stack is captured here). `operation`, if not NULL, tells the code address
  * of the function the framework runs on this thread (PyTorch's autograd
@@ -33,10 +37,31 @@ uint64_t cache_blocks_alloc_with_frames(int cache_kind, int device, uint64_t add
  * tensors): the stack is taken now, the record is made by the next
  * tracker_apply, report, mark or tracker_lock, in the order the events
  * happened. No allocation number. A free of a block that cache_blocks_alloc
- * recorded must not be deferred. */
-void cache_blocks_defer_alloc(int cache_kind, int device, uint64_t address, uint64_t size,
-                              uint64_t stream, uint64_t (*operation)(void));
-void cache_blocks_defer_free(uint64_t address);
+ * recorded must not be deferred. Inline: in a function of their own, these
+ * two checks took a line of code of their own at every tensor's event
+ * (hot_path.h says why that counts). The tracker keeps errno itself here
+ * (tracker.h). */
+/* Whether a framework's event about `address` in the cache of `cache_kind`
+ * is to be recorded at all. */
+static inline int cache_blocks_wanted(int cache_kind, uint64_t address)
+{
+    return kind_in_cache(cache_kind) && config.enabled && address != 0;
+}
+
+static inline void cache_blocks_defer_alloc(int cache_kind, int device, uint64_t address,
+                                            uint64_t size, uint64_t stream,
+                                            uint64_t (*operation)(void))
+{
+    if (cache_blocks_wanted(cache_kind, address))
+        tracker_defer_alloc(cache_kind, device, address, size, stream, operation);
+}
+
+static inline void cache_blocks_defer_free(uint64_t address)
+{
+    if (address != 0 && config.enabled)
+        tracker_defer_free(address);
+}
+
 /* The block at `address` went back to its cache, if it is still the one
  * numbered `number`: a framework that says so late (CuPy's block, once the
  * object holding it is gone) must not end a block recorded at the same
