@@ -4,7 +4,9 @@
  * (pyenv builds 3.10.13, 3.11.7, 3.12.1, 3.13.0; Debian's 3.11.2 gives the
  * same row). These structures are internal to CPython and change between
  * minor versions, never within one; python.c checks every object it reads
- * against the interpreter's own type objects and gives up on a mismatch.
+ * against the interpreter's own type objects and gives up on a mismatch,
+ * and reads _PyRuntime's two fields only once they answered as the calls
+ * they stand for (direct_check).
  * From 3.13 on the interpreter publishes these offsets itself
  * (python_offsets.c), and python.c prefers them; the 3.13 row stays for an
  * interpreter whose published record is not as expected. */
