@@ -974,8 +974,8 @@ own_key(const char *frame, uintptr_t *key, uint64_t *hash, int watched)
 
 /* A tensor's event asks for this thread's state and whether the
  * interpreter still runs: PyGILState_GetThisThreadState() and
- * Py_IsInitialized(), four functions in libpython and the C library, whose
- * code is fetched anew at every event (8 of the 44 lines of code a tensor's
+ * Py_IsInitialized(), five functions in libpython and the C library, whose
+ * code is fetched anew at every event (9 of the 48 lines of code a tensor's
  * allocation and free ran; callgrind, a 4 KiB I1, CPython 3.12.1). Both
  * answers are in _PyRuntime: the key under which the interpreter keeps each
  * thread's state as thread-specific data, and the int Py_IsInitialized()
