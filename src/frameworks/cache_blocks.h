@@ -32,6 +32,13 @@ uint64_t cache_blocks_alloc(int cache_kind, int device, uint64_t address, uint64
  * framework recorded them when it made the block (a JAX array's traceback). */
 uint64_t cache_blocks_alloc_with_frames(int cache_kind, int device, uint64_t address, uint64_t size,
                                         const uintptr_t *frames, int depth);
+/* Whether a framework's event about `address` in the cache of `cache_kind`
+ * is to be recorded at all. */
+static inline int cache_blocks_wanted(int cache_kind, uint64_t address)
+{
+    return kind_in_cache(cache_kind) && config.enabled && address != 0;
+}
+
 /* The same as cache_blocks_alloc, entered in the registry later (pending.h),
  * for a framework whose blocks come and go by the hundred a step (PyTorch's
  * tensors): the stack is taken now, the record is made by the next
@@ -41,13 +48,6 @@ uint64_t cache_blocks_alloc_with_frames(int cache_kind, int device, uint64_t add
  * two checks took a line of code of their own at every tensor's event
  * (hot_path.h says why that counts). The tracker keeps errno itself here
  * (tracker.h). */
-/* Whether a framework's event about `address` in the cache of `cache_kind`
- * is to be recorded at all. */
-static inline int cache_blocks_wanted(int cache_kind, uint64_t address)
-{
-    return kind_in_cache(cache_kind) && config.enabled && address != 0;
-}
-
 static inline void cache_blocks_defer_alloc(int cache_kind, int device, uint64_t address,
                                             uint64_t size, uint64_t stream,
                                             uint64_t (*operation)(void))

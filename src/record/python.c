@@ -1009,8 +1009,8 @@ __attribute__((noinline, cold)) static void direct_check(const char *thread_stat
         verdict = 1;
     }
     __atomic_store_n(&own.direct, verdict, __ATOMIC_RELEASE);
-    log_debug("CPython: thread states read %s", verdict > 0 ? "from _PyRuntime"
-                                                            : "through PyGILState_GetThisThreadState");
+    log_debug("CPython: thread states read %s",
+              verdict > 0 ? "from _PyRuntime" : "through PyGILState_GetThisThreadState");
 }
 
 /* running_state through the calls, and direct_check once a thread has a
@@ -1099,7 +1099,8 @@ HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash, uint64_t (*operat
         return is_main ? 0 : borrowed_key(key, hash, operation);
     const char *watched = __atomic_load_n(&own.watched, __ATOMIC_ACQUIRE);
     /* Expected: from 3.12 on, laid out in line. */
-    if (__builtin_expect(watched && load_pointer(thread_state + THREAD_STATE_INTERPRETER) == watched, 1))
+    if (__builtin_expect(
+            watched && load_pointer(thread_state + THREAD_STATE_INTERPRETER) == watched, 1))
         return own_key(frame, key, hash, 1);
     return own_key(frame, key, hash, 0);
 }

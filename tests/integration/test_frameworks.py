@@ -861,7 +861,8 @@ def test_torch_blocks_state_read_directly_after_fork(traced):
     check(err.count(DIRECT) == 2, f"checked in the parent and in the child: {err[-800:]!r}")
     lines = program.splitlines()
     made = lines.index("    return [t.Tensor(1 << 20) for _ in range(n)]  # MADE") + 1
-    callers = {lines.index("parent = make(4)") + 1: "parent", lines.index("    child = make(5)") + 1: "child"}
+    callers = {lines.index("parent = make(4)") + 1: "parent",
+               lines.index("    child = make(5)") + 1: "child"}
     found = []
     for report in reports:
         frames = {f["id"]: f for f in report["frames"]}
