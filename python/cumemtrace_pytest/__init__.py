@@ -218,9 +218,10 @@ def session_summary(report, limit=5):
     if not growth:
         lines.append("growing: not known")
     elif not growing:
-        lines.append(f"growing: none (live bytes rising at most of {growth.get('samples', 0)} samples)")
+        lines.append(f"growing: none (over {growth.get('samples', 0)} observations)")
     else:
-        lines.append(f"growing (leak suspects: live bytes rising at most of {growth['samples']} samples):")
+        lines.append(f"growing (leak suspects: what the site kept rose all along, over {growth['samples']} "
+                     "observations):")
         for entry in growing[:limit]:
             lines.append(f"  +{format_bytes(int(entry['rate']))} per {per}, {format_bytes(entry['live_bytes'])} "
                          f"now, from {site(report, entry['stack'])}")

@@ -671,7 +671,7 @@ static void write_growing(const struct view *v, struct screen *s)
     const char *mode = json_string(json_get(growth, "mode"));
     int marks = mode && strcmp(mode, "marks") == 0;
     blank(s);
-    line(s, "Growing (leak suspects: live bytes rising at most of %llu samples)",
+    line(s, "Growing (leak suspects: what the site kept rose all along, over %llu observations)",
          (unsigned long long)number(growth, "samples"));
     line(s, "  %3s %11s %10s   %s", "#", marks ? "per mark" : "per second",
          ended(v) ? "at end" : "live", "site");

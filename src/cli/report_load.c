@@ -672,8 +672,9 @@ static void load_growth(struct loader *l, const struct json_value *root)
         return;
     r->has_growth = 1;
     const char *mode = json_string(json_get(growth, "mode"));
-    r->growth.mode = mode && strcmp(mode, "marks") == 0 ? GROWTH_MARKS : GROWTH_TIME;
+    r->growth.mode = mode && strcmp(mode, "marks") == 0 ? GROWTH_MARKS : GROWTH_WORK;
     r->growth.samples = (uint32_t)get_u64(growth, "samples");
+    r->growth.every = get_u64(growth, "every");
     load_growth_list(l, json_get(growth, "growing"), r->growing, &r->growing_count);
     load_growth_list(l, json_get(growth, "released"), r->released, &r->released_count);
 }

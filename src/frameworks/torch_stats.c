@@ -289,9 +289,15 @@ static struct timespec deadline_in(int ms)
     return t;
 }
 
+/* JAX's arrays are seen only when swept: at least every JAX_SWEEP_MS, so
+ * that a short run has its growth observations (each sweep is paid from its
+ * budget of 1% of the time: jax_arrays.c). */
+#define JAX_SWEEP_MS 100
+
 static int period_ms(void)
 {
-    return config.sample_ms > 0 ? config.sample_ms : 1000;
+    int ms = config.sample_ms > 0 ? config.sample_ms : 1000;
+    return jax_arrays_active() && ms > JAX_SWEEP_MS ? JAX_SWEEP_MS : ms;
 }
 
 static void *reader_thread(void *unused)

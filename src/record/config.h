@@ -135,11 +135,15 @@ enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
       "50-100 ns of clock reads added per call); JSON `tracer.self_time_ns` and per mark, a"     \
       " line in the text report. How `bench/gpu_cost.py` tells what the tracer costs a step"     \
       " when run-to-run noise is larger than the cost")                                          \
+    X(growth, GROWTH, BOOL, 0, 0, 1, "`1`", 0, "", "",                                           \
+      "find the growing sites (0 off)",                                                          \
+      "`0`: no growth observations, no growing sites (see *Growing sites*: the sites are "       \
+      "observed at the program's own events, or at its marks)")                                  \
     X(sample_ms, SAMPLE_MS, INT, 0, 86400000, 1000, "`1000`", 0, "", "",                         \
-      "growth samples apart, in ms (0 off)",                                                     \
-      "how often every allocation site's live bytes are sampled to find the growing ones "       \
-      "(`0` off); once the program calls `cumemtrace_mark()`, samples are taken at marks "       \
-      "instead")                                                                                 \
+      "framework counters read apart, in ms",                                                    \
+      "how often, in ms, the frameworks' own figures are read from Python "                      \
+      "(`torch.cuda.memory_stats()`, CuPy's pool, JAX's live arrays: these at least every "      \
+      "100 ms, within 1% of the program's time); `0`: the default")                              \
     X(snapshot_signal, SIGNAL, SIGNAL, 0, 0, SIGUSR2, "`USR2`", 0, "signal", "SIG|off",          \
       "the snapshot signal",                                                                     \
       "signal that writes a snapshot (`<output>-signal-N`): `USR1`, `USR2`, `PROF`, "            \

@@ -1,103 +1,79 @@
 /* growth.c - which allocation sites keep growing (see growth.h). */
-#include "growth.h"
+#include <string.h>
 
+#include "arena.h"
 #include "config.h"
+#include "growth.h"
 #include "series.h"
 
 struct growth_state growth;
 
+/* A stack's observations: GROWTH_SLOTS floors, then as many moments, on the
+ * grid's slots. Carved SERIES_PER_CHUNK at a time from whole pages; a stack
+ * gets one at the first observation where it held memory, zero before. */
+#define SERIES_WORDS (2 * GROWTH_SLOTS)
+#define SERIES_PER_CHUNK 64
+static uint64_t *spare;
+static uint32_t spare_left;
+
+static uint64_t *series_for(struct stack_history *h)
+{
+    if (h->series)
+        return h->series;
+    if (!spare_left) {
+        spare = pages_alloc(SERIES_PER_CHUNK * SERIES_WORDS * sizeof(uint64_t));
+        if (!spare)
+            return NULL;
+        spare_left = SERIES_PER_CHUNK;
+    }
+    h->series = spare;
+    spare += SERIES_WORDS;
+    spare_left--;
+    return h->series;
+}
+
 void growth_reset(void)
 {
-    growth.mode = GROWTH_TIME;
-    growth.samples = 0;
-    growth.last_ms = 0;
-    growth.ended = 0;
+    memset(&growth, 0, sizeof(growth));
+    growth.mode = GROWTH_WORK;
+    growth.every = 1;
+    growth.next_due = config.growth ? 1 : UINT64_MAX;
+    spare = NULL;             /* a forked child's stacks start anew (stack_reset) */
+    spare_left = 0;
     series_reset();
 }
 
-int growth_due(uint32_t now_ms)
+/* A full grid: neighbours merged in pairs (the lower floor, the later
+ * moment and time), so that each slot spans twice the events from now on. */
+static void merge_pairs(void)
 {
-    return __atomic_load_n(&growth.mode, __ATOMIC_RELAXED) == GROWTH_TIME &&
-           !__atomic_load_n(&growth.ended, __ATOMIC_RELAXED) &&
-           config.sample_ms > 0 &&
-           now_ms - __atomic_load_n(&growth.last_ms, __ATOMIC_RELAXED) >=
-               (uint32_t)config.sample_ms;
-}
-
-void growth_tick(uint32_t now_ms)
-{
-    if (growth_due(now_ms))
-        growth_sample(now_ms, 0);
-}
-
-/* Series `g` at sample number `sample`, at `now_ms`, at `bytes`. */
-static void record_sample(struct stack_growth *g, uint64_t bytes, uint32_t sample,
-                          uint32_t now_ms)
-{
-    if (!g->first_sample) {
-        if (!bytes)
-            return;
-        g->first_bytes = g->last_bytes = g->peak_bytes = bytes;
-        g->first_ms = g->last_ms = g->peak_ms = now_ms;
-        g->first_sample = g->peak_sample = sample;
-        return;
+    uint32_t half = GROWTH_SLOTS / 2;
+    for (uint32_t i = 0; i < half; i++)
+        growth.slot_ms[i] = growth.slot_ms[2 * i + 1];
+    uint32_t count = stack_count();
+    for (uint32_t id = 1; id <= count; id++) {
+        uint64_t *s = stack_history(id)->series;
+        if (!s)
+            continue;
+        for (uint32_t i = 0; i < half; i++) {
+            uint64_t a = s[2 * i], b = s[2 * i + 1];
+            s[i] = a < b ? a : b;
+            s[GROWTH_SLOTS + i] = s[GROWTH_SLOTS + 2 * i + 1];
+        }
     }
-    if (bytes > g->last_bytes) {
-        g->rises++;
-        g->last_rise = sample;
-    } else if (bytes < g->last_bytes) {
-        g->falls++;
-    }
-    if (bytes > g->peak_bytes) {
-        g->peak_bytes = bytes;
-        g->peak_ms = now_ms;
-        g->peak_sample = sample;
-        g->peak_rises = g->rises;
-        g->peak_falls = g->falls;
-    }
-    g->last_bytes = bytes;
-    g->last_ms = now_ms;
+    growth.samples = half;
+    growth.every *= 2;
 }
 
-/* Should reports read a stack's bytes at the samples (`moments`) rather
- * than its low points (`lows`)? Only when the low points make no suspect
- * and the moments make one, or a site that grew, then was freed. */
-static int shows_moments(const struct stack_growth *lows, const struct stack_growth *moments,
-                         uint64_t live_bytes)
+/* One observation of every stack, at slot growth.samples: its low point
+ * since the one before, or with `at_moment` its bytes now (a mark or the
+ * program's end is where the program says its temporaries are gone), and its
+ * bytes now. O(stacks); at most 64 per doubling of the run's events. */
+static void observe(uint32_t now_ms, int at_moment)
 {
-    if (growth_suspect(lows, live_bytes, &growth))
-        return 0;
-    return growth_suspect(moments, live_bytes, &growth) ||
-           (growth_released(moments, live_bytes, &growth) &&
-            !growth_released(lows, live_bytes, &growth));
-}
-
-/* One pass over the stack table: O(stacks), once a second at most by
- * default. Each stack's low point since the sample before, and its bytes
- * now: with `at_moment`, both its bytes now.
- *
- * A clock's sample falls wherever the program is: in the middle of a step,
- * a site that keeps a small tensor each step and makes large temporaries it
- * frees within the step read its temporaries at one sample and not at the
- * next, up, down, and was not called growing (training_mix's loss line, on
- * a GPU). Its low point leaves out whatever it freed between samples,
- * temporaries alive at the sample included, and rises with what it keeps.
- * But a site that frees all it holds at some moment between two samples and
- * then allocates more (a buffer freed, then made again larger at each step)
- * has a low point of 0, and grows all the same: its bytes at the samples
- * say so. So both series are kept, the history's `growth` the one reports
- * read, `other` the other: the low points, unless they make no suspect and
- * the bytes at the samples do (shows_moments). A site is growing, or grew,
- * then was freed, when either reading says so.
- *
- * A mark is the end of a step, where the program says its temporaries are
- * gone, and the program's end is a moment of its own too: there both read
- * the bytes as they are, which a low point would read one interval late (a
- * site that only allocates has its low point at the sample before). */
-static void sample(uint32_t now_ms, int at_moment)
-{
-    uint32_t sample = ++growth.samples;
-    __atomic_store_n(&growth.last_ms, now_ms, __ATOMIC_RELAXED);
+    uint32_t slot = growth.samples++;
+    growth.slot_ms[slot] = now_ms;
+    growth.taken++;
     series_sample(now_ms);
     uint32_t count = stack_count();
     for (uint32_t id = 1; id <= count; id++) {
@@ -105,83 +81,217 @@ static void sample(uint32_t now_ms, int at_moment)
         uint64_t now = stack_get(id)->live_bytes;
         uint64_t low = at_moment || h->low_bytes > now ? now : h->low_bytes;
         h->low_bytes = now;
-        struct stack_growth *lows = h->shows_moments ? &h->other : &h->growth;
-        struct stack_growth *moments = h->shows_moments ? &h->growth : &h->other;
-        record_sample(lows, low, sample, now_ms);
-        record_sample(moments, now, sample, now_ms);
-        uint32_t show = (uint32_t)shows_moments(lows, moments, now);
-        if (show != h->shows_moments) {
-            struct stack_growth moved = *moments;
-            *moments = *lows;
-            *lows = moved;
-            h->shows_moments = show;
+        uint64_t *s = h->series || now ? series_for(h) : NULL;
+        if (s) {
+            s[slot] = low;
+            s[GROWTH_SLOTS + slot] = now;
         }
     }
+    if (growth.samples == GROWTH_SLOTS)
+        merge_pairs();
 }
 
-void growth_sample(uint32_t now_ms, int mark)
+void growth_tick(uint64_t work, uint32_t now_ms)
+{
+    if (growth.mode != GROWTH_WORK || growth.ended || !growth_due(work))
+        return;
+    observe(now_ms, 0);
+    __atomic_store_n(&growth.next_due, work + growth.every, __ATOMIC_RELAXED);
+}
+
+/* The first mark starts the grid anew: observations at the program's own
+ * step boundaries, which the events' grid only approximated. */
+void growth_mark(uint32_t now_ms)
+{
+    if (growth.ended || !config.growth)
+        return;
+    if (growth.mode != GROWTH_MARKS) {
+        growth.mode = GROWTH_MARKS;
+        __atomic_store_n(&growth.next_due, UINT64_MAX, __ATOMIC_RELAXED);
+        growth.samples = 0;
+        growth.every = 1;
+        uint32_t count = stack_count();
+        for (uint32_t id = 1; id <= count; id++) {
+            uint64_t *s = stack_history(id)->series;
+            if (s)
+                memset(s, 0, SERIES_WORDS * sizeof(uint64_t));
+        }
+    }
+    if (++growth.marks % growth.every == 0)
+        observe(now_ms, 1);
+}
+
+void growth_end(uint32_t now_ms)
 {
     if (growth.ended)
         return;
-    if (mark)
-        __atomic_store_n(&growth.mode, GROWTH_MARKS, __ATOMIC_RELAXED);
-    sample(now_ms, growth.mode == GROWTH_MARKS);
+    if (config.growth)
+        observe(now_ms, 1);
+    growth.ended = 1;
+    __atomic_store_n(&growth.next_due, UINT64_MAX, __ATOMIC_RELAXED);
 }
 
-/* Rose at 3 samples or more, at half of those since it first held memory or
- * more, fell at most once for every 4 rises, ended above where it started,
- * and rose at one of the last two samples. A warm-up that fills a cache and
- * then holds steady fails the "half" and "still rising" tests after a few
- * more samples; memory freed at the end fails "ended above". */
+void growth_view(struct growth_state *view, uint32_t now_ms)
+{
+    *view = growth;
+    if (!growth.ended && growth.samples) {
+        view->slot_ms[view->samples++] = now_ms;
+        view->now_slot = 1;
+    }
+}
+
+/* The summary of values[0..n), at times ms[0..n), into *g's first/last/
+ * rises/quarters figures (up to `n`) or, with `peak`, its peak_* ones:
+ * read as retained bytes (the least held at that observation or later). */
+static void summarize(const uint64_t *values, uint32_t n, const uint32_t *ms,
+                      struct stack_growth *g, int peak)
+{
+    uint32_t first = 0;
+    while (first < n && !values[first])
+        first++;
+    if (first == n)
+        return;
+    uint64_t retained[GROWTH_SLOTS + 1];
+    retained[n - 1] = values[n - 1];
+    for (uint32_t i = n - 1; i-- > first;)
+        retained[i] = values[i] < retained[i + 1] ? values[i] : retained[i + 1];
+    uint32_t rises = 0, falls = 0, first_rise = 0, last_rise = 0;
+    for (uint32_t i = first + 1; i < n; i++) {
+        falls += values[i] < values[i - 1];
+        if (retained[i] > retained[i - 1]) {
+            if (!rises)
+                first_rise = i;
+            rises++;
+            last_rise = i;
+        }
+    }
+    uint32_t base = rises ? first_rise - 1 : first;
+    uint32_t quarters = 0;
+    for (uint32_t i = base + 1; rises && i < n; i++)
+        if (retained[i] > retained[i - 1])
+            quarters |= 1u << ((i - base - 1) * 4 / (n - base - 1));
+    if (peak) {
+        g->peak_base = base + 1;
+        g->peak_rises = rises;
+        g->peak_falls = falls;
+        g->peak_quarters = quarters;
+        if (!g->rises) {            /* all it kept was freed: it grew from here */
+            g->first_sample = base + 1;
+            g->first_bytes = retained[base];
+            g->first_ms = ms[base];
+        }
+        return;
+    }
+    g->first_sample = base + 1;
+    g->first_bytes = retained[base];
+    g->first_ms = ms[base];
+    g->last_bytes = retained[n - 1];
+    g->last_ms = ms[n - 1];
+    g->rises = rises;
+    g->falls = falls;
+    g->last_rise = rises ? last_rise + 1 : 0;
+    g->quarters = quarters;
+    uint32_t top = first;
+    for (uint32_t i = first + 1; i < n; i++)
+        if (values[i] > values[top])
+            top = i;
+    g->peak_bytes = values[top];
+    g->peak_ms = ms[top];
+    g->peak_sample = top + 1;
+}
+
+/* The summary of one series (values on the view's slots). */
+static void summary_of(const uint64_t *values, uint32_t n, const struct growth_state *view,
+                       struct stack_growth *g)
+{
+    memset(g, 0, sizeof(*g));
+    summarize(values, n, view->slot_ms, g, 0);
+    if (g->peak_sample)
+        summarize(values, g->peak_sample, view->slot_ms, g, 1);
+}
+
+void growth_of(uint32_t id, const struct growth_state *view, struct stack_growth *out)
+{
+    memset(out, 0, sizeof(*out));
+    const struct stack_history *h = stack_history(id);
+    if (!h || !h->series || view->samples == 0)
+        return;
+    uint32_t n = view->samples, taken = n - (uint32_t)view->now_slot;
+    uint64_t floors[GROWTH_SLOTS + 1], moments[GROWTH_SLOTS + 1];
+    memcpy(floors, h->series, taken * sizeof(uint64_t));
+    memcpy(moments, h->series + GROWTH_SLOTS, taken * sizeof(uint64_t));
+    if (view->now_slot) {            /* at marks, a moment: as a mark reads it */
+        uint64_t now = stack_get(id)->live_bytes;
+        floors[taken] = h->low_bytes < now && view->mode == GROWTH_WORK ? h->low_bytes : now;
+        moments[taken] = now;
+    }
+    /* The floors unless they make no verdict and the moments do. */
+    struct stack_growth by_moments;
+    summary_of(floors, n, view, out);
+    uint64_t live = stack_get(id)->live_bytes;
+    if (growth_suspect(out, live, view) || growth_released(out, live, view))
+        return;
+    summary_of(moments, n, view, &by_moments);
+    if (growth_suspect(&by_moments, live, view) || growth_released(&by_moments, live, view))
+        *out = by_moments;
+}
+
+/* The retained series rose GROWTH_MIN_RISES times or more, in every quarter
+ * of the GROWTH_MIN_SPAN or more observations from its first rise to the
+ * last, and ends above where it began, as do its bytes now. */
 int growth_suspect(const struct stack_growth *g, uint64_t live_bytes,
                    const struct growth_state *state)
 {
-    if (!g->first_sample || g->rises < 3 || g->last_bytes <= g->first_bytes ||
-        live_bytes <= g->first_bytes)
-        return 0;
-    uint32_t since = state->samples - g->first_sample;
-    return g->rises * 2 >= since && g->falls * 4 <= g->rises && g->last_rise + 1 >= state->samples;
+    return g->first_sample && g->rises >= GROWTH_MIN_RISES &&
+           state->samples >= g->first_sample + GROWTH_MIN_SPAN && (g->quarters & 0xf) == 0xf &&
+           g->last_bytes > g->first_bytes && live_bytes > g->first_bytes;
 }
 
-/* Growth's rules on the series up to its peak: rose 3 times or more, at
- * half the samples from the first to the peak or more, fell at most once per
- * 4 rises. "Rose at one of the last two samples" holds at the peak itself,
- * which only a rise reaches. The peak was at most 2 samples before the last
- * and the site holds less now: it was freed near the end. A sawtooth fails
- * the falls, a cache that filled and stayed fails the fall from the peak, and
- * a drop followed by more samples fails "near the end". */
+/* The same rule on the series up to its peak, and the site holds less now;
+ * the peak near the end: at one of the last two observations, or in the
+ * last tenth of the time since it first held memory (a list of a thousand
+ * tensors freed at once is a thousand events, and no time). A sawtooth's
+ * earlier falls keep what it kept to its peak from rising, a cache that
+ * filled and stayed has no fall, and a drop followed by more work is not near
+ * the end. */
 int growth_released(const struct stack_growth *g, uint64_t live_bytes,
                     const struct growth_state *state)
 {
-    if (!g->first_sample || growth_suspect(g, live_bytes, state) || g->peak_rises < 3 ||
-        g->peak_bytes <= g->first_bytes || live_bytes >= g->peak_bytes ||
-        g->peak_sample + 2 < state->samples)
+    if (!g->peak_sample || growth_suspect(g, live_bytes, state) ||
+        g->peak_rises < GROWTH_MIN_RISES || live_bytes >= g->peak_bytes || !state->samples)
         return 0;
-    uint32_t since = g->peak_sample - g->first_sample;
-    return g->peak_rises * 2 >= since && g->peak_falls * 4 <= g->peak_rises;
+    uint32_t end_ms = state->slot_ms[state->samples - 1];
+    if (g->peak_sample + 2 < state->samples &&
+        (end_ms < g->peak_ms || (uint64_t)(end_ms - g->peak_ms) * 10 > end_ms - g->first_ms))
+        return 0;
+    return g->peak_sample >= g->peak_base + GROWTH_MIN_SPAN && (g->peak_quarters & 0xf) == 0xf;
 }
 
-/* Bytes gained from `from` to `to` over `samples` samples or `span_ms`. */
-static double rate_between(uint64_t from, uint64_t to, uint32_t samples, uint32_t span_ms,
+/* Bytes gained from `from` to `to` over `observations` or `span_ms`. */
+static double rate_between(uint64_t from, uint64_t to, uint32_t observations, uint32_t span_ms,
                            const struct growth_state *state)
 {
     if (to <= from)
         return 0;
     double gained = (double)(to - from);
-    if (state->mode == GROWTH_MARKS)
-        return samples ? gained / samples : 0;
+    if (state->mode == GROWTH_MARKS) {
+        double marks = (double)observations * (double)(state->every ? state->every : 1);
+        return marks > 0 ? gained / marks : 0;
+    }
     return span_ms ? gained * 1000.0 / span_ms : 0;
 }
 
 double growth_rate(const struct stack_growth *g, const struct growth_state *state)
 {
-    uint32_t samples = state->samples > g->first_sample ? state->samples - g->first_sample : 0;
-    return rate_between(g->first_bytes, g->last_bytes, samples, g->last_ms - g->first_ms, state);
+    uint32_t observations = state->samples > g->first_sample ? state->samples - g->first_sample : 0;
+    return rate_between(g->first_bytes, g->last_bytes, observations, g->last_ms - g->first_ms,
+                        state);
 }
 
 double growth_peak_rate(const struct stack_growth *g, const struct growth_state *state)
 {
-    return rate_between(g->first_bytes, g->peak_bytes, g->peak_sample - g->first_sample,
+    return rate_between(g->first_bytes, g->peak_bytes,
+                        g->peak_sample > g->first_sample ? g->peak_sample - g->first_sample : 0,
                         g->peak_ms - g->first_ms, state);
 }
 
@@ -190,13 +300,4 @@ uint64_t growth_rate_bytes(double rate)
     if (!(rate >= 1))
         return 0;
     return rate < 18446744073709551615.0 ? (uint64_t)rate : UINT64_MAX;
-}
-
-void growth_end(uint32_t now_ms)
-{
-    if (growth.ended)
-        return;
-    if (growth.mode == GROWTH_MARKS || config.sample_ms > 0)
-        sample(now_ms, 1);
-    __atomic_store_n(&growth.ended, 1, __ATOMIC_RELAXED);
 }

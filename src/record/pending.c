@@ -76,6 +76,11 @@ HOT_PATH uint64_t pending_publish(struct pending_event *e, uint64_t number, uint
     return number + 1 - look_at_tail();
 }
 
+uint64_t pending_claimed(void)
+{
+    return __atomic_load_n(&ring.head, __ATOMIC_RELAXED);
+}
+
 uint64_t pending_count(void)
 {
     return __atomic_load_n(&ring.head, __ATOMIC_ACQUIRE) -

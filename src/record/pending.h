@@ -56,6 +56,8 @@ uint64_t pending_publish(struct pending_event *e, uint64_t number, uint64_t long
 
 /* Events claimed and not yet entered (published or not). */
 uint64_t pending_count(void);
+/* Events claimed since the ring was made (or reset): the next one's number. */
+uint64_t pending_claimed(void);
 
 /* The reader's side, one reader at a time (the tracker's apply lock): the
  * oldest event if it is published, else NULL; pending_done once it is

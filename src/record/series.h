@@ -2,9 +2,9 @@
  *
  * Without the event timeline (CUMEMTRACE_EVENTS=0, the default for text and
  * JSON reports) a report could not say how memory moved over time. This
- * series costs nothing per allocation: each time a growth sample is taken
- * (every CUMEMTRACE_SAMPLE_MS at an allocation, or at every mark; growth.c)
- * it copies the counters' current bytes of devices 0-7 into a fixed table of
+ * series costs nothing per allocation: each time a growth observation is
+ * taken (over the program's events, or at its marks; growth.h) it copies
+ * the counters' current bytes of devices 0-7 into a fixed table of
  * SERIES_SAMPLES entries. When the table is full every other sample is
  * dropped and samples are kept half as often, so it always spans the whole
  * run. Called with the tracker's lock held. */
@@ -32,6 +32,9 @@ struct series_state {
 extern struct series_state series;
 
 void series_reset(void);
+/* A sample at a growth observation; two in one ms make one, the later. */
 void series_sample(uint32_t now_ms);
+/* For a report: `copy` (of `series`) with the counters now as its last point. */
+void series_now(struct series_state *copy, uint32_t now_ms);
 
 #endif

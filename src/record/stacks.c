@@ -405,7 +405,6 @@ void stack_view(uint32_t id, struct stack *view)
         .first_frame = e->first_frame,
         .depth = e->depth,
         .flags = __atomic_load_n(&e->flags, __ATOMIC_RELAXED),
-        .growth = h->growth,
         .stats = {
             .live_bytes = e->live_bytes,
             .live_blocks = e->live_blocks,

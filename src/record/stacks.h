@@ -34,29 +34,33 @@ struct stack_stats {
     uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
 };
 
-/* How a stack's live bytes moved across growth samples (growth.c): one
- * series of them, either its low points since each sample before (those
- * of a time sample; a mark and the program's end read the bytes as they
- * are) or its bytes at the samples' moments, whichever growth.c shows.
- * Every figure here is of that one series (rises, falls, peak, rates): of
- * the low points, they leave out temporaries freed between samples. The
- * peak_* fields are the same figures at the sample of its highest bytes
- * (the first sample that reached them), so a site that grew and was freed
- * just before the end can be judged on its series up to that peak: of the
- * low points, the most it kept, not the most it held for a moment (that is
+/* How a stack's live bytes moved across growth observations (growth.h): a
+ * summary of one of its two series (floors or moments), read as what the
+ * site kept from each observation on (its retained bytes: the least it held
+ * then or at any later observation). first_* is where the retained series
+ * stood before its first rise (or at its first observation, if it never
+ * rose), last_* at the last observation. rises count the observations where
+ * it rose; quarters has bit q set when one fell in quarter q of the
+ * observations from first_sample to the last. falls count the observations
+ * where the series itself (not the retained one) fell. The peak_* fields
+ * are the series' own highest value (the first observation that reached it)
+ * and the same figures read on the series up to there, from peak_base: of
+ * the floors, the most it kept, not the most it held for a moment (that is
  * struct stack_stats' peak_live_bytes). */
 struct stack_growth {
-    uint64_t first_bytes, last_bytes;  /* at the first sample that saw it live, the last */
+    uint64_t first_bytes, last_bytes;
     uint64_t peak_bytes;
     uint32_t first_ms, last_ms, peak_ms;
-    uint32_t first_sample, last_rise;  /* sample numbers, from 1 */
-    uint32_t peak_sample;
-    uint32_t rises, falls;             /* samples where it was above / below the one before */
-    uint32_t peak_rises, peak_falls;   /* rises and falls up to peak_sample */
+    uint32_t first_sample, last_rise;  /* observation numbers, from 1 */
+    uint32_t peak_sample, peak_base;
+    uint32_t rises, falls;
+    uint32_t peak_rises, peak_falls;   /* up to peak_sample */
+    uint32_t quarters, peak_quarters;  /* bits 0-3 */
 };
 
 /* A stack as reports read it (report.h): where its frames are, its flags,
- * its growth and its totals, put together by stack_view. The table keeps
+ * its growth and its totals, put together by stack_view (all but the growth,
+ * which growth_of summarizes). The table keeps
  * these in two places (below), so this is a copy, never a record. */
 struct stack {
     uint64_t hash;
@@ -84,17 +88,15 @@ struct stack_record {
 };
 _Static_assert(sizeof(struct stack_record) == 64, "a stack's record is one cache line");
 
-/* What no allocation reads: growth, changed by samples with every shard
- * locked, the blocks freed by context teardown, and the low point since the
- * last sample: lowered by a free that moves the stack's live bytes below it
- * (stack_totals.c, which says when that is exact), set to the live bytes by
- * every sample. Apart, by id. */
+/* What no allocation reads: the blocks freed by context teardown, the low
+ * point since the last growth observation (lowered by a free that moves the
+ * stack's live bytes below it: stack_totals.c, which says when that is exact;
+ * set to the live bytes by every observation), and the stack's observations
+ * (growth.c's, NULL until it first held memory at one). Apart, by id. */
 struct stack_history {
-    struct stack_growth growth;        /* the series reports read */
-    struct stack_growth other;         /* the other one (growth.c) */
     uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
-    uint64_t low_bytes;                /* lowest live_bytes since the last sample */
-    uint32_t shows_moments;            /* growth: 0 the low points, 1 the bytes at samples */
+    uint64_t low_bytes;                /* lowest live_bytes since the last observation */
+    uint64_t *series;                  /* growth.c: floors, then moments */
 };
 
 /* A stack that took a framework's cache segments from the driver: memory
@@ -167,7 +169,7 @@ void stack_remember_by_key(const uintptr_t *key, int words, uint64_t hash, uint3
 /* Stack `id`'s record and history; NULL for 0 or an unknown id. */
 struct stack_record *stack_get(uint32_t id);
 struct stack_history *stack_history(uint32_t id);
-/* Stack `id` (known) as reports read it, into *view. */
+/* Stack `id` (known) as reports read it, into *view, its growth zero. */
 void stack_view(uint32_t id, struct stack *view);
 const uintptr_t *stack_frames(const struct stack_record *stack);
 /* What the stack's first allocation was: its kind and entry point, kept for

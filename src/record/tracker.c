@@ -135,6 +135,11 @@ uint32_t tracker_now_ms(void)
     return (uint32_t)((monotonic_ns() - tracker.start_ns) / 1000000u);
 }
 
+/* The program's work, as the growth clock counts it (growth.h): the
+ * framework events claimed (pending.h numbers them in the order they were
+ * made) and the blocks recorded at the driver. */
+static uint64_t driver_events;
+
 static void reset_state(void)
 {
     memset(api_stripes, 0, sizeof(api_stripes));
@@ -143,6 +148,7 @@ static void reset_state(void)
     stack_totals_reset();
     counters_reset();
     growth_reset();
+    driver_events = 0;
     memset(&tracker, 0, sizeof(tracker));
     tracker.threads = pages_alloc(MAX_THREADS * sizeof(struct thread_info));
     tracker.handles = pages_alloc(MAX_HANDLES * sizeof(uint64_t));
@@ -379,14 +385,20 @@ static void forget_block(struct block *b, int implicit)
     account_free(b, implicit);
 }
 
-/* Time samples of the stacks' growth need every shard: taken here, with no
- * shard lock held, by a thread that finds one due (growth_tick checks again). */
-static void sample_growth_if_due(uint32_t now)
+static uint64_t work_done(void)
 {
-    if (!growth_due(now))
+    return pending_claimed() + __atomic_load_n(&driver_events, __ATOMIC_RELAXED);
+}
+
+/* Observations of the stacks' growth need every shard: taken here, with no
+ * shard lock held, by the thread whose event made one due (growth_tick
+ * checks again), so that it falls at the same event on every run. */
+static void sample_growth_if_due(uint64_t work)
+{
+    if (!growth_due(work))
         return;
     tracker_lock();
-    growth_tick(now);
+    growth_tick(work, tracker_now_ms());
     tracker_unlock();
 }
 
@@ -653,8 +665,9 @@ static uint64_t record(const struct allocation *a, const uintptr_t *frames, int 
     uint32_t now = tracker_now_ms();
     uint64_t number =
         enter_block(block_key(a->value, kind_space(a->kind & BLOCK_KIND_MASK)), &e, now);
+    uint64_t work = pending_claimed() + __atomic_add_fetch(&driver_events, 1, __ATOMIC_RELAXED);
     if (!this_thread.sweeping)
-        sample_growth_if_due(now);
+        sample_growth_if_due(work);
     else
         this_thread.sweeping = SWEEP_RECORDED;
     return number;
@@ -829,7 +842,7 @@ void tracker_mark(const char *label)
     m->device_bytes = 0;
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
         m->device_bytes += counters_current_bytes(slot, COUNTER_DEVICE_MEMORY);
-    growth_sample(m->time_ms, 1);
+    growth_mark(m->time_ms);
     timeline_record(TIMELINE_MARK, 0, tracker.marks_total, -1, 0, 0, 0);
     tracker_unlock();
     tracker_leave();
@@ -1034,28 +1047,11 @@ static int apply_pending(int wait)
 static void apply_and_sample(int wait)
 {
     if (apply_pending(wait) == 0)
-        sample_growth_if_due(tracker_now_ms());
+        sample_growth_if_due(work_done());
 }
-
-/* A growth sample is due, as the tracer's thread last saw: the next
- * framework allocation takes it, at an event, as when every event read the
- * clock. A program that pauses between steps then has its samples mostly
- * fall in the pause or at the next step's first tensor. Taken by the
- * tracer's thread after a batch, they fell in the middle of steps as often:
- * a line that keeps a small tensor each step beside large temporaries it
- * frees within the step then rose and fell from sample to sample, and its
- * leak was not called growing (torch_blocks.py's leak_beside_temporaries,
- * before it marked its steps: under load, samples at events still fall
- * there now and then; likely also training_mix's line 47, missed once on
- * the H100). The flag costs an allocation one load, where the clock cost
- * some 300 cycles. One left up (across fork) costs a check:
- * sample_growth_if_due asks again. */
-static int sample_wanted;
 
 int tracker_apply(void)
 {
-    if (growth_due(tracker_now_ms()))
-        __atomic_store_n(&sample_wanted, 1, __ATOMIC_RELAXED);
     if (pending_count() == 0)
         return 0;
     int entered_before = tracker_enter();
@@ -1103,7 +1099,7 @@ static __attribute__((noinline)) void defer_waiting(const struct pending_event *
         if (pending_count() == 0) {
             uint32_t now = tracker_now_ms();
             apply_event(e, now);
-            sample_growth_if_due(now);
+            sample_growth_if_due(work_done());
             errno = saved_errno;
             return;
         }
@@ -1172,13 +1168,12 @@ static __attribute__((noinline)) void defer_free_waiting(uint64_t value)
     defer_waiting(&e);
 }
 
-/* The growth sample a framework allocation takes (sample_wanted),
+/* The growth observation due at a framework allocation's event `work`,
  * keeping errno. Out of line: most allocations take none. */
-static __attribute__((noinline)) void take_wanted_sample(void)
+static __attribute__((noinline)) void take_due_sample(uint64_t work)
 {
     int saved_errno = errno;
-    __atomic_store_n(&sample_wanted, 0, __ATOMIC_RELAXED);
-    sample_growth_if_due(tracker_now_ms());
+    sample_growth_if_due(work);
     errno = saved_errno;
 }
 
@@ -1201,11 +1196,12 @@ HOT_PATH void tracker_defer_alloc(int cache_kind, int device, uint64_t value, ui
     if (slot) {
         block_event(slot, cache_kind, device, value, size, stream, stack_id, thread);
         publish(slot, number);
+        uint64_t work = number + 1 + __atomic_load_n(&driver_events, __ATOMIC_RELAXED);
+        if (growth_due(work))
+            take_due_sample(work);
     } else {
         defer_block_waiting(cache_kind, device, value, size, stream, stack_id, thread);
     }
-    if (__atomic_load_n(&sample_wanted, __ATOMIC_RELAXED))
-        take_wanted_sample();
     tracker_leave();
 }
 
@@ -1250,7 +1246,7 @@ void tracker_cache_sweep(int on)
     int recorded = this_thread.sweeping == SWEEP_RECORDED;
     this_thread.sweeping = on ? SWEEP_RUNNING : 0;
     if (!on && recorded && tracker_enter()) {
-        sample_growth_if_due(tracker_now_ms());
+        sample_growth_if_due(work_done());
         tracker_leave();
     }
 }

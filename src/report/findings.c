@@ -102,10 +102,11 @@ static void add_growth(const struct report *r, struct findings *f)
         const struct stack *s = &r->stacks[r->growing[i] - 1];
         char rate[24], now[24];
         uint64_t bytes = report_growth_bytes(r, s);
-        add(f, "growing", "growing", r->growing[i], bytes, "+%s %s, %s %s",
+        add(f, "growing", "growing", r->growing[i], bytes, "+%s %s, %s %s (rose at %u of %u observations)",
             bytes_text(growth_rate_bytes(growth_rate(&s->growth, &r->growth)), rate, sizeof(rate)), per,
             bytes_text(bytes, now, sizeof(now)),
-            r->growth.ended ? "when the program ended" : "now");
+            r->growth.ended ? "when the program ended" : "now", s->growth.rises,
+            r->growth.samples > s->growth.first_sample ? r->growth.samples - s->growth.first_sample : 0);
     }
     if (r->growing_count > GROWING_SHOWN)
         add(f, "growing", "growing", 0, 0, "%u more sites", r->growing_count - GROWING_SHOWN);

@@ -327,7 +327,7 @@ void report_options_of(const struct config *settings, struct report_options *o)
     *o = (struct report_options){
         .top = settings->top, .all_frames = settings->all_frames,
         .max_blocks = settings->max_blocks, .depth = settings->depth,
-        .min_size = settings->min_size, .sample_ms = settings->sample_ms,
+        .min_size = settings->min_size,
         .formats = settings->formats, .file_mode = settings->file_mode,
         .quiet = settings->quiet,
     };

@@ -115,7 +115,6 @@ struct report_options {
     int max_blocks;          /* live blocks listed one by one in the JSON */
     int depth;               /* the stack settings the JSON's tracer section states */
     uint64_t min_size;
-    int sample_ms;           /* the growth samples' interval, as the JSON states it */
     int formats;             /* report_emit: the files to write (FORMAT_* bits) */
     int file_mode;           /* their permissions */
     int quiet;               /* no summary, no line for each file written */

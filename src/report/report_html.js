@@ -844,8 +844,8 @@
         markTimes.push([m.time_ms * 1000, m.label]);
       });
       container.appendChild(element('p', { 'class': 'note', id: 'series-info', 'data-samples': String(report.series ? report.series.samples : 0) }, [
-        'No event timeline in this report (CUMEMTRACE_EVENTS=0): the lines join the growth samples ' +
-        '(every CUMEMTRACE_SAMPLE_MS at an allocation, or at marks) and the end. ' +
+        'No event timeline in this report (CUMEMTRACE_EVENTS=0): the lines join the growth observations ' +
+        '(spread over the program\'s events, or at its marks) and the end. ' +
         'Run with CUMEMTRACE_EVENTS=1M to see every allocation and free, and the icicle at any moment.']));
     }
     var endTime = Math.max(data.end, 1);

@@ -416,9 +416,9 @@ static void write_growth(const struct report *r, struct out *out)
         out_str(out, ",\"growth\":null");
         return;
     }
-    out_printf(out, ",\"growth\":{\"mode\":\"%s\",\"interval_ms\":%d,\"samples\":%u,\"growing\":[",
-               r->growth.mode == GROWTH_MARKS ? "marks" : "time",
-               r->growth.mode == GROWTH_MARKS ? 0 : r->options.sample_ms, r->growth.samples);
+    out_printf(out, ",\"growth\":{\"mode\":\"%s\",\"every\":%llu,\"samples\":%u,\"growing\":[",
+               r->growth.mode == GROWTH_MARKS ? "marks" : "work", U(r->growth.every),
+               r->growth.samples);
     for (uint32_t i = 0; i < r->growing_count; i++) {
         out_str(out, i ? "," : "");
         write_growth_entry(r, out, r->growing[i], growth_rate(&r->stacks[r->growing[i] - 1].growth,

@@ -466,8 +466,9 @@ static void write_growing(const struct report *r, struct out *out, int brief)
     if (!r->growing_count)
         return;
     int marks = r->growth.mode == GROWTH_MARKS;
-    out_printf(out, "\n  Growing (leak suspects: live bytes rising at most of %u samples, %s):\n",
-               r->growth.samples, marks ? "one per cumemtrace_mark()" : "taken over time");
+    out_printf(out, "\n  Growing (leak suspects: what the site kept rose all along, over %u "
+                    "observations, %s):\n",
+               r->growth.samples, marks ? "at the program's marks" : "spread over its work");
     uint32_t top = (uint32_t)r->options.top;
     uint32_t limit = brief && r->growing_count > top ? top : r->growing_count;
     for (uint32_t i = 0; i < limit; i++) {
@@ -477,7 +478,7 @@ static void write_growing(const struct report *r, struct out *out, int brief)
         format_bytes(growth_rate_bytes(growth_rate(g, &r->growth)), rate, sizeof(rate));
         format_bytes(g->first_bytes, first, sizeof(first));
         format_bytes(report_growth_bytes(r, s), now, sizeof(now));
-        out_printf(out, "   #%u +%s %s: from %s at %.1f s to %s %s; rose at %u of %u samples\n",
+        out_printf(out, "   #%u +%s %s: from %s at %.1f s to %s %s; rose at %u of %u observations\n",
                    i + 1, rate, marks ? "per mark" : "per second", first, g->first_ms / 1000.0,
                    now, r->growth.ended ? "when the program ended" : "now", g->rises,
                    r->growth.samples - g->first_sample);
@@ -507,7 +508,7 @@ static void write_released(const struct report *r, struct out *out, int brief)
         format_bytes(g->first_bytes, first, sizeof(first));
         format_bytes(report_growth_bytes(r, s), now, sizeof(now));
         out_printf(out, "   #%u peak %s at %.1f s, grew +%s %s from %s at %.1f s; %s %s; "
-                        "rose at %u of %u samples to the peak\n",
+                        "rose at %u of %u observations to the peak\n",
                    i + 1, peak, g->peak_ms / 1000.0, rate, marks ? "per mark" : "per second",
                    first, g->first_ms / 1000.0, now,
                    r->growth.ended ? "when the program ended" : "now", g->peak_rises,

@@ -98,13 +98,13 @@ static int copy_state(struct report *r)
     r->state = tracker;
     tracker_api_totals(r->api_calls, r->api_allocations);
     r->now_ms = tracker_now_ms();
-    if (growth.mode == GROWTH_TIME && config.sample_ms > 0)
-        growth_sample(r->now_ms, 0);   /* where every stack stands now */
-    r->growth = growth;
+    growth_view(&r->growth, r->now_ms);
     r->has_growth = 1;
     r->series = report_alloc(r, sizeof(*r->series));
-    if (r->series)
+    if (r->series) {
         *r->series = series;
+        series_now(r->series, r->now_ms);
+    }
     r->registry_bytes = registry_memory_bytes();
     r->self_time_ns = config.self_time ? (int64_t)tracker_self_time_ns() : -1;
     r->stacks_bytes = stack_table_bytes();
@@ -135,6 +135,7 @@ static int copy_state(struct report *r)
     for (uint32_t id = 1; id <= r->stack_count; id++) {
         const struct stack_record *s = stack_get(id);
         stack_view(id, &r->stacks[id - 1]);
+        growth_of(id, &r->growth, &r->stacks[id - 1].growth);
         r->stacks[id - 1].first_frame = at;
         memcpy(r->frames + at, stack_frames(s), s->depth * sizeof(uintptr_t));
         at += s->depth;

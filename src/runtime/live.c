@@ -96,6 +96,7 @@ static void remember(struct live_copy *c, uint32_t id)
     c->end_blocks[c->count] = c->ended ? end_blocks(id) : 0;
     c->ids[c->count] = id;
     stack_view(id, &c->stacks[c->count]);
+    growth_of(id, &c->growth, &c->stacks[c->count].growth);
     c->stacks[c->count].depth = depth;
     memcpy(c->frames[c->count], stack_frames(s), depth * sizeof(uintptr_t));
     c->count++;
@@ -111,7 +112,7 @@ static void copy(struct live_copy *c)
     tracker_lock();
     c->now_ms = tracker_now_ms();
     counters_snapshot(&c->counters);
-    c->growth = growth;
+    growth_view(&c->growth, c->now_ms);
     c->ended = tracker.program_ended;
     c->end_ms = tracker.program_end_ms;
     /* A cache whose blocks are recorded: its blocks' stacks say who holds
@@ -124,7 +125,9 @@ static void copy(struct live_copy *c)
             known |= STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + k);
     for (uint32_t id = 1; id <= stack_count(); id++) {
         const struct stack_record *s = stack_get(id);
-        const struct stack_growth *g = &stack_history(id)->growth;
+        struct stack_growth view;
+        growth_of(id, &c->growth, &view);
+        const struct stack_growth *g = &view;
         uint64_t live = c->ended ? end_bytes(id) : s->live_bytes;
         uint32_t segment = __atomic_load_n(&s->flags, __ATOMIC_RELAXED) & STACK_CACHE_ANY;
         if (segment) {
@@ -281,7 +284,7 @@ static void answer(int client)
     out_printf(out, "{\"format\":\"cumemtrace-live\",\"version\":%d,\"pid\":%d,\"time_ms\":%u,"
                     "\"growth\":{\"mode\":\"%s\",\"samples\":%u}",
                LIVE_FORMAT_VERSION, (int)getpid(), c->now_ms,
-               c->growth.mode == GROWTH_MARKS ? "marks" : "time", c->growth.samples);
+               c->growth.mode == GROWTH_MARKS ? "marks" : "work", c->growth.samples);
     if (c->ended)
         out_printf(out, ",\"program_end\":{\"time_ms\":%u}", c->end_ms);
     else

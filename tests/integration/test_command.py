@@ -242,10 +242,10 @@ def text_and_json_pairs(directory):
 # back as written: they describe the process that writes the report (its
 # settings, its symbolizer), not what the report is about. On reading back
 # they are the reading command's own: tracer.depth, tracer.min_size,
-# tracer.symbolizer and growth.interval_ms; and blocks.total becomes the
+# and tracer.symbolizer; and blocks.total becomes the
 # number of blocks listed, the only ones the file holds.
 REWRITTEN = {("tracer", "depth"), ("tracer", "min_size"), ("tracer", "symbolizer"),
-             ("growth", "interval_ms"), ("blocks", "total"), ("tracer", "live_blocks")}
+             ("blocks", "total"), ("tracer", "live_blocks")}
 
 
 def without_rewritten(report):

@@ -112,40 +112,49 @@ def test_growth_marks(traced):
     out, err, reports, _ = traced.run("tests/growth", ["leak-marks"], env={"CUMEMTRACE_FORMAT": "json,text"})
     report = only(reports)
     growth = report["growth"]
-    check(growth["mode"] == "marks" and growth["samples"] == 60, f"a sample per mark: {growth}")
+    # One observation per mark, and the report's own at exit.
+    check(growth["mode"] == "marks" and growth["samples"] == 61 and growth["every"] == 1,
+          f"an observation per mark: {growth}")
     found = growing_functions(report)
     check([f for f, _ in found] == ["grow_by_mark"], f"only grow_by_mark grows: {found}")
     if found:
         entry = found[0][1]
         check(entry["rate"] == 1 << 20, f"1 MiB per mark: {entry['rate']}")
-        check(entry["rises"] == 58 and entry["falls"] == 0, f"rose at every later mark: {entry}")
+        check(entry["rises"] == 59 and entry["falls"] == 0, f"rose at every later mark: {entry}")
     check("Growing (leak suspects" in err and "per mark" in err, "the summary names it")
 
 
 def test_growth_time(traced):
-    out, err, reports, _ = traced.run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "20"})
-    report = only(reports)
-    growth = report["growth"]
-    check(growth["mode"] == "time" and growth["interval_ms"] == 20 and growth["samples"] >= 8,
-          f"samples over time: {growth['samples']}")
-    found = growing_functions(report)
-    check([f for f, _ in found] == ["grow_by_time"], f"only grow_by_time grows: {found}")
-    if found:
-        rate = found[0][1]["rate"]
-        # 64 KiB every 2 ms plus the call: at most 32 MiB/s; more than 1 MiB/s
-        # even under the sanitizers.
-        check(1 << 20 < rate <= 32 << 20, f"a plausible rate: {rate / 2**20:.1f} MiB/s")
-    out, err, reports, _ = traced.run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "0"})
+    """With no marks, the observations follow the program's events: 150 of
+    them here, on a grid of 32 to 64; the same observations at every run
+    (the events are the same), and the rate per second between them."""
+    found_runs = []
+    for run in range(3):
+        out, err, reports, _ = traced.run("tests/growth", ["leak-time"])
+        report = only(reports)
+        growth = report["growth"]
+        check(growth["mode"] == "work" and 32 <= growth["samples"] <= 65,
+              f"observations over the work: {growth}")
+        found = growing_functions(report)
+        found_runs.append([(f, e["rises"], e["samples_since_first"]) for f, e in found])
+        check([f for f, _ in found] == ["grow_by_time"], f"only grow_by_time grows: {found}")
+        if found:
+            rate = found[0][1]["rate"]
+            # 64 KiB every 2 ms plus the call: at most 32 MiB/s; more than 1 MiB/s
+            # even under the sanitizers.
+            check(1 << 20 < rate <= 32 << 20, f"a plausible rate: {rate / 2**20:.1f} MiB/s")
+    check(found_runs[0] == found_runs[1] == found_runs[2], f"the same observations each run: {found_runs}")
+    out, err, reports, _ = traced.run("tests/growth", ["leak-time"], env={"CUMEMTRACE_GROWTH": "0"})
     check(only(reports)["growth"]["samples"] == 0 and not only(reports)["growth"]["growing"],
-          "CUMEMTRACE_SAMPLE_MS=0: no samples")
+          "CUMEMTRACE_GROWTH=0: no observations")
     out, err, reports, _ = traced.run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "soon"})
     check("CUMEMTRACE_SAMPLE_MS='soon'" in err, f"a bad value is named: {err[:300]!r}")
 
 
 def test_growth_steady(traced):
-    out, err, reports, _ = traced.run("tests/growth", ["steady"], env={"CUMEMTRACE_SAMPLE_MS": "10"})
+    out, err, reports, _ = traced.run("tests/growth", ["steady"])
     report = only(reports)
-    check(report["growth"]["samples"] >= 8, f"samples taken: {report['growth']['samples']}")
+    check(report["growth"]["samples"] >= 8, f"observations taken: {report['growth']['samples']}")
     check(report["growth"]["growing"] == [],
           f"a cache filled once and temporaries are not leaks: {growing_functions(report)}")
 

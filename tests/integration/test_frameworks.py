@@ -197,22 +197,53 @@ def test_torch_blocks_leak_beside_temporaries(traced):
     check_verdicts(report, "leak_beside_temporaries")
 
 
+def test_torch_blocks_leak_beside_temporaries_unmarked(traced):
+    """leak_beside_temporaries' unmarked twin: observed over the program's
+    events, wherever they fall against its steps, the same verdicts."""
+    _, _, reports, _ = scenario(traced, "leak_beside_temporaries_unmarked")
+    report = reports["exit"][0]
+    check(report["growth"]["mode"] == "work", f"observed over the work: {report['growth']['mode']}")
+    check_verdicts(report, "leak_beside_temporaries")
+
+
+def test_growth_same_every_run(traced):
+    """The shapes a clock once decided, 10 runs each: a 78-step leak of 1 MiB
+    made on an 8 MiB temporary's line, 512 bytes kept on a 4 MiB temporary's
+    line, and a steady server with eviction. Growing 10 of 10, 10 of 10, and
+    nothing 10 of 10, each run on the same observations (the verdict's
+    figures equal). The steps' pauses are short here: the clock is the
+    program's work, so they change nothing (bench/growth_repeat.py runs the
+    shapes at their full 1.5 s and 3 s, beside a busy CPU)."""
+    for name in ("short_leak", "small_beside_big", "steady_serving"):
+        answers = []
+        for run in range(10):
+            _, _, reports, _ = scenario(traced, name, CUMEMTRACE_TEST_STEP_S="0.002")
+            report = reports["exit"][0]
+            check_verdicts(report, name)
+            answers.append(sorted((site_line(report, g["stack"]), g["rises"],
+                                   g["samples_since_first"]) for g in report["growth"]["growing"]))
+        leaks = marked_lines("LEAK", name)
+        check(all(sorted(line for line, _, _ in a) == sorted(leaks) for a in answers),
+              f"{name}: the LEAK lines growing at every run, nothing else: {answers}")
+        check(all(a == answers[0] for a in answers), f"{name}: the same figures each run: {answers}")
+
+
 def test_torch_blocks_temporaries_at_samples(traced):
-    """The same shape unmarked, sampled over time, with about every other
-    sample falling while the line's 8 MiB temporary is alive (as on a GPU,
-    where training_mix's loss line was missed in 3 runs of 8): the leak is
-    growing, judged on its low point between samples; the temporary alone
-    and the cache that filled, then stayed, are not."""
+    """The same shape unmarked, with about every other observation falling
+    while the line's 8 MiB temporary is alive (as on a GPU, where
+    training_mix's loss line was missed in 3 runs of 8 when samples were
+    taken by the clock): the leak is growing, judged on what it kept; the
+    temporary alone and the cache that filled, then stayed, are not."""
     _, _, reports, _ = scenario(traced, "temporaries_at_samples", CUMEMTRACE_SAMPLE_MS="20")
     report = reports["exit"][0]
     growth = report["growth"]
-    check(growth["mode"] == "time" and growth["samples"] >= 30,
-          f"sampled over time, about twice a step: {growth['mode']}, {growth['samples']} samples")
-    # The shape is there: at many samples the tensors held the line's
-    # temporary and the scratch beside it (24 MiB), gone at the next one.
+    check(growth["mode"] == "work" and growth["samples"] >= 30,
+          f"observed over the work: {growth['mode']}, {growth['samples']} observations")
+    # The shape is there: at many observations the tensors held the line's
+    # 8 MiB temporary (and the scratch beside it), gone at the next one.
     track = next(t for t in report["series"]["tracks"] if t["kind"] == "torch_tensor")
     values = [v for _, v in track["points"]]
-    drops = sum(1 for a, b in zip(values, values[1:]) if a - b >= 20 * MiB)
+    drops = sum(1 for a, b in zip(values, values[1:]) if a - b >= 8 * MiB)
     check(drops >= 10, f"samples while the temporaries lived, then not: {drops} in {values}")
     check_verdicts(report, "temporaries_at_samples")
 

@@ -87,17 +87,16 @@ def training_mix(steps=60):
     return weights, kept
 
 
-def leak_beside_temporaries(steps=60):
+def leak_beside_temporaries(steps=60, marked=True):
     """One line keeps a small tensor each step and makes two large
     temporaries it frees before the step's end, as `loss = f(g(h))` keeps
     the loss. The program marks its steps (cumemtrace_mark), so growth is
-    sampled between steps, where the temporaries are gone: the leak is told
-    from them however the machine's load moves the step's work. Sampled
-    over time instead, a sample falling between this line's allocations and
-    its frees counts 8 MiB more than the next, a fall, and under load enough
-    such samples hid the leak."""
-    mark = ctypes.CDLL(None).cumemtrace_mark
-    mark.argtypes = [ctypes.c_char_p]
+    observed between steps, where the temporaries are gone; its unmarked
+    twin (leak_beside_temporaries_unmarked) is observed over its events,
+    wherever they fall: the leak is told from the temporaries either way."""
+    mark = ctypes.CDLL(None).cumemtrace_mark if marked else lambda label: None
+    if marked:
+        mark.argtypes = [ctypes.c_char_p]
     mark(b"start")
     kept = []
     for _ in range(steps):
@@ -109,6 +108,60 @@ def leak_beside_temporaries(steps=60):
         mark(b"step")
         step_pause()
     return kept
+
+
+def leak_beside_temporaries_unmarked(steps=60):
+    return leak_beside_temporaries(steps, marked=False)
+
+
+# The shapes growth must call the same way on every run (bench/growth_repeat.py
+# repeats them; CUMEMTRACE_TEST_STEP_S sets a step's pause, 0.02 s by default).
+def step_seconds():
+    return float(os.environ.get("CUMEMTRACE_TEST_STEP_S", "0.02"))
+
+
+def short_leak(steps=78):
+    """78 steps (1.5 s), each keeping 1 MiB made on the line of an 8 MiB
+    temporary: growing."""
+    kept = []
+    for _ in range(steps):
+        scratch, k = Tensor(8 * MiB), Tensor(1 * MiB)  # LEAK-short_leak
+        kept.append(k)
+        time.sleep(step_seconds() / 2)   # the step's work, the temporary alive
+        del scratch
+        time.sleep(step_seconds() / 2)
+    return kept
+
+
+def small_beside_big(steps=150):
+    """150 steps (3 s), each keeping 512 bytes made on the line of a 4 MiB
+    temporary: growing."""
+    kept = []
+    for _ in range(steps):
+        scratch, k = Tensor(4 * MiB), Tensor(512)  # LEAK-small_beside_big
+        kept.append(k)
+        time.sleep(step_seconds() / 2)
+        del scratch
+        time.sleep(step_seconds() / 2)
+    return kept
+
+
+def steady_serving(steps=150):
+    """A server that holds steady: weights, a cache of the last 8 requests'
+    buffers of varying length (the oldest evicted), and per-request
+    temporaries: nothing growing."""
+    weights = Tensor(16 * MiB)  # HELD-steady_serving
+    cache = []
+    for step in range(steps):
+        length = 1 + (step * 7919) % 13
+        cache.append(Tensor(length * 256 << 10))  # TEMP-steady_serving
+        if len(cache) > 8:
+            cache.pop(0)
+        activation = Tensor(length * MiB)  # TEMP-steady_serving
+        time.sleep(step_seconds() / 2)
+        del activation
+        time.sleep(step_seconds() / 2)
+    return weights
 
 
 # Each half of a step of temporaries_at_samples: longer than the
@@ -528,6 +581,8 @@ def compiled(steps=30):
 
 
 SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries,
+                                      leak_beside_temporaries_unmarked, short_leak,
+                                      small_beside_big, steady_serving,
                                       temporaries_at_samples, remade_larger, kept_then_freed,
                                       held_at_end, never_freed,
                                       cache_idle, fragmentation_oom, fragmented_at_end,

@@ -268,6 +268,9 @@ int main(void)
     setenv("CUMEMTRACE_QUIET", "1", 1);
     setenv("CUMEMTRACE_FORMAT", "none", 1);
     setenv("CUMEMTRACE_DEPTH", "0", 1);
+    /* A growth observation enters what is queued when one is due (at the
+     * run's first events, at each): these tests say when entering happens. */
+    setenv("CUMEMTRACE_GROWTH", "0", 1);
     pid_t child = fork();                   /* before this process's tracker_init */
     CHECK(child >= 0);
     if (child == 0)
