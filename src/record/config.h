@@ -99,6 +99,10 @@ enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
     X(depth, DEPTH, INT, 0, CONFIG_MAX_DEPTH, 32, "`32`", 0, "depth", "N",                       \
       "native frames per stack",                                                                 \
       "native frames per stack (0 turns stacks off)")                                            \
+    X(native, NATIVE, BOOL, 0, 0, 1, "`1`", 0, "", "",                                           \
+      "native frames in stacks",                                                                 \
+      "`0`: no native frames, Python frames only (a Python program's verdicts are the same "     \
+      "either way: a framework's blocks and the driver's never share a stack)")                  \
     X(min_size, MIN_SIZE, SIZE, 0, 0, 0, "`0`", 0, "min-size", "SIZE",                           \
       "smaller blocks get no stack",                                                             \
       "blocks smaller than this (e.g. `64K`) are counted but get no stack")                      \

@@ -109,8 +109,9 @@ static size_t table_bytes;                     /* everything mapped, for reports
 #define RECENT_BITS 8
 struct recent_stack {
     const uintptr_t *frames;           /* the table's copy */
-    uint32_t id, depth;                /* id 0: empty */
+    uint32_t id, depth;                /* id 0: empty; depth | RECENT_DRIVER for the driver's */
 };
+#define RECENT_DRIVER (1u << 31)
 static __thread struct recent_stack recent[1 << RECENT_BITS][2];
 
 /* Stacks known by a key of other words than their frames: a thread's
@@ -583,18 +584,19 @@ static inline int same_frames(const uintptr_t *a, const uintptr_t *b, int depth)
     return differ == 0;
 }
 
-HOT_PATH uint32_t stack_intern_here(const uintptr_t *f, int depth)
+HOT_PATH uint32_t stack_intern_here(const uintptr_t *f, int depth, int space)
 {
     struct recent_stack *set = recent_set(f, depth);
+    uint32_t tag = (uint32_t)depth | (space ? RECENT_DRIVER : 0);
     for (int way = 0; way < 2; way++)
-        if (__builtin_expect(set[way].id && set[way].depth == (uint32_t)depth &&
+        if (__builtin_expect(set[way].id && set[way].depth == tag &&
                                  same_frames(set[way].frames, f, depth),
                              1))
             return set[way].id;
-    uint32_t id = stack_intern(f, depth, stack_hash(f, depth));
+    uint32_t id = stack_intern(f, depth, stack_hash_in(f, depth, space));
     if (id) {
         set[1] = set[0];
-        set[0] = (struct recent_stack){stack_frames(stack_get(id)), id, (uint32_t)depth};
+        set[0] = (struct recent_stack){stack_frames(stack_get(id)), id, tag};
     }
     return id;
 }

@@ -154,9 +154,22 @@ static inline uint64_t stack_mix(uint64_t h, uint64_t word)
 /* The id (1, 2, ...) of this stack, adding it if new; 0 when out of memory.
  * Keeps errno. */
 uint32_t stack_intern(const uintptr_t *frames, int depth, uint64_t hash);
-/* The same, its hash made here when needed: a stack this thread interned
- * lately is found in a memo of its own, with no hash. */
-uint32_t stack_intern_here(const uintptr_t *frames, int depth);
+
+/* A framework's blocks (tensors) and the driver's (a cache's segments among
+ * them) never share a stack, even with the same frames: without native
+ * frames (none recorded, or no unwinder), the segment a tensor's line made
+ * the cache take has that line's Python frames alone, and a segment's
+ * stack is left out of the verdicts, which would have taken the tensors'
+ * with it. So the driver's are interned under another hash: `space` 0 for
+ * a framework's blocks, STACK_DRIVER for the driver's. */
+#define STACK_DRIVER 1
+static inline uint64_t stack_hash_in(const uintptr_t *frames, int depth, int space)
+{
+    return stack_hash(frames, depth) ^ (space ? 0x5d1f7e3a9c0b4e21ULL : 0);
+}
+/* stack_intern's, in `space`, its hash made here when needed: a stack this
+ * thread interned lately is found in a memo of its own, with no hash. */
+uint32_t stack_intern_here(const uintptr_t *frames, int depth, int space);
 
 /* A stack this thread interned lately, found by `key`, words[0..words) that
  * stand for its frames, and their `hash` (the caller's, which may cover more

@@ -469,6 +469,8 @@ HOT_PATH __attribute__((noinline)) static int native_frames(int kind,
                                                             uint64_t (*operation_of)(void),
                                                             uintptr_t *frames)
 {
+    if (!config.native)
+        return 0;
     if (!kind_in_cache(kind) || config.block_depth >= config.depth)
         return stack_capture(frames, config.depth);
     if (python_runs_here())     /* none at the default depth 0: not even the call */
@@ -535,7 +537,7 @@ __attribute__((noinline)) static uint32_t new_framework_stack(int kind, uint64_t
 {
     uintptr_t frames[CONFIG_MAX_DEPTH];
     int depth = capture(kind, size, operation, frames);
-    uint32_t id = stack_intern_here(frames, depth);
+    uint32_t id = stack_intern_here(frames, depth, 0);
     if (words && python_key_kept(key, words, depth))
         stack_remember_by_key(key, words, hash, id);
     return id;
@@ -579,8 +581,10 @@ static int8_t event_device(int device)
 static struct pending_event event_of(const struct allocation *a, const uintptr_t *frames,
                                      int depth)
 {
-    uint32_t stack_id = stack_intern_here(frames, depth);
-    note_cache_role(a->kind & BLOCK_KIND_MASK, stack_id, depth);
+    int kind = a->kind & BLOCK_KIND_MASK;
+    uint32_t stack_id =
+        stack_intern_here(frames, depth, kind_space(kind) == SPACE_FRAMEWORK ? 0 : STACK_DRIVER);
+    note_cache_role(kind, stack_id, depth);
     note_traced();
     return (struct pending_event){
         .value = a->value,
@@ -780,10 +784,13 @@ uint32_t tracker_failure(const struct allocation *a, int code, int oom)
         return 0;
     uintptr_t frames[CONFIG_MAX_DEPTH];
     int depth = config.depth > 0
-                    ? python_capture(frames, stack_capture(frames, config.depth), CONFIG_MAX_DEPTH)
+                    ? python_capture(frames, config.native ? stack_capture(frames, config.depth) : 0,
+                                     CONFIG_MAX_DEPTH)
                     : 0;
-    uint32_t stack_id = stack_intern(frames, depth, stack_hash(frames, depth));
     int kind = a->kind & BLOCK_KIND_MASK;
+    uint32_t stack_id = stack_intern(
+        frames, depth,
+        stack_hash_in(frames, depth, kind_space(kind) == SPACE_FRAMEWORK ? 0 : STACK_DRIVER));
     note_traced();
 
     tracker_lock();         /* rare: the failure ring and its counters, all at once */

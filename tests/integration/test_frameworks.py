@@ -228,6 +228,30 @@ def test_growth_same_every_run(traced):
         check(all(a == answers[0] for a in answers), f"{name}: the same figures each run: {answers}")
 
 
+def test_verdicts_without_native_frames(traced):
+    """CUMEMTRACE_NATIVE=0 (as on a machine where no native stack can be
+    walked): every verdict of the stand-in's mixes of leaks and innocent
+    temporaries the same as with native frames. Without them a segment the
+    cache took at a tensor's line has that line's Python frames alone; it
+    once shared the tensor's stack, whose verdicts then went with the
+    segment's (training_mix's leak not growing)."""
+    def verdicts(report):
+        return {v: sorted(site_line(report, g["stack"]) for g in report["growth"][v])
+                for v in ("growing", "released")}
+    for name in ("training_mix", "leak_beside_temporaries_unmarked", "kept_then_freed",
+                 "short_leak", "steady_serving", "remade_larger"):
+        with_native = scenario(traced, name, CUMEMTRACE_TEST_STEP_S="0.002")[2]["exit"][0]
+        without = scenario(traced, name, CUMEMTRACE_TEST_STEP_S="0.002",
+                           CUMEMTRACE_NATIVE="0")[2]["exit"][0]
+        segments = [s for s in without["stacks"] if s.get("cache_segment")]
+        check(segments and all(site_line(without, s["id"]) for s in segments),
+              f"{name}: without native frames the segments' stacks are Python lines: {segments}")
+        check(verdicts(with_native) == verdicts(without),
+              f"{name}: the same verdicts: {verdicts(with_native)} vs {verdicts(without)}")
+        check(verdicts(without)["growing"] or verdicts(without)["released"] or
+              name == "steady_serving", f"{name}: a verdict to compare: {verdicts(without)}")
+
+
 def test_torch_blocks_temporaries_at_samples(traced):
     """The same shape unmarked, with about every other observation falling
     while the line's 8 MiB temporary is alive (as on a GPU, where

@@ -88,21 +88,28 @@ int main(void)
     same = 1;
     for (int round = 0; round < 3; round++)
         for (int v = 0; v < 5; v++)
-            same &= stack_intern_here(alike[v], 12) == ids[v];
-    same &= stack_intern_here(none, 0) == empty;
+            same &= stack_intern_here(alike[v], 12, 0) == ids[v];
+    same &= stack_intern_here(none, 0, 0) == empty;
     CHECK(same);
     uintptr_t fresh[3] = {0x700010, 0x700020, 0x700030};
-    uint32_t added = stack_intern_here(fresh, 3);
+    uint32_t added = stack_intern_here(fresh, 3, 0);
     CHECK_EQ(added, stack_count());
     CHECK_EQ(stack_intern(fresh, 3, stack_hash(fresh, 3)), added);
-    CHECK_EQ(stack_intern_here(fresh, 2), stack_count());    /* a prefix: a stack of its own */
+    CHECK_EQ(stack_intern_here(fresh, 2, 0), stack_count());    /* a prefix: a stack of its own */
+    /* The same frames for the driver's blocks: another record, found again
+     * (memo or table) in its own space, and the framework's still its own. */
+    uint32_t driver = stack_intern_here(fresh, 3, STACK_DRIVER);
+    CHECK(driver != added && driver == stack_count());
+    CHECK_EQ(stack_intern_here(fresh, 3, STACK_DRIVER), driver);
+    CHECK_EQ(stack_intern(fresh, 3, stack_hash_in(fresh, 3, STACK_DRIVER)), driver);
+    CHECK_EQ(stack_intern_here(fresh, 3, 0), added);
 
     /* After a reset (a forked child's) the memo names no stack of the old
      * table: its pages stay mapped, with the frames the memo compares. */
     stack_reset();
     uintptr_t other[3] = {0x800010, 0x800020, 0x800030};
-    CHECK_EQ(stack_intern_here(other, 3), 1);
-    CHECK_EQ(stack_intern_here(fresh, 3), 2);
-    CHECK_EQ(stack_intern_here(other, 3), 1);
+    CHECK_EQ(stack_intern_here(other, 3, 0), 1);
+    CHECK_EQ(stack_intern_here(fresh, 3, 0), 2);
+    CHECK_EQ(stack_intern_here(other, 3, 0), 1);
     return check_done("test_stacks");
 }
