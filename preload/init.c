@@ -72,10 +72,12 @@ static const struct host interposer = {
     .program_ended = report_keep_end,
 };
 
-/* Descriptors made while the tracer starts are ours, not the program's:
- * libunwind's (a pipe it validates memory with) go above the program's
- * range (log_move_high), so that the program's own next descriptors get the
- * numbers they would have had without us. Only this thread, only then. */
+/* Descriptors made while the tracer starts, or inside it, are ours, not the
+ * program's: libunwind's (a pipe it validates memory with, made at the
+ * first walk) go above the program's range (log_move_high), so that the
+ * program's own next descriptors get the numbers they would have had
+ * without us; with too few free to spare (log.h) there is no pipe:
+ * libunwind validates memory without it. Only this thread, only then. */
 static __thread int starting;
 static int (*real_pipe2)(int fds[2], int flags);
 
@@ -85,8 +87,13 @@ PUBLIC int pipe2(int fds[2], int flags)
         errno = ENOSYS;
         return -1;
     }
+    int ours = starting || tracker_inside();
+    if (ours && log_descriptors_short() > 1) {
+        errno = EMFILE;
+        return -1;
+    }
     int result = real_pipe2(fds, flags);
-    if (result == 0 && starting) {
+    if (result == 0 && ours) {
         fds[0] = log_move_high(fds[0]);
         fds[1] = log_move_high(fds[1]);
     }
@@ -95,6 +102,7 @@ PUBLIC int pipe2(int fds[2], int flags)
 
 static void init_once(void)
 {
+    log_descriptors_check();
     starting = 1;
     tracker_start(&interposer);
     starting = 0;

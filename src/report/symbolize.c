@@ -20,7 +20,8 @@
  * was: a program that closed them and opened its own files at those
  * numbers (a daemon that tidies its descriptors) would lose its files
  * otherwise; the old modules are then let go unended, their descriptors
- * left to the program.
+ * left to the program. A program left with only a few descriptors keeps
+ * them: libdw gets none (and the report's files the ones there are).
  *
  * Another process's modules (a dump) are opened by us, by path, only when
  * they are regular files (a FIFO named there would block the command for
@@ -179,9 +180,12 @@ static int load_libdw(struct libdw *dw, void *(*lookup)(void *, const char *))
     dw->handle = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!dw->handle) {
         static int said;    /* once a process: what it does without */
+        const char *why = dlerror();
+        int full = why && strstr(why, "Too many open files");  /* there, but no descriptor */
         if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-            log_line("cannot load libdw.so.1 (elfutils); native frames are named by function "
-                     "and module+offset, without file and line (install libdw1)");
+            log_line("cannot load libdw.so.1 (%s); native frames are named by function and "
+                     "module+offset, without file and line%s",
+                     full ? "no descriptor free" : "elfutils", full ? "" : " (install libdw1)");
         return -1;
     }
     void *find_elf = lookup(dw->handle, "dwfl_linux_proc_find_elf");
@@ -305,12 +309,18 @@ static int live_held_intact(void)
     return 1;
 }
 
+/* Below this many free descriptors libdw opens no module: names come from
+ * the dynamic symbol tables, and the report's own files can be made. */
+#define SYMBOLIZER_SPARE 8
+
 /* libdw's find_elf for this process: a module named by path is opened by
  * us, regular files only and close-on-exec from the start; the rest (the
  * vDSO, a deleted file, read from memory) by libdw. */
 static int live_find_elf(Dwfl_Module *module, void **userdata, const char *name,
                          uint64_t base, char **file_name, void **elf)
 {
+    if (!log_descriptors_spare(SYMBOLIZER_SPARE))
+        return -1;
     if (name && name[0] == '/') {
         int fd = output_open_regular(name, 0);
         char *copy = fd >= 0 ? strdup(name) : NULL;     /* libdw frees it */
@@ -328,6 +338,8 @@ static int live_find_debuginfo(Dwfl_Module *module, void **userdata, const char 
                                uint64_t base, const char *file, const char *debuglink,
                                uint32_t crc, char **found)
 {
+    if (!log_descriptors_spare(SYMBOLIZER_SPARE))
+        return -1;
     return live_hold(live.find_debuginfo(module, userdata, name, base, file, debuglink, crc,
                                          found));
 }

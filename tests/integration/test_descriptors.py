@@ -91,3 +91,23 @@ def test_child_inherits_nothing(traced):
         lists[tracer] = numbers(out.strip(), "child-fds")
     check(lists[True] == lists[False], f"the child's descriptors: {lists}")
 
+
+
+def test_few_descriptors(traced):
+    """RLIMIT_NOFILE 4 to 8 set before the first CUDA call: cudaMalloc
+    answers as untraced (the tracer takes nothing the driver needs), and the
+    block is on record (the exit report, or the dump in its place)."""
+    for limit in (4, 5, 6, 7, 8, 16):
+        out, err, _, _ = traced.run(PROGRAM, ["nofile", str(limit)], preload=False)
+        untraced = out.strip()
+        out, err, reports, _ = traced.run(PROGRAM, ["nofile", str(limit)], expect_rc=None,
+                                          env={"CUMEMTRACE_QUIET": "1"})
+        check(untraced == "cudaMalloc 0" and out.strip() == untraced,
+              f"RLIMIT_NOFILE {limit}: {out.strip()!r} traced, {untraced!r} untraced; "
+              f"{err[-400:]!r}")
+        on_record = [name for name in os.listdir(traced.dir)
+                     if name.endswith(".json") or name.endswith(".dump")]
+        check(len(on_record) == 1, f"RLIMIT_NOFILE {limit}: the report or a dump: "
+                                   f"{os.listdir(traced.dir)} {err[-400:]!r}")
+        lines = [line for line in err.splitlines() if line.startswith("cumemtrace:")]
+        check(len(lines) <= 2, f"RLIMIT_NOFILE {limit}: a line or two, not more: {lines}")
