@@ -451,6 +451,19 @@ def test_two_copies(traced):
           f"both preloaded: one report: {completed.returncode} {reports} {completed.stderr!r}")
 
 
+def test_report_duplicate_key(traced):
+    """A report with a key twice in one object is refused in one line that
+    names the key (which of the two would the reader mean?)."""
+    out, err, reports, _ = traced.run("examples/leak_loop", ["2"], env={"CUMEMTRACE_QUIET": "1"})
+    path = os.path.join(traced.dir, "twice.json")
+    with open(path, "w") as handle:
+        handle.write(json.dumps(reports[0])[:-1] + ', "reason": "oom"}')
+    completed = tool("report", path)
+    check(completed.returncode != 0 and completed.stderr.count("\n") == 1 and
+          'the key "reason" appears twice' in completed.stderr,
+          f"refused, naming the key: {completed.returncode} {completed.stderr!r}")
+
+
 def test_huge_malloc(traced):
     """cudaMalloc(SIZE_MAX) fails on the simulator (out of memory, as on a
     GPU), and the counters stay exact."""
