@@ -10,9 +10,9 @@
  *
  * One tracer a process: where two copies of the library are loaded (an
  * LD_PRELOAD exported by one installation, `cumemtrace run` of another),
- * the one the process's look-ups reach first traces, and the other, which
- * finds cumemtrace_version in another module and answering a version (the
- * API-only library answers none), stands aside: its wrappers pass every
+ * the one the process's look-ups reach first traces; the other, which finds
+ * the process's cumemtrace_version in another module and answering a
+ * version (the API-only library answers none), stands aside: its wrappers pass every
  * call on untouched, and it says so in one line at its first event. */
 #include <dlfcn.h>
 #include <errno.h>

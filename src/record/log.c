@@ -32,10 +32,10 @@ int log_descriptors_spare(int count)
     struct rlimit limit;
     if (getrlimit(RLIMIT_NOFILE, &limit) < 0 || limit.rlim_cur == RLIM_INFINITY)
         return 1;
-    int free = 0;
-    for (rlim_t fd = 0; fd < limit.rlim_cur && free < count; fd++)
-        free += fcntl((int)fd, F_GETFD) < 0 && errno == EBADF;
-    return free >= count;
+    int found = 0;
+    for (rlim_t fd = 0; fd < limit.rlim_cur && found < count; fd++)
+        found += fcntl((int)fd, F_GETFD) < 0 && errno == EBADF;
+    return found >= count;
 }
 
 /* The tracer keeps up to four (libunwind's pipe, the dump made ahead, the

@@ -29,6 +29,7 @@
  * looked for by build id under /usr/lib/debug, and by .gnu_debuglink beside
  * the module, again regular files only. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <elf.h>
@@ -294,7 +295,8 @@ static int live_hold(int fd)
 }
 
 /* Whether every descriptor libdw holds for live.dwfl is still the file
- * handed to it: only then may libdw close them. */
+ * handed to it, or closed (libdw closes a debug file it finds unusable):
+ * only then may libdw close them. */
 static int live_held_intact(void)
 {
     unsigned count = __atomic_load_n(&live.held_count, __ATOMIC_RELAXED);
@@ -302,8 +304,11 @@ static int live_held_intact(void)
         return 0;
     for (unsigned i = 0; i < count; i++) {
         struct stat st;
-        if (live.held[i].fd < 0 || fstat(live.held[i].fd, &st) < 0 ||
-            st.st_dev != live.held[i].device || st.st_ino != live.held[i].inode)
+        if (live.held[i].fd < 0)
+            return 0;
+        if (fstat(live.held[i].fd, &st) < 0 ? errno != EBADF
+                                            : st.st_dev != live.held[i].device ||
+                                                  st.st_ino != live.held[i].inode)
             return 0;
     }
     return 1;
