@@ -26,6 +26,7 @@
  * CUMEMTRACE_FRAMEWORKS=0) costs one line and leaves the driver view, which
  * the report then says it shows. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -235,14 +236,17 @@ static int loaded_torch_version(const char *c10, char *version, size_t size, cha
     return 0;
 }
 
-/* The file or directory at `path` is this user's alone: not a link, owned
- * by us, writable by no one else (the tracer loads code from it). 0, or -1
- * with why. */
-static int private_to_us(const char *path, int directory, char *why, size_t size)
+/* The file or directory open at `fd` (`path` in messages) is this user's
+ * alone: owned by us, writable by no one else (the tracer loads code from
+ * it). 0, or -1 with why. Asked of the descriptor the code is then loaded
+ * through, so that nothing can be swapped in between. */
+static int private_to_us(int fd, const char *path, int directory, char *why, size_t size)
 {
     struct stat info;
-    if (lstat(path, &info) != 0)
+    if (fstat(fd, &info) != 0) {
+        snprintf(why, size, "%.200s cannot be read", path);
         return -1;
+    }
     if (directory ? !S_ISDIR(info.st_mode) : !S_ISREG(info.st_mode))
         snprintf(why, size, "%.200s is not a %s", path, directory ? "directory" : "file");
     else if (info.st_uid != geteuid())
@@ -255,14 +259,31 @@ static int private_to_us(const char *path, int directory, char *why, size_t size
     return -1;
 }
 
+/* The cache key, as torch_tracker.py's key() makes it:
+ * torch-VERSION-GIT-pyPYTHON-SOURCES, with VERSION cut to its first 100
+ * bytes and GIT to 12, and every byte but A-Z a-z 0-9 . + _ - made '_' (a
+ * character beyond ASCII: one '_' for each byte of its UTF-8). */
+static void cache_key(const char *version, const char *git, const char *python, char *key,
+                      size_t size)
+{
+    snprintf(key, size, "torch-%.100s-%.12s-py%s-%s", version, git, python,
+             CUMEMTRACE_TRACKER_SOURCES);
+    for (char *c = key; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              strchr(".+_-", *c)))
+            *c = '_';
+}
+
 /* The tracker for this PyTorch in the per-user cache that
  * python/cumemtrace/torch_tracker.py builds: $XDG_CACHE_HOME/cumemtrace,
  * else ~/.cache/cumemtrace, named by the same key it makes (the PyTorch's
  * version and commit, the Python's version, the tracker's sources). 0 with
- * `path` when it is there and private to us; 1 with `path` when it is not
- * there; -1 with `why` when the cache is not ours alone. */
+ * `path` and `*fd` open on it when it is there and private to us (opened
+ * within the cache directory opened first, neither through a link, each
+ * checked on its descriptor); 1 with `path` when it is not there; -1 with
+ * `why` when the cache is not ours alone. */
 static int cached_tracker(const char *version, const char *git, char *path, size_t size,
-                          char *why, size_t why_size)
+                          int *fd, char *why, size_t why_size)
 {
     const char *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char folder[3072];
@@ -277,20 +298,34 @@ static int cached_tracker(const char *version, const char *git, char *path, size
     char python[16] = "none";
     if (python_version && sscanf(python_version(), "%d.%d", &major, &minor) == 2)
         snprintf(python, sizeof(python), "%d.%d", major, minor);
-    char key[256];
-    snprintf(key, sizeof(key), "torch-%.100s-%.12s-py%s-%s", version, git, python,
-             CUMEMTRACE_TRACKER_SOURCES);
-    for (char *c = key; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-              strchr(".+_-", *c)))
-            *c = '_';
-    snprintf(path, size, "%s/libcumemtrace_torch-%s.so", folder, key);
-    struct stat info;
-    if (lstat(folder, &info) != 0 || lstat(path, &info) != 0)
+    char key[256], name[300];
+    cache_key(version, git, python, key, sizeof(key));
+    snprintf(name, sizeof(name), "libcumemtrace_torch-%s.so", key);
+    snprintf(path, size, "%s/%s", folder, name);
+    int directory = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (directory < 0 && errno == ENOENT)
         return 1;
-    if (private_to_us(folder, 1, why, why_size) < 0 || private_to_us(path, 0, why, why_size) < 0)
+    if (directory < 0) {
+        snprintf(why, why_size, "%.200s is not a directory we can open; refused", folder);
         return -1;
-    return 0;
+    }
+    *fd = -1;
+    int refused = private_to_us(directory, folder, 1, why, why_size);
+    if (!refused) {
+        *fd = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (*fd >= 0)
+            refused = private_to_us(*fd, path, 0, why, why_size);
+        else if (errno != ENOENT) {
+            snprintf(why, why_size, "%.200s is not a file we can open; refused", path);
+            refused = -1;
+        }
+    }
+    close(directory);
+    if (refused && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return refused ? -1 : *fd < 0 ? 1 : 0;
 }
 
 /* The tracker library beside us (a build tree's, or an installation's). */
@@ -320,10 +355,15 @@ struct tracker_library {
 
 /* Load the tracker at `path` and check that it was built for PyTorch
  * `loaded`: 0, or -1 with why. */
-static int load_tracker(const char *path, const char *loaded, struct tracker_library *t,
+/* The tracker at `path`, or through the descriptor `fd` on it when it is
+ * not -1 and /proc is there (the file checked is the file loaded). */
+static int load_tracker(const char *path, int fd, const char *loaded, struct tracker_library *t,
                         char *why, size_t size)
 {
-    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    char proc[40];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    void *library = dlopen(fd >= 0 && access(proc, R_OK) == 0 ? proc : path,
+                           RTLD_NOW | RTLD_LOCAL);
     t->version = library ? real_dlsym(library, "torch_tracker_version") : NULL;
     *(void **)&t->attach = library ? real_dlsym(library, "torch_tracker_attach") : NULL;
     *(void **)&t->operation = library ? real_dlsym(library, "torch_tracker_operation") : NULL;
@@ -346,7 +386,7 @@ static int load_tracker(const char *path, const char *loaded, struct tracker_lib
  * it (outside this process: it takes a compiler and seconds). */
 static void attach_torch(const char *c10)
 {
-    char why[1024], path[4096], loaded[64], git[64];
+    char why[1024], path[4096], loaded[256], git[64];
     if (!config.frameworks) {
         tracker_cache_view(KIND_TORCH_TENSOR, CACHE_SEGMENTS, "CUMEMTRACE_FRAMEWORKS=0");
         return;
@@ -364,19 +404,20 @@ static void attach_torch(const char *c10)
             segments_only(why);
             return;
         }
-        if (load_tracker(config.torch_tracker, loaded, &t, why, sizeof(why)) < 0) {
+        if (load_tracker(config.torch_tracker, -1, loaded, &t, why, sizeof(why)) < 0) {
             segments_only(why);
             return;
         }
     } else {
-        int cached = cached_tracker(loaded, git, path, sizeof(path), why, sizeof(why));
+        int fd = -1;
+        int cached = cached_tracker(loaded, git, path, sizeof(path), &fd, why, sizeof(why));
         if (cached < 0) {
             segments_only(why);
             return;
         }
         char beside[4096], beside_why[1024] = "";
         if (cached == 1 && beside_us(beside, sizeof(beside)) == 0 && access(beside, R_OK) == 0 &&
-            load_tracker(beside, loaded, &t, beside_why, sizeof(beside_why)) == 0) {
+            load_tracker(beside, -1, loaded, &t, beside_why, sizeof(beside_why)) == 0) {
             cached = 2;     /* the one beside us fits */
         } else if (cached == 1) {
             char exe[4096] = "", command[4200] = "cumemtrace doctor";
@@ -390,7 +431,10 @@ static void attach_torch(const char *c10)
             segments_only(why);
             return;
         }
-        if (cached == 0 && load_tracker(path, loaded, &t, why, sizeof(why)) < 0) {
+        int failed = cached == 0 && load_tracker(path, fd, loaded, &t, why, sizeof(why)) < 0;
+        if (fd >= 0)
+            close(fd);      /* loaded or not: the loader holds its own mapping */
+        if (failed) {
             segments_only(why);
             return;
         }

@@ -6,7 +6,14 @@
  * The first event calls preload_init(), which does its work once. The
  * exceptions, at the bottom: a private duplicate of stderr (let go in a
  * forked child and at setsid), and the settings that change the
- * environment (CUMEMTRACE_FOLLOW=0, ..._TORCH_PER_TENSOR=1). */
+ * environment (CUMEMTRACE_FOLLOW=0, ..._TORCH_PER_TENSOR=1).
+ *
+ * One tracer a process: where two copies of the library are loaded (an
+ * LD_PRELOAD exported by one installation, `cumemtrace run` of another),
+ * the one the process's look-ups reach first traces; the other, which finds
+ * the process's cumemtrace_version in another module and answering a
+ * version (the API-only library answers none), stands aside: its wrappers pass every
+ * call on untouched, and it says so in one line at its first event. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -72,10 +79,12 @@ static const struct host interposer = {
     .program_ended = report_keep_end,
 };
 
-/* Descriptors made while the tracer starts are ours, not the program's:
- * libunwind's (a pipe it validates memory with) go above the program's
- * range (log_move_high), so that the program's own next descriptors get the
- * numbers they would have had without us. Only this thread, only then. */
+/* Descriptors made while the tracer starts, or inside it, are ours, not the
+ * program's: libunwind's (a pipe it validates memory with, made at the
+ * first walk) go above the program's range (log_move_high), so that the
+ * program's own next descriptors get the numbers they would have had
+ * without us; with too few free to spare (log.h) there is no pipe:
+ * libunwind validates memory without it. Only this thread, only then. */
 static __thread int starting;
 static int (*real_pipe2)(int fds[2], int flags);
 
@@ -85,16 +94,37 @@ PUBLIC int pipe2(int fds[2], int flags)
         errno = ENOSYS;
         return -1;
     }
+    int ours = starting || tracker_inside();
+    if (ours && log_descriptors_short() > 1) {
+        errno = EMFILE;
+        return -1;
+    }
     int result = real_pipe2(fds, flags);
-    if (result == 0 && starting) {
+    if (result == 0 && ours) {
         fds[0] = log_move_high(fds[0]);
         fds[1] = log_move_high(fds[1]);
     }
     return result;
 }
 
+/* The other copy's cumemtrace_version, where one is loaded first. */
+static const char *(*first_copy)(void);
+
 static void init_once(void)
 {
+    if (first_copy) {
+        Dl_info other, own;
+        const char *version = first_copy();
+        if (!dladdr((void *)first_copy, &other) || !other.dli_fname)
+            other.dli_fname = "?";
+        if (!dladdr((void *)&preload_init, &own) || !own.dli_fname)
+            own.dli_fname = "?";
+        log_line("another copy of the tracer (%s, %s) traces this process; this one (%s) "
+                 "stands aside", other.dli_fname, version ? version : "?", own.dli_fname);
+        tracker_stand_aside();
+        return;
+    }
+    log_descriptors_check();
     starting = 1;
     tracker_start(&interposer);
     starting = 0;
@@ -188,16 +218,25 @@ PUBLIC pid_t setsid(void)
     return real_setsid();
 }
 
-/* The only work done at load time: keep a private copy of stderr (log.h),
- * find the C library's exec functions (exec.c), and settings that must
- * change the environment before the program runs. */
+/* The only work done at load time: find the C library's exec functions
+ * (exec.c), see whether another copy traces already (above), keep a private
+ * copy of stderr (log.h), and settings that must change the environment
+ * before the program runs. */
 __attribute__((constructor)) static void cumemtrace_load(void)
 {
-    log_keep_stderr();
-    pthread_atfork(NULL, NULL, log_release_stderr);
     *(void **)&real_setsid = real_dlsym(RTLD_NEXT, "setsid");
     *(void **)&real_pipe2 = real_dlsym(RTLD_NEXT, "pipe2");
     exec_init();
+    const char *(*first)(void);
+    *(void **)&first = real_dlsym(RTLD_DEFAULT, "cumemtrace_version");
+    Dl_info found, own;     /* by module: our own name may be bound to the other's */
+    if (first && dladdr((void *)first, &found) && dladdr((void *)&preload_init, &own) &&
+        found.dli_fbase != own.dli_fbase && first()) {
+        first_copy = first;         /* nothing of ours to keep: the other's */
+        return;
+    }
+    log_keep_stderr();
+    pthread_atfork(NULL, NULL, log_release_stderr);
     follow_setting();
     torch_per_tensor_setting();
 }

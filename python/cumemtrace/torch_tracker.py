@@ -52,7 +52,7 @@ import sys
 import tempfile
 
 PREFIX = "cumemtrace: "
-SAFE = re.compile(r"[^A-Za-z0-9.+_-]")
+UNSAFE = re.compile(rb"[^A-Za-z0-9.+_-]")
 
 
 class TrackerError(Exception):
@@ -95,8 +95,9 @@ def find_torch():
         return None
     root = os.path.realpath(list(spec.submodule_search_locations)[0])
     try:
-        with open(os.path.join(root, "version.py")) as handle:
-            text = handle.read(4096)
+        # Its first 4 KiB, each byte one character, as the tracer reads it.
+        with open(os.path.join(root, "version.py"), "rb") as handle:
+            text = handle.read(4096).decode("utf-8", "surrogateescape")
     except OSError:
         return None
     version = re.search(r"^__version__ = '([^'\n]*)'", text, re.M)
@@ -107,8 +108,15 @@ def find_torch():
 
 
 def key(version, git, python, digest):
-    """The cache key: the same string preload/frameworks.c makes."""
-    return SAFE.sub("_", f"torch-{version}-{git[:12]}-py{python}-{digest}")
+    """The cache key, as preload/frameworks.c's cache_key() makes it:
+    torch-VERSION-GIT-pyPYTHON-DIGEST with VERSION cut to its first 100
+    bytes and GIT to 12 (in UTF-8), and every byte but A-Z a-z 0-9 . + _ -
+    made '_' (a character beyond ASCII: one '_' for each of its bytes)."""
+    def cut(text, size):
+        return text.encode("utf-8", "surrogateescape")[:size]
+    whole = b"torch-" + cut(version, 100) + b"-" + cut(git, 12) + \
+        f"-py{python}-{digest}".encode("utf-8", "surrogateescape")
+    return UNSAFE.sub(b"_", whole).decode("ascii")
 
 
 def cache_dir():

@@ -320,6 +320,44 @@ static int match_word(struct parser *p, const char *word)
 
 static struct json_value *parse_value(struct parser *p, int depth);
 
+static int by_key(const void *a, const void *b)
+{
+    return strcmp((*(const struct json_value *const *)a)->key,
+                  (*(const struct json_value *const *)b)->key);
+}
+
+/* An object whose members all have different names; else fails, naming
+ * the name (its control bytes shown as '?'). Sorted, so that a hostile
+ * object of many members costs n log n. */
+static int keys_unique(struct parser *p, const struct json_value *v)
+{
+    const struct json_value *small[64], **members = small;
+    if (v->length > sizeof(small) / sizeof(small[0]) &&
+        !(members = malloc(v->length * sizeof(*members)))) {
+        fail(p, "out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    for (const struct json_value *m = v->first; m; m = m->next)
+        members[n++] = m;
+    qsort(members, n, sizeof(*members), by_key);
+    const char *twice = NULL;
+    for (size_t i = 1; i < n && !twice; i++)
+        if (strcmp(members[i - 1]->key, members[i]->key) == 0)
+            twice = members[i]->key;
+    if (twice) {
+        char name[80];
+        size_t k = 0;
+        for (; twice[k] && k < sizeof(name) - 1; k++)
+            name[k] = (unsigned char)twice[k] < 0x20 || twice[k] == 0x7f ? '?' : twice[k];
+        name[k] = '\0';
+        fail(p, "the key \"%s\" appears twice in one object", name);
+    }
+    if (members != small)
+        free(members);
+    return twice ? -1 : 0;
+}
+
 /* An array or an object, its opening bracket at p->at. */
 static int parse_members(struct parser *p, struct json_value *v, int depth, int object)
 {
@@ -366,7 +404,7 @@ static int parse_members(struct parser *p, struct json_value *v, int depth, int 
         }
         if (*p->at == close) {
             p->at++;
-            return 0;
+            return object ? keys_unique(p, v) : 0;
         }
         if (*p->at != ',') {
             fail(p, object ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array");

@@ -9,7 +9,8 @@
  * double value, and integers written without sign, fraction or exponent that
  * fit in 64 bits are also kept exactly (`is_integer`, `integer`): byte counts
  * above 2^53 survive. Objects keep their members in file order; a member's
- * name is in its `key`. Nesting deeper than JSON_MAX_DEPTH is an error, so a
+ * name is in its `key`; a name twice in one object is an error (which one
+ * would the reader mean?). Nesting deeper than JSON_MAX_DEPTH is an error, so a
  * hostile file cannot exhaust the stack. Errors name line and column. */
 #ifndef CUMEMTRACE_JSON_H
 #define CUMEMTRACE_JSON_H

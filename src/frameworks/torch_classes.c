@@ -4,8 +4,12 @@
  * The walk is Python code, compiled once into a function of our own
  * (exec of CLASSIFY in a namespace only we hold): it finds the nn.Module
  * and Optimizer objects among those the garbage collector tracks (every
- * instance of a class with a __dict__ is), takes the modules no other found
- * module holds as the roots, and lists each root's named_parameters() (the
+ * instance of a class with a __dict__ is) by their type alone: no
+ * attribute of the program's other objects is read (isinstance() reads each
+ * one's __class__, and a deprecated object such as PyTorch's
+ * torch.distributed.reduce_op warns at every read: into the program's
+ * stderr, or under -W error as an exception). It takes the modules no other
+ * found module holds as the roots, and lists each root's named_parameters() (the
  * qualified names, prefixed by the root's name in __main__ when several
  * roots hold parameters; torch.compile's `_orig_mod.` left out), their
  * .grad, the optimizers' parameters no module holds, and every CUDA tensor
@@ -16,7 +20,7 @@
  *
  * It runs only where the bridge reads for a report (a snapshot, the OOM
  * observer, Python's exit), never periodically: the walk is one pass over
- * every object the garbage collector tracks, an isinstance() each. */
+ * every object the garbage collector tracks, an issubclass() each. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,18 +31,15 @@
 static const char CLASSIFY[] =
     "def classify(torch, gc, main):\n"
     "    Module, Optimizer, Tensor = torch.nn.Module, torch.optim.Optimizer, torch.Tensor\n"
-    "    try:\n"
-    "        found = [o for o in gc.get_objects() if isinstance(o, (Module, Optimizer))]\n"
-    "    except Exception:\n"
-    "        found = []\n"
-    "        for o in gc.get_objects():\n"
-    "            try:\n"
-    "                if isinstance(o, (Module, Optimizer)):\n"
-    "                    found.append(o)\n"
-    "            except Exception:\n"
-    "                pass\n"
-    "    modules = [o for o in found if isinstance(o, Module)]\n"
-    "    optimizers = [o for o in found if isinstance(o, Optimizer)]\n"
+    "    found = []\n"
+    "    for o in gc.get_objects():\n"
+    "        try:\n"
+    "            if issubclass(type(o), (Module, Optimizer)):\n"
+    "                found.append(o)\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "    modules = [o for o in found if issubclass(type(o), Module)]\n"
+    "    optimizers = [o for o in found if issubclass(type(o), Optimizer)]\n"
     "    inner = set()\n"
     "    for m in modules:\n"
     "        try:\n"
@@ -59,7 +60,7 @@ static const char CLASSIFY[] =
     "    records, owners, index = [], [], {}\n"
     "    def keep(t, kind, owner):\n"
     "        try:\n"
-    "            if isinstance(t, Tensor) and t.is_cuda and t.data_ptr():\n"
+    "            if issubclass(type(t), Tensor) and t.is_cuda and t.data_ptr():\n"
     "                records.append(t.data_ptr().to_bytes(8, 'little') +\n"
     "                               (t.numel() * t.element_size()).to_bytes(8, 'little') +\n"
     "                               (kind << 32 | owner).to_bytes(8, 'little'))\n"

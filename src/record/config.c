@@ -243,6 +243,32 @@ static const struct setting {
 #undef X
 };
 
+/* `value` as a message shows it, in `shown`: within one line, and nothing
+ * a terminal would act on: a newline, a quote, a backslash, control bytes
+ * and bytes above ASCII escaped (\n, \', \\, \xHH); cut short with "...". */
+static void escape_value(const char *value, char *shown, size_t size)
+{
+    size_t used = 0;
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        char piece[5];
+        if (*p == '\n' || *p == '\'' || *p == '\\')
+            snprintf(piece, sizeof(piece), "\\%c", *p == '\n' ? 'n' : *p);
+        else if (*p < 0x20 || *p >= 0x7f)
+            snprintf(piece, sizeof(piece), "\\x%02x", *p);
+        else
+            snprintf(piece, sizeof(piece), "%c", *p);
+        size_t n = strlen(piece);
+        if (used + n + 4 > size) {
+            memcpy(shown + used, "...", 3);
+            used += 3;
+            break;
+        }
+        memcpy(shown + used, piece, n);
+        used += n;
+    }
+    shown[used] = '\0';
+}
+
 /* One setting from its variable, if set; a malformed value keeps the
  * field as it is, and says so in one line. */
 static void load(const struct setting *s)
@@ -259,58 +285,60 @@ static void load(const struct setting *s)
     const char *value = env(s->variable);
     if (!value)
         return;
+    char shown[128];
+    escape_value(value, shown, sizeof(shown));
     switch (s->type) {
     case SETTING_BOOL:
         if (config_parse_bool(value, number) < 0)
             log_line("%s='%s' is not one of 1/0, yes/no, true/false, on/off; using %d",
-                     s->variable, value, *number);
+                     s->variable, shown, *number);
         break;
     case SETTING_INT:
         if (config_parse_int(value, s->min, s->max, &parsed) < 0)
             log_line("%s='%s' is not a whole number from %ld to %ld; using %d",
-                     s->variable, value, s->min, s->max, *number);
+                     s->variable, shown, s->min, s->max, *number);
         else
             *number = (int)parsed;
         break;
     case SETTING_SIZE:
         if (config_parse_size(value, count) < 0)
             log_line("%s='%s' is not a size such as 4096, 64K or 1M; using %llu",
-                     s->variable, value, (unsigned long long)*count);
+                     s->variable, shown, (unsigned long long)*count);
         break;
     case SETTING_EVENTS:
         if (config_parse_events(value, count) < 0)
             log_line("%s='%s' is not a count of events such as 100000, 64K or 1M "
-                     "(at most 64M), or 0; using %llu", s->variable, value,
+                     "(at most 64M), or 0; using %llu", s->variable, shown,
                      (unsigned long long)*count);
         break;
     case SETTING_FORMATS:
         if (config_parse_formats(value, number) < 0)
             log_line("%s='%s' is not a list of text, json, html, folded, perfetto, "
                      "memviz, or 'none'; using %s",
-                     s->variable, value, config_format_names(*number, names, sizeof(names)));
+                     s->variable, shown, config_format_names(*number, names, sizeof(names)));
         break;
     case SETTING_SIGNAL:
         refused = config_parse_signal(value, number);
         if (refused == -1)
             log_line("%s='%s' is not a signal name such as USR2, a number, or 'off'; "
-                     "using %s", s->variable, value, *number ? "USR2" : "off");
+                     "using %s", s->variable, shown, *number ? "USR2" : "off");
         else if (refused == -2)
             log_line("%s='%s': the program relies on that signal's own action "
                      "(TERM, INT, HUP, QUIT, PIPE, a crash, ...); using %s",
-                     s->variable, value, *number ? "USR2" : "off");
+                     s->variable, shown, *number ? "USR2" : "off");
         else if (refused == -3)
             log_line("%s='%s': reserved by the C library; real-time signals are "
-                     "%d to %d; using %s", s->variable, value, SIGRTMIN, SIGRTMAX,
+                     "%d to %d; using %s", s->variable, shown, SIGRTMIN, SIGRTMAX,
                      *number ? "USR2" : "off");
         break;
     case SETTING_MODE:
         if (config_parse_mode(value, number) < 0)
             log_line("%s='%s' is not octal permissions such as 0600 or 0640; using %04o",
-                     s->variable, value, (unsigned)*number);
+                     s->variable, shown, (unsigned)*number);
         break;
     case SETTING_OOM:
         if (config_parse_oom(value, number) < 0)
-            log_line("%s='%s' is not 'first', 'every' or 'off'; using %s", s->variable, value,
+            log_line("%s='%s' is not 'first', 'every' or 'off'; using %s", s->variable, shown,
                      *number == OOM_EVERY ? "every" : *number == OOM_OFF ? "off" : "first");
         break;
     case SETTING_TEXT:

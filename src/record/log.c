@@ -27,6 +27,45 @@ int log_move_high(int fd)
     return high;
 }
 
+int log_descriptors_spare(int count)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) < 0 || limit.rlim_cur == RLIM_INFINITY)
+        return 1;
+    int found = 0;
+    for (rlim_t fd = 0; fd < limit.rlim_cur && found < count; fd++)
+        found += fcntl((int)fd, F_GETFD) < 0 && errno == EBADF;
+    return found >= count;
+}
+
+/* The tracer keeps up to four (libunwind's pipe, the dump made ahead, the
+ * live view's socket); a GPU driver opens a dozen or more of its own (its
+ * devices, eventfds, pipes) when it starts, and the program more. Below
+ * TRACER_SPARE free the tracer keeps only libunwind's pipe (stacks need
+ * it: libunwind checks memory through it), below WALK_SPARE not even it. */
+#define TRACER_SPARE 24
+#define WALK_SPARE 10
+
+static int short_of_descriptors;
+
+void log_descriptors_check(void)
+{
+    struct rlimit limit;
+    if (log_descriptors_spare(TRACER_SPARE) || getrlimit(RLIMIT_NOFILE, &limit) < 0)
+        return;
+    short_of_descriptors = log_descriptors_spare(WALK_SPARE) ? 1 : 2;
+    log_line("fewer than %d descriptors free under RLIMIT_NOFILE %llu: the crash dump made "
+             "ahead%s the live view%s are off, so that the program keeps them",
+             short_of_descriptors == 1 ? TRACER_SPARE : WALK_SPARE,
+             (unsigned long long)limit.rlim_cur, short_of_descriptors == 1 ? " and" : ",",
+             short_of_descriptors == 1 ? "" : " and native stacks (libunwind's pipe)");
+}
+
+int log_descriptors_short(void)
+{
+    return short_of_descriptors;
+}
+
 void log_keep_stderr(void)
 {
     struct stat st;

@@ -30,6 +30,18 @@ void log_release_stderr(void);
  * descriptors keep the numbers they would have had without us; `fd` itself
  * if none is free up there. For the few descriptors the tracer keeps open. */
 int log_move_high(int fd);
+/* Whether at least `count` descriptor numbers are free below
+ * RLIMIT_NOFILE: what the tracer asks before it takes descriptors a program
+ * with very few could need. */
+int log_descriptors_spare(int count);
+/* At the tracer's start, before the driver has taken its own: too few
+ * descriptors free for the tracer's own kept ones (its pipe, crash dump
+ * made ahead, live view) beside the driver's and the program's? Then says
+ * so in one line, and log_descriptors_short() is not 0 from then on: 1,
+ * the dump made ahead and the live view stay off; 2, libunwind's pipe too
+ * (stacks are not walked). The program's calls are untouched. */
+void log_descriptors_check(void);
+int log_descriptors_short(void);
 /* The descriptor our output goes to now, -1 if there is none (fd 2 was
  * closed at load, or the duplicate was closed since). Async-signal-safe. */
 int log_fd(void);

@@ -177,6 +177,18 @@ void tracker_init(void)
         pthread_once(&init_once, init_once_fn);
 }
 
+static void stand_aside_fn(void)
+{
+    config.enabled = 0;
+    reset_state();
+    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
+}
+
+void tracker_stand_aside(void)
+{
+    pthread_once(&init_once, stand_aside_fn);
+}
+
 void tracker_start(const struct host *lent)
 {
     host = *lent;

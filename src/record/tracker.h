@@ -78,6 +78,10 @@ void tracker_init(void);
  * (host.h), once, and start capturing stacks. */
 void tracker_start(const struct host *lent);
 int tracker_enabled(void);
+/* Instead of tracker_start, in a copy of the tracer that another copy loaded
+ * first traces for: off (config.enabled 0) without reading the settings,
+ * which the other reads and speaks of. */
+void tracker_stand_aside(void);
 
 /* Enter the tracer on this thread. 0 means it is already inside (a CUDA call
  * made by the tracer itself): the caller passes the call through untracked. */

@@ -12,18 +12,32 @@
  * runs its destructors under the C library's exit-functions lock, which a
  * fork at that moment would leave held in the child for ever.
  *
+ * The descriptors libdw keeps open on them are the tracer's, not the
+ * program's: each is moved above the program's range, close-on-exec, as it
+ * is handed to libdw (an exec'd image or a child never inherits one), and
+ * its identity is kept. libdw closes them by number when the modules are
+ * read again, so that is done only while every one is still the file it
+ * was: a program that closed them and opened its own files at those
+ * numbers (a daemon that tidies its descriptors) would lose its files
+ * otherwise; the old modules are then let go unended, their descriptors
+ * left to the program. A program left with only a few descriptors keeps
+ * them: libdw gets none (and the report's files the ones there are).
+ *
  * Another process's modules (a dump) are opened by us, by path, only when
  * they are regular files (a FIFO named there would block the command for
  * ever), and handed to libdw as descriptors; separate debug information is
  * looked for by build id under /usr/lib/debug, and by .gnu_debuglink beside
  * the module, again regular files only. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arena.h"
@@ -63,6 +77,7 @@ struct libdw {
 
 typedef int find_debuginfo_fn(Dwfl_Module *, void **, const char *, uint64_t, const char *,
                               const char *, uint32_t, char **);
+typedef int find_elf_fn(Dwfl_Module *, void **, const char *, uint64_t, char **, void **);
 static find_debuginfo_fn *build_id_find_debuginfo;
 
 /* This process's modules as libdw read them, kept between reports, and by a
@@ -74,6 +89,14 @@ static struct {
     pid_t pid;                      /* the process that uses dwfl */
     unsigned long long adds, subs;  /* loads and unloads when it was read */
     int users;                      /* symbolizers open on dwfl (atomic) */
+    find_elf_fn *find_elf;          /* libdw's, behind live_find_elf */
+    find_debuginfo_fn *find_debuginfo;  /* behind live_find_debuginfo */
+    struct held {                   /* the descriptors libdw holds for dwfl */
+        int fd;
+        dev_t device;
+        ino_t inode;
+    } held[512];
+    unsigned held_count;            /* atomic; past the table: not checkable */
 } live;
 
 /* One line of /proc/PID/maps, for symbolizing a process that is gone. */
@@ -158,9 +181,12 @@ static int load_libdw(struct libdw *dw, void *(*lookup)(void *, const char *))
     dw->handle = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!dw->handle) {
         static int said;    /* once a process: what it does without */
+        const char *why = dlerror();
+        int full = why && strstr(why, "Too many open files");  /* there, but no descriptor */
         if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-            log_line("cannot load libdw.so.1 (elfutils); native frames are named by function "
-                     "and module+offset, without file and line (install libdw1)");
+            log_line("cannot load libdw.so.1 (%s); native frames are named by function and "
+                     "module+offset, without file and line%s",
+                     full ? "no descriptor free" : "elfutils", full ? "" : " (install libdw1)");
         return -1;
     }
     void *find_elf = lookup(dw->handle, "dwfl_linux_proc_find_elf");
@@ -251,16 +277,107 @@ static int debuginfod_wanted(void)
     return urls && urls[strspn(urls, " ")] != '\0';
 }
 
+/* `fd`, just opened for libdw, made the tracer's: above the program's
+ * range and close-on-exec, its identity kept. The descriptor to hand on. */
+static int live_hold(int fd)
+{
+    if (fd < 0)
+        return fd;
+    fd = log_move_high(fd);
+    fcntl(fd, F_SETFD, FD_CLOEXEC);     /* where nothing was free up there */
+    unsigned at = __atomic_fetch_add(&live.held_count, 1, __ATOMIC_RELAXED);
+    struct stat st;
+    if (at < sizeof(live.held) / sizeof(live.held[0]) && fstat(fd, &st) == 0)
+        live.held[at] = (struct held){fd, st.st_dev, st.st_ino};
+    else if (at < sizeof(live.held) / sizeof(live.held[0]))
+        live.held[at].fd = -1;          /* unknown: never matches */
+    return fd;
+}
+
+/* Whether every descriptor libdw holds for live.dwfl is still the file
+ * handed to it, or closed (libdw closes a debug file it finds unusable):
+ * only then may libdw close them. */
+static int live_held_intact(void)
+{
+    unsigned count = __atomic_load_n(&live.held_count, __ATOMIC_RELAXED);
+    if (count > sizeof(live.held) / sizeof(live.held[0]))
+        return 0;
+    for (unsigned i = 0; i < count; i++) {
+        struct stat st;
+        if (live.held[i].fd < 0)
+            return 0;
+        if (fstat(live.held[i].fd, &st) < 0 ? errno != EBADF
+                                            : st.st_dev != live.held[i].device ||
+                                                  st.st_ino != live.held[i].inode)
+            return 0;
+    }
+    return 1;
+}
+
+/* Below this many free descriptors libdw opens no module: names come from
+ * the dynamic symbol tables, and the report's own files can be made. */
+#define SYMBOLIZER_SPARE 8
+
+/* libdw's find_elf for this process: a module named by path is opened by
+ * us, regular files only and close-on-exec from the start; the rest (the
+ * vDSO, a deleted file, read from memory) by libdw. */
+static int live_find_elf(Dwfl_Module *module, void **userdata, const char *name,
+                         uint64_t base, char **file_name, void **elf)
+{
+    if (!log_descriptors_spare(SYMBOLIZER_SPARE))
+        return -1;
+    if (name && name[0] == '/') {
+        int fd = output_open_regular(name, 0);
+        char *copy = fd >= 0 ? strdup(name) : NULL;     /* libdw frees it */
+        if (copy) {
+            *file_name = copy;
+            return live_hold(fd);
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    return live_hold(live.find_elf(module, userdata, name, base, file_name, elf));
+}
+
+static int live_find_debuginfo(Dwfl_Module *module, void **userdata, const char *name,
+                               uint64_t base, const char *file, const char *debuglink,
+                               uint32_t crc, char **found)
+{
+    if (!log_descriptors_spare(SYMBOLIZER_SPARE))
+        return -1;
+    return live_hold(live.find_debuginfo(module, userdata, name, base, file, debuglink, crc,
+                                         found));
+}
+
+/* live.dwfl ended, where libdw's descriptors are all still ours (above);
+ * otherwise let go as it is. */
+static void end_live(void)
+{
+    if (live_held_intact())
+        live.dw.end(live.dwfl);
+    else
+        log_debug("symbolizer: the program reused a descriptor libdw held; the modules read "
+                  "before are let go without closing it");
+    live.dwfl = NULL;
+    __atomic_store_n(&live.held_count, 0, __ATOMIC_RELAXED);
+}
+
 /* live.dwfl up to date with this process's modules: read again when objects
  * were loaded or unloaded since. */
 static void refresh_live(void *(*lookup)(void *, const char *))
 {
     if (!live.tried) {
         live.tried = 1;
-        if (getenv("CUMEMTRACE_NO_LIBDW") || load_libdw(&live.dw, lookup) < 0)
+        if (getenv("CUMEMTRACE_NO_LIBDW") || load_libdw(&live.dw, lookup) < 0) {
             live.dw.handle = NULL;
-        else if (!debuginfod_wanted())
-            live.dw.callbacks.find_debuginfo = (void *)find_regular_debuginfo;
+        } else {
+            *(void **)&live.find_elf = live.dw.callbacks.find_elf;
+            *(void **)&live.find_debuginfo = debuginfod_wanted()
+                                                 ? live.dw.callbacks.find_debuginfo
+                                                 : (void *)find_regular_debuginfo;
+            live.dw.callbacks.find_elf = (void *)live_find_elf;
+            live.dw.callbacks.find_debuginfo = (void *)live_find_debuginfo;
+        }
     }
     if (!live.dw.handle)
         return;
@@ -269,14 +386,12 @@ static void refresh_live(void *(*lookup)(void *, const char *))
     if (live.dwfl && counts[0] == live.adds && counts[1] == live.subs)
         return;
     if (live.dwfl)
-        live.dw.end(live.dwfl);
+        end_live();
     log_debug("symbolizer: reading the modules of process %d", (int)getpid());
     live.dwfl = live.dw.begin(&live.dw.callbacks);
     if (live.dwfl && (live.dw.linux_proc_report(live.dwfl, getpid()) != 0 ||
-                      live.dw.report_end(live.dwfl, NULL, NULL) != 0)) {
-        live.dw.end(live.dwfl);
-        live.dwfl = NULL;
-    }
+                      live.dw.report_end(live.dwfl, NULL, NULL) != 0))
+        end_live();
     live.adds = counts[0];
     live.subs = counts[1];
 }
@@ -298,6 +413,7 @@ struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *nam
             live.tried = 0;
             live.dwfl = NULL;
             live.users = 0;
+            live.held_count = 0;
         }
         live.pid = getpid();
     }

@@ -14,8 +14,8 @@
  * written and then named with linkat(2), which never follows a link planted
  * at the name and never replaces a file: the name taken is the first free of
  * PATH.dump, PATH-PID.dump, PATH-PID-2.dump, ... Where no such file could be
- * made (no directory yet, no O_TMPFILE), or the program has since closed
- * ours, the dump is created at the crash with O_CREAT|O_EXCL|O_NOFOLLOW under
+ * made (no directory yet, no O_TMPFILE, too few descriptors to spare: see
+ * log.h), or the program has since closed ours, the dump is created at the crash with O_CREAT|O_EXCL|O_NOFOLLOW under
  * the same names. Either way only async-signal-safe calls. */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,6 +82,8 @@ void crashdump_prepare(void)
     if (!slash)
         return;
     snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (log_descriptors_short())
+        return;             /* the program's to use: made at the crash instead */
     int made = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, config.file_mode);
     if (made < 0)
         return;             /* made at the crash instead */

@@ -361,7 +361,7 @@ static int open_listener(void)
 
 void live_start(void)
 {
-    if (!config.live)
+    if (!config.live || log_descriptors_short())
         return;
     listener = open_listener();
     if (listener < 0 && errno == EADDRINUSE) {

@@ -219,9 +219,15 @@ static int final_report(const char *reason)
      * code it interrupted may hold malloc's lock, the loader's, the CUDA
      * libraries' or our own, and the full report, which takes them all,
      * could wait for ever. Likewise inside a CUDA call or inside the tracer.
-     * The async-signal-safe dump takes its place (and says so). */
-    if ((host.call_in_progress && host.call_in_progress()) || tracker_inside() ||
-        stack_in_signal_handler() > 0) {
+     * The async-signal-safe dump takes its place (and says so). The walk
+     * that looks for a handler runs inside the tracer: what libunwind opens
+     * for it is the tracer's (preload/init.c). */
+    int unsafe = (host.call_in_progress && host.call_in_progress()) || !tracker_enter();
+    if (!unsafe) {
+        unsafe = stack_in_signal_handler() > 0;
+        tracker_leave();
+    }
+    if (unsafe) {
         if (strcmp(reason, "exit") == 0)
             crashdump_exit("exit() from a signal handler or during a CUDA call, where the "
                            "report could wait for ever on a lock the interrupted code holds");

@@ -13,7 +13,11 @@ Each check runs a small PyTorch program on the GPU, traced and untraced:
                /dev/null on 0-2 and lives 30 s: whoever reads the program's
                output to its end is done as soon as untraced (within 10 s);
   live         `cumemtrace live PID --once` shows the running program (the
-               peer's credentials checked: PID itself, of PID's owner).
+               peer's credentials checked: PID itself, of PID's owner);
+  warnings     a model and its optimizer, a snapshot (the tracer classes the
+               tensors with Python of its own), under -W error and without:
+               the program's stderr and exit status as untraced, no warning
+               (issue 48: torch.distributed.reduce_op's FutureWarning).
 
 Prints PASS or FAIL per check with what it saw; exits 1 on any FAIL.
 """
@@ -55,6 +59,17 @@ if os.fork() == 0:
     os._exit(0)
 print("parent done")
 """,
+    "warnings": """
+import ctypes, torch
+model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU()).cuda()
+optimizer = torch.optim.Adam(model.parameters())
+model(torch.randn(64, 256, device="cuda")).sum().backward()
+optimizer.step()
+process = ctypes.CDLL(None)
+if hasattr(process, "cumemtrace_snapshot"):
+    process.cumemtrace_snapshot(None)
+print("done")
+""",
     "live": """
 import os, sys, torch
 x = torch.zeros(1 << 20, device="cuda")
@@ -75,10 +90,10 @@ def environment(build, directory, traced):
     return env
 
 
-def run(build, name, traced):
+def run(build, name, traced, options=()):
     directory = tempfile.mkdtemp(prefix=f"cumemtrace-gpu-{name}-")
     started = time.monotonic()
-    completed = subprocess.run([sys.executable, "-c", PROGRAMS[name]], cwd=directory,
+    completed = subprocess.run([sys.executable, *options, "-c", PROGRAMS[name]], cwd=directory,
                                env=environment(build, directory, traced), capture_output=True,
                                text=True, timeout=300)
     return completed, time.monotonic() - started, directory
@@ -125,8 +140,22 @@ def check_live(build):
     return ok, f"status {shown.returncode} {shown.stderr.strip()!r}"
 
 
+def check_warnings(build):
+    said, ok = [], True
+    for options in (["-W", "error"], []):
+        runs = [run(build, "warnings", traced, options)[0] for traced in (True, False)]
+        errs = [[line for line in r.stderr.splitlines() if not line.startswith("cumemtrace:")]
+                for r in runs]
+        same = runs[0].returncode == runs[1].returncode == 0 and errs[0] == errs[1] and \
+            "Warning" not in "".join(errs[0])
+        ok = ok and same
+        said.append(f"{' '.join(options) or 'default'}: status {runs[0].returncode} traced, "
+                    f"{runs[1].returncode} untraced, stderr {errs[0][-2:]!r}")
+    return ok, "; ".join(said)
+
+
 CHECKS = {"descriptors": check_descriptors, "snapshot": check_snapshot, "detach": check_detach,
-          "live": check_live}
+          "live": check_live, "warnings": check_warnings}
 
 
 def main():

@@ -1610,6 +1610,41 @@ def test_torch_model_no_modules(traced):
 # them: exit reports are left with little live, so merge, diff, the exports
 # and live read what was held when the program ended.
 
+
+def test_torch_model_untouched(traced):
+    """The tracer's own Python (what the tensors are, read at a snapshot and
+    at exit) reads no attribute of the program's other objects: a deprecated
+    one that warns at every read is never read, with -W error or without;
+    the warning filters, the gc's state and the modules loaded are as they
+    were, and the program's output as untraced."""
+    if not os.path.exists(os.path.join(support.BUILD, "sim", "torch", "lib",
+                                       "libc10_cuda.so")):
+        pytest.skip("no C++ compiler: the stand-in for PyTorch was not built")
+    for options in (["-W", "error"], []):
+        runs = {}
+        for tracer in (True, False):
+            out, err, reports, _ = traced.run(sys.executable,
+                                              [*options, script("torch_model.py"), "untouched"],
+                                              env=torch_env(), preload=tracer)
+            states = [json.loads(line[len("state: "):]) for line in out.splitlines()
+                      if line.startswith("state: ")]
+            runs[tracer] = (out, [line for line in err.splitlines()
+                                  if not line.startswith("cumemtrace:")], states, reports)
+        out, err, states, reports = runs[True]
+        check(reports and reports[-1].get("classes", {}).get("known"),
+              f"{options}: the tensors were classed: {[r.get('classes') for r in reports]}")
+        check(len(states) == 1 and states[0]["touched"] == [] and
+              "touched at exit: []" in out,
+              f"{options}: no attribute of the program's object read: {states} {out[-300:]!r}")
+        check(states and states[0]["before"] == states[0]["after"],
+              f"{options}: the interpreter's state as it was: {states}")
+        check(err == runs[False][1] and "Warning" not in "".join(err),
+              f"{options}: the program's stderr as untraced: {err} vs {runs[False][1]}")
+        check([line for line in out.splitlines() if not line.startswith("stats:")] ==
+              [line for line in runs[False][0].splitlines() if not line.startswith("stats:")],
+              f"{options}: the program's stdout as untraced: {out!r} vs {runs[False][0]!r}")
+
+
 def kept(traced, mode, keep_mib, directory, name, *extra, expect_rc=0, **env):
     """Run kept_globals.py; its exit report's path (directory/name.json)."""
     settings = torch_env() if mode == "torch" else {"LD_LIBRARY_PATH": os.path.join(support.BUILD, "sim")}

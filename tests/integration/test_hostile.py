@@ -414,6 +414,56 @@ def test_run_output_dashdash(traced):
     check(os.listdir(directory) == [], f"no file written: {os.listdir(directory)}")
 
 
+def test_two_copies(traced):
+    """Two copies of the library in one process (an LD_PRELOAD exported from
+    one installation, `cumemtrace run` of another; or both preloaded): one
+    traces and reports, the other stands aside in one line."""
+    directory = tempfile.mkdtemp(prefix="cumemtrace-copies-")
+    copy = os.path.join(directory, "copy", "libcumemtrace.so")
+    os.makedirs(os.path.dirname(copy))
+    with open(os.path.join(support.BUILD, "libcumemtrace.so"), "rb") as source, \
+            open(copy, "wb") as target:
+        target.write(source.read())
+    environment = support.traced_environment(directory, preload=False)
+    environment["LD_PRELOAD"] = " ".join(filter(None, [environment.get("LD_PRELOAD"), copy]))
+    completed = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), "run", "-o", "run",
+                                "--", os.path.join(support.BUILD, "examples", "leak_loop"), "3"],
+                               cwd=directory, env=environment, capture_output=True, text=True,
+                               timeout=60)
+    lines = [line for line in completed.stderr.splitlines() if line.startswith("cumemtrace:")]
+    reports = sorted(name for name in os.listdir(directory) if name.endswith(".json"))
+    check(completed.returncode == 0 and reports == ["run.json"],
+          f"`run` beside a preloaded copy: one report: {completed.returncode} {reports} {lines}")
+    check(sum("stands aside" in line for line in lines) == 1 and
+          not any("live view" in line for line in lines),
+          f"one line from the copy that stands aside, none about itself: {lines}")
+    with open(os.path.join(directory, "run.json")) as handle:
+        report = json.load(handle)
+    check(report["blocks"]["total"] == 3, f"every block once: {report['blocks']['total']}")
+    os.unlink(os.path.join(directory, "run.json"))
+    environment["LD_PRELOAD"] += " " + os.path.join(support.BUILD, "libcumemtrace.so")
+    environment["CUMEMTRACE_OUTPUT"] = os.path.join(directory, "both")
+    completed = subprocess.run([os.path.join(support.BUILD, "examples", "leak_loop"), "3"],
+                               cwd=directory, env=environment, capture_output=True, text=True,
+                               timeout=60)
+    reports = sorted(name for name in os.listdir(directory) if name.endswith(".json"))
+    check(completed.returncode == 0 and reports == ["both.json"],
+          f"both preloaded: one report: {completed.returncode} {reports} {completed.stderr!r}")
+
+
+def test_report_duplicate_key(traced):
+    """A report with a key twice in one object is refused in one line that
+    names the key (which of the two would the reader mean?)."""
+    out, err, reports, _ = traced.run("examples/leak_loop", ["2"], env={"CUMEMTRACE_QUIET": "1"})
+    path = os.path.join(traced.dir, "twice.json")
+    with open(path, "w") as handle:
+        handle.write(json.dumps(reports[0])[:-1] + ', "reason": "oom"}')
+    completed = tool("report", path)
+    check(completed.returncode != 0 and completed.stderr.count("\n") == 1 and
+          'the key "reason" appears twice' in completed.stderr,
+          f"refused, naming the key: {completed.returncode} {completed.stderr!r}")
+
+
 def test_huge_malloc(traced):
     """cudaMalloc(SIZE_MAX) fails on the simulator (out of memory, as on a
     GPU), and the counters stay exact."""

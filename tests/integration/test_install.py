@@ -214,6 +214,29 @@ def test_tracker_build_fails(traced):
           f"no CUDA headers: one line saying where it looked: {err!r}")
 
 
+def test_tracker_key_shared(traced):
+    """The builder (torch_tracker.py) and the library (frameworks.c) name a
+    version's tracker alike, for a long version and one with characters
+    beyond ASCII too: the library finds what the builder made (and, the
+    stand-in compiler's tracker being built for another version, says so)
+    instead of saying none is cached."""
+    need_stand_in()
+    scratch = tempfile.mkdtemp()
+    cxx = {"CXX": stand_in_compiler(scratch)}
+    for version in ("2.7.0a0+" + "local" * 30, "2.7.0+caf\u00e9-\u00fcber"):
+        site = tempfile.mkdtemp(dir=scratch)
+        cache = tempfile.mkdtemp(dir=scratch)
+        torch = stand_in_torch(site, version=version)
+        rc, path, err = finish(helper(["ensure"], site, cache, cxx))
+        check(rc == 0 and trackers(cache) == [path.strip()],
+              f"{version!r}: built into the cache: {rc} {path!r} {err!r}")
+        env = {"LD_LIBRARY_PATH": f"{sim()}:{torch}/lib", "XDG_CACHE_HOME": cache}
+        _, err, _, _ = traced.run(sys.executable, [blocks_script(), "held_at_end"], env=env)
+        lines = [line for line in err.splitlines() if "PyTorch's tensors are not traced" in line]
+        check(len(lines) == 1 and "was built for PyTorch" in lines[0] and
+              path.strip()[:120] in lines[0], f"{version!r}: the library found it: {lines}")
+
+
 def test_tracker_cache_not_private(traced):
     """A cache directory another user can write, or owns, is refused: by the
     builder, and by the library, which never loads a tracker from it."""

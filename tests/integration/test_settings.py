@@ -22,6 +22,27 @@ def test_bad_environment(traced):
     check(len(reports) == 1, "defaults used: the JSON report is still written")
 
 
+def test_bad_values_escaped(traced):
+    """A malformed value is echoed escaped: a newline does not split the one
+    line, a terminal's escape sequence and bytes that are not ASCII reach no
+    terminal, and a very long value is cut short."""
+    env = {"CUMEMTRACE_DEPTH": "1\ncumemtrace: forged", "CUMEMTRACE_TOP": "\x1b[2J\x07",
+           "CUMEMTRACE_MIN_SIZE": "it's\\", "CUMEMTRACE_SAMPLE_MS": "9" * 5000}
+    out, err, reports, _ = traced.run("examples/leak_loop", ["2"], env=env)
+    lines = err.splitlines()
+    named = [line for line in lines if line.startswith("cumemtrace: CUMEMTRACE_")]
+    check(len(named) == 4 and not any("forged" in line and "CUMEMTRACE_" not in line
+                                      for line in lines),
+          f"one line per value, none split: {lines}")
+    check("CUMEMTRACE_DEPTH='1\\ncumemtrace: forged'" in err and
+          "CUMEMTRACE_TOP='\\x1b[2J\\x07'" in err and "CUMEMTRACE_MIN_SIZE='it\\'s\\\\'" in err,
+          f"escaped: {named}")
+    check(all(ord(c) >= 0x20 and ord(c) < 0x7f for line in named for c in line),
+          f"no control byte: {named!r}")
+    check(any(line.startswith("cumemtrace: CUMEMTRACE_SAMPLE_MS='999") and "...'" in line and
+              len(line) < 300 for line in named), f"a long value cut short: {named}")
+
+
 def test_unwritable_output(traced):
     env = {"CUMEMTRACE_OUTPUT": "/nonexistent-cumemtrace-dir/report"}
     out, err, reports, _ = traced.run("examples/leak_loop", ["3"], env=env)

@@ -10,15 +10,21 @@ torch.nn.Module with named_parameters() and children(), torch.Tensor with
 data_ptr(), numel(), element_size() and is_cuda, Parameter with .grad, and
 torch.optim.Optimizer with param_groups and state. Each scenario prints what
 those objects hold ("held: {...}") and the stand-in's figures ("stats:"),
-which test_frameworks.py compares with the reports. Markers as in torch_blocks.py:
+which test_frameworks.py compares with the reports; `untouched` also prints
+the interpreter's state before and after, and which attributes of a
+deprecated object (every read warns, as torch.distributed.reduce_op's) were
+read ("state:"). Markers as in torch_blocks.py:
   LEAK-<scenario>  kept every step: growing, the rest's largest site
   OOM-<scenario>   the request that fails
 """
+import atexit
 import ctypes
+import gc
 import json
 import sys
 import time
 import types
+import warnings
 
 c10 = ctypes.CDLL("libc10_cuda.so")
 c10.c10sim_malloc.restype = ctypes.c_void_p
@@ -197,7 +203,9 @@ def training():
     kept = []
     train(model, optimizer, 30, kept)
     print("held:", json.dumps(held(model, optimizer)), flush=True)
-    ctypes.CDLL(None).cumemtrace_snapshot(b"mid")
+    process = ctypes.CDLL(None)
+    if hasattr(process, "cumemtrace_snapshot"):     # untraced: no snapshot
+        process.cumemtrace_snapshot(b"mid")
     train(model, optimizer, 10, kept)
     return model, optimizer
 
@@ -239,12 +247,42 @@ def fragmentation_oom():
     return model, optimizer, kept
 
 
+TOUCHED = []
+
+
+class DeprecatedOp:
+    """As torch.distributed.reduce_op: every attribute read warns."""
+
+    def __getattribute__(self, name):
+        TOUCHED.append(name)
+        warnings.warn("torch.distributed.reduce_op is deprecated", FutureWarning)
+        return object.__getattribute__(self, name)
+
+
+def interpreter_state():
+    return {"filters": len(warnings.filters), "gc": [gc.isenabled(), *gc.get_threshold()],
+            "modules": sorted(sys.modules)}
+
+
+def untouched():
+    """training beside a deprecated object that only the program knows of:
+    the reports read the model and leave the rest as it was."""
+    torch.distributed = types.SimpleNamespace(reduce_op=DeprecatedOp())
+    before = interpreter_state()
+    atexit.register(lambda: print("touched at exit:", TOUCHED, flush=True))
+    result = training()
+    print("state:", json.dumps({"before": before, "after": interpreter_state(),
+                                "touched": TOUCHED}), flush=True)
+    return result
+
+
 def no_modules():
     """Tensors, but no module or optimizer: the split cannot be known."""
     return [Tensor(MiB) for _ in range(3)]
 
 
-SCENARIOS = {f.__name__: f for f in (training, exhaustion_oom, fragmentation_oom, no_modules)}
+SCENARIOS = {f.__name__: f for f in (training, exhaustion_oom, fragmentation_oom, no_modules,
+                                      untouched)}
 HELD = None
 
 if __name__ == "__main__":

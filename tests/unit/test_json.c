@@ -1,5 +1,6 @@
 /* test_json.c - the JSON reader: values, escapes, exact integers, and the
  * errors (with line and column) for malformed input. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,21 @@ static void test_errors(void)
     CHECK(strstr(error_of("{} x"), "after the end of the document") != NULL);
     CHECK(strstr(error_of("\xff"), "unexpected byte 0xff") != NULL);
     CHECK(strstr(error_of("{\"a\":"), "unexpected end of input") != NULL);
+
+    /* A name twice in one object, named; the same name in two objects is fine. */
+    CHECK(strcmp(error_of("{\"total\": 1, \"kind\": 2, \"total\": 3}"),
+                 "line 1, column 36: the key \"total\" appears twice in one object") == 0);
+    CHECK(strstr(error_of("{\"a\": {\"x\\n\": 1, \"x\\n\": 2}}"),
+                 "the key \"x?\" appears twice") != NULL);
+    CHECK(parses("[{\"a\": 1}, {\"a\": 2}]"));
+    char wide[100 * 16];
+    size_t used = 0;
+    wide[used++] = '{';
+    for (int i = 0; i < 100; i++)
+        used += (size_t)snprintf(wide + used, sizeof(wide) - used, "%s\"k%d\": %d",
+                                 i ? ", " : "", i % 99, i);
+    strcpy(wide + used, "}");
+    CHECK(strstr(error_of(wide), "the key \"k0\" appears twice") != NULL);
 
     /* Depth: JSON_MAX_DEPTH levels parse, one more does not. */
     char deep[2 * JSON_MAX_DEPTH + 8];
