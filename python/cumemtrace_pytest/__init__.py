@@ -166,11 +166,15 @@ def held(report):
 def site(report, stack_id):
     """The site of a stack as the reports name it, "file:line in function",
     with the two frames shown after it, its callers ("< test_leaks:40"), which
-    tell apart sites that share a helper."""
+    tell apart sites that share a helper (the report's own words where it has
+    them: more callers where two stacks need them, the packages its call went
+    through)."""
     frames = {f["id"]: f for f in report.get("frames", [])}
     stack = next((s for s in report.get("stacks", []) if s["id"] == stack_id), None)
     if not stack or not stack["frames"]:
         return "(no stack recorded: CUMEMTRACE_DEPTH=0 or below CUMEMTRACE_MIN_SIZE)"
+    if stack.get("site_text"):
+        return stack["site_text"]
     first = stack.get("site") or 0
     hidden = set(stack.get("hidden", []))
     shown = [i for i in range(first + 1, len(stack["frames"])) if i not in hidden][:2]

@@ -275,7 +275,7 @@ void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id
 void cli_write_frames_json(struct out *out, const struct report *r, uint32_t stack_id, int limit)
 {
     const struct stack *s = stack_at(r, stack_id);
-    struct frame_view view = {-1, -1, -1};
+    struct frame_view view = {-1, -1, -1, -1, -1};
     if (s)
         frames_view(r, s, &view);
     out_str(out, "[");

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "frames.h"
 
 const char diff_usage[] =
     "usage: cumemtrace diff A B [--at end|peak|exit] [--format text|json] [-o PATH]\n"
@@ -178,6 +179,10 @@ static void write_text(struct out *out, char **paths, struct loaded_report *cons
         const char *label = report_stack_label(&inputs[s->report]->report, s->stack_id);
         out_printf(out, "   #%zu %s %s%s%s%s: %s -> %s\n", ++shown, z, status_of(s),
                    label ? " [" : "", label ? label : "", label ? "]" : "", x, y);
+        char site[OUTPUT_PATH_MAX + 1024], escaped[sizeof(site) * 4];
+        frames_site_text(&inputs[s->report]->report, s->stack_id, site, sizeof(site));
+        if (site[0])
+            out_printf(out, "      at %s\n", output_text(site, escaped, sizeof(escaped)));
         cli_write_frames(out, &inputs[s->report]->report, s->stack_id, frames, "      ");
     }
     if (shown == 0)
@@ -241,6 +246,10 @@ static void write_json(struct out *out, char **paths, struct loaded_report *cons
                    shown++ ? "," : "", status_of(s), (unsigned long long)s->bytes[0],
                    (unsigned long long)s->bytes[1], changes[i].change);
         cli_write_frames_json(out, &inputs[s->report]->report, s->stack_id, frames);
+        char site[OUTPUT_PATH_MAX + 1024];
+        frames_site_text(&inputs[s->report]->report, s->stack_id, site, sizeof(site));
+        out_str(out, ",\"site\":");
+        out_json_string(out, site[0] ? site : NULL);
         out_str(out, ",\"label\":");
         out_json_string(out, report_stack_label(&inputs[s->report]->report, s->stack_id));
         out_str(out, "}");

@@ -410,7 +410,13 @@ static int build(struct live *l, struct view *v)
     uint64_t time_ms = 0;
     json_uint(json_get(v->root, "time_ms"), &time_ms);
     v->time_ms = (uint32_t)time_ms;
-    return report_classify_frames(r);
+    /* Every stack of the answer is shown: its site told apart from theirs. */
+    r->shown = report_alloc(r, (r->stack_count + 1) * sizeof(uint32_t));
+    if (!r->shown || report_classify_frames(r) < 0)
+        return -1;
+    for (uint32_t id = 1; id <= r->stack_count; id++)
+        r->shown[r->shown_count++] = id;
+    return frames_tell_apart(r);
 }
 
 /* ---- the view ----------------------------------------------------------- */
@@ -457,10 +463,9 @@ static void blank(struct screen *s)
     line(s, "%s", "");
 }
 
-/* The site of stack k, in the words of the text report ("file:line in
- * function", else the frame's name), then the two frames shown next, its
- * callers ("< train_step:35 < main:45"), which tell apart sites that share
- * a helper. */
+/* The site of stack k as every report names it (frames_site_line), with
+ * its two callers at least ("< train_step:35 < main:45"), its file by its
+ * base name: a terminal's line is short. */
 static void site_text(const struct view *v, uint32_t k, char *text, size_t size)
 {
     const struct report *r = &v->r;
@@ -471,25 +476,13 @@ static void site_text(const struct view *v, uint32_t k, char *text, size_t size)
         snprintf(text, size, "(no stack recorded)");
         return;
     }
-    size_t used = 0;
-    int callers = 0;
-    for (uint32_t i = (uint32_t)view.site; i < s->depth && callers < 3 && used + 1 < size; i++) {
-        if ((long)i != view.site && frames_left_out(r, s, i, &view))
-            continue;
-        uintptr_t address = r->frames[s->first_frame + i];
-        long index = report_frame_index(r, address);
-        const struct symbol *symbol = index >= 0 ? &r->symbols[index] : NULL;
-        char name[384];
-        if (symbol && symbol->file && symbol->function && (long)i == view.site)
-            snprintf(name, sizeof(name), "%s:%d in %s", output_base_name(symbol->file), symbol->line,
-                     symbol->function);
-        else if (symbol && symbol->file && symbol->function)
-            snprintf(name, sizeof(name), "%s:%d", symbol->function, symbol->line);
-        else
-            frames_name(symbol, address, name, sizeof(name));
-        int n = snprintf(text + used, size - used, "%s%s", callers ? " < " : "", name);
-        used += n > 0 && (size_t)n < size - used ? (size_t)n : size - used - 1;
-        callers++;
+    frames_site_line(r, k + 1, 2, text, size);
+    long index = report_frame_index(r, r->frames[s->first_frame + view.site]);
+    const char *file = index >= 0 ? r->symbols[index].file : NULL;
+    size_t length = file ? strlen(file) : 0;
+    if (file && strncmp(text, file, length) == 0 && text[length] == ':') {
+        size_t cut = (size_t)(output_base_name(file) - file);
+        memmove(text, text + cut, strlen(text + cut) + 1);
     }
 }
 

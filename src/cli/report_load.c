@@ -32,6 +32,7 @@
 #include "arena.h"
 #include "config.h"
 #include "dump_read.h"
+#include "frames.h"
 #include "kinds.h"
 #include "report_load.h"
 
@@ -285,6 +286,9 @@ static void load_tracer(struct loader *l, const struct json_value *root)
     const struct json_value *self_time = json_get(tracer, "self_time_ns");
     r->self_time_ns = self_time && self_time->type == JSON_NUMBER
                           ? (int64_t)get_u64(tracer, "self_time_ns") : -1;
+    /* The packages the process took for the user's own: its frames get the
+     * origins it gave them, unless the command names its own. */
+    r->user_packages = json_string(json_get(tracer, "user_packages"));
     const struct json_value *all_frames = json_get(tracer, "all_frames");
     r->all_frames = r->options.all_frames || (all_frames && all_frames->type == JSON_TRUE);
     const struct json_value *lost = json_get(tracer, "lost");
@@ -948,7 +952,8 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     load_threads(&l, root);
     load_timeline_and_series(&l, root);
     load_timeline_end(&l, root);
-    return l.failed ? -1 : 0;
+    /* Last: which stacks are a cache's segments is known by now. */
+    return l.failed || frames_tell_apart(r) < 0 ? -1 : 0;
 }
 
 int report_load_text(const char *text, size_t length, const struct report_options *options,

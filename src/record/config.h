@@ -117,6 +117,12 @@ enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
       "(libffi, the standard library) and the frameworks' dispatch frames (see *Frames that"     \
       " matter*). The JSON report always keeps every frame and marks the hidden ones (a "        \
       "frame hidden in every stack without its file and line, unless this is `1`)")              \
+    X(user_packages, USER_PACKAGES, TEXT, 0, 0, "", "(none)", 0, "user-packages", "LIST",      \
+      "installed packages whose Python is yours",                                              \
+      "installed packages (`transformers,peft`) whose Python frames are the user's own: a "      \
+      "site may be in them. By default an installed package's Python (site-packages, "          \
+      "dist-packages) is a library's: the site is the user's line that called it, the "         \
+      "package named beside it (see *Frames that matter*)")                                      \
     X(max_blocks, MAX_BLOCKS, INT, 0, 100000000, 10000, "`10000`", 0, "", "",                    \
       "live blocks listed one by one in the JSON",                                               \
       "live blocks listed one by one in the JSON (largest first)")                               \

@@ -4,7 +4,8 @@
  * merge, the live view), so that every view of a run names the same line.
  * From the origin of each frame (origins.h):
  *  - The site of a stack is its innermost Python frame in the user's own
- *    code, if there is one (a tensor's stack from PyTorch's autograd
+ *    code (not a framework's, not the standard library's, not an installed
+ *    package's: origins.h), if there is one (a tensor's stack from PyTorch's autograd
  *    thread borrows the main thread's Python frames after a marker frame of
  *    line 0, never a site: its site is the main thread's line); else its
  *    innermost native frame in the user's own code; else its innermost
@@ -13,9 +14,11 @@
  *    outside CUDA's libraries.
  *  - Hidden by default: start-up, C runtime, interpreter and framework
  *    frames, and CUDA's frames but the outermost of each run of them (the
- *    call the program made). Never hidden: the user's own frames, the site,
- *    the one framework frame that names what the site asked for, and the
- *    operation a framework's thread ran for it (see struct frame_view).
+ *    call the program made), and an installed package's (a library's)
+ *    Python frames. Never hidden: the user's own frames, the site, the one
+ *    framework frame that names what the site asked for, the library frame
+ *    the site called and the innermost library frame, and the operation a
+ *    framework's thread ran for it (see struct frame_view).
  *    CUMEMTRACE_ALL_FRAMES=1 (--all-frames) shows every frame; the JSON
  *    report always keeps every frame and says which are hidden. A hidden
  *    frame has its function and module, and its file and line only with
@@ -43,9 +46,13 @@ int frames_origin(const struct report *r, uintptr_t address);
  * `operation` (-1: none), on a stack that borrows the main thread's frames,
  * the native framework frame just before the marker: what the framework's
  * thread ran for the main thread (PyTorch's backward node, AddmmBackward0's
- * apply), which tells apart tensors made under the same backward() line. */
+ * apply), which tells apart tensors made under the same backward() line;
+ * `library_call` and `library` (-1: none), the outermost and the innermost
+ * library frame inside the site (origins.h, ORIGIN_LIBRARY): the package
+ * function the user's line called, and where the package asked for the
+ * memory (transformers' generate, DynamicLayer.update). */
 struct frame_view {
-    long site, call, operation;
+    long site, call, operation, library, library_call;
 };
 void frames_view(const struct report *r, const struct stack *s, struct frame_view *v);
 /* 1 if the frame at `address` is a marker (python.h: a Python frame of line
@@ -80,9 +87,28 @@ void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t s
  * keeps the whole name. */
 const char *frames_short_name(const char *name, char *buffer, size_t size);
 
-/* A stack's site in words: "file:line in function", else the frame's name
- * (frames_name); "" for no stack or a stack without frames. Not escaped for
- * a terminal (output_text) or JSON. */
+/* Works out, once the frames are classified (report_classify_frames), how
+ * the site line of each shown stack is told apart from the other shown
+ * stacks' of the same line (frames_site_line), into r->site_apart. Always
+ * 0: without the memory for it, each site names its line alone (said in
+ * the debug log). */
+int frames_tell_apart(struct report *r);
+
+/* A stack's site in words, the same in every output: "file:line in
+ * function" (else the frame's name, frames_name); then its callers, "<
+ * caller:line" outwards, at least `callers` of them and as many as it takes
+ * to tell it from every other shown stack of the same site line (down to
+ * the first that differs: "Buf.__init__ < hoard_buffers:18"); then the
+ * library path inside it, " (via transformers: generate ->
+ * DynamicLayer.update:147)"; where the callers end before the stacks
+ * differ, the frames inside that differ (" -> at::_ops::cat::call(...)");
+ * where nothing shown differs, " (stack N)", its id in the JSON report.
+ * "" for no stack or a stack without frames. Not escaped for a terminal
+ * (output_text) or JSON. */
+void frames_site_line(const struct report *r, uint32_t stack_id, int callers, char *text,
+                      size_t size);
+/* The site line with no more callers than it takes to tell it apart: what
+ * a finding names (frames_site_line with `callers` 0). */
 void frames_site_text(const struct report *r, uint32_t stack_id, char *text, size_t size);
 
 #endif

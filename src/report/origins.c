@@ -11,7 +11,7 @@
 static const char *const origin_names[ORIGIN_COUNT] = {
     [ORIGIN_USER] = "user",           [ORIGIN_CUDA] = "cuda",
     [ORIGIN_FRAMEWORK] = "framework", [ORIGIN_INTERPRETER] = "interpreter",
-    [ORIGIN_SYSTEM] = "system",       [ORIGIN_STARTUP] = "startup",
+    [ORIGIN_SYSTEM] = "system",       [ORIGIN_STARTUP] = "startup",     [ORIGIN_LIBRARY] = "library",
 };
 
 const char *origin_name(int origin)
@@ -72,8 +72,10 @@ static int starts_with_any(const char *text, const char *const *prefixes, size_t
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The package folder under site-packages/dist-packages is a framework's. */
-static int in_framework_package(const char *path)
+/* Where the package folder (or module) of an installed file starts, right
+ * under site-packages or dist-packages, and its name's length; NULL when
+ * `path` is not installed there. */
+static const char *installed_package(const char *path, size_t *length)
 {
     static const char *const markers[] = {"/site-packages/", "/dist-packages/"};
     for (size_t m = 0; m < COUNT(markers); m++) {
@@ -82,13 +84,54 @@ static int in_framework_package(const char *path)
             continue;
         const char *package = at + strlen(markers[m]);
         size_t n = strcspn(package, "/");
-        for (size_t i = 0; i < COUNT(framework_packages); i++)
-            if (n == strlen(framework_packages[i]) &&
-                strncmp(package, framework_packages[i], n) == 0 && package[n] == '/')
-                return 1;
+        if (!package[n] && n > 3 && strcmp(package + n - 3, ".py") == 0)
+            n -= 3;                     /* a module of its own: six.py */
+        *length = n;
+        return n ? package : NULL;
+    }
+    return NULL;
+}
+
+int origin_package(const char *file, char *name, size_t size)
+{
+    size_t n = 0;
+    const char *package = file ? installed_package(file, &n) : NULL;
+    if (!package || !size)
         return 0;
+    if (n >= size)
+        n = size - 1;
+    memcpy(name, package, n);
+    name[n] = '\0';
+    return 1;
+}
+
+/* `package` (`length` bytes) is one of `list`, or of `text`, a
+ * comma-separated list whose names may have spaces around them. */
+static int listed(const char *package, size_t length, const char *const *list, size_t count,
+                  const char *text)
+{
+    for (size_t i = 0; i < count; i++)
+        if (length == strlen(list[i]) && strncmp(package, list[i], length) == 0)
+            return 1;
+    for (const char *p = text; p && *p; p += *p == ',') {
+        p += strspn(p, " ");
+        size_t n = strcspn(p, ","), name = n;
+        while (name && p[name - 1] == ' ')
+            name--;
+        if (name == length && strncmp(p, package, length) == 0)
+            return 1;
+        p += n;
     }
     return 0;
+}
+
+/* The package folder under site-packages/dist-packages is a framework's. */
+static int in_framework_package(const char *path)
+{
+    size_t n = 0;
+    const char *package = installed_package(path, &n);
+    return package && package[n] == '/' &&
+           listed(package, n, framework_packages, COUNT(framework_packages), NULL);
 }
 
 static int in_site_packages(const char *path)
@@ -136,26 +179,36 @@ static int is_startup_function(const char *function)
     return 0;
 }
 
-static int classify_python(const struct symbol *s)
+/* A Python file: installed packages are libraries, the frameworks' are
+ * frameworks, but those the user named theirs; an editable install of the
+ * user's own package runs from their checkout, outside site-packages, and
+ * is theirs with no setting. */
+static int classify_python(const struct symbol *s, const char *user_packages)
 {
     const char *file = s->file;
     if (!file)
         return ORIGIN_USER;
     if (strncmp(file, "<frozen ", 8) == 0)
         return ORIGIN_INTERPRETER;
+    size_t n = 0;
+    const char *package = installed_package(file, &n);
+    if (package && listed(package, n, NULL, 0, user_packages))
+        return ORIGIN_USER;
     if (in_framework_package(file) || is_generated(file))
         return ORIGIN_FRAMEWORK;
+    if (package)
+        return ORIGIN_LIBRARY;
     if (in_standard_library(file))
         return ORIGIN_INTERPRETER;
     return ORIGIN_USER;
 }
 
-int origin_of(const struct symbol *s)
+int origin_of(const struct symbol *s, const char *user_packages)
 {
     if (!s)
         return ORIGIN_USER;
     if (s->python)
-        return classify_python(s);
+        return classify_python(s, user_packages);
     if (s->function && strcmp(s->function, "_start") == 0)
         return ORIGIN_STARTUP;
     if (!s->module)

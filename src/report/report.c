@@ -317,8 +317,10 @@ int report_classify_frames(struct report *r)
     r->origins = report_alloc(r, r->address_count);
     if (!r->origins)
         return -1;
+    if (r->options.user_packages && r->options.user_packages[0])
+        r->user_packages = r->options.user_packages;
     for (size_t i = 0; i < r->address_count; i++)
-        r->origins[i] = (uint8_t)origin_of(&r->symbols[i]);
+        r->origins[i] = (uint8_t)origin_of(&r->symbols[i], r->user_packages);
     return 0;
 }
 
@@ -329,7 +331,7 @@ void report_options_of(const struct config *settings, struct report_options *o)
         .max_blocks = settings->max_blocks, .depth = settings->depth,
         .min_size = settings->min_size,
         .formats = settings->formats, .file_mode = settings->file_mode,
-        .quiet = settings->quiet,
+        .quiet = settings->quiet, .user_packages = settings->user_packages,
     };
 }
 

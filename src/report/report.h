@@ -118,6 +118,8 @@ struct report_options {
     int formats;             /* report_emit: the files to write (FORMAT_* bits) */
     int file_mode;           /* their permissions */
     int quiet;               /* no summary, no line for each file written */
+    const char *user_packages; /* installed packages whose Python is the user's
+                                * (origins.h); NULL or "": none */
 };
 struct config;
 void report_options_of(const struct config *settings, struct report_options *o);
@@ -190,6 +192,10 @@ struct report {
     uintptr_t *addresses;                /* distinct frames of shown stacks, sorted */
     struct symbol *symbols;              /* symbols[i] is addresses[i] */
     uint8_t *origins;                    /* origins[i]: symbols[i]'s (origins.h) */
+    const char *user_packages;           /* what origins were told with (the options',
+                                          * else the file's read back); NULL: none */
+    uint16_t *site_apart;                /* per stack id - 1: how its site line is told
+                                          * apart (frames_tell_apart); NULL: not yet */
     int all_frames;                      /* no frame hidden (options, or the file read says so) */
     size_t address_count;
     struct symbolizer *symbolizer;

@@ -96,7 +96,7 @@ void report_folded(const struct report *r, struct out *out)
             g->stack_id >= 1 && g->stack_id <= r->stack_count ? &r->stacks[g->stack_id - 1] : NULL;
         if (!s || s->depth == 0)
             out_str(out, ";[no stack]");
-        struct frame_view view = {-1, -1, -1};
+        struct frame_view view = {-1, -1, -1, -1, -1};
         if (s)
             frames_view(r, s, &view);
         for (uint32_t f = s ? s->depth : 0; f > 0; f--) {
@@ -210,11 +210,15 @@ static void write_program_end(const struct report *r, struct out *out)
                r->pid, U((uint64_t)r->state.program_end_ms * 1000), bytes, U(total));
     for (size_t i = 0; i < r->held_count && i < 20; i++) {
         const struct report_group *g = &r->held[i];
-        out_printf(out, "%s{\"bytes\":%llu,\"kind\":\"%s\",\"stack\":[", i ? "," : "",
+        char site[OUTPUT_PATH_MAX + 1024];
+        frames_site_text(r, g->stack_id, site, sizeof(site));
+        out_printf(out, "%s{\"bytes\":%llu,\"kind\":\"%s\",\"site\":", i ? "," : "",
                    U(g->bytes), kind_name(g->kind));
+        out_json_string(out, site[0] ? site : NULL);
+        out_str(out, ",\"stack\":[");
         const struct stack *s =
             g->stack_id >= 1 && g->stack_id <= r->stack_count ? &r->stacks[g->stack_id - 1] : NULL;
-        struct frame_view view = {-1, -1, -1};
+        struct frame_view view = {-1, -1, -1, -1, -1};
         if (s)
             frames_view(r, s, &view);
         for (uint32_t f = view.site > 0 ? (uint32_t)view.site : 0, n = 0; s && f < s->depth; f++) {

@@ -273,13 +273,21 @@
         }
         return shown(stack, allFrames).map(label).reverse();
       },
-      /* The stack's site: its innermost frame in the program's own code. */
+      /* The stack's site: its innermost frame in the program's own code, in
+       * the words of every report (site_text: its callers, the packages its
+       * call went through), the file by its base name; older reports have
+       * only the frame. */
       site: function (stackId) {
         var stack = byId[stackId];
         if (!stack || stack.frames.length === 0) {
           return stack ? '[no stack]' : '[stack ' + stackId + ' not in the report]';
         }
         var f = frames[stack.frames[stack.site === null || stack.site === undefined ? 0 : stack.site]];
+        if (stack.site_text) {
+          var file = f && f.file ? f.file + ':' : null;
+          return file && stack.site_text.indexOf(file) === 0
+            ? basename(f.file) + stack.site_text.slice(f.file.length) : stack.site_text;
+        }
         if (f && f.file && (f.python || f.function)) {
           return basename(f.file) + ':' + f.line + ' in ' + f.function;
         }

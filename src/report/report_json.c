@@ -77,10 +77,15 @@ static void write_tracer(const struct report *r, struct out *out)
                r->all_frames ? "true" : "false");
     for (int i = 0; i < LOST_COUNT; i++)
         out_printf(out, "%s\"%s\":%llu", i ? "," : "", lost_names[i], U(r->state.lost[i]));
+    out_str(out, "}");
+    if (r->user_packages && r->user_packages[0]) {
+        out_str(out, ",\"user_packages\":");
+        out_json_string(out, r->user_packages);
+    }
     if (r->self_time_ns >= 0)
-        out_printf(out, "},\"self_time_ns\":%lld}", (long long)r->self_time_ns);
+        out_printf(out, ",\"self_time_ns\":%lld}", (long long)r->self_time_ns);
     else
-        out_str(out, "},\"self_time_ns\":null}");
+        out_str(out, ",\"self_time_ns\":null}");
 }
 
 static void write_entry_points(const struct report *r, struct out *out)
@@ -171,7 +176,10 @@ static void write_stacks(const struct report *r, struct out *out)
         for (uint32_t f = 0, n = 0; f < s->depth; f++)
             if (frames_hidden(r, s, f, &view))
                 out_printf(out, "%s%u", n++ ? "," : "", f);
-        out_str(out, "]");
+        char site[OUTPUT_PATH_MAX + 1024];
+        frames_site_line(r, r->shown[i], 2, site, sizeof(site));
+        out_str(out, "],\"site_text\":");
+        out_json_string(out, site[0] ? site : NULL);
 #define X(key, member) out_printf(out, ",\"" key "\":%llu", U(s->stats.member));
         STACK_STATS_FIELDS(X)
 #undef X
@@ -390,7 +398,7 @@ static void write_findings(const struct report *r, struct out *out)
     out_str(out, ",\"findings\":[");
     for (int i = 0; i < count; i++) {
         const struct report_finding *f = &findings[i];
-        char site[OUTPUT_PATH_MAX + 512];
+        char site[OUTPUT_PATH_MAX + 1024];
         frames_site_text(r, f->stack_id, site, sizeof(site));
         out_str(out, i ? ",{\"verdict\":" : "{\"verdict\":");
         out_json_string(out, f->verdict);

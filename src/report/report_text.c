@@ -72,54 +72,21 @@ static const struct symbol *symbol_at(const struct report *r, uintptr_t address)
     return i >= 0 ? &r->symbols[i] : NULL;
 }
 
-/* The site (frames.h) in one line: "at file:line in function", or the
- * frame as written when it has no source line. */
-static void write_site(const struct report *r, struct out *out, uintptr_t address)
+/* The site in one line (frames_site_line), "at file:line in function",
+ * with at least `callers` of its callers: an inventory's line names two,
+ * where a site in a helper needs them to tell it from the helper's other
+ * uses. */
+static void write_site(const struct report *r, struct out *out, uint32_t stack_id, int callers)
 {
-    const struct symbol *s = symbol_at(r, address);
-    char name[256], function[1024], file[OUTPUT_PATH_MAX];
-    out_str(out, "      at ");
-    if (s && s->file && (s->python || s->function))
-        out_printf(out, "%s:%d in %s", output_text(s->file, file, sizeof(file)), s->line,
-                   output_text(!s->python ? frames_short_name(s->function, name, sizeof(name))
-                               : s->function ? s->function : "?",
-                               function, sizeof(function)));
-    else
-        write_frame_text(out, s, address);
-    out_str(out, "\n");
-}
-
-/* The site in one line with the two frames shown after it, outward: "at
- * file:line in function < caller:line < caller:line", where a site in a
- * helper needs its callers to tell it from the helper's other uses. */
-static void write_site_callers(const struct report *r, struct out *out, const struct stack *s,
-                               const struct frame_view *view)
-{
-    const uintptr_t *frames = r->frames + s->first_frame;
-    char site[OUTPUT_PATH_MAX + 512], shown[sizeof(site) * 4];
-    frames_site_text(r, (uint32_t)(s - r->stacks) + 1, site, sizeof(site));
-    out_printf(out, "      at %s", output_text(site, shown, sizeof(shown)));
-    int callers = 0;
-    for (uint32_t i = (uint32_t)view->site + 1; i < s->depth && callers < 2; i++) {
-        if (frames_left_out(r, s, i, view))
-            continue;
-        const struct symbol *symbol = symbol_at(r, frames[i]);
-        if (!symbol || !symbol->function || !symbol->file)
-            continue;
-        char name[256], text[1024];
-        out_printf(out, " < %s:%d", output_text(symbol->python ? symbol->function
-                                                : frames_short_name(symbol->function, name,
-                                                                    sizeof(name)),
-                                                text, sizeof(text)), symbol->line);
-        callers++;
-    }
-    out_str(out, "\n");
+    char site[OUTPUT_PATH_MAX + 1024], shown[sizeof(site) * 4];
+    frames_site_line(r, stack_id, callers, site, sizeof(site));
+    out_printf(out, "      at %s\n", output_text(site, shown, sizeof(shown)));
 }
 
 static const char *const hidden_words[ORIGIN_COUNT] = {
     [ORIGIN_CUDA] = "CUDA", [ORIGIN_FRAMEWORK] = "framework",
     [ORIGIN_INTERPRETER] = "interpreter", [ORIGIN_SYSTEM] = "runtime",
-    [ORIGIN_STARTUP] = "start-up",
+    [ORIGIN_STARTUP] = "start-up", [ORIGIN_LIBRARY] = "library",
 };
 
 /* "(5 frames hidden: interpreter, start-up)": what the frames left out were. */
@@ -155,11 +122,9 @@ static void write_stack(const struct report *r, struct out *out, uint32_t stack_
     const uintptr_t *frames = r->frames + s->first_frame;
     struct frame_view view;
     frames_view(r, s, &view);
-    if (detail == STACK_SITE) {
-        write_site_callers(r, out, s, &view);
+    write_site(r, out, stack_id, detail == STACK_SITE ? 2 : 0);
+    if (detail == STACK_SITE)
         return;
-    }
-    write_site(r, out, frames[view.site]);
     int brief = detail == STACK_BRIEF;
     uint32_t written = 0, hidden = 0, unwritten = 0;
     int origins_hidden[ORIGIN_COUNT] = {0};
@@ -877,7 +842,7 @@ static void write_findings(const struct report *r, struct out *out)
     out_str(out, "\n  Findings:\n");
     for (int i = 0; i < count; i++) {
         const struct report_finding *f = &findings[i];
-        char site[OUTPUT_PATH_MAX + 512], shown[sizeof(site) * 4];
+        char site[OUTPUT_PATH_MAX + 1024], shown[sizeof(site) * 4];
         frames_site_text(r, f->stack_id, site, sizeof(site));
         out_str(out, f->detail ? "      " : "   - ");
         out_str(out, f->label);

@@ -245,7 +245,7 @@ static int collect(struct report *r, const char *reason)
                                             "tensors were then");
     if (result == 0)
         result = report_held_at_end(r) < 0 || report_finish(r, symbolizer_open(host.lookup)) < 0 ||
-                         frames_read_lines(r) < 0
+                         frames_read_lines(r) < 0 || frames_tell_apart(r) < 0
                      ? -1
                      : 0;
     pthread_mutex_unlock(&finishing);

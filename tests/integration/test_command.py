@@ -362,9 +362,12 @@ def test_diff_snapshots(traced):
     lines = text.splitlines()
     first_stack = next((i for i, l in enumerate(lines) if l.startswith("   #1 ")), None)
     check(first_stack is not None and lines[first_stack] == "   #1 +7.00 MiB grew: 3.00 MiB -> 10.0 MiB"
-          and lines[first_stack + 1].startswith("      grow_cache at ")
-          and "snapshots.c:" in lines[first_stack + 1],
-          f"the text names grow_cache first, with file:line: {lines[first_stack:first_stack + 2]}")
+          and lines[first_stack + 1].startswith("      at ")
+          and "snapshots.c:" in lines[first_stack + 1] and lines[first_stack + 1].endswith(" in grow_cache")
+          and lines[first_stack + 2].startswith("      grow_cache at ")
+          and "snapshots.c:" in lines[first_stack + 2],
+          f"the text names grow_cache first, its site as every report says it, then its frames: "
+          f"{lines[first_stack:first_stack + 3]}")
     check("1 grew, 1 new, 0 shrank, 1 vanished, 1 unchanged" in text, f"counts: {text[:600]}")
     check("    device 0             13.0 MiB   22.0 MiB   +9.00 MiB" in lines, "device line")
     # Two runs: the same stacks match although their addresses differ

@@ -3,6 +3,7 @@ CPython found here), fork, PyTorch's counters, and the pytest plugin."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -181,6 +182,104 @@ def test_python_frames(traced):
     out, err, reports, _ = traced.run(sys.executable, [script], env={"CUMEMTRACE_PYTHON": "0"})
     report = only(reports)
     check(not any(f["python"] for f in report.get("frames", [])), "CUMEMTRACE_PYTHON=0: none")
+
+
+def user_line_environment(directory):
+    """A virtual environment in `directory` for user_line/serve.py: the
+    stand-in package installed in its site-packages, the user's own package
+    installed editable (a .pth file naming its folder, as pip install -e
+    writes). Its Python, and its site-packages folder."""
+    source = os.path.join(support.SOURCE, "tests", "integration", "user_line")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", directory], check=True,
+                   capture_output=True)
+    python = os.path.join(directory, "bin", "python")
+    packages = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+    shutil.copytree(os.path.join(source, "installed", "stand_in_lib"),
+                    os.path.join(packages, "stand_in_lib"))
+    with open(os.path.join(packages, "myproj.pth"), "w") as handle:
+        handle.write(os.path.join(source, "editable") + "\n")
+    return python, packages
+
+
+def test_user_line(traced, tmp_path):
+    """The site is the line a user can act on (src/report/frames.h): a
+    package installed in a virtual environment's site-packages allocates on
+    behalf of the user's line, which is the site, the package named beside
+    it; one helper class allocating for two callers gives each finding its
+    caller; the user's own package installed editable is theirs; and
+    CUMEMTRACE_USER_PACKAGES makes the installed package the user's."""
+    source = os.path.join(support.SOURCE, "tests", "integration", "user_line")
+    script = os.path.join(source, "serve.py")
+    python, packages = user_line_environment(str(tmp_path / "venv"))
+    library = os.path.join(packages, "stand_in_lib", "__init__.py")
+    editable = os.path.join(source, "editable", "myproj", "__init__.py")
+    lines = {marker: line_of(path, marker) for path, marker in
+             [(script, "SERVE-LINE"), (script, "BUF-LINE"), (script, "HOARD-LINE"),
+              (script, "SCRATCH-LINE"), (library, "LIBRARY-LINE"), (editable, "EDITABLE-LINE")]}
+    out, err, reports, texts = traced.run(python, [script], env={
+        "CUMEMTRACE_SAMPLE_MS": "10", "CUMEMTRACE_FORMAT": "json,text"})
+    check("user line: done" in out, f"the program ran: {out!r} {err[-800:]!r}")
+    report = only(reports)
+    frames = {f["id"]: f for f in report.get("frames", [])}
+    stacks = {s["id"]: s for s in report.get("stacks", [])}
+
+    def site_of(size):
+        group = next((g for g in report.get("live", []) if g["bytes"] == size), None)
+        check(group is not None, f"a live group of {size} bytes: {report.get('live')}")
+        stack = stacks[group["stack"]] if group else {"frames": [0], "site": 0}
+        return stack, frames[stack["frames"][stack["site"]]]
+
+    mib = 1 << 20
+    stack, site = site_of(36 * mib)
+    check((site["file"], site["line"], site["function"]) == (script, lines["SERVE-LINE"], "serve"),
+          f"the installed package's allocation is sited at the user's line: {site}")
+    library_frames = [frames[f] for f in stack["frames"] if frames[f]["file"] == library]
+    check(library_frames and all(f["origin"] == "library" for f in library_frames),
+          f"the package's frames are a library's: {library_frames}")
+    via = (f"{script}:{lines['SERVE-LINE']} in serve (via stand_in_lib: generate -> "
+           f"DynamicLayer.update:{lines['LIBRARY-LINE']})")
+    _, editable_site = site_of(5 * mib)
+    check((editable_site["file"], editable_site["line"], editable_site["origin"]) ==
+          (editable, lines["EDITABLE-LINE"], "user"),
+          f"the user's package installed editable is theirs: {editable_site}")
+
+    findings = [f for f in report.get("findings", []) if f.get("site")]
+    hoard = f"{script}:{lines['BUF-LINE']} in Buf.__init__ < hoard_buffers:{lines['HOARD-LINE']}"
+    scratch = f"{script}:{lines['BUF-LINE']} in Buf.__init__ < keep_scratch:{lines['SCRATCH-LINE']}"
+    growing = [f["site"] for f in findings if f["verdict"] == "growing"]
+    check(sorted(growing) == sorted([via, hoard, scratch]),
+          f"each growing finding names its caller, the package beside the user's line: {growing}")
+    summary = err.split("Findings:", 1)[-1].split("\n\n", 1)[0]
+    for words in (via, hoard, scratch):
+        check(f"growing at {words}: " in summary and f"      at {words}: " in summary,
+              f"the findings block says {words!r}:\n{summary}")
+    by_stack = {}
+    for f in findings:
+        by_stack.setdefault(f["site"], set()).add(f["stack"])
+    check(all(len(ids) == 1 for ids in by_stack.values()),
+          f"no two stacks' findings read alike: {by_stack}")
+    check(all(s.get("site_text") for s in stacks.values()) and
+          stacks[site_of(12 * mib)[0]["id"]]["site_text"].startswith(hoard + " < main:"),
+          f"the stacks' site_text, two callers at least: {[s.get('site_text') for s in stacks.values()]}")
+    # Read back, the report says the same.
+    path = os.path.join(traced.dir, next(n for n in os.listdir(traced.dir) if n.endswith(".json")))
+    again = support.tool("report", path)
+    check(f"growing at {via}: " in again.stdout and f"growing at {hoard}: " in again.stdout,
+          f"cumemtrace report names the same sites: {again.stdout[:2500]} {again.stderr}")
+
+    # The setting: the installed package is the user's own.
+    out, err, reports, _ = traced.run(python, [script], env={
+        "CUMEMTRACE_SAMPLE_MS": "10", "CUMEMTRACE_USER_PACKAGES": "numpy, stand_in_lib"})
+    report = only(reports)
+    frames = {f["id"]: f for f in report.get("frames", [])}
+    stacks = {s["id"]: s for s in report.get("stacks", [])}
+    stack, site = site_of(36 * mib)
+    check((site["file"], site["line"], site["origin"]) == (library, lines["LIBRARY-LINE"], "user"),
+          f"CUMEMTRACE_USER_PACKAGES=stand_in_lib: the package's line is the site: {site}")
+    check(report.get("tracer", {}).get("user_packages") == "numpy, stand_in_lib" and
+          f"growing at {library}:{lines['LIBRARY-LINE']} in DynamicLayer.update" in err,
+          f"the report says which packages were the user's: {report.get('tracer')} {err[-1500:]}")
 
 
 def test_python_fork(traced):

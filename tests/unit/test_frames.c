@@ -30,7 +30,7 @@ static void build(struct fixture *f, const struct symbol *symbols, uint32_t dept
         /* Python frames carry the tag; the order of addresses is kept. */
         uintptr_t address = (symbols[i].python ? PYTHON_FRAME_TAG : 0x400000) + 16 * (i + 1);
         f->symbols[i].address = f->addresses[i] = f->frames[i] = address;
-        f->origins[i] = (uint8_t)origin_of(&symbols[i]);
+        f->origins[i] = (uint8_t)origin_of(&symbols[i], NULL);
     }
     /* Native addresses sort below tagged Python ones: sort the pairs. */
     for (uint32_t i = 1; i < depth; i++)
@@ -106,10 +106,10 @@ static void torch_from_python(void)
     struct fixture f;
     build(&f, stack, depth);
     CHECK_EQ(site_of(&f), 7);
-    CHECK_EQ(origin_of(&stack[1]), ORIGIN_FRAMEWORK);
-    CHECK_EQ(origin_of(&stack[5]), ORIGIN_FRAMEWORK);
-    CHECK_EQ(origin_of(&stack[10]), ORIGIN_INTERPRETER);
-    CHECK_EQ(origin_of(&stack[11]), ORIGIN_STARTUP);
+    CHECK_EQ(origin_of(&stack[1], NULL), ORIGIN_FRAMEWORK);
+    CHECK_EQ(origin_of(&stack[5], NULL), ORIGIN_FRAMEWORK);
+    CHECK_EQ(origin_of(&stack[10], NULL), ORIGIN_INTERPRETER);
+    CHECK_EQ(origin_of(&stack[11], NULL), ORIGIN_STARTUP);
     /* cudaMalloc; linear.py's forward (what the site called); the user's lines */
     CHECK(strcmp(shown(&f), "100001010100") == 0);
     f.r.all_frames = 1;
@@ -131,8 +131,8 @@ static void autograd_thread(void)
     build(&f, frames, 7);
     /* No code of the user's: the innermost frame outside CUDA. */
     CHECK_EQ(site_of(&f), 2);
-    CHECK_EQ(origin_of(&frames[4]), ORIGIN_SYSTEM);
-    CHECK_EQ(origin_of(&frames[5]), ORIGIN_STARTUP);
+    CHECK_EQ(origin_of(&frames[4], NULL), ORIGIN_SYSTEM);
+    CHECK_EQ(origin_of(&frames[5], NULL), ORIGIN_STARTUP);
     CHECK(strcmp(shown(&f), "0110000") == 0);
 }
 
@@ -165,13 +165,23 @@ static void cupy_and_ctypes(void)
     };
     struct fixture f;
     build(&f, frames, 7);
-    CHECK_EQ(origin_of(&frames[1]), ORIGIN_FRAMEWORK);
-    CHECK_EQ(origin_of(&frames[2]), ORIGIN_INTERPRETER);
-    CHECK_EQ(origin_of(&frames[3]), ORIGIN_INTERPRETER);
-    CHECK_EQ(origin_of(&frames[5]), ORIGIN_USER);
-    /* A package that is not a framework's is the user's code. */
-    CHECK_EQ(site_of(&f), 5);
+    CHECK_EQ(origin_of(&frames[1], NULL), ORIGIN_FRAMEWORK);
+    CHECK_EQ(origin_of(&frames[2], NULL), ORIGIN_INTERPRETER);
+    CHECK_EQ(origin_of(&frames[3], NULL), ORIGIN_INTERPRETER);
+    CHECK_EQ(origin_of(&frames[5], NULL), ORIGIN_LIBRARY);
+    /* An installed package that is not a framework's is a library: the
+     * site is the line that called it, the library frame kept, and the
+     * framework call inside it. */
+    CHECK_EQ(site_of(&f), 6);
     CHECK(strcmp(shown(&f), "1000111") == 0);
+    char text[256];
+    frames_site_text(&f.r, 1, text, sizeof(text));
+    CHECK(strcmp(text, "/srv/job.py:3 in main (via yourlib: zeros:7)") == 0);
+    /* Named as the user's own: the site again. */
+    CHECK_EQ(origin_of(&frames[5], "transformers, yourlib"), ORIGIN_USER);
+    CHECK_EQ(origin_of(&frames[5], "yourli,ourlib"), ORIGIN_LIBRARY);
+    CHECK_EQ(origin_of(&frames[4], "yourlib"), ORIGIN_FRAMEWORK);
+    CHECK_EQ(origin_of(&frames[4], "cupy"), ORIGIN_USER);
 }
 
 static void standard_library_only(void)
@@ -185,8 +195,8 @@ static void standard_library_only(void)
     };
     struct fixture f;
     build(&f, frames, 5);
-    CHECK_EQ(origin_of(&frames[1]), ORIGIN_INTERPRETER);
-    CHECK_EQ(origin_of(&frames[2]), ORIGIN_INTERPRETER);
+    CHECK_EQ(origin_of(&frames[1], NULL), ORIGIN_INTERPRETER);
+    CHECK_EQ(origin_of(&frames[2], NULL), ORIGIN_INTERPRETER);
     /* No Python line of the user's (a marker has line 0): the native one. */
     CHECK_EQ(site_of(&f), 4);
     /* the marker is a placeholder, never shown as a frame */
@@ -207,7 +217,7 @@ static void tracer_hook(void)
     };
     struct fixture f;
     build(&f, frames, 4);
-    CHECK_EQ(origin_of(&frames[0]), ORIGIN_SYSTEM);
+    CHECK_EQ(origin_of(&frames[0], NULL), ORIGIN_SYSTEM);
     CHECK(strcmp(shown(&f), "0011") == 0);
 }
 
@@ -237,7 +247,7 @@ static void autograd_tensor(void)
     };
     struct fixture f;
     build(&f, frames, 11);
-    CHECK_EQ(origin_of(&frames[6]), ORIGIN_USER);
+    CHECK_EQ(origin_of(&frames[6], NULL), ORIGIN_USER);
     CHECK_EQ(site_of(&f), 9);
     /* backward's engine call is the one framework call kept; the marker is
      * no frame (the writers say in words whose frames follow it) */
@@ -301,13 +311,13 @@ static void compiled(void)
     struct fixture f;
     build(&f, frames, 10);
     for (int i = 2; i < 8; i++)
-        CHECK_EQ(origin_of(&frames[i]), ORIGIN_FRAMEWORK);
-    CHECK_EQ(origin_of(&frames[8]), ORIGIN_USER);
+        CHECK_EQ(origin_of(&frames[i], NULL), ORIGIN_FRAMEWORK);
+    CHECK_EQ(origin_of(&frames[8], NULL), ORIGIN_USER);
     CHECK_EQ(site_of(&f), 8);
     CHECK(strcmp(shown(&f), "1010000011") == 0);
     /* A user's file merely named like a cache is still the user's. */
     struct symbol mine = PY("f", "/home/me/inductor_notes.py", 3);
-    CHECK_EQ(origin_of(&mine), ORIGIN_USER);
+    CHECK_EQ(origin_of(&mine, NULL), ORIGIN_USER);
 }
 
 static void names(void)
