@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +48,10 @@ static const char run_usage_end[] =
     "  cumemtrace run -- python -m pytest --cuda-leaks\n"
     "Without a GPU, CUDA programs need the simulator built with the tests: run them\n"
     "with LD_LIBRARY_PATH=build/sim (scripts/demo.sh does).\n"
+    "Every value, and the place the reports will go, is checked before COMMAND starts.\n"
     "exit status: the command's own; 127 if it cannot be started, 1 usage error,\n"
-    "             2 no libcumemtrace.so found\n";
+    "             2 a bad option value, reports that could not be written where\n"
+    "             --output says, or no libcumemtrace.so found\n";
 
 /* The settings that `cumemtrace run` has an option for. */
 static const struct run_option {
@@ -172,6 +175,60 @@ static void ensure_torch_tracker(const char *program)
     cli_tracker_helper(cli_traced_python(program), args, NULL, 0);
 }
 
+/* Every CUMEMTRACE_* setting run is started with, from its options (the
+ * option named, `given[row]`) or from the environment (the variable named):
+ * a malformed value, which the library would replace by its default minutes
+ * into the run, refused in one line; CLI_OK or CLI_UNREADABLE. */
+static int check_values(const char *const *given)
+{
+    char why[200];
+    for (size_t i = 0; i < RUN_OPTION_COUNT; i++) {
+        const char *value = getenv(run_options[i].variable);
+        if (!value || (!value[0] && !given[i]))
+            continue;       /* unset, or set empty outside run: the library's default */
+        if (config_check(run_options[i].variable, value, why, sizeof(why)) == 0)
+            continue;
+        if (given[i])
+            fprintf(stderr, "cumemtrace run: %s '%s' %s\n", given[i], value, why);
+        else
+            fprintf(stderr, "cumemtrace run: %s='%s' %s\n", run_options[i].variable, value,
+                    why);
+        return CLI_UNREADABLE;
+    }
+    return CLI_OK;
+}
+
+/* Where the reports will go (CUMEMTRACE_OUTPUT, as config_load joins a
+ * directory's default name), checked before the program starts rather than
+ * found unusable at its end: CLI_OK, or CLI_UNREADABLE after one line.
+ * Also says, once, that --format none writes no snapshot either. The
+ * values are valid (check_values). */
+static int check_output(const char *option)
+{
+    const char *value = getenv("CUMEMTRACE_OUTPUT");
+    const char *signal = getenv("CUMEMTRACE_SIGNAL");
+    const char *format = getenv("CUMEMTRACE_FORMAT");
+    const char *enable = getenv("CUMEMTRACE_ENABLE");
+    int formats = config_defaults.formats, on = 1, snapshot_signal = SIGUSR2;
+    if (enable && *enable && config_parse_bool(enable, &on) == 0 && !on)
+        return CLI_OK;      /* every call passed through: nothing is written */
+    if (format && *format)
+        config_parse_formats(format, &formats);
+    if (signal && *signal)
+        config_parse_signal(signal, &snapshot_signal);
+    if (!formats && snapshot_signal)
+        fprintf(stderr, "cumemtrace run: --format none: the snapshot signal (--signal) and "
+                "out-of-memory reports will write no file either; crash dumps still do\n");
+    char template_[2 * CONFIG_TEXT_MAX], why[OUTPUT_PATH_MAX + 80];
+    config_output_template(template_, sizeof(template_));
+    if (output_check(template_, why, sizeof(why)) == 0)
+        return CLI_OK;
+    fprintf(stderr, "cumemtrace run: %s '%s' cannot hold the reports: %s\n",
+            option ? option : "CUMEMTRACE_OUTPUT",
+            value && *value ? value : config_defaults.output, why);
+    return CLI_UNREADABLE;
+}
+
 static int command_run(int argc, char **argv)
 {
     /* getopt's tables from run_options: an option without a short one
@@ -197,6 +254,12 @@ static int command_run(int argc, char **argv)
     shorts[used++] = 'h';
     shorts[used] = '\0';
     struct cli_args args = {"run", argc, argv, shorts, longs, 0};
+    /* How each setting was given: "--top" or "-o", as typed; NULL: not */
+    const char *given[RUN_OPTION_COUNT] = {NULL};
+    char typed[RUN_OPTION_COUNT][40];
+    size_t output_row = 0;
+    while (strcmp(run_options[output_row].variable, "CUMEMTRACE_OUTPUT") != 0)
+        output_row++;
     for (int c; (c = cli_getopt(&args)) != -1;) {
         if (c == 'h') {
             run_help();
@@ -217,9 +280,16 @@ static int command_run(int argc, char **argv)
         while (k < RUN_OPTION_COUNT && strcmp(run_options[k].option, o->name) != 0)
             k++;
         setenv(run_options[k].variable, optarg ? optarg : "1", 1);
+        snprintf(typed[k], sizeof(typed[k]), "--%s", o->name);
+        given[k] = typed[k];
     }
     if (optind >= argc)
         return cli_usage_error("run", "no command to run", NULL);
+    int status = check_values(given);
+    if (status == CLI_OK)
+        status = check_output(given[output_row]);
+    if (status != CLI_OK)
+        return status;
 
     char library[PATH_MAX];
     if (cli_find_library(library, sizeof(library)) < 0) {
