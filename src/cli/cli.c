@@ -87,7 +87,8 @@ static void run_help(void)
 }
 
 static const char report_usage[] =
-    "usage: cumemtrace report FILE [--format text|json] [-o PATH] [--all-frames]\n"
+    "usage: cumemtrace report FILE [--format text|json] [-o PATH] [--top N]\n"
+    "       [--all-frames]\n"
     "\n"
     "Prints the report in FILE, a JSON report (cumemtrace-*.json) or a crash dump\n"
     "(*.dump), as text (the .txt report the library writes) or as JSON. Frames of a\n"
@@ -97,6 +98,8 @@ static const char report_usage[] =
     "  -f, --format text|json  what to write (default text)\n"
     "  -o, --output PATH       write to PATH instead of stdout: a FIFO, device or pipe as\n"
     "                          it is; a regular file is replaced (mode CUMEMTRACE_FILE_MODE)\n"
+    "  --top N                 the summary the run printed on stderr, N entries per\n"
+    "                          section (text)\n"
     "  --all-frames            hide no frame (start-up, interpreter, frameworks)\n"
     CLI_EXIT_STATUS;
 
@@ -105,7 +108,8 @@ static const char html_usage[] =
     "\n"
     "Writes the HTML report of FILE (a JSON report or a crash dump) to PATH: one\n"
     "self-contained page.\n"
-    "  -o, --output PATH       the page to write (.html is added when missing)\n"
+    "  -o, --output PATH       the page to write (.html is added when missing; the path\n"
+    "                          written is said on stderr)\n"
     "  --all-frames            its icicles and tables show every frame at first\n"
     CLI_EXIT_STATUS;
 
@@ -117,7 +121,8 @@ static const char export_usage[] =
     "  folded     folded stacks, for flamegraph.pl and speedscope\n"
     "  perfetto   a Chrome trace / Perfetto JSON with counter tracks\n"
     "  memviz     a snapshot for PyTorch's memory_viz page\n"
-    "  -o, --output PATH       the file to write (the format's extension is added)\n"
+    "  -o, --output PATH       the file to write (the format's extension is added when\n"
+    "                          missing; the path written is said on stderr)\n"
     "  --all-frames            folded: hide no frame\n"
     CLI_EXIT_STATUS;
 
@@ -134,7 +139,7 @@ static const char symbolize_usage[] =
 static const struct option file_options[] = {
     {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
     {"all-frames", no_argument, NULL, 'a'},   {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
+    {"top", required_argument, NULL, 't'},    {NULL, 0, NULL, 0}};
 
 /* The Python packages (the pytest plugin cumemtrace_pytest, cumemtrace's
  * mark() and snapshot()) on PYTHONPATH for the traced program, after what
@@ -366,6 +371,7 @@ static int command_symbolize(int argc, char **argv)
  * `usage` printed for --help (then *help is set). */
 struct file_options {
     const char *file, *format, *output;
+    const char *top;                /* report's --top N, as given; NULL: none */
     int help;
     struct report_options report;   /* the report's (--all-frames) */
 };
@@ -380,6 +386,7 @@ static int parse_file_options(const char *command, const char *usage, int argc, 
         case 'f': o->format = optarg; break;
         case 'o': o->output = optarg; break;
         case 'a': o->report.all_frames = 1; break;
+        case 't': o->top = optarg; break;
         case 'h':
             fputs(usage, stdout);
             o->help = 1;
@@ -412,6 +419,29 @@ static struct loaded_report *load_file(const char *file, const struct report_opt
     return loaded;
 }
 
+/* After -o PATH was written: the path, on stderr, and that it is not the
+ * one typed when an extension was added. Nothing for stdout, a FIFO, a
+ * device or a pipe. */
+static void say_written(const struct cli_output *output, const char *typed)
+{
+    if (!output->path[0] || output->as_is)
+        return;
+    if (strcmp(output->path, typed) == 0)
+        fprintf(stderr, "cumemtrace: wrote %s\n", output->path);
+    else
+        fprintf(stderr, "cumemtrace: wrote %s (-o %s with the format's extension)\n",
+                output->path, typed);
+}
+
+/* The summary a run printed, its last line naming `file` as the full report. */
+static void summary_of(const struct report *r, const char *file, struct out *out)
+{
+    static struct report_files files = {.count = 1};
+    files.file[0].format = FORMAT_INDEX_JSON;
+    snprintf(files.file[0].path, sizeof(files.file[0].path), "%s", file);
+    report_summary(r, &files, out);
+}
+
 static int command_report(int argc, char **argv)
 {
     struct file_options o = {.format = "text"};
@@ -421,6 +451,13 @@ static int command_report(int argc, char **argv)
     int json = strcmp(o.format, "json") == 0;
     if (!json && strcmp(o.format, "text") != 0)
         return cli_usage_error("report", "--format takes text or json", o.format);
+    long top = 0;
+    if (o.top && (json || config_parse_int(o.top, 1, 100000, &top) < 0))
+        return cli_usage_error("report", json ? "--top is for the text summary"
+                                              : "--top takes a whole number from 1 to 100000",
+                               o.top);
+    if (top)
+        o.report.top = (int)top;
     struct loaded_report *loaded = load_file(o.file, &o.report);
     if (!loaded)
         return CLI_UNREADABLE;
@@ -432,9 +469,13 @@ static int command_report(int argc, char **argv)
     if (status == CLI_OK) {
         if (json)
             report_json(&loaded->report, &output->out);
+        else if (top)
+            summary_of(&loaded->report, o.file, &output->out);
         else
             report_text(&loaded->report, &output->out);
         status = cli_output_close(output);
+        if (status == CLI_OK && o.output)
+            say_written(output, o.output);
     }
     free(output);
     report_unload(loaded);
@@ -501,6 +542,8 @@ static int command_emit(const char *command, int argc, char **argv)
     if (status == CLI_OK) {
         report_write_format(&loaded->report, f->format, &output->out);
         status = cli_output_close(output);
+        if (status == CLI_OK)
+            say_written(output, o.output);
     }
     free(output);
     report_unload(loaded);

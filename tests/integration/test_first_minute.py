@@ -114,3 +114,139 @@ def test_library_checks_at_load():
     lines = completed.stderr.splitlines()
     check(lines == ["cumemtrace: CUMEMTRACE_TOP='abc' is not a whole number from 1 to 100000; "
                     "using 5"], f"once per process: {lines}")
+
+
+def reports_of_leak_loop(traced):
+    """leak_loop's text and JSON reports: (directory, .txt path, .json path)."""
+    traced.run("examples/leak_loop", ["3"], env={"CUMEMTRACE_FORMAT": "text,json,html",
+                                                 "CUMEMTRACE_QUIET": "1"})
+    names = sorted(os.listdir(traced.dir))
+    pick = lambda end: os.path.join(traced.dir, next(n for n in names if n.endswith(end)))
+    return traced.dir, pick(".txt"), pick(".json"), pick(".html")
+
+
+def test_report_says_what_a_file_is(traced):
+    _, text, _, html = reports_of_leak_loop(traced)
+    for path, words in ((text, "a text report (.txt), written to be read as it is"),
+                        (html, "an HTML report: open it in a browser")):
+        completed = tool("report", path)
+        check(refused(completed, words) and "JSON" in completed.stderr and
+              "unexpected character" not in completed.stderr,
+              f"report {os.path.basename(path)}: {completed.returncode} {completed.stderr!r}")
+
+
+def test_report_top(traced):
+    traced.run("tests/all_entry_points", ["keep"], env={"CUMEMTRACE_QUIET": "1"})
+    report = os.path.join(traced.dir, next(n for n in os.listdir(traced.dir)
+                                           if n.endswith(".json")))
+    full = tool("report", report)
+    brief = tool("report", "--top", "1", report)
+    check(brief.returncode == 0 and brief.stdout != full.stdout and
+          f"full report: {report} (cumemtrace report {report} prints all of it)" in brief.stdout,
+          f"report --top 1: the summary, naming the full report: {brief.stdout[-400:]!r}")
+    entries = lambda text, n: [l for l in text.splitlines() if l.startswith(f"   #{n} ")]
+    check(entries(full.stdout, 2) and not entries(brief.stdout, 2) and entries(brief.stdout, 1),
+          f"one entry per section: {brief.stdout!r}")
+    for bad in (["--top", "x"], ["--top", "0"], ["--top", "3", "--format", "json"]):
+        completed = tool("report", *bad, report)
+        check(completed.returncode == 1 and completed.stderr.count("\n") == 1,
+              f"report {bad}: {completed.returncode} {completed.stderr!r}")
+
+
+def test_commands_say_what_they_wrote(traced):
+    directory, _, report, _ = reports_of_leak_loop(traced)
+    for args, written, words in (
+            (["export", "--format", "folded", report, "-o", os.path.join(directory, "stacks")],
+             os.path.join(directory, "stacks.folded"), "(-o {} with the format's extension)"),
+            (["html", report, "-o", os.path.join(directory, "page.html")],
+             os.path.join(directory, "page.html"), ""),
+            (["report", report, "-o", os.path.join(directory, "again.txt")],
+             os.path.join(directory, "again.txt"), "")):
+        completed = tool(*args)
+        typed = args[args.index("-o") + 1]
+        expected = f"cumemtrace: wrote {written}" + \
+            (" " + words.format(typed) if words else "") + "\n"
+        check(completed.returncode == 0 and completed.stderr == expected and
+              os.path.exists(written),
+              f"{args[0]}: {completed.stderr!r}, expected {expected!r}")
+    completed = tool("report", report)
+    check(completed.stderr == "", "to stdout: nothing said")
+
+
+def test_live_and_doctor_name_what_is_missing():
+    child = subprocess.Popen(["true"])
+    child.wait()        # its pid is no process now
+    completed = tool("live", str(child.pid), "--once")
+    check(refused(completed, f"cannot watch pid {child.pid}: no such process"),
+          f"live on a pid that is no process: {completed.returncode} {completed.stderr!r}")
+    completed = tool("doctor", "--python", "/no/such/python", "--no-build")
+    check(refused(completed, "cannot run --python '/no/such/python': No such file"),
+          f"doctor --python /no/such: {completed.returncode} {completed.stderr!r}")
+    check(completed.stdout == "", f"and no report about nothing: {completed.stdout!r}")
+
+
+def test_diff_of_snapshots_says_so(traced):
+    traced.run("tests/snapshots", ["{dir}"], env={"CUMEMTRACE_QUIET": "1"})
+    first, second = (os.path.join(traced.dir, n) for n in ("first.json", "second.json"))
+    completed = tool("diff", first, second)
+    check(completed.returncode == 0 and
+          "compared what was live when each snapshot was taken" in completed.stdout and
+          "compared at exit" not in completed.stdout,
+          f"diff of two snapshots: {completed.stdout[:600]!r}")
+
+
+def test_live_keys():
+    """cumemtrace live in tmux: h shows the keys, - lists fewer sites, p
+    pauses, q quits."""
+    import shutil
+    import time
+    from test_command import start_target
+    tmux = shutil.which("tmux")
+    if not check(tmux, "tmux is installed (scripts/setup.sh installs it)"):
+        return
+    directory = tempfile.mkdtemp(prefix="cumemtrace-live-")
+    process, pids = start_target(directory)
+    if not pids:
+        return
+    server = f"cumemtrace-keys-{os.getpid()}"
+    environment = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TMUX")}
+    if os.environ.get("CUMEMTRACE_TEST_PRELOAD_FIRST"):
+        environment["LD_PRELOAD"] = os.environ["CUMEMTRACE_TEST_PRELOAD_FIRST"]
+    tmux_command = [tmux, "-L", server, "-f", "/dev/null"]
+    subprocess.run(tmux_command + ["new-session", "-d", "-x", "140", "-y", "40", "-s", "live",
+                                   f"exec {os.path.join(support.BUILD, 'cumemtrace')} live "
+                                   f"{pids[0]} --top 2"], env=environment)
+
+    def screen_after(key):
+        if key:
+            subprocess.run(tmux_command + ["send-keys", "-t", "live", key])
+        time.sleep(0.5)
+        return subprocess.run(tmux_command + ["capture-pane", "-p", "-t", "live"],
+                              capture_output=True, text=True).stdout
+
+    def sites(screen):
+        return [l for l in screen.split("Top sites", 1)[-1].split("Growing", 1)[0].splitlines()
+                if l.strip().startswith(("1 ", "2 ", "3 "))]
+    try:
+        first = screen_after(None)
+        check("h keys" in first and "keys: q quit" not in first, f"the keys offered:\n{first}")
+        shown = screen_after("h")
+        check("keys: q quit   p pause/resume   + more sites   - fewer sites" in shown,
+              f"h shows the keys:\n{shown}")
+        fewer = screen_after("-")
+        check(len(sites(fewer)) == len(sites(shown)) - 1 and sites(shown),
+              f"- lists one site fewer: {sites(shown)} -> {sites(fewer)}")
+        paused = screen_after("p")
+        check("paused (p resumes)" in paused, f"p pauses:\n{paused}")
+        time.sleep(1.2)
+        check(screen_after(None).split("\n", 1)[0] == paused.split("\n", 1)[0],
+              "paused: the time shown stays")
+        check("every second" in screen_after("p"), "p resumes")
+        subprocess.run(tmux_command + ["send-keys", "-t", "live", "q"])
+        time.sleep(0.5)
+        check(subprocess.run(tmux_command + ["has-session", "-t", "live"],
+                             capture_output=True).returncode != 0, "q quits")
+    finally:
+        subprocess.run(tmux_command + ["kill-server"], capture_output=True)
+        process.kill()
+        process.communicate(timeout=60)
