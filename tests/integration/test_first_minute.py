@@ -250,3 +250,48 @@ def test_live_keys():
         subprocess.run(tmux_command + ["kill-server"], capture_output=True)
         process.kill()
         process.communicate(timeout=60)
+
+
+LEAKER = """import ctypes
+cuda = ctypes.CDLL("libcudart.so.13")
+kept = []
+
+
+def allocate(size):
+    pointer = ctypes.c_void_p()
+    assert cuda.cudaMalloc(ctypes.byref(pointer), ctypes.c_size_t(size)) == 0
+    kept.append(pointer)
+
+
+allocate(3 << 20)
+"""
+
+
+def test_diff_matches_a_script_by_its_folder(traced):
+    """The same script launched as ../train.py from a folder below it, and as
+    /elsewhere/proj/train.py from another checkout: diff finds the same
+    lines unchanged, not one new and one vanished."""
+    checkouts = []
+    for name in ("one", "two"):
+        project = os.path.join(tempfile.mkdtemp(prefix=f"cumemtrace-{name}-"), "proj")
+        os.makedirs(os.path.join(project, "sub"))
+        with open(os.path.join(project, "train.py"), "w") as handle:
+            handle.write(LEAKER)
+        checkouts.append(project)
+    reports = []
+    for project, command in ((checkouts[0], ["../train.py"]),
+                             (checkouts[1], [os.path.join(checkouts[1], "train.py")])):
+        directory = os.path.join(project, "sub")
+        completed = bare([sys.executable, *command], directory, CUMEMTRACE_QUIET="1",
+                         CUMEMTRACE_OUTPUT=os.path.join(project, "report"))
+        check(completed.returncode == 0, f"{command}: {completed.stderr[-500:]!r}")
+        reports.append(os.path.join(project, "report.json"))
+    completed = tool("diff", *reports, "--format", "json")
+    if not check(completed.returncode == 0, f"diff: {completed.stderr!r}"):
+        return
+    import json
+    diff = json.loads(completed.stdout)
+    statuses = [s["status"] for s in diff["stacks"]]
+    check("new" not in statuses and "vanished" not in statuses and diff["stacks_unchanged"] >= 1,
+          f"the script's lines matched across the two paths: {statuses}, "
+          f"{diff['stacks_unchanged']} unchanged")
