@@ -300,9 +300,10 @@ def test_doctor_answers(traced):
     out, err, _, _ = traced.run(command, ["doctor", "--python", old], preload=False)
     check(any("3.9.18" in l and "only where the allocating thread holds the GIL" in l
               for l in out.splitlines()), f"a Python read only with the GIL: {out!r}")
-    out, err, _, _ = traced.run(command, ["doctor", "--python", "/nonexistent/python3"], preload=False)
-    check(any(l.startswith("  Python       /nonexistent/python3 cannot be run")
-              for l in out.splitlines()), f"a Python that is not there: {out!r}")
+    out, err, _, _ = traced.run(command, ["doctor", "--python", "/nonexistent/python3"],
+                                preload=False, expect_rc=2)
+    check(out == "" and err == "cumemtrace doctor: cannot run --python '/nonexistent/python3': "
+          "No such file or directory\n", f"a Python that is not there: one line: {out!r} {err!r}")
 
 
 # ---- cmake --install ------------------------------------------------------------
