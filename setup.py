@@ -4,7 +4,9 @@ library, the command and the tracker's sources into the Python package
 the command finds its parts the same way everywhere (src/cli/cli_install.c).
 pyproject.toml holds the rest of the package's description.
 
-Only setuptools, wheel and CMake: no network, no build isolation needed.
+Only setuptools (70.1 or later, or an older one with wheel) and CMake: no
+network, no build isolation needed; a Python without either says so in one
+line.
 CMAKE_BUILD_PARALLEL_LEVEL sets the build's jobs (default: the CPUs),
 CMAKE_BUILD_TYPE its type (default RelWithDebInfo), CUDAToolkit_ROOT a CUDA
 toolkit to take the headers from (else they are looked for as the PyTorch
@@ -19,7 +21,20 @@ import sys
 from setuptools import Command, setup
 from setuptools.command.build import build
 from setuptools.dist import Distribution
-from wheel.bdist_wheel import bdist_wheel
+
+# A wheel is made with setuptools' own bdist_wheel (setuptools 70.1 and
+# later), else with the `wheel` package's; many Pythons (pyenv's, conda's,
+# uv's) have neither, and pip then needs to be told what to install.
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:
+        bdist_wheel = None
+if bdist_wheel is None and "bdist_wheel" in sys.argv:
+    sys.exit(f"cumemtrace: making a wheel needs the wheel package or setuptools 70.1 or later, "
+             f"neither of which {sys.executable} has: {sys.executable} -m pip install wheel")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -95,14 +110,15 @@ class NativeDistribution(Distribution):
         return True
 
 
-class bdist_wheel_any_python(bdist_wheel):
-    """Tagged py3-none-PLATFORM: no Python extension is compiled, so any
-    Python 3 of the platform can use it."""
+commands = {"build": build_with_native, "build_native": build_native}
+if bdist_wheel is not None:
+    class bdist_wheel_any_python(bdist_wheel):
+        """Tagged py3-none-PLATFORM: no Python extension is compiled, so any
+        Python 3 of the platform can use it."""
 
-    def get_tag(self):
-        return ("py3", "none", super().get_tag()[2])
+        def get_tag(self):
+            return ("py3", "none", super().get_tag()[2])
 
+    commands["bdist_wheel"] = bdist_wheel_any_python
 
-setup(version=version(), distclass=NativeDistribution,
-      cmdclass={"build": build_with_native, "build_native": build_native,
-                "bdist_wheel": bdist_wheel_any_python})
+setup(version=version(), distclass=NativeDistribution, cmdclass=commands)

@@ -5,8 +5,10 @@
  * program) is not touched at all: no settings read, no message, no handler.
  * The first event calls preload_init(), which does its work once. The
  * exceptions, at the bottom: a private duplicate of stderr (let go in a
- * forked child and at setsid), and the settings that change the
- * environment (CUMEMTRACE_FOLLOW=0, ..._TORCH_PER_TENSOR=1).
+ * forked child and at setsid), a check of the settings that speaks only when
+ * one is wrong (read without being used: the first event reads them), and
+ * the settings that change the environment (CUMEMTRACE_FOLLOW=0,
+ * ..._TORCH_PER_TENSOR=1).
  *
  * One tracer a process: where two copies of the library are loaded (an
  * LD_PRELOAD exported by one installation, `cumemtrace run` of another),
@@ -16,6 +18,8 @@
  * call on untouched, and it says so in one line at its first event. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,7 @@
 #include "live.h"
 #include "log.h"
 #include "modules.h"
+#include "output.h"
 #include "preload.h"
 #include "signals.h"
 #include "stacks.h"
@@ -204,6 +209,54 @@ static void torch_per_tensor_setting(void)
         setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
 }
 
+/* Whether the process that started this one has this library loaded: it
+ * saw the same settings when it loaded, and said what was wrong with them.
+ * Read only when there is something to say. */
+static int parent_traced(void)
+{
+    char path[64], chunk[4096 + 16];
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)getppid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t kept = 0;
+    int found = 0;
+    for (ssize_t n; !found && (n = read(fd, chunk + kept, sizeof(chunk) - 1 - kept)) > 0;) {
+        size_t used = kept + (size_t)n;
+        found = memmem(chunk, used, "libcumemtrace.so", 16) != NULL;
+        kept = used < 15 ? used : 15;   /* a name cut between two reads */
+        memmove(chunk, chunk + used - kept, kept);
+    }
+    close(fd);
+    return found;
+}
+
+/* The settings, checked when the library loads rather than at the first
+ * CUDA call, minutes into a run: malformed values (config_load names the
+ * variable and the value used instead; the first CUDA call, which reads
+ * them again, does not repeat it), names that are no setting (with the
+ * closest one), and a report location that cannot be written. Said once
+ * for a tree of processes: not again in one whose parent is traced. */
+static void check_settings(void)
+{
+    const char *enable = getenv("CUMEMTRACE_ENABLE");
+    int on = 1;
+    if (enable && *enable && config_parse_bool(enable, &on) == 0 && !on)
+        return;
+    char template_[2 * CONFIG_TEXT_MAX], why[OUTPUT_PATH_MAX + 80];
+    config_output_template(template_, sizeof(template_));
+    int unusable = output_check(template_, why, sizeof(why)) < 0;
+    if ((!config_check_environment(0) && !unusable) || parent_traced())
+        return;
+    config_check_environment(1);
+    log_once_per_line(1);
+    config_load();
+    log_once_per_line(0);
+    if (unusable)
+        log_line("no report can be written where CUMEMTRACE_OUTPUT says ('%s'): %s",
+                 template_, why);
+}
+
 /* A process that detaches from its session (a daemon, a server started by
  * a script) lets go of the stderr it started with: our copy of it too. */
 static pid_t (*real_setsid)(void);
@@ -220,8 +273,8 @@ PUBLIC pid_t setsid(void)
 
 /* The only work done at load time: find the C library's exec functions
  * (exec.c), see whether another copy traces already (above), keep a private
- * copy of stderr (log.h), and settings that must change the environment
- * before the program runs. */
+ * copy of stderr (log.h), say what is wrong with the settings, and settings
+ * that must change the environment before the program runs. */
 __attribute__((constructor)) static void cumemtrace_load(void)
 {
     *(void **)&real_setsid = real_dlsym(RTLD_NEXT, "setsid");
@@ -237,6 +290,7 @@ __attribute__((constructor)) static void cumemtrace_load(void)
     }
     log_keep_stderr();
     pthread_atfork(NULL, NULL, log_release_stderr);
+    check_settings();
     follow_setting();
     torch_per_tensor_setting();
 }

@@ -32,6 +32,21 @@ at most of its samples over the session).
     This much is allowed to one test; @pytest.mark.cuda_leaks(False) leaves a
     test unchecked; @pytest.mark.cuda_leaks(True) (or no argument) checks it
     with nothing allowed beyond --cuda-leaks-below.
+@pytest.mark.cuda_limit(peak="512 MiB", leaks=0)
+    Limits of one test, checked whenever the tracer is there (no option
+    needed): `peak`, the most device memory live during the test beyond what
+    was live before it; `leaks`, what it may leave held. The peak comes from
+    the tracer's device counters: exact when the test raised the process's
+    peak, and otherwise known to be within the limit only while the earlier
+    peak is (a test that cannot be told passes with a warning that says so).
+With either option, the session's summary also names the tests that held
+the most GPU memory while they ran (their peaks, as above).
+
+Failure messages name each site once, by its line and two callers (frames
+of this plugin and of pytest left out). The tracer's own exit report is not
+written (CUMEMTRACE_FORMAT=none, for this process only) unless
+CUMEMTRACE_FORMAT or CUMEMTRACE_OUTPUT (`cumemtrace run -f`, `-o`) asks for
+one: no cumemtrace-PID.json left in the working directory by every run.
 
 What counts is read from the tracer's JSON report
 (docs/report.schema.json), never assumed: every live group but the VMM
@@ -105,12 +120,17 @@ def setting(config, name):
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda_leaks(allowed=SIZE): GPU memory a test may leave "
                             "held (cuda_leaks(False): not checked; cuda_leaks(True): none)")
+    config.addinivalue_line("markers", "cuda_limit(peak=SIZE, leaks=SIZE): the most GPU memory "
+                            "a test may have live beyond what was before it, and leave held")
     try:
         repeat = int(setting(config, "cuda_leaks_repeat"))
     except ValueError:
         raise pytest.UsageError("cuda_leaks_repeat takes a count, 0 or more")
     checking = setting(config, "cuda_leaks") or repeat > 0
     if not checking:
+        tracer = Tracer.find()
+        if tracer is not None:      # the per-test limits need no option
+            config.pluginmanager.register(LimitChecker(tracer, False), "cumemtrace-limits")
         return
     if repeat < 0:
         raise pytest.UsageError("--cuda-leaks-repeat takes a count, 0 or more")
@@ -123,7 +143,11 @@ def pytest_configure(config):
         raise pytest.UsageError("--cuda-leaks needs the tracer: run pytest under "
                                 "`cumemtrace run -- python -m pytest ...` (or with "
                                 "LD_PRELOAD=libcumemtrace.so)")
-    config.pluginmanager.register(LeakChecker(tracer, config, below, repeat), "cumemtrace-leaks")
+    tracer.without_exit_report()
+    limits = LimitChecker(tracer, True)
+    config.pluginmanager.register(limits, "cumemtrace-limits")
+    config.pluginmanager.register(LeakChecker(tracer, config, below, repeat, limits),
+                                  "cumemtrace-leaks")
 
 
 class Tracer:
@@ -138,6 +162,19 @@ class Tracer:
     def find(cls):
         library = ctypes.CDLL(None)
         return cls(library) if hasattr(library, "cumemtrace_write_json") else None
+
+    def without_exit_report(self):
+        """No report file at the process's exit unless one was asked for:
+        the tracer reads its settings once, at its first use, which this
+        is when no CUDA call came before (then a report is written as
+        asked). The environment is left as it was, for what the tests run."""
+        if os.environ.get("CUMEMTRACE_FORMAT") or os.environ.get("CUMEMTRACE_OUTPUT"):
+            return
+        os.environ["CUMEMTRACE_FORMAT"] = "none"
+        try:
+            self.report()
+        finally:
+            del os.environ["CUMEMTRACE_FORMAT"]
 
     def report(self):
         with tempfile.TemporaryFile() as handle:
@@ -163,12 +200,25 @@ def held(report):
     return counted
 
 
+# Frames that are the test runner's, not the test's: this plugin's (it runs
+# the test again for --cuda-leaks-repeat), pytest's and pluggy's.
+RUNNER = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+          os.path.dirname(os.path.abspath(pytest.__file__)) + os.sep,
+          os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep)
+
+
+def runner_frame(frame):
+    return frame.get("python") and any(part in os.path.abspath(frame.get("file") or "")
+                                       for part in RUNNER)
+
+
 def site(report, stack_id):
     """The site of a stack as the reports name it, "file:line in function",
     with the two frames shown after it, its callers ("< test_leaks:40"), which
     tell apart sites that share a helper (the report's own words where it has
     them: more callers where two stacks need them, the packages its call went
-    through)."""
+    through, which fold the test runner's frames); the test runner's frames are
+    not among them."""
     frames = {f["id"]: f for f in report.get("frames", [])}
     stack = next((s for s in report.get("stacks", []) if s["id"] == stack_id), None)
     if not stack or not stack["frames"]:
@@ -177,7 +227,8 @@ def site(report, stack_id):
         return stack["site_text"]
     first = stack.get("site") or 0
     hidden = set(stack.get("hidden", []))
-    shown = [i for i in range(first + 1, len(stack["frames"])) if i not in hidden][:2]
+    shown = [i for i in range(first + 1, len(stack["frames"]))
+             if i not in hidden and not runner_frame(frames[stack["frames"][i]])][:2]
     names = []
     for i in [first] + shown:
         frame = frames[stack["frames"][i]]
@@ -201,11 +252,16 @@ def gained(before, after):
 
 
 def describe(report, grown, limit=5):
-    lines = []
-    for (stack, kind, api), count in sorted(grown.items(), key=lambda item: -item[1])[:limit]:
-        lines.append(f"  {format_bytes(count)} from {site(report, stack)} ({kind} via {api})")
-    if len(grown) > limit:
-        lines.append(f"  ... and {len(grown) - limit} more sites")
+    """A line per site, largest first: stacks that differ only in frames
+    not shown (the runner's) are one site, their bytes summed."""
+    sites = {}
+    for (stack, kind, api), count in grown.items():
+        line = f"from {site(report, stack)} ({kind} via {api})"
+        sites[line] = sites.get(line, 0) + count
+    lines = [f"  {format_bytes(count)} {line}"
+             for line, count in sorted(sites.items(), key=lambda item: (-item[1], item[0]))[:limit]]
+    if len(sites) > limit:
+        lines.append(f"  ... and {len(sites) - limit} more sites")
     return "\n".join(lines)
 
 
@@ -232,9 +288,116 @@ def session_summary(report, limit=5):
     return lines
 
 
-class LeakChecker:
-    def __init__(self, tracer, config, below, repeat):
+def device_memory(report):
+    """{device: (live bytes, peak bytes)} of device memory, from the counters."""
+    figures = {}
+    for device in report.get("devices", []):
+        counted = ((device.get("counters") or {}).get("device_memory") or {}) \
+            .get("allocated_bytes") or {}
+        figures[device.get("device")] = (counted.get("current", 0), counted.get("peak", 0))
+    return figures
+
+
+def peak_between(before, after):
+    """The most device memory live between two reports beyond what was live
+    at the first, on the device where it is most, and whether that is exact:
+    it is where the process's peak rose in between (the new peak was reached
+    then); elsewhere only the earlier peak bounds it."""
+    first, then = device_memory(before), device_memory(after)
+    most, exact = 0, True
+    for device, (live, peak) in first.items():
+        later_peak = then.get(device, (0, peak))[1]
+        rose = later_peak > peak
+        value = max(0, (later_peak if rose else peak) - live)
+        if value > most or (value == most and not rose):
+            most, exact = value, rose or value == 0
+    return most, exact
+
+
+class LimitChecker:
+    """@pytest.mark.cuda_limit(peak=SIZE, leaks=SIZE) on any test, and with
+    `measure_all` (--cuda-leaks, --cuda-leaks-repeat) every test's peak, for
+    the session's summary of the tests that held the most."""
+
+    def __init__(self, tracer, measure_all):
         self.tracer = tracer
+        self.measure_all = measure_all
+        self.peaks = {}                   # nodeid -> (bytes, exact)
+        self.problems = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        marker = item.get_closest_marker("cuda_limit")
+        if marker is None and not self.measure_all:
+            yield
+            return
+        try:
+            peak_limit = parse_size(marker.kwargs["peak"]) \
+                if marker and marker.kwargs.get("peak") is not None else None
+            leak_limit = parse_size(marker.kwargs["leaks"]) \
+                if marker and marker.kwargs.get("leaks") is not None else None
+        except ValueError as error:
+            raise pytest.UsageError(f"{item.nodeid}: cuda_limit: {error}")
+        before = self.tracer.report()
+        outcome = yield
+        if outcome.excinfo is not None:
+            return
+        after = self.tracer.report()
+        peak, exact = peak_between(before, after)
+        self.peaks[item.nodeid] = (peak, exact)
+        problems = []
+        if peak_limit is not None and peak > peak_limit and exact:
+            problems.append(f"{item.name} had {format_bytes(peak)} of GPU memory live beyond "
+                            f"what was before it (limit: {format_bytes(peak_limit)})")
+        elif peak_limit is not None and peak > peak_limit:
+            item.warn(pytest.PytestWarning(
+                f"cuda_limit(peak={format_bytes(peak_limit)}) cannot be told: the test did not "
+                f"raise the process's peak, which an earlier test set {format_bytes(peak)} above "
+                f"what was live before it"))
+        if leak_limit is not None:
+            grown, net = gained(held(before), held(after))
+            if net > leak_limit:
+                problems.append(f"{item.name} left {format_bytes(net)} of GPU memory held "
+                                f"(limit: {format_bytes(leak_limit)}):\n" + describe(after, grown))
+        if problems:
+            self.problems[item.nodeid] = "\n".join(problems)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        problem = self.problems.pop(item.nodeid, None)
+        if call.when != "call" or not problem:
+            return
+        if report.passed:
+            report.outcome = "failed"
+            report.longrepr = problem
+        elif isinstance(report.longrepr, str):
+            report.longrepr += "\n" + problem
+
+    def heaviest(self, limit=5):
+        """The lines naming the tests whose peaks were highest."""
+        ranked = sorted(self.peaks.items(), key=lambda item: (-item[1][0], item[0]))
+        ranked = [(name, value) for name, value in ranked if value[0] > 0][:limit]
+        if not ranked:
+            return ["tests that held the most: none held GPU memory beyond what was before them"]
+        lines = ["tests that held the most (device memory live beyond what was before each):"]
+        for name, (peak, exact) in ranked:
+            lines.append(f"  {'' if exact else 'at most '}{format_bytes(peak)}  {name}")
+        return lines
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.measure_all or not self.peaks:
+            return                        # the leak checker's summary says it
+        terminalreporter.section("cumemtrace: GPU memory of the tests with limits")
+        for line in self.heaviest():
+            terminalreporter.write_line(line)
+
+
+class LeakChecker:
+    def __init__(self, tracer, config, below, repeat, limits):
+        self.tracer = tracer
+        self.limits = limits
         self.strict = bool(setting(config, "cuda_leaks"))
         self.repeat = repeat
         self.below = below
@@ -300,7 +463,7 @@ class LeakChecker:
 
     def pytest_terminal_summary(self, terminalreporter):
         terminalreporter.section("cumemtrace: GPU memory at the end of the session")
-        for line in session_summary(self.tracer.report()):
+        for line in session_summary(self.tracer.report()) + self.limits.heaviest():
             terminalreporter.write_line(line)
 
     def pytest_report_header(self, config):

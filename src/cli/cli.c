@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +48,10 @@ static const char run_usage_end[] =
     "  cumemtrace run -- python -m pytest --cuda-leaks\n"
     "Without a GPU, CUDA programs need the simulator built with the tests: run them\n"
     "with LD_LIBRARY_PATH=build/sim (scripts/demo.sh does).\n"
+    "Every value, and the place the reports will go, is checked before COMMAND starts.\n"
     "exit status: the command's own; 127 if it cannot be started, 1 usage error,\n"
-    "             2 no libcumemtrace.so found\n";
+    "             2 a bad option value, reports that could not be written where\n"
+    "             --output says, or no libcumemtrace.so found\n";
 
 /* The settings that `cumemtrace run` has an option for. */
 static const struct run_option {
@@ -84,7 +87,8 @@ static void run_help(void)
 }
 
 static const char report_usage[] =
-    "usage: cumemtrace report FILE [--format text|json] [-o PATH] [--all-frames]\n"
+    "usage: cumemtrace report FILE [--format text|json] [-o PATH] [--top N]\n"
+    "       [--all-frames]\n"
     "\n"
     "Prints the report in FILE, a JSON report (cumemtrace-*.json) or a crash dump\n"
     "(*.dump), as text (the .txt report the library writes) or as JSON. Frames of a\n"
@@ -94,6 +98,8 @@ static const char report_usage[] =
     "  -f, --format text|json  what to write (default text)\n"
     "  -o, --output PATH       write to PATH instead of stdout: a FIFO, device or pipe as\n"
     "                          it is; a regular file is replaced (mode CUMEMTRACE_FILE_MODE)\n"
+    "  --top N                 the summary the run printed on stderr, N entries per\n"
+    "                          section (text)\n"
     "  --all-frames            hide no frame (start-up, interpreter, frameworks)\n"
     CLI_EXIT_STATUS;
 
@@ -102,7 +108,8 @@ static const char html_usage[] =
     "\n"
     "Writes the HTML report of FILE (a JSON report or a crash dump) to PATH: one\n"
     "self-contained page.\n"
-    "  -o, --output PATH       the page to write (.html is added when missing)\n"
+    "  -o, --output PATH       the page to write (.html is added when missing; the path\n"
+    "                          written is said on stderr)\n"
     "  --all-frames            its icicles and tables show every frame at first\n"
     CLI_EXIT_STATUS;
 
@@ -114,7 +121,8 @@ static const char export_usage[] =
     "  folded     folded stacks, for flamegraph.pl and speedscope\n"
     "  perfetto   a Chrome trace / Perfetto JSON with counter tracks\n"
     "  memviz     a snapshot for PyTorch's memory_viz page\n"
-    "  -o, --output PATH       the file to write (the format's extension is added)\n"
+    "  -o, --output PATH       the file to write (the format's extension is added when\n"
+    "                          missing; the path written is said on stderr)\n"
     "  --all-frames            folded: hide no frame\n"
     CLI_EXIT_STATUS;
 
@@ -131,7 +139,7 @@ static const char symbolize_usage[] =
 static const struct option file_options[] = {
     {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
     {"all-frames", no_argument, NULL, 'a'},   {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
+    {"top", required_argument, NULL, 't'},    {NULL, 0, NULL, 0}};
 
 /* The Python packages (the pytest plugin cumemtrace_pytest, cumemtrace's
  * mark() and snapshot()) on PYTHONPATH for the traced program, after what
@@ -172,6 +180,60 @@ static void ensure_torch_tracker(const char *program)
     cli_tracker_helper(cli_traced_python(program), args, NULL, 0);
 }
 
+/* Every CUMEMTRACE_* setting run is started with, from its options (the
+ * option named, `given[row]`) or from the environment (the variable named):
+ * a malformed value, which the library would replace by its default minutes
+ * into the run, refused in one line; CLI_OK or CLI_UNREADABLE. */
+static int check_values(const char *const *given)
+{
+    char why[200];
+    for (size_t i = 0; i < RUN_OPTION_COUNT; i++) {
+        const char *value = getenv(run_options[i].variable);
+        if (!value || (!value[0] && !given[i]))
+            continue;       /* unset, or set empty outside run: the library's default */
+        if (config_check(run_options[i].variable, value, why, sizeof(why)) == 0)
+            continue;
+        if (given[i])
+            fprintf(stderr, "cumemtrace run: %s '%s' %s\n", given[i], value, why);
+        else
+            fprintf(stderr, "cumemtrace run: %s='%s' %s\n", run_options[i].variable, value,
+                    why);
+        return CLI_UNREADABLE;
+    }
+    return CLI_OK;
+}
+
+/* Where the reports will go (CUMEMTRACE_OUTPUT, as config_load joins a
+ * directory's default name), checked before the program starts rather than
+ * found unusable at its end: CLI_OK, or CLI_UNREADABLE after one line.
+ * Also says, once, that --format none writes no snapshot either. The
+ * values are valid (check_values). */
+static int check_output(const char *option)
+{
+    const char *value = getenv("CUMEMTRACE_OUTPUT");
+    const char *signal = getenv("CUMEMTRACE_SIGNAL");
+    const char *format = getenv("CUMEMTRACE_FORMAT");
+    const char *enable = getenv("CUMEMTRACE_ENABLE");
+    int formats = config_defaults.formats, on = 1, snapshot_signal = SIGUSR2;
+    if (enable && *enable && config_parse_bool(enable, &on) == 0 && !on)
+        return CLI_OK;      /* every call passed through: nothing is written */
+    if (format && *format)
+        config_parse_formats(format, &formats);
+    if (signal && *signal)
+        config_parse_signal(signal, &snapshot_signal);
+    if (!formats && snapshot_signal)
+        fprintf(stderr, "cumemtrace run: --format none: the snapshot signal (--signal) and "
+                "out-of-memory reports will write no file either; crash dumps still do\n");
+    char template_[2 * CONFIG_TEXT_MAX], why[OUTPUT_PATH_MAX + 80];
+    config_output_template(template_, sizeof(template_));
+    if (output_check(template_, why, sizeof(why)) == 0)
+        return CLI_OK;
+    fprintf(stderr, "cumemtrace run: %s '%s' cannot hold the reports: %s\n",
+            option ? option : "CUMEMTRACE_OUTPUT",
+            value && *value ? value : config_defaults.output, why);
+    return CLI_UNREADABLE;
+}
+
 static int command_run(int argc, char **argv)
 {
     /* getopt's tables from run_options: an option without a short one
@@ -197,6 +259,12 @@ static int command_run(int argc, char **argv)
     shorts[used++] = 'h';
     shorts[used] = '\0';
     struct cli_args args = {"run", argc, argv, shorts, longs, 0};
+    /* How each setting was given: "--top" or "-o", as typed; NULL: not */
+    const char *given[RUN_OPTION_COUNT] = {NULL};
+    char typed[RUN_OPTION_COUNT][40];
+    size_t output_row = 0;
+    while (strcmp(run_options[output_row].variable, "CUMEMTRACE_OUTPUT") != 0)
+        output_row++;
     for (int c; (c = cli_getopt(&args)) != -1;) {
         if (c == 'h') {
             run_help();
@@ -217,9 +285,16 @@ static int command_run(int argc, char **argv)
         while (k < RUN_OPTION_COUNT && strcmp(run_options[k].option, o->name) != 0)
             k++;
         setenv(run_options[k].variable, optarg ? optarg : "1", 1);
+        snprintf(typed[k], sizeof(typed[k]), "--%s", o->name);
+        given[k] = typed[k];
     }
     if (optind >= argc)
         return cli_usage_error("run", "no command to run", NULL);
+    int status = check_values(given);
+    if (status == CLI_OK)
+        status = check_output(given[output_row]);
+    if (status != CLI_OK)
+        return status;
 
     char library[PATH_MAX];
     if (cli_find_library(library, sizeof(library)) < 0) {
@@ -296,6 +371,7 @@ static int command_symbolize(int argc, char **argv)
  * `usage` printed for --help (then *help is set). */
 struct file_options {
     const char *file, *format, *output;
+    const char *top;                /* report's --top N, as given; NULL: none */
     int help;
     struct report_options report;   /* the report's (--all-frames) */
 };
@@ -310,6 +386,7 @@ static int parse_file_options(const char *command, const char *usage, int argc, 
         case 'f': o->format = optarg; break;
         case 'o': o->output = optarg; break;
         case 'a': o->report.all_frames = 1; break;
+        case 't': o->top = optarg; break;
         case 'h':
             fputs(usage, stdout);
             o->help = 1;
@@ -342,6 +419,29 @@ static struct loaded_report *load_file(const char *file, const struct report_opt
     return loaded;
 }
 
+/* After -o PATH was written: the path, on stderr, and that it is not the
+ * one typed when an extension was added. Nothing for stdout, a FIFO, a
+ * device or a pipe. */
+static void say_written(const struct cli_output *output, const char *typed)
+{
+    if (!output->path[0] || output->as_is)
+        return;
+    if (strcmp(output->path, typed) == 0)
+        fprintf(stderr, "cumemtrace: wrote %s\n", output->path);
+    else
+        fprintf(stderr, "cumemtrace: wrote %s (-o %s with the format's extension)\n",
+                output->path, typed);
+}
+
+/* The summary a run printed, its last line naming `file` as the full report. */
+static void summary_of(const struct report *r, const char *file, struct out *out)
+{
+    static struct report_files files = {.count = 1};
+    files.file[0].format = FORMAT_INDEX_JSON;
+    snprintf(files.file[0].path, sizeof(files.file[0].path), "%s", file);
+    report_summary(r, &files, out);
+}
+
 static int command_report(int argc, char **argv)
 {
     struct file_options o = {.format = "text"};
@@ -351,6 +451,13 @@ static int command_report(int argc, char **argv)
     int json = strcmp(o.format, "json") == 0;
     if (!json && strcmp(o.format, "text") != 0)
         return cli_usage_error("report", "--format takes text or json", o.format);
+    long top = 0;
+    if (o.top && (json || config_parse_int(o.top, 1, 100000, &top) < 0))
+        return cli_usage_error("report", json ? "--top is for the text summary"
+                                              : "--top takes a whole number from 1 to 100000",
+                               o.top);
+    if (top)
+        o.report.top = (int)top;
     struct loaded_report *loaded = load_file(o.file, &o.report);
     if (!loaded)
         return CLI_UNREADABLE;
@@ -362,9 +469,13 @@ static int command_report(int argc, char **argv)
     if (status == CLI_OK) {
         if (json)
             report_json(&loaded->report, &output->out);
+        else if (top)
+            summary_of(&loaded->report, o.file, &output->out);
         else
             report_text(&loaded->report, &output->out);
         status = cli_output_close(output);
+        if (status == CLI_OK && o.output)
+            say_written(output, o.output);
     }
     free(output);
     report_unload(loaded);
@@ -431,6 +542,8 @@ static int command_emit(const char *command, int argc, char **argv)
     if (status == CLI_OK) {
         report_write_format(&loaded->report, f->format, &output->out);
         status = cli_output_close(output);
+        if (status == CLI_OK)
+            say_written(output, o.output);
     }
     free(output);
     report_unload(loaded);

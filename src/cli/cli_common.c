@@ -176,14 +176,121 @@ static const struct stack *stack_at(const struct report *r, uint32_t stack_id)
 }
 
 /* One frame as the same text in every run; `length` bytes written. */
-static size_t frame_text(const struct symbol *s, char *text, size_t size)
+void cli_path_normal(const char *path, char *normal, size_t size)
+{
+    size_t used = 0;
+    int absolute = path[0] == '/', kept = 0;   /* kept: named parts that ".." can undo */
+    if (size < 2) {
+        if (size)
+            normal[0] = '\0';
+        return;
+    }
+    if (absolute)
+        normal[used++] = '/';
+    for (const char *p = path; *p;) {
+        while (*p == '/')
+            p++;
+        size_t n = strcspn(p, "/");
+        if (n == 0)
+            break;
+        if (n == 1 && p[0] == '.') {
+            /* "." names where it is: nothing */
+        } else if (n == 2 && p[0] == '.' && p[1] == '.' && kept) {
+            while (used > (size_t)absolute && normal[used - 1] != '/')
+                used--;                             /* the part before goes */
+            if (used > (size_t)absolute)
+                used--;                             /* and its slash */
+            kept--;
+        } else if (!(n == 2 && p[0] == '.' && p[1] == '.' && absolute)) {
+            if (used > (size_t)absolute && used + 1 < size)
+                normal[used++] = '/';
+            size_t room = size - 1 - used;
+            memcpy(normal + used, p, n < room ? n : room);
+            used += n < room ? n : room;
+            kept += !(n == 2 && p[0] == '.' && p[1] == '.');
+        }
+        p += n;
+    }
+    if (used == 0)
+        normal[used++] = '.';
+    normal[used] = '\0';
+}
+
+void cli_script_folder(const struct report *r, char *folder, size_t size)
+{
+    folder[0] = '\0';
+    /* The script: the first argument of a python* program that is not one
+     * of its options (-W and -X take the next one); none for -m and -c. */
+    const char *argument = r->argv, *end = r->argv + r->argv_bytes;
+    if (argument >= end || strncmp(output_base_name(argument), "python", 6) != 0)
+        return;
+    const char *script = NULL;
+    for (argument += strlen(argument) + 1; argument < end; argument += strlen(argument) + 1) {
+        if (strcmp(argument, "-m") == 0 || strcmp(argument, "-c") == 0 ||
+            strcmp(argument, "-") == 0)
+            return;
+        if (strcmp(argument, "-W") == 0 || strcmp(argument, "-X") == 0) {
+            argument += strlen(argument) + 1;
+            continue;
+        }
+        if (argument[0] != '-') {
+            script = argument;
+            break;
+        }
+    }
+    if (!script || script >= end)
+        return;
+    char joined[OUTPUT_PATH_MAX];
+    const char *slash = strrchr(script, '/');
+    if (script[0] != '/') {
+        /* Relative: Python names its frames the working directory joined to
+         * it; that directory is in the script's own frame's file. */
+        size_t n = strlen(script);
+        for (size_t i = 0; i < r->address_count; i++) {
+            const struct symbol *s = &r->symbols[i];
+            size_t length = s->python && s->file ? strlen(s->file) : 0;
+            if (length > n && s->file[length - n - 1] == '/' &&
+                strcmp(s->file + length - n, script) == 0) {
+                snprintf(joined, sizeof(joined), "%.*s/%.*s", (int)(length - n - 1), s->file,
+                         slash ? (int)(slash - script) : 1, slash ? script : ".");
+                cli_path_normal(joined, folder, size);
+                return;
+            }
+        }
+    }
+    snprintf(joined, sizeof(joined), "%.*s", slash ? (int)(slash - script) : 1,
+             slash ? (slash == script ? "/" : script) : ".");
+    cli_path_normal(joined, folder, size);
+}
+
+void cli_match_path(const char *file, const char *folder, char *key, size_t size)
+{
+    char normal[OUTPUT_PATH_MAX];
+    cli_path_normal(file, normal, sizeof(normal));
+    size_t n = strlen(folder);
+    if (n && strcmp(folder, "/") != 0 && strncmp(normal, folder, n) == 0 && normal[n] == '/')
+        snprintf(key, size, "<script>%s", normal + n);
+    else if (n && strcmp(folder, ".") == 0 && normal[0] != '/' && strncmp(normal, "../", 3) != 0)
+        snprintf(key, size, "<script>/%s", normal);
+    else
+        snprintf(key, size, "%s", normal);
+}
+
+/* A frame as stack keys name it; a Python frame's file as cli_match_path
+ * makes it against the program's `script` folder. */
+static size_t frame_text(const struct symbol *s, const char *script, char *text, size_t size)
 {
     int n;
+    char file[OUTPUT_PATH_MAX];
+    if (s && s->python && s->file && script)
+        cli_match_path(s->file, script, file, sizeof(file));
+    else
+        snprintf(file, sizeof(file), "%s", s && s->file ? s->file : "?");
     if (!s)
         n = snprintf(text, size, "?");
     else if (s->python)
-        n = snprintf(text, size, "%s at %s:%d [python]", s->function ? s->function : "?",
-                     s->file ? s->file : "?", s->line);
+        n = snprintf(text, size, "%s at %s:%d [python]", s->function ? s->function : "?", file,
+                     s->line);
     else if (s->file)
         n = snprintf(text, size, "%s at %s:%d", s->function ? s->function : "?", s->file,
                      s->line);
@@ -199,7 +306,8 @@ static size_t frame_text(const struct symbol *s, char *text, size_t size)
     return (size_t)n < size ? (size_t)n : size - 1;
 }
 
-char *cli_stack_key(const struct report *r, uint32_t stack_id)
+/* cli_stack_key with the report's script folder already found. */
+static char *stack_key(const struct report *r, uint32_t stack_id, const char *script)
 {
     const struct stack *s = stack_at(r, stack_id);
     size_t size = 64, used = 0;
@@ -209,7 +317,8 @@ char *cli_stack_key(const struct report *r, uint32_t stack_id)
     key[0] = '\0';
     for (uint32_t i = 0; s && i < s->depth; i++) {
         char frame[2048];
-        size_t n = frame_text(symbol_at(r, r->frames[s->first_frame + i]), frame, sizeof(frame));
+        size_t n = frame_text(symbol_at(r, r->frames[s->first_frame + i]), script, frame,
+                              sizeof(frame));
         if (used + n + 2 > size) {
             while (used + n + 2 > size)
                 size *= 2;
@@ -226,6 +335,13 @@ char *cli_stack_key(const struct report *r, uint32_t stack_id)
         key[used] = '\0';
     }
     return key;
+}
+
+char *cli_stack_key(const struct report *r, uint32_t stack_id)
+{
+    char script[OUTPUT_PATH_MAX];
+    cli_script_folder(r, script, sizeof(script));
+    return stack_key(r, stack_id, script);
 }
 
 /* Where a short list of frames starts: the operation a framework's thread
@@ -263,7 +379,7 @@ void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id
             continue;
         }
         char frame[2048], shown[4 * sizeof(frame)];
-        frame_text(symbol_at(r, r->frames[s->first_frame + i]), frame, sizeof(frame));
+        frame_text(symbol_at(r, r->frames[s->first_frame + i]), NULL, frame, sizeof(frame));
         out_printf(out, "%s%s%s\n", indent, output_text(frame, shown, sizeof(shown)),
                    (long)i == view.site ? "   <- site" : "");
         written++;
@@ -397,9 +513,12 @@ int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports
     struct stack_entry *entries = calloc(total + 1, sizeof(*entries));
     sums->items = calloc(total + 1, sizeof(*sums->items));
     int failed = !entries || !sums->items;
+    char *script = malloc(OUTPUT_PATH_MAX);
+    failed |= !script;
     for (int i = 0; i < count && !failed; i++) {
         const struct report *r = &reports[i]->report;
         int moment = moments ? moments[i] : CLI_AT_EXIT;
+        cli_script_folder(r, script, OUTPUT_PATH_MAX);
         for (size_t k = 0; k < moment_stacks(r, moment); k++) {
             uint64_t bytes;
             uint32_t id = moment_stack(r, moment, k, &bytes);
@@ -407,7 +526,7 @@ int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports
             if (id == 0 || id > r->stack_count || report_cache_segment(r, id))
                 continue;
             struct stack_entry *e = &entries[used];
-            e->key = cli_stack_key(r, id);
+            e->key = stack_key(r, id, script);
             if (!e->key) {
                 failed = 1;
                 break;
@@ -448,6 +567,7 @@ int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports
     for (size_t i = 0; i < used; i++)
         free(entries[i].key);
     free(entries);
+    free(script);
     if (failed) {
         cli_free_sums(sums);
         fprintf(stderr, "cumemtrace: out of memory\n");

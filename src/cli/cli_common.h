@@ -42,9 +42,24 @@ int cli_output_open(struct cli_output *output, const char *path);   /* CLI_OK or
 int cli_file_mode(void);
 int cli_output_close(struct cli_output *output);                    /* CLI_OK or CLI_UNREADABLE */
 
+/* Matching a Python frame's file across runs that launched the script by
+ * other paths (`../train.py`, `/abs/train.py`, another checkout).
+ * cli_path_normal: `path` with "." and ".." parts and repeated slashes
+ * resolved by name (symbolic links are not followed: the files may not be
+ * on this machine), in `normal`. cli_script_folder: the folder of the
+ * script the report's Python program ran (its command line, made absolute
+ * as Python names the script's own frames), normalized; "" when the
+ * program is no Python script (-m, -c, not python*). cli_match_path: the
+ * key a frame's `file` is matched by: "<script>/REST" for a file under
+ * `folder`, else the normalized path. */
+void cli_path_normal(const char *path, char *normal, size_t size);
+void cli_script_folder(const struct report *r, char *folder, size_t size);
+void cli_match_path(const char *file, const char *folder, char *key, size_t size);
+
 /* A stack as it reads the same in every run of the program: its frames as
- * "function at file:line", "function [module]" or "module+0xoffset", one
- * per line, never a raw address (those change from run to run). Returns a
+ * "function at file:line" (a Python frame's file as cli_match_path makes
+ * it, against cli_script_folder), "function [module]" or "module+0xoffset",
+ * one per line, never a raw address (those change from run to run). Returns a
  * malloc'ed string, NULL when out of memory. */
 char *cli_stack_key(const struct report *r, uint32_t stack_id);
 /* Up to `limit` frames of a stack from its site outwards (from the

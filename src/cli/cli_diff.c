@@ -103,11 +103,20 @@ struct compared {
 
 /* Why the moment is not the program's end, in a line of the text; "" when it is
  * or --at asked for another that both could give. */
-static const char *moment_note(const struct compared *at)
+static const char *moment_note(const struct compared *at, const struct report *a,
+                               const struct report *b)
 {
     if (at->moments[0] == at->moments[1] && at->moments[0] == at->asked &&
         (at->explicit || at->asked == CLI_AT_END))
         return "";
+    /* Snapshots (a signal, cumemtrace_snapshot(), an OOM) are read when
+     * they were taken: not at any exit. */
+    int a_exit = strcmp(a->reason, "exit") == 0, b_exit = strcmp(b->reason, "exit") == 0;
+    if (at->moments[0] == CLI_AT_EXIT && at->moments[1] == CLI_AT_EXIT && !a_exit && !b_exit)
+        return "  compared what was live when each snapshot was taken\n";
+    if (at->moments[0] == CLI_AT_EXIT && at->moments[1] == CLI_AT_EXIT && a_exit != b_exit)
+        return a_exit ? "  compared what was live at A's exit and when snapshot B was taken\n"
+                      : "  compared what was live when snapshot A was taken and at B's exit\n";
     if (at->explicit)
         return "  the program's end was not seen in both: a report without it is read at exit\n";
     return "  compared at exit: the program's end (a Python program's exit hooks) was not seen "
@@ -131,7 +140,7 @@ static void write_text(struct out *out, char **paths, struct loaded_report *cons
     out_str(out, "==== cumemtrace diff ====\n");
     describe(out, "A", paths[0], a, at->moments[0]);
     describe(out, "B", paths[1], b, at->moments[1]);
-    out_str(out, moment_note(at));
+    out_str(out, moment_note(at, a, b));
     out_printf(out, "  %-20s %10s %10s %11s\n",
                device_heading(at->moments[0] == at->moments[1] ? at->moments[0] : CLI_AT_EXIT),
                "A", "B", "change");

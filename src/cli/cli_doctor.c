@@ -8,11 +8,13 @@
  * torch_tracker.py status, run with that Python; the rest is looked up here
  * the way the library looks it up in a traced process. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_common.h"
 #include "python.h"
@@ -26,7 +28,7 @@ const char doctor_usage[] =
     "the per-user cache when missing, as `cumemtrace run` would), CuPy and JAX.\n"
     "  --python PATH   the Python to ask (default python3)\n"
     "  --no-build      say whether PyTorch's tracker is cached; build nothing\n"
-    "exit status: 0 (whatever it found), 1 usage error\n";
+    "exit status: 0 (whatever it found), 1 usage error, 2 --python cannot be run\n";
 
 static void line(const char *part, const char *text)
 {
@@ -128,13 +130,33 @@ static void python_lines(const char *python, int build)
     }
 }
 
+/* Whether `program` can be run as execvp would find it: 0, or -1 with
+ * errno set (ENOENT: no such file, nor on PATH). */
+static int runnable(const char *program)
+{
+    if (strchr(program, '/'))
+        return access(program, X_OK);
+    const char *path = getenv("PATH");
+    char candidate[PATH_MAX];
+    for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(candidate, sizeof(candidate), "%.*s%s%s", (int)n, p, n ? "/" : "", program);
+        if (access(candidate, X_OK) == 0)
+            return 0;
+        p += n + (p[n] == ':');
+    }
+    errno = ENOENT;
+    return -1;
+}
+
 int command_doctor(int argc, char **argv)
 {
     static const struct option longs[] = {{"python", required_argument, NULL, 'p'},
                                           {"no-build", no_argument, NULL, 'n'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
-    const char *python = "python3";
+    static const char default_python[] = "python3";
+    const char *python = default_python;
     int build = 1;
     struct cli_args args = {"doctor", argc, argv, ":h", longs, 0};
     for (int c; (c = cli_getopt(&args)) != -1;) {
@@ -147,6 +169,13 @@ int command_doctor(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("doctor", "takes no arguments", argv[optind]);
+    /* A Python named on purpose that is not there: said, not a report
+     * about nothing. */
+    if (python != default_python && runnable(python) < 0) {
+        fprintf(stderr, "cumemtrace doctor: cannot run --python '%s': %s\n", python,
+                strerror(errno));
+        return CLI_UNREADABLE;
+    }
 
     char text[PATH_MAX + 256], where[PATH_MAX];
     printf("cumemtrace %s: what a run here records, and why\n", CUMEMTRACE_VERSION);

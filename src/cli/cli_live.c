@@ -8,7 +8,8 @@
  * every report (frames.h).
  *
  * On a terminal the view takes the whole screen (the alternate one, given
- * back at the end) and `q` quits; the terminal's settings are restored
+ * back at the end); `q` quits, `p` pauses, `+` and `-` list more or fewer
+ * sites, `h` shows the keys; the terminal's settings are restored
  * however the command ends (q, Ctrl-C, the process ending). --once prints
  * one view as plain text. */
 #include <dlfcn.h>
@@ -42,7 +43,8 @@ const char live_usage[] =
     "\n"
     "Shows what a process traced by cumemtrace holds, refreshed every second: live\n"
     "memory per device and kind, the sites holding most (with what they gained in\n"
-    "the last 10 s) and the growing ones. q quits. Only the process's own user can\n"
+    "the last 10 s) and the growing ones. Keys: q quits, p pauses, + and - list more\n"
+    "or fewer sites, h shows them. Only the process's own user can\n"
     "watch it; nothing is written anywhere, and the process's results do not change.\n"
     "  --once               print one view as plain text and exit\n"
     "  --top N              sites listed (default 10, at most 20)\n"
@@ -70,6 +72,10 @@ struct past {
 
 struct live {
     int pid, top, once, tty;
+    int help, paused;               /* the keys h and p */
+    int redraw;                     /* showing the last answer again, after a key */
+    char *last;                     /* the last answer, kept for a redraw */
+    size_t last_length;
     FILE *errors;                   /* where an answer that is not one is said */
     struct cache cache;
     struct past history[HISTORY];
@@ -721,14 +727,29 @@ static int terminal_width(void)
  * not be asked; 1 when its answer was not one (a message printed). */
 static int show(struct live *l, char *text, size_t length, FILE *to);
 
-static int refresh(struct live *l)
+/* A new answer shown (`fresh`), or the last one again after a key changed
+ * the view (what the sites gained is not remembered twice then). */
+static int refresh(struct live *l, int fresh)
 {
-    char *text = NULL;
-    size_t length = 0;
-    if (fetch(l->pid, &text, &length) < 0)
+    if (fresh || !l->last) {
+        char *text = NULL;
+        size_t length = 0;
+        if (fetch(l->pid, &text, &length) < 0)
+            return -1;
+        free(l->last);
+        l->last = text;
+        l->last_length = length;
+    }
+    l->redraw = !fresh;
+    /* show() parses in place: a copy, so that the answer can be shown again */
+    char *copy = malloc(l->last_length + 1);
+    if (!copy) {
+        errno = ENOMEM;
         return -1;
-    int status = show(l, text, length, stdout);
-    free(text);
+    }
+    memcpy(copy, l->last, l->last_length + 1);
+    int status = show(l, copy, l->last_length, stdout);
+    free(copy);
     return status;
 }
 
@@ -755,11 +776,17 @@ static int show(struct live *l, char *text, size_t length, FILE *to)
     if (status == 0) {
         struct screen s = {NULL, 0, 0, l->once ? 0 : terminal_width()};
         line(&s, "cumemtrace live: pid %d, %.1f s after its start%s   %s", l->pid,
-             v->time_ms / 1000.0, l->once ? "" : ", every second; q quits", l->command);
+             v->time_ms / 1000.0, l->once ? "" : l->paused ? ", paused (p resumes); q quits"
+                                                           : ", every second; q quits, h keys",
+             l->command);
+        if (l->help && !l->once)
+            line(&s, "keys: q quit   p pause/resume   + more sites   - fewer sites   h hide "
+                     "this line");
         blank(&s);
         write_devices(v, &s);
         write_caches(v, &s);
-        remember(l, v);
+        if (!l->redraw)
+            remember(l, v);
         write_top(l, v, &s);
         write_growing(v, &s);
         if (l->tty)
@@ -824,34 +851,49 @@ static void terminal_end(const struct live *l)
     terminal_changed = 0;
 }
 
-/* Wait until the next refresh is due; 1 if `q` was pressed or a signal
- * asked to stop. */
-static int wait_for_key(int milliseconds)
+/* What wait_for_key saw. */
+enum { KEY_REFRESH, KEY_QUIT, KEY_REDRAW };
+
+/* Wait until the next refresh is due (KEY_REFRESH); KEY_QUIT if `q` was
+ * pressed or a signal asked to stop; KEY_REDRAW at once when a key changed
+ * the view: h (the keys), p (pause), + and - (sites listed). */
+static int wait_for_key(struct live *l, int milliseconds)
 {
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         if (stop)
-            return 1;
+            return KEY_QUIT;
         clock_gettime(CLOCK_MONOTONIC, &now);
         long spent = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
         if (spent >= milliseconds || resized) {
             resized = 0;
-            return 0;
+            return KEY_REFRESH;
         }
         struct pollfd input = {STDIN_FILENO, POLLIN, 0};
         int ready = poll(&input, 1, (int)(milliseconds - spent));
         if (ready < 0 && errno != EINTR)
-            return 0;
+            return KEY_REFRESH;
         if (ready > 0) {
             char keys[64];
             ssize_t n = read(STDIN_FILENO, keys, sizeof(keys));
             if (n <= 0) {
                 poll(NULL, 0, (int)(milliseconds - spent));   /* input closed: keys no more */
-                return 0;
+                return KEY_REFRESH;
             }
             if (memchr(keys, 'q', (size_t)n) || memchr(keys, 'Q', (size_t)n))
-                return 1;
+                return KEY_QUIT;
+            int changed = 0;
+            for (ssize_t i = 0; i < n; i++) {
+                switch (keys[i]) {
+                case 'h': case '?': l->help = !l->help; changed = 1; break;
+                case 'p': case ' ': l->paused = !l->paused; changed = 1; break;
+                case '+': case '=': l->top += l->top < LIVE_TOP; changed = 1; break;
+                case '-': l->top -= l->top > 1; changed = 1; break;
+                }
+            }
+            if (changed)
+                return KEY_REDRAW;
         }
     }
 }
@@ -921,10 +963,16 @@ int command_live(int argc, char **argv)
     sigaction(SIGHUP, &action, NULL);
     sigaction(SIGWINCH, &action, NULL);
 
-    int shown = 0;
+    /* A process that is not there: said as such, not as one without us. */
+    if (kill(l->pid, 0) < 0 && errno == ESRCH) {
+        fprintf(stderr, "cumemtrace: cannot watch pid %d: no such process\n", l->pid);
+        free(l);
+        return CLI_UNREADABLE;
+    }
+    int shown = 0, fresh = 1;
     terminal_begin(l);
     for (;;) {
-        int result = refresh(l);
+        int result = refresh(l, fresh);
         if (result < 0 && stop) {         /* Ctrl-C while asking: quit as q does */
             terminal_end(l);
             break;
@@ -945,11 +993,14 @@ int command_live(int argc, char **argv)
             break;
         }
         shown++;
-        if (l->once || wait_for_key(1000)) {
+        int key = l->once ? KEY_QUIT : wait_for_key(l, 1000);
+        if (key == KEY_QUIT) {
             terminal_end(l);
             break;
         }
+        fresh = key == KEY_REFRESH && !l->paused;
     }
+    free(l->last);
     cache_free(&l->cache);
     free(l);
     return status;

@@ -973,6 +973,22 @@ int report_load_text(const char *text, size_t length, const struct report_option
         loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
         return status;
     }
+    /* What people open by mistake: said as what it is, not as bad JSON. */
+    static const struct {
+        const char *start, *what;
+    } others[] = {
+        {"==== cumemtrace ", "a text report (.txt), written to be read as it is: give this "
+                             "command the JSON report written with it (CUMEMTRACE_FORMAT=json)"},
+        {"<!DOCTYPE html", "an HTML report: open it in a browser; this command reads the "
+                           "JSON report"},
+    };
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+        if (length >= strlen(others[i].start) &&
+            strncmp(text, others[i].start, strlen(others[i].start)) == 0) {
+            snprintf(error, error_size, "%s", others[i].what);
+            errno = EPROTO;
+            return -1;
+        }
     return load_json(loaded, text, length, error, error_size);
 }
 

@@ -368,3 +368,212 @@ void config_load(void)
         load(&settings[i]);
     log_set_debug(config.debug);
 }
+
+/* Checking without using: `cumemtrace run` checks every value it is given
+ * before it starts the program, and the library the environment it is
+ * loaded with, before the first CUDA call reads it (config_load). */
+
+const struct config config_defaults = {
+#define X(field, NAME, type, min, max, initial, ...) .field = initial,
+    CONFIG_SETTINGS(X)
+#undef X
+};
+
+/* The variables of the project that are not settings: read by its tools
+ * (symbolize.c, torch_tracker.py) or by its tests (CUMEMTRACE_TEST_*,
+ * the GPU suite's CUMEMTRACE_SNAPSHOT). Never called misspelt. */
+static const char *const other_variables[] = {"NO_LIBDW", "NO_SYSTEM_CUDA", "SNAPSHOT"};
+
+static const struct setting *setting_named(const char *variable)
+{
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+        if (strcmp(settings[i].variable, variable) == 0)
+            return &settings[i];
+    return NULL;
+}
+
+int config_check(const char *variable, const char *value, char *why, size_t size)
+{
+    const struct setting *s = setting_named(variable);
+    if (!s)
+        return -2;
+    int number, refused;
+    long parsed;
+    uint64_t count;
+    switch (s->type) {
+    case SETTING_BOOL:
+        if (config_parse_bool(value, &number) < 0)
+            snprintf(why, size, "is not one of 1/0, yes/no, true/false, on/off");
+        else
+            return 0;
+        break;
+    case SETTING_INT:
+        if (config_parse_int(value, s->min, s->max, &parsed) < 0)
+            snprintf(why, size, "is not a whole number from %ld to %ld", s->min, s->max);
+        else
+            return 0;
+        break;
+    case SETTING_SIZE:
+        if (config_parse_size(value, &count) < 0)
+            snprintf(why, size, "is not a size such as 4096, 64K or 1M");
+        else
+            return 0;
+        break;
+    case SETTING_EVENTS:
+        if (config_parse_events(value, &count) < 0)
+            snprintf(why, size, "is not a count of events such as 100000, 64K or 1M "
+                     "(at most 64M), or 0");
+        else
+            return 0;
+        break;
+    case SETTING_FORMATS:
+        if (config_parse_formats(value, &number) < 0)
+            snprintf(why, size, "is not a list of text, json, html, folded, perfetto, "
+                     "memviz, or 'none'");
+        else
+            return 0;
+        break;
+    case SETTING_SIGNAL:
+        refused = config_parse_signal(value, &number);
+        if (refused == -1)
+            snprintf(why, size, "is not a signal name such as USR2, a number, or 'off'");
+        else if (refused == -2)
+            snprintf(why, size, "is a signal whose own action the program relies on "
+                     "(TERM, INT, HUP, QUIT, PIPE, a crash, ...): use USR1, USR2, ... or off");
+        else if (refused == -3)
+            snprintf(why, size, "is reserved by the C library; real-time signals are %d to %d",
+                     SIGRTMIN, SIGRTMAX);
+        else
+            return 0;
+        break;
+    case SETTING_MODE:
+        if (config_parse_mode(value, &number) < 0)
+            snprintf(why, size, "is not octal permissions such as 0600 or 0640");
+        else
+            return 0;
+        break;
+    case SETTING_OOM:
+        if (config_parse_oom(value, &number) < 0)
+            snprintf(why, size, "is not 'first', 'every' or 'off'");
+        else
+            return 0;
+        break;
+    case SETTING_TEXT:
+    case SETTING_TEMPLATE:
+        /* A directory: the default name is added, as load() does. */
+        count = strlen(value) + (s->type == SETTING_TEMPLATE && value[0] &&
+                                 value[strlen(value) - 1] == '/'
+                                     ? strlen(config_defaults.output) : 0);
+        if (count >= CONFIG_TEXT_MAX)
+            snprintf(why, size, "is longer than %d characters", CONFIG_TEXT_MAX - 1);
+        else if (!value[0])
+            snprintf(why, size, "is empty");
+        else
+            return 0;
+        break;
+    }
+    return -1;
+}
+
+/* The edit distance of a and b, an exchange of two neighbours counting one
+ * (QIUET is one from QUIET); names longer than 63 count as far. */
+static size_t distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63)
+        return 64;
+    size_t rows[3][64], *before = rows[0], *previous = rows[1], *row = rows[2];
+    for (size_t j = 0; j <= m; j++)
+        previous[j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        row[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t best = previous[j - 1] + cost;
+            if (previous[j] + 1 < best)
+                best = previous[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                before[j - 2] + 1 < best)
+                best = before[j - 2] + 1;
+            row[j] = best;
+        }
+        size_t *oldest = before;
+        before = previous;
+        previous = row;
+        row = oldest;
+    }
+    return previous[m];
+}
+
+const char *config_closest(const char *variable)
+{
+    const char *closest = NULL;
+    size_t best = 4;        /* more edits than three: no guess */
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        size_t d = distance(variable, settings[i].variable);
+        if (d < best) {
+            best = d;
+            closest = settings[i].variable;
+        }
+    }
+    return closest;
+}
+
+int config_known(const char *variable)
+{
+    static const char prefix[] = "CUMEMTRACE_";
+    if (setting_named(variable))
+        return 1;
+    if (strncmp(variable, prefix, sizeof(prefix) - 1) != 0)
+        return 0;
+    const char *name = variable + sizeof(prefix) - 1;
+    if (strncmp(name, "TEST_", 5) == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof(other_variables) / sizeof(other_variables[0]); i++)
+        if (strcmp(name, other_variables[i]) == 0)
+            return 1;
+    return 0;
+}
+
+extern char **environ;
+
+int config_check_environment(int say)
+{
+    static const char prefix[] = "CUMEMTRACE_";
+    int problems = 0;
+    char name[128], why[160];
+    for (char **e = environ; e && *e; e++) {
+        const char *equals = strchr(*e, '=');
+        size_t n = equals ? (size_t)(equals - *e) : 0;
+        if (n <= sizeof(prefix) - 1 || n >= sizeof(name) ||
+            strncmp(*e, prefix, sizeof(prefix) - 1) != 0)
+            continue;
+        memcpy(name, *e, n);
+        name[n] = '\0';
+        const char *value = equals + 1;
+        if (!config_known(name)) {
+            const char *closest = config_closest(name);
+            problems++;
+            if (say && closest)
+                log_line("%s is not a setting (did you mean %s?); ignored", name, closest);
+            else if (say)
+                log_line("%s is not a setting (README.md, Settings, lists them); ignored",
+                         name);
+        } else if (value[0] && config_check(name, value, why, sizeof(why)) == -1) {
+            problems++;     /* config_load says it, with the value used instead */
+        }
+    }
+    return problems;
+}
+
+const char *config_output_template(char *text, size_t size)
+{
+    const char *value = env("CUMEMTRACE_OUTPUT");
+    if (!value)
+        value = config_defaults.output;
+    snprintf(text, size, "%s%s", value,
+             value[strlen(value) - 1] == '/' ? config_defaults.output : "");
+    return text;
+}

@@ -249,4 +249,27 @@ int config_parse_signal(const char *text, int *out);
 int config_parse_mode(const char *text, int *out);       /* octal permissions: "0600", "640" */
 int config_parse_oom(const char *text, int *out);        /* first, every, off */
 
+/* Checking values without using them (`cumemtrace run` before it starts the
+ * program, the library when it loads). config_check: 0 when `value` is a
+ * valid value of `variable` ("CUMEMTRACE_TOP"), -1 when it is not (`why`
+ * then says why in words that follow the value: "is not a whole number from
+ * 1 to 100000"), -2 when `variable` is no setting. */
+int config_check(const char *variable, const char *value, char *why, size_t size);
+/* The setting whose variable is spelt closest to `variable` (a transposition
+ * or up to three letters away), or NULL. */
+const char *config_closest(const char *variable);
+/* 1 for a setting's variable or another the project reads (CUMEMTRACE_TEST_*,
+ * CUMEMTRACE_NO_LIBDW, ...), else 0. */
+int config_known(const char *variable);
+/* The CUMEMTRACE_* variables of the environment that config_load would
+ * ignore: unknown names (said here, with `say`, each with the closest
+ * setting) and malformed values (left for config_load to say, with the value
+ * it uses instead). Returns how many. Allocates nothing. */
+int config_check_environment(int say);
+/* The report path template config_load makes of CUMEMTRACE_OUTPUT (the
+ * default name joined to a directory), in `text`; returns `text`. */
+const char *config_output_template(char *text, size_t size);
+/* Every setting's value while its variable is unset. */
+extern const struct config config_defaults;
+
 #endif

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -108,6 +109,32 @@ void log_set_debug(int on)
     debugging = on;
 }
 
+/* While log_once_per_line(1): a hash of each line said, so that the same
+ * line is said once (the settings, read at load and again at the first CUDA
+ * call). Only the thread that starts the tracer says lines then. */
+static int remembering;
+static uint64_t said[32];
+static unsigned said_count;
+
+void log_once_per_line(int on)
+{
+    remembering = on;
+}
+
+/* 0 when `line` was said before while remembering; else 1, and remembered. */
+static int first_saying(const char *line, int n)
+{
+    uint64_t hash = 1469598103934665603ull;
+    for (int i = 0; i < n; i++)
+        hash = (hash ^ (unsigned char)line[i]) * 1099511628211ull;
+    for (unsigned i = 0; i < said_count; i++)
+        if (said[i] == hash)
+            return 0;
+    if (said_count < sizeof(said) / sizeof(said[0]))
+        said[said_count++] = hash;
+    return 1;
+}
+
 static void log_vline(const char *fmt, va_list ap)
 {
     char line[1024];
@@ -120,6 +147,10 @@ static void log_vline(const char *fmt, va_list ap)
     if (n > (int)sizeof(line) - 2)
         n = sizeof(line) - 2;
     line[n++] = '\n';
+    if (remembering && !first_saying(line, n)) {
+        errno = saved_errno;
+        return;
+    }
     int fd = log_fd();
     if (fd >= 0) {
         ssize_t unused = write(fd, line, n);

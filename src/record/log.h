@@ -46,6 +46,10 @@ int log_descriptors_short(void);
  * closed at load, or the duplicate was closed since). Async-signal-safe. */
 int log_fd(void);
 
+/* While on, a line already said while on is not said again: the settings,
+ * checked when the library loads, are read again at the first CUDA call. */
+void log_once_per_line(int on);
+
 /* Print a line only the first time this call site runs in the process.
  * `once` is a static int owned by the call site. */
 #define log_once(once, ...)                                     \

@@ -48,6 +48,7 @@
 #include "host.h"
 #include "hot_path.h"
 #include "kinds.h"
+#include "log.h"
 #include "pending.h"
 #include "python.h"
 #include "stack_totals.h"
@@ -164,7 +165,9 @@ static void reset_state(void)
 
 static void init_once_fn(void)
 {
+    log_once_per_line(1);   /* what the check at load said is not said again */
     config_load();
+    log_once_per_line(0);
     reset_state();
     __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 }

@@ -98,6 +98,35 @@ static void directory_of(const char *path, char *dir, size_t size)
         snprintf(dir, size, "%.*s", (int)(slash - path), path);
 }
 
+int output_check(const char *template_, char *why, size_t size)
+{
+    char path[OUTPUT_PATH_MAX], dir[OUTPUT_PATH_MAX];
+    struct stat st;
+    if (output_path(template_, "", path, sizeof(path)) < 0) {
+        snprintf(why, size, "the name is too long");
+        return -1;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(why, size, "'%s' is a directory (end it with '/' to write the reports "
+                 "inside it)", path);
+        return -1;
+    }
+    directory_of(path, dir, sizeof(dir));
+    if (stat(dir, &st) < 0) {
+        snprintf(why, size, "%s '%s'", errno == ENOENT ? "no directory" : strerror(errno), dir);
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, size, "'%s' is not a directory", dir);
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) < 0) {
+        snprintf(why, size, "cannot write in '%s': %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* Where O_TMPFILE's file can be named: through /proc/self/fd, or as root
  * with AT_EMPTY_PATH. */
 static int can_link_unnamed(void)

@@ -43,6 +43,12 @@ struct out_identity {
 };
 
 int output_path(const char *template_, const char *suffix, char *path, size_t size);
+/* Whether reports can be written where `template_` (CUMEMTRACE_OUTPUT, a
+ * directory's default name already added) names them: the directory is
+ * there and writable, and the name itself is not a directory. 0, or -1 with
+ * `why` saying what is wrong, naming the path ("no directory '/x/y'").
+ * Allocates nothing. */
+int output_check(const char *template_, char *why, size_t size);
 /* The last part of `path`, after its last '/' ("libc.so.6" of
  * "/lib/x86_64-linux-gnu/libc.so.6"); NULL for NULL. */
 const char *output_base_name(const char *path);

@@ -210,7 +210,7 @@ def test_live_view(traced):
     check(watched_groups == live_groups(quiet) and watched_groups,
           f"its report unchanged: {watched_groups} vs {live_groups(quiet)}")
     gone = tool("live", str(pid), "--once")
-    check(gone.returncode == 2 and "no cumemtrace listens" in gone.stderr and gone.stderr.count("\n") == 1,
+    check(gone.returncode == 2 and "no such process" in gone.stderr and gone.stderr.count("\n") == 1,
           f"a process gone: one line: {gone.stderr!r}")
 
     # fork: the child answers for itself, the parent for itself.

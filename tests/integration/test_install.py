@@ -323,9 +323,10 @@ def test_doctor_answers(traced):
     out, err, _, _ = traced.run(command, ["doctor", "--python", old], preload=False)
     check(any("3.9.18" in l and "only where the allocating thread holds the GIL" in l
               for l in out.splitlines()), f"a Python read only with the GIL: {out!r}")
-    out, err, _, _ = traced.run(command, ["doctor", "--python", "/nonexistent/python3"], preload=False)
-    check(any(l.startswith("  Python       /nonexistent/python3 cannot be run")
-              for l in out.splitlines()), f"a Python that is not there: {out!r}")
+    out, err, _, _ = traced.run(command, ["doctor", "--python", "/nonexistent/python3"],
+                                preload=False, expect_rc=2)
+    check(out == "" and err == "cumemtrace doctor: cannot run --python '/nonexistent/python3': "
+          "No such file or directory\n", f"a Python that is not there: one line: {out!r} {err!r}")
 
 
 # ---- cmake --install ------------------------------------------------------------
@@ -494,3 +495,29 @@ def test_pip_install(traced):
                                 expect_rc=1)
     check("test_leaks left 4.00 MiB of GPU memory held" in out,
           f"cuda_leaks = true in pytest.ini: {out[-1500:]!r} {err[-500:]!r}")
+
+
+def test_wheel_without_wheel():
+    """A Python with neither the wheel package nor a setuptools that makes
+    wheels itself (pyenv's, conda's, uv's): setup.py says in one line what to
+    install, not a traceback of its imports; `build` still works there."""
+    blocker = tempfile.mkdtemp(prefix="cumemtrace-nowheel-")
+    # What such a Python has: no wheel, no setuptools.command.bdist_wheel.
+    with open(os.path.join(blocker, "sitecustomize.py"), "w") as handle:
+        handle.write("import sys\n"
+                     "sys.modules['wheel'] = sys.modules['wheel.bdist_wheel'] = None\n"
+                     "sys.modules['setuptools.command.bdist_wheel'] = None\n")
+    environment = dict(os.environ, PYTHONPATH=blocker)
+    environment.pop("LD_PRELOAD", None)
+    completed = subprocess.run([sys.executable, os.path.join(support.SOURCE, "setup.py"),
+                                "bdist_wheel"], cwd=blocker, capture_output=True, text=True,
+                               env=environment, timeout=120)
+    check(completed.returncode == 1 and "Traceback" not in completed.stderr and
+          completed.stderr.count("\n") <= 1 and
+          f"{sys.executable} -m pip install wheel" in completed.stderr,
+          f"one line naming what to install: {completed.returncode} {completed.stderr!r}")
+    completed = subprocess.run([sys.executable, os.path.join(support.SOURCE, "setup.py"),
+                                "--version"], cwd=blocker, capture_output=True, text=True,
+                               env=environment, timeout=120)
+    check(completed.returncode == 0 and completed.stdout.strip()[:1].isdigit(),
+          f"setup.py itself loads without wheel: {completed.stdout!r} {completed.stderr[-300:]!r}")

@@ -114,9 +114,39 @@ static void test_bad_environment(void)
     CHECK_EQ(config.top, 3);
 }
 
+/* Checking without using: config_check, the closest name, known names. */
+static void test_checking(void)
+{
+    char why[200];
+    CHECK_EQ(config_check("CUMEMTRACE_TOP", "3", why, sizeof(why)), 0);
+    CHECK_EQ(config_check("CUMEMTRACE_TOP", "abc", why, sizeof(why)), -1);
+    CHECK(strcmp(why, "is not a whole number from 1 to 100000") == 0);
+    CHECK_EQ(config_check("CUMEMTRACE_SIGNAL", "TERM", why, sizeof(why)), -1);
+    CHECK(strstr(why, "relies on") != NULL);
+    CHECK_EQ(config_check("CUMEMTRACE_FORMAT", "htm", why, sizeof(why)), -1);
+    CHECK_EQ(config_check("CUMEMTRACE_EVENTS", "lots", why, sizeof(why)), -1);
+    CHECK_EQ(config_check("CUMEMTRACE_OUTPUT", "", why, sizeof(why)), -1);
+    CHECK_EQ(config_check("CUMEMTRACE_OUTPUT", "dir/", why, sizeof(why)), 0);
+    CHECK_EQ(config_check("CUMEMTRACE_QIUET", "1", why, sizeof(why)), -2);
+    CHECK(config_closest("CUMEMTRACE_QIUET") &&
+          strcmp(config_closest("CUMEMTRACE_QIUET"), "CUMEMTRACE_QUIET") == 0);
+    CHECK(config_closest("CUMEMTRACE_OUTPT") &&
+          strcmp(config_closest("CUMEMTRACE_OUTPT"), "CUMEMTRACE_OUTPUT") == 0);
+    CHECK(config_closest("CUMEMTRACE_SOMETHING_ELSE") == NULL);
+    CHECK(config_known("CUMEMTRACE_TEST_PRELOAD_FIRST") && config_known("CUMEMTRACE_NO_LIBDW"));
+    CHECK(!config_known("CUMEMTRACE_QIUET"));
+    char template_[2 * CONFIG_TEXT_MAX];
+    setenv("CUMEMTRACE_OUTPUT", "reports/", 1);
+    CHECK(strcmp(config_output_template(template_, sizeof(template_)),
+                 "reports/cumemtrace-%p") == 0);
+    unsetenv("CUMEMTRACE_OUTPUT");
+    CHECK(strcmp(config_output_template(template_, sizeof(template_)), "cumemtrace-%p") == 0);
+}
+
 int main(void)
 {
     test_parsers();
     test_bad_environment();
+    test_checking();
     return check_done("test_config");
 }
