@@ -1,7 +1,8 @@
 """Run tests/gpu/default_mode.py's scenarios under the tracer, in the
 frameworks' default modes, and check each verdict against the markers.
 
-    python3 tests/gpu/check_default_mode.py --build build [--out DIR] [SCENARIO ...]
+    python3 tests/gpu/check_default_mode.py --build build [--out DIR] [--repeat N]
+                                            [SCENARIO ...]
 
 For each scenario: the report must name every LEAK line among the growing
 sites and no TEMP or HELD line there, no TEMP line among the sites that grew,
@@ -15,7 +16,9 @@ CuPy's and JAX's scenarios must have their blocks traced one
 by one (the cache's view "blocks"), and their kept arrays (LEAK, returned
 into a module global) held at the end, not leaked. Prints one table row per
 scenario, with the framework's own figures (printed by the program) beside
-the tracer's; exits 1 on any miss.
+the tracer's; exits 1 on any miss. --repeat N runs the whole set N times in
+a row (the growth verdict must not depend on the run) and ends with each
+scenario's count of runs without a miss.
 """
 import argparse
 import glob
@@ -83,7 +86,7 @@ def run(scenario, build, out):
         os.unlink(name)
     env = dict(os.environ, LD_PRELOAD=os.path.join(build, "libcumemtrace.so"),
                CUMEMTRACE_OUTPUT=base, CUMEMTRACE_FORMAT="text,json", CUMEMTRACE_QUIET="1",
-               CUMEMTRACE_SAMPLE_MS="100", CUMEMTRACE_OOM="every", PYTHONUNBUFFERED="1")
+               CUMEMTRACE_OOM="every", PYTHONUNBUFFERED="1")
     done = subprocess.run([sys.executable, SCRIPT, scenario], env=env, capture_output=True,
                           text=True, timeout=400)
     printed = {}
@@ -98,24 +101,37 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out", default="/tmp/cumemtrace-default-mode")
+    parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     marks = markers()
-    all_scenarios = sorted({s for _, s in marks})
-    failures = 0
+    scenarios = args.scenarios or sorted({s for _, s in marks})
+    right = {scenario: 0 for scenario in scenarios}
+    for _ in range(args.repeat):
+        for scenario, ok in check_all(args, marks, scenarios).items():
+            right[scenario] += ok
+    if args.repeat > 1:
+        print("runs without a miss, of " + str(args.repeat) + ": " +
+              ", ".join(f"{scenario} {count}" for scenario, count in right.items()))
+    return 0 if all(count == args.repeat for count in right.values()) else 1
+
+
+def check_all(args, marks, scenarios):
+    """One run of every scenario, its table printed: {scenario: no miss}."""
+    answers = {}
     print("| scenario | verdict | growing lines (LEAK expected) | held at end | OOM verdict | "
           "tracer: blocks / reserved / holes | engine threads' stacks: by node / unwound | "
           "framework's own figures |")
     print("|---|---|---|---|---|---|---|---|")
-    for scenario in args.scenarios or all_scenarios:
+    for scenario in scenarios:
         done, base, printed = run(scenario, os.path.abspath(args.build), args.out)
         misses = []
         try:
             report = json.load(open(base + ".json"))
         except OSError:
             print(f"| {scenario} | no report (exit {done.returncode}) | {done.stderr[-300:]!r} |")
-            failures += 1
+            answers[scenario] = False
             continue
         leak = marks.get(("LEAK", scenario), set())
         temp = marks.get(("TEMP", scenario), set())
@@ -184,11 +200,11 @@ def main():
         own = ", ".join(f"{k.split('.')[0]} {v >> 20 if isinstance(v, int) else v} MiB"
                         for k, v in printed.items() if k != "num_ooms" and v is not None) or "-"
         verdict = "ok" if not misses else "MISS: " + "; ".join(misses)
-        failures += bool(misses)
+        answers[scenario] = not misses
         print(f"| {scenario} | {verdict} | {sorted(l for l in grown_lines if l)} ({sorted(leak)}) | "
               f"{sorted(l for l in held_lines if l)} | {oom_cell} | {view} | {named} / {unwound} | "
-              f"{own} |")
-    return 1 if failures else 0
+              f"{own} |", flush=True)
+    return answers
 
 
 if __name__ == "__main__":
