@@ -224,7 +224,11 @@ def site(report, stack_id):
     if not stack or not stack["frames"]:
         return "(no stack recorded: CUMEMTRACE_DEPTH=0 or below CUMEMTRACE_MIN_SIZE)"
     if stack.get("site_text"):
-        return stack["site_text"]
+        text = stack["site_text"]
+        for frame in (frames[i] for i in stack["frames"]):
+            if runner_frame(frame):
+                text = text.replace(f" < {frame.get('function') or '?'}:{frame.get('line')}", "")
+        return text
     first = stack.get("site") or 0
     hidden = set(stack.get("hidden", []))
     shown = [i for i in range(first + 1, len(stack["frames"]))
