@@ -1,6 +1,7 @@
 /* verdicts.c - what a report concludes: why an allocation failed, and how
  * much memory is held but not in use (report.h says how each verdict is
  * reached). */
+#include <stdio.h>
 #include <string.h>
 
 #include "report.h"
@@ -47,6 +48,37 @@ const char *report_cache_oom(const struct report *r, struct report_cache_oom *wh
         why->others = others;
     }
     return verdict;
+}
+
+const char *report_hole_why(const struct report *r, const struct report_cache *c, char *text,
+                            size_t size)
+{
+    const struct report_event *e = &r->event;
+    uint64_t need = (e->size + 511) / 512 * 512;        /* as the allocators place it */
+    char largest[24], asked[24], other[24];
+    format_bytes(c->largest_hole, largest, sizeof(largest));
+    format_bytes(e->size, asked, sizeof(asked));
+    if (e->kind != KIND_TORCH_TENSOR || c->largest_hole < need) {
+        snprintf(text, size, "the largest hole, %s, is smaller than the %s asked for: a block "
+                 "takes one hole, never several", largest, asked);
+        return text;
+    }
+    int small = need <= TORCH_SMALL_REQUEST;
+    uint64_t own = small ? c->largest_small_hole : c->largest_large_hole;
+    format_bytes(own, other, sizeof(other));
+    if (own >= need)
+        snprintf(text, size, "a %s hole in PyTorch's %s pool would fit: it belongs to another "
+                 "stream or to a private memory pool (CUDA graphs, torch.cuda.MemPool), which "
+                 "serve only their own", other, small ? "small" : "large");
+    else if (small)
+        snprintf(text, size, "the larger holes (up to %s) are in PyTorch's large pool; requests "
+                 "of 1 MiB or less come only from its small pool's 2 MiB segments (largest hole "
+                 "there %s)", largest, other);
+    else
+        snprintf(text, size, "the larger holes (up to %s) are in PyTorch's small pool, whose "
+                 "2 MiB segments serve only requests of 1 MiB or less (the large pool's largest "
+                 "hole: %s)", largest, other);
+    return text;
 }
 
 /* PyTorch's cache: as its tensors' records show it where they are recorded

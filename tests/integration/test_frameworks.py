@@ -608,6 +608,73 @@ def test_torch_blocks_fragmentation_oom(traced):
     check(names and not beside, f"every OOM report in its own name: {names}")
 
 
+def test_torch_blocks_pool_oom(traced):
+    """One OOM story. 512 KiB tensors refused while PyTorch's large pool holds
+    6 MiB holes: stderr says the final verdict once, after PyTorch's retry
+    (none of the driver's before it), with why no hole served (the size
+    pools) and what helps; the file says the same; the exit report's
+    findings repeat it, in the file and read back from the JSON."""
+    out, err, reports, _ = scenario(traced, "pool_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_QUIET="0",
+                                    CUMEMTRACE_FORMAT="json,text")
+    check("pool_oom: out of memory" in out, f"the program saw its OOM: {out!r}")
+    ooms = reports.get("oom", [])
+    if not check(len(ooms) == 1, f"one OOM report: {len(ooms)}"):
+        return
+    event = ooms[0]["event"]
+    check(event["verdict"] == "cache_fragmented" and event["retry"] == "failed" and
+          event["size"] == 512 * 1024, f"the framework's verdict: {event}")
+    cache_then = event["cache"]
+    check(cache_then["large_pool_largest_hole_bytes"] >= 6 * MiB > 512 * 1024 >
+          cache_then["small_pool_largest_hole_bytes"], f"the holes by pool: {cache_then}")
+    why = cache_then.get("hole_why", "")
+    check("up to 6.00 MiB" in why and "large pool" in why and "small pool's 2 MiB segments" in why,
+          f"why no hole served, in one clause: {why!r}")
+    summary = err[:err.find("==== cumemtrace exit report")]
+    check(summary.count("OUT OF MEMORY") == 1 and summary.count("  verdict: ") == 1 and
+          "not yet known" not in err and "exhausted" not in summary,
+          f"stderr says one verdict, the final one: {summary[-4000:]}")
+    check(f"  why no hole served: {why}\n" in summary and "expandable_segments:True" in summary and
+          "  at OOM: " in summary, f"with why, what helps and the categories line: {summary[-4000:]}")
+    written = [l for l in err.splitlines() if "oom report written to" in l]
+    check(len(written) == len(set(written)) == 2, f"each of its files named once: {written}")
+    text = open(glob.glob(os.path.join(traced.dir, "report-*-oom*.txt"))[0]).read()
+    check("verdict: cache fragmented" in text and f"why no hole served: {why}" in text and
+          "not yet known" not in text, "the file says the same")
+    said = ooms[0]["findings"][0]
+    exit_report = reports["exit"][0]
+    first = exit_report["findings"][0]
+    check(first["verdict"] == "oom" and first["text"] == said["text"] and
+          first["site"] == said["site"], f"the exit findings repeat it: {first} vs {said}")
+    check(exit_report["failures"]["last_oom"]["verdict"] == "cache_fragmented",
+          f"kept in the JSON: {exit_report['failures'].get('last_oom')}")
+    check(not any(f["verdict"] == "failed" for f in exit_report["findings"]),
+          f"the OOM's failed calls not counted again: {exit_report['findings']}")
+    line = f"   - out of memory at {said['site']}: {said['text']}\n"
+    check(err.count(line) == 2, f"stderr: once at the OOM, once in the exit findings: {err[-3000:]}")
+    again = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), "report",
+                            glob.glob(os.path.join(traced.dir, "report-*[0-9].json"))[0]],
+                           capture_output=True, text=True).stdout
+    check(line in again, f"read back from the JSON, the same line: {again[:2000]}")
+
+
+def test_torch_model_oom_said_once(traced):
+    """Under the defaults (the first OOM reported), a model's OOM: stderr
+    holds one OOM report, PyTorch's, with what the tensors were."""
+    out, err, reports, _, _ = model_scenario(traced, "fragmentation_oom", SIMCUDA_MEMORY="1G",
+                                             CUMEMTRACE_QUIET="0")
+    check("fragmentation_oom: out of memory" in out, f"the program saw its OOM: {out!r}")
+    summary = err[:err.find("==== cumemtrace exit report")]
+    check(summary.count("OUT OF MEMORY") == 1 and "PyTorch's allocator gave up" in summary and
+          "not yet known" not in summary and summary.count("  verdict: ") == 1,
+          f"one verdict, PyTorch's: {summary[-4000:]}")
+    check("  at OOM: parameters " in summary and "optimizer state " in summary,
+          f"the categories line: {summary[-4000:]}")
+    verdict = reports["oom"][0]["event"]["verdict"]
+    first = reports["exit"][0]["findings"][0]
+    check(first["verdict"] == "oom" and first["text"] == reports["oom"][0]["findings"][0]["text"],
+          f"the exit findings repeat {verdict}: {first}")
+
+
 def test_torch_blocks_exhaustion_oom(traced):
     out, _, _, _ = scenario(traced, "exhaustion_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_OOM="every")
     report = oom_at(oom_reports(traced.dir), "exhaustion_oom")
