@@ -343,7 +343,8 @@ int report_held_at_end(struct report *r);
 const char *report_verdict(const struct report *r);
 const struct report_cache *report_cache_on(const struct report *r, int kind, int device);
 /* A framework's OOM: "cache_idle" (its segments that hold no block, with
- * what the driver has free, would serve the request: empty_cache()),
+ * what the driver has free, would make the segment the request needs (for
+ * PyTorch, 2 MiB up to 1 MiB, 20 MiB up to 10 MiB): empty_cache()),
  * "cache_fragmented" (what it holds unused, with the driver's free, would;
  * but in holes between live blocks, none large enough: only a layout that
  * grows segments in place, PyTorch's expandable_segments:True, helps), else

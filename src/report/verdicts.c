@@ -24,6 +24,21 @@ const struct report_cache *report_cache_on(const struct report *r, int kind, int
     return NULL;
 }
 
+/* What PyTorch asks the driver for when no hole serves `size` bytes: a
+ * 2 MiB segment up to 1 MiB, 20 MiB up to 10 MiB, else the request rounded
+ * up to 2 MiB (its caching allocator's kSmallBuffer, kLargeBuffer,
+ * kMinLargeAlloc, kRoundLarge). Other caches: the request. */
+static uint64_t driver_request(int kind, uint64_t size)
+{
+    if (kind != KIND_TORCH_TENSOR)
+        return size;
+    if (size <= TORCH_SMALL_REQUEST)
+        return TORCH_SMALL_SEGMENT;
+    if (size < (10u << 20))
+        return 20u << 20;
+    return (size + TORCH_SMALL_SEGMENT - 1) / TORCH_SMALL_SEGMENT * TORCH_SMALL_SEGMENT;
+}
+
 /* In the framework's terms, the moment it gave up (report.h). */
 const char *report_cache_oom(const struct report *r, struct report_cache_oom *why)
 {
@@ -35,7 +50,7 @@ const char *report_cache_oom(const struct report *r, struct report_cache_oom *wh
     uint64_t used = e->total > e->free ? e->total - e->free : 0;
     uint64_t others = used > c->reserved ? used - c->reserved : 0;
     const char *verdict;
-    if (c->releasable + e->free >= e->size)
+    if (c->releasable + e->free >= driver_request(e->kind, e->size))
         verdict = "cache_idle";
     else if (c->unused + e->free >= e->size)
         verdict = "cache_fragmented";
@@ -50,6 +65,12 @@ const char *report_cache_oom(const struct report *r, struct report_cache_oom *wh
     return verdict;
 }
 
+static const char *bytes_of(uint64_t bytes, char text[24])
+{
+    format_bytes(bytes, text, 24);
+    return text;
+}
+
 const char *report_hole_why(const struct report *r, const struct report_cache *c, char *text,
                             size_t size)
 {
@@ -59,8 +80,14 @@ const char *report_hole_why(const struct report *r, const struct report_cache *c
     format_bytes(c->largest_hole, largest, sizeof(largest));
     format_bytes(e->size, asked, sizeof(asked));
     if (e->kind != KIND_TORCH_TENSOR || c->largest_hole < need) {
-        snprintf(text, size, "the largest hole, %s, is smaller than the %s asked for: a block "
-                 "takes one hole, never several", largest, asked);
+        uint64_t segment = driver_request(e->kind, e->size);
+        char free_text[24], segment_text[24];
+        int n = snprintf(text, size, "the largest hole, %s, is smaller than the %s asked for: a "
+                         "block takes one hole, never several", largest, asked);
+        if (segment > e->size && e->free < segment && n > 0 && (size_t)n < size)
+            snprintf(text + n, size - (size_t)n, "; and the driver's %s free is less than the "
+                     "%s segment PyTorch asks it for", bytes_of(e->free, free_text),
+                     bytes_of(segment, segment_text));
         return text;
     }
     int small = need <= TORCH_SMALL_REQUEST;
