@@ -38,6 +38,7 @@
  * (tracker_oom_verdict): the exit report's findings repeat it. */
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 struct oom_report {
+    pid_t pid;                   /* the process it describes: a forked child's are not */
     pthread_t thread;
     uint64_t size;
     int owed;                    /* its summary is not yet on stderr */
@@ -77,6 +78,10 @@ static void settle_last_oom(void)
 {
     if (!last_oom.oom.report)
         return;
+    if (last_oom.oom.pid != getpid()) {     /* the parent's, inherited at a fork */
+        last_oom.oom.report = NULL;
+        return;
+    }
     report_emit(last_oom.oom.report, last_oom.oom.template_, 1, &last_oom.oom.files);
     keep_verdict(last_oom.oom.report);
     report_delete(last_oom.oom.report);
@@ -87,6 +92,10 @@ static void finish_pending_oom(int outcome)
 {
     pthread_mutex_lock(&oom_lock);
     settle_last_oom();
+    if (pending_active && pending_oom.pid != getpid()) {     /* the parent's */
+        pending_active = 0;
+        pending_oom.report = NULL;
+    }
     if (pending_active) {
         pending_active = 0;
         struct oom_report *p = &pending_oom;
@@ -97,13 +106,13 @@ static void finish_pending_oom(int outcome)
         if (!wait && outcome != RETRY_SUCCEEDED)
             keep_verdict(p->report);
         last_oom.failed = outcome == RETRY_FAILED;
+        last_oom.oom.pid = p->pid;
         last_oom.oom.thread = p->thread;
         memcpy(last_oom.oom.template_, p->template_, sizeof(p->template_));
         if (last_oom.failed)
             memcpy(&last_oom.oom.files, &p->files, sizeof(p->files));
         if (wait) {
             last_oom.oom.report = p->report;
-            last_oom.oom.owed = 1;
         } else {
             report_delete(p->report);
         }
@@ -154,6 +163,7 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
     if (!pending_oom.owed)
         keep_verdict(r);
     pending_oom.report = r;
+    pending_oom.pid = getpid();
     pending_oom.thread = pthread_self();
     pending_oom.size = a->size;
     __atomic_store_n(&pending_active, 1, __ATOMIC_RELEASE);
@@ -179,7 +189,8 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
     char template_[sizeof(last_oom.oom.template_)];
     struct report_files *files = NULL;      /* the rewritten report's, a copy */
     pthread_mutex_lock(&oom_lock);
-    int same = last_oom.failed && pthread_equal(last_oom.oom.thread, pthread_self());
+    int same = last_oom.failed && last_oom.oom.pid == getpid() &&
+               pthread_equal(last_oom.oom.thread, pthread_self());
     int summary = !same || last_oom.oom.report;
     last_oom.failed = 0;
     if (same && (files = pages_alloc(sizeof(*files))))
