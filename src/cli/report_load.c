@@ -623,6 +623,16 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
         READ_RECORD(REPORT_FAILURE_CALL_FIELDS, x, f);      /* "error": the code's name */
         READ_RECORD(REPORT_FAILURE_CONTEXT_FIELDS, x, f);
     }
+    const struct json_value *oom = json_get(failures, "last_oom");
+    const char *verdict = json_string(json_get(oom, "verdict"));
+    const char *text = json_string(json_get(oom, "text"));
+    if (verdict && text) {
+        snprintf(state->oom.verdict, sizeof(state->oom.verdict), "%s", verdict);
+        snprintf(state->oom.text, sizeof(state->oom.text), "%s", text);
+        state->oom.size = get_u64(oom, "size");
+        state->oom.stack_id = read_stack(l, oom, "stack");
+        state->oom.time_ms = (uint32_t)get_u64(oom, "time_ms");
+    }
     const struct json_value *marks = json_get(root, "marks");
     state->marks_total = get_u64(marks, "total");
     if (state->marks_total > INPUT_MAX_COUNT)
@@ -732,6 +742,8 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
             x->holes = get_u64(d, "holes");
             x->largest_hole = get_u64(d, "largest_hole_bytes");
             x->releasable = get_u64(d, "releasable_bytes");
+            x->largest_small_hole = get_u64(d, "small_pool_largest_hole_bytes");
+            x->largest_large_hole = get_u64(d, "large_pool_largest_hole_bytes");
         }
     }
     const struct json_value *end = json_get(root, "program_end");

@@ -1425,6 +1425,18 @@ void tracker_oom_retried(int succeeded)
     count(succeeded ? &tracker.oom_retries_succeeded : &tracker.oom_retries_failed, 1);
 }
 
+void tracker_oom_verdict(const char *verdict, const char *text, uint64_t size,
+                         uint32_t stack_id)
+{
+    tracker_lock();         /* reports copy `tracker` whole under it */
+    snprintf(tracker.oom.verdict, sizeof(tracker.oom.verdict), "%s", verdict);
+    snprintf(tracker.oom.text, sizeof(tracker.oom.text), "%s", text);
+    tracker.oom.size = size;
+    tracker.oom.stack_id = stack_id;
+    tracker.oom.time_ms = tracker_now_ms();
+    tracker_unlock();
+}
+
 /* No stack capture is in flight across fork (stacks.c says why), and every
  * shard and the Python location table are held, so the parent's tables are
  * whole while they are copied. tables_lock and the stack table's insert

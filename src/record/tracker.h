@@ -105,6 +105,18 @@ void tracker_take_range(int space, uint64_t start, uint64_t size);
 uint32_t tracker_failure(const struct allocation *a, int code, int oom);
 /* PyTorch's retry of a reported OOM was seen (report/triggers.c). */
 void tracker_oom_retried(int succeeded);
+/* The final verdict of an OOM report (runtime/triggers.c, from inside the
+ * tracer), kept for the reports after it (the exit report's findings repeat
+ * it): `verdict` a word of report_verdict's, `text` its finding's. */
+#define OOM_VERDICT_TEXT 480
+struct oom_verdict {
+    char verdict[24];        /* "" while no OOM was reported */
+    char text[OOM_VERDICT_TEXT];
+    uint64_t size;
+    uint32_t stack_id, time_ms;
+};
+void tracker_oom_verdict(const char *verdict, const char *text, uint64_t size,
+                         uint32_t stack_id);
 void tracker_context_gone(int context);
 void tracker_lost(enum lost_reason reason);
 void tracker_mark(const char *label);
@@ -234,6 +246,7 @@ struct tracker_state {
     struct failure failures[FAILURE_RING];
     uint64_t failures_total;
     uint64_t oom_retries_succeeded, oom_retries_failed;
+    struct oom_verdict oom;                /* the last OOM report's final verdict */
     struct mark marks[MARK_RING];
     uint64_t marks_total;
     struct thread_info *threads;       /* index = thread number - 1 */

@@ -99,6 +99,8 @@ static void measure(struct report *r, const struct range *segments, size_t n_seg
         }
         if (!c)
             continue;
+        uint64_t *pool_hole = !seg.mapping && seg.end - seg.start == TORCH_SMALL_SEGMENT
+                                  ? &c->largest_small_hole : &c->largest_large_hole;
         c->reserved += seg.end - seg.start;
         c->segments += pieces;
         while (b < n_blocks && blocks[b].start < seg.start)
@@ -113,6 +115,8 @@ static void measure(struct report *r, const struct range *segments, size_t n_seg
                 c->holes++;
                 if (hole > c->largest_hole)
                     c->largest_hole = hole;
+                if (hole > *pool_hole)
+                    *pool_hole = hole;
             }
             if (blocks[b].end > at)
                 at = blocks[b].end;
@@ -126,6 +130,8 @@ static void measure(struct report *r, const struct range *segments, size_t n_seg
             c->holes++;
             if (hole > c->largest_hole)
                 c->largest_hole = hole;
+            if (hole > *pool_hole)
+                *pool_hole = hole;
         }
     }
 }

@@ -62,7 +62,7 @@ static int write_file(const struct report *r, int format, const char *template_,
             log_line("cannot write report to '%s': %s", asked, strerror(errno));
         } else {
             result = 0;
-            if (!r->options.quiet)
+            if (!r->options.quiet && !previous)     /* a rewrite: said the first time */
                 log_line("%s report written to %s", r->reason, path);
             if (previous) {
                 previous->id = id;

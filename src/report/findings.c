@@ -61,13 +61,15 @@ static void add_oom(const struct report *r, struct findings *f)
         const char *verdict = report_cache_oom(r, &why);
         const char *framework = frameworks[e->kind - KIND_TORCH_TENSOR];
         const struct report_cache *c = why.cache;
-        if (strcmp(verdict, "cache_fragmented") == 0)
+        if (strcmp(verdict, "cache_fragmented") == 0) {
+            char hole_why[240];
             add(f, "oom", "out of memory", e->stack_id, e->size,
-                "%s on device %d; %s's cache is fragmented: %s unused in %llu holes, none "
-                "large enough%s", size, e->device, framework,
-                bytes_text(c->unused, a, sizeof(a)), (unsigned long long)c->holes,
+                "%s on device %d; %s's cache is fragmented: %s unused in %llu holes, but %s%s",
+                size, e->device, framework, bytes_text(c->unused, a, sizeof(a)),
+                (unsigned long long)c->holes, report_hole_why(r, c, hole_why, sizeof(hole_why)),
                 e->kind == KIND_TORCH_TENSOR
                     ? " (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True helps)" : "");
+        }
         else if (strcmp(verdict, "cache_idle") == 0)
             add(f, "oom", "out of memory", e->stack_id, e->size,
                 "%s on device %d; %s's cache keeps %s in segments with no live block "
@@ -93,6 +95,15 @@ static void add_oom(const struct report *r, struct findings *f)
             "%s via %s on device %d; why is not known (the driver's free memory could not "
             "be read)", size, report_api_name(r, e->api), e->device);
     }
+}
+
+/* In a report after an OOM (the exit report), that OOM's final verdict,
+ * in the words its own report said it (tracker_oom_verdict). */
+static void add_last_oom(const struct report *r, struct findings *f)
+{
+    const struct oom_verdict *oom = &r->state.oom;
+    if (r->event.type != EVENT_OOM && oom->verdict[0])
+        add(f, "oom", "out of memory", oom->stack_id, oom->size, "%s", oom->text);
 }
 
 static void add_growth(const struct report *r, struct findings *f)
@@ -205,14 +216,18 @@ static void add_fragmentation(const struct report *r, struct findings *f)
             bytes_text(frag.pool_idle, a, sizeof(a)), bytes_text(frag.pool_reserved, b, sizeof(b)));
 }
 
-/* Failed allocations other than the OOM the report is about: how many, and
- * the newest's error and line. */
+/* Failed allocations other than the OOM the report is about, or the one
+ * the line of the last OOM is about: how many, and the newest's error and
+ * line. */
 static void add_failures(const struct report *r, struct findings *f)
 {
     uint64_t total = r->state.failures_total;
     if (!total || r->event.type == EVENT_OOM)
         return;
     const struct failure *last = RING_ENTRY(r->state.failures, total);
+    if (last->oom && r->state.oom.verdict[0] && last->stack_id == r->state.oom.stack_id &&
+        (uint64_t)last->size == r->state.oom.size)
+        return;                        /* the OOM's line (add_last_oom) says it */
     char size[24], error[32];
     snprintf(error, sizeof(error), last->oom ? "out of memory" : "error %d", last->code);
     add(f, "failed", "allocations failed", last->stack_id, last->size,
@@ -250,6 +265,7 @@ int report_findings(const struct report *r, struct report_finding *list, int max
     struct findings f = {list, 0, max};
     if (r->event.type == EVENT_OOM)
         add_oom(r, &f);
+    add_last_oom(r, &f);
     add_growth(r, &f);
     add_live(r, &f);
     add_implicit(r, &f);

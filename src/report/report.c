@@ -191,6 +191,8 @@ static int choose_stacks(struct report *r)
         if (f->stack_id <= r->stack_count)
             wanted[f->stack_id] = 1;
     }
+    if (r->state.oom.stack_id <= r->stack_count)
+        wanted[r->state.oom.stack_id] = 1;
     for (size_t i = 0; i < r->held_count; i++)
         if (r->held[i].stack_id <= r->stack_count)
             wanted[r->held[i].stack_id] = 1;

@@ -58,7 +58,13 @@ struct report_cache {
     uint64_t hole_bytes, holes, largest_hole;   /* free ranges in segments that hold a
                                                  * live block: only what fits uses them */
     uint64_t releasable;             /* in segments that hold none: empty_cache() returns it */
+    /* PyTorch's: the largest hole in its small pool (2 MiB segments, which
+     * serve only requests up to 1 MiB) and in its large pool (the rest,
+     * which serve only larger ones). */
+    uint64_t largest_small_hole, largest_large_hole;
 };
+#define TORCH_SMALL_SEGMENT (2u << 20)
+#define TORCH_SMALL_REQUEST (1u << 20)
 #define REPORT_MAX_CACHES (CACHE_KINDS * (MAX_DEVICES + 1))
 
 /* A stream-ordered pool the program created, and what it holds. */
@@ -270,7 +276,7 @@ struct report_finding {
     uint32_t stack_id;
     int detail;              /* one of the sites of the entry before it */
     uint64_t bytes;          /* the figure: live now, peak, asked for, total */
-    char text[320];          /* the figures, in words */
+    char text[OOM_VERDICT_TEXT];   /* the figures, in words */
 };
 int report_findings(const struct report *r, struct report_finding *list, int max);
 
@@ -342,7 +348,8 @@ int report_held_at_end(struct report *r);
 const char *report_verdict(const struct report *r);
 const struct report_cache *report_cache_on(const struct report *r, int kind, int device);
 /* A framework's OOM: "cache_idle" (its segments that hold no block, with
- * what the driver has free, would serve the request: empty_cache()),
+ * what the driver has free, would make the segment the request needs (for
+ * PyTorch, 2 MiB up to 1 MiB, 20 MiB up to 10 MiB): empty_cache()),
  * "cache_fragmented" (what it holds unused, with the driver's free, would;
  * but in holes between live blocks, none large enough: only a layout that
  * grows segments in place, PyTorch's expandable_segments:True, helps), else
@@ -355,6 +362,14 @@ struct report_cache_oom {
     uint64_t others;                    /* used on the device outside the cache */
 };
 const char *report_cache_oom(const struct report *r, struct report_cache_oom *why);
+/* Of a "cache_fragmented" OOM: why no hole served the request, in one
+ * clause (no capital, no stop) into `text`: the largest hole smaller than
+ * the request; the larger ones in PyTorch's other size pool (2 MiB segments
+ * serve only requests up to 1 MiB, the rest only larger ones); or one large
+ * enough in the right pool, which then belongs to another stream or a
+ * private memory pool (PyTorch serves a request from no other). */
+const char *report_hole_why(const struct report *r, const struct report_cache *c, char *text,
+                            size_t size);
 
 /* Memory held but not in use, and fragmentation, in one place: the default
  * stream-ordered pools' reserve beyond what they hand out, address space

@@ -64,7 +64,7 @@
   var KIND_COLORS = {
     device: '#1e88e5', stream_ordered: '#43a047', managed: '#fb8c00', pinned_host: '#8e24aa',
     registered_host: '#6d4c41', vmm_physical: '#00897b', vmm_mapping: '#90a4ae',
-    vmm_reservation: '#b0bec5', array: '#f4511e', torch_tensor: '#e53935', cupy_block: '#3949ab',
+    vmm_reservation: '#b0bec5', array: '#f4511e', torch_tensor: '#f9a825', cupy_block: '#3949ab',
     jax_array: '#00acc1'
   };
   KIND_COLORS[TOTAL] = '#263238';
@@ -670,6 +670,10 @@
       (report.live || []).forEach(function (g) {
         add(g.kind, g.stack, g.bytes);
       });
+    } else if (moment.kind === 'program-end') {
+      page.held.forEach(function (g) {
+        add(g.kind, g.stack, g.bytes);
+      });
     } else if (moment.kind === 'site-peaks') {
       /* sites at their own highest: no moment at which a cache's rest is known */
       (report.stacks || []).forEach(function (s) {
@@ -717,8 +721,49 @@
   }
 
   function endMoment(page) {
+    var reason = page.report.reason;
     return { kind: 'end', hash: 'end',
-      label: page.report.reason === 'exit' ? 'at the end of the run' : 'when the report was written' };
+      label: reason === 'exit' ? 'at the end of the run'
+        : reason === 'oom' ? 'at the out-of-memory failure' : 'when the report was written' };
+  }
+
+  /* A Python program's end (program_end), where the text report's story
+   * is: what it held then, not the little its teardown left. From the
+   * timeline where it reaches that moment, else from held_at_end. */
+  function programEndMoment(page) {
+    var end = page.report.program_end;
+    var label = 'held when the program ended (' + formatSeconds(end.time_ms * 1000) + '; not leaked)';
+    if (page.replay && typeof end.timeline_index === 'number' && end.timeline_index > 0 &&
+        end.timeline_index <= page.replay.events.length) {
+      return { kind: 'event', index: end.timeline_index - 1, hash: 'program-end', label: label };
+    }
+    return { kind: 'program-end', hash: 'program-end', label: label };
+  }
+
+  /* An exit report's last OOM (failures.last_oom), on the timeline. */
+  function oomMoment(page) {
+    var oom = (page.report.failures || {}).last_oom;
+    var time = oom.time_ms * 1000;
+    return { kind: 'event', index: page.replay.indexAt(time), hash: 'oom',
+      label: 'at the out-of-memory failure (' + formatSeconds(time) + ')' };
+  }
+
+  /* The moment the text report leads with: an OOM's (the OOM report's
+   * own, or an exit report's last on the timeline), else a Python
+   * program's end, else the highest point (the end without a timeline). */
+  function leadingMoment(page) {
+    var report = page.report;
+    var first = (report.findings || [])[0] || {};
+    if (report.reason === 'oom') {
+      return endMoment(page);
+    }
+    if (first.verdict === 'oom' && page.replay && (report.failures || {}).last_oom) {
+      return oomMoment(page);
+    }
+    if (report.program_end && page.held.length) {
+      return programEndMoment(page);
+    }
+    return namedMoment(page, page.replay ? 'peak' : 'end');
   }
 
   function sitePeaksMoment() {
@@ -745,6 +790,12 @@
     var numbers = (name || '').split(/[:-]/).slice(1).map(Number);
     if (name === 'end') {
       return endMoment(page);
+    }
+    if (name === 'program-end') {
+      return page.report.program_end && page.held.length ? programEndMoment(page) : null;
+    }
+    if (name === 'oom') {
+      return page.replay && (page.report.failures || {}).last_oom ? oomMoment(page) : null;
     }
     if (!page.replay) {
       return name === 'site-peaks' ? sitePeaksMoment() : null;
@@ -821,6 +872,32 @@
 
   /* ---- the chart: lines, legend toggles, hover, click and brush ---------------- */
 
+  /* Out-of-memory failures as the program met them: one per OOM, not one
+   * per failed call. A caching allocator's OOM (PyTorch's, after freeing
+   * its cache and asking the driver again) comes after the driver's
+   * refusals on the same thread, moments before: they are one OOM, as is a
+   * driver's refusal and its retry of the same size. From failures.recent
+   * (the newest failed allocations, with their threads): the times of
+   * each OOM's last failure, in microseconds. */
+  function oomTimes(report) {
+    var times = [];
+    var open = null;
+    ((report.failures || {}).recent || []).forEach(function (f) {
+      if (!f.oom) {
+        return;
+      }
+      var cache = !!CACHE_KINDS[f.kind];
+      var joins = open && f.thread === open.thread && f.time_ms - open.time_ms <= 100 &&
+        (cache || f.size === open.size);
+      if (!joins) {
+        times.push(0);
+      }
+      times[times.length - 1] = f.time_ms * 1000;
+      open = cache ? null : { thread: f.thread, time_ms: f.time_ms, size: f.size };
+    });
+    return times;
+  }
+
   function drawChart(page, container) {
     var report = page.report;
     var width = 1000;
@@ -830,24 +907,17 @@
     var top = 10;
     var bottom = 28;
     var data;
-    var oomTimes = [];
+    var ooms = oomTimes(report);
     var markTimes = [];
     if (report.timeline) {
       data = buildSeries(report);
       report.timeline.events.forEach(function (e) {
-        if (e[1] === 'oom') {
-          oomTimes.push(e[0]);
-        } else if (e[1] === 'mark') {
+        if (e[1] === 'mark') {
           markTimes.push([e[0], e[7] || '']);
         }
       });
     } else {
       data = seriesFromSamples(report);
-      ((report.failures || {}).recent || []).forEach(function (f) {
-        if (f.oom) {
-          oomTimes.push(f.time_ms * 1000);
-        }
-      });
       ((report.marks || {}).recent || []).forEach(function (m) {
         markTimes.push([m.time_ms * 1000, m.label]);
       });
@@ -936,7 +1006,7 @@
         line.appendChild(svgElement('title', {}, 'mark: ' + m[1] + ' at ' + formatSeconds(m[0])));
         svg.appendChild(line);
       });
-      oomTimes.forEach(function (t) {
+      ooms.forEach(function (t) {
         var line = svgElement('line', { 'class': 'oom', x1: x(t), x2: x(t), y1: top, y2: height - bottom });
         line.appendChild(svgElement('title', {}, 'out of memory at ' + formatSeconds(t)));
         svg.appendChild(line);
@@ -1096,7 +1166,7 @@
     }
 
     legend.appendChild(element('span', { 'class': 'legend-note' }, [
-      (oomTimes.length ? 'red: out of memory (' + oomTimes.length + '); ' : '') +
+      (ooms.length ? 'red: out of memory (' + ooms.length + '); ' : '') +
       (markTimes.length ? 'grey: marks (' + markTimes.length + '); ' : '') +
       (page.replay ? 'hover for the top sites, click or drag for the icicle below' : '')]));
     draw();
@@ -1167,7 +1237,14 @@
     if (page.replay) {
       moments.push(['peak', 'At the highest point']);
     }
-    moments.push(['end', page.report.reason === 'exit' ? 'At the end' : 'Now']);
+    if (page.replay && (page.report.failures || {}).last_oom && page.report.reason !== 'oom') {
+      moments.push(['oom', 'At the out-of-memory failure']);
+    }
+    if (page.report.program_end && page.held.length) {
+      moments.push(['program-end', 'When the program ended']);
+    }
+    moments.push(['end', page.report.reason === 'exit' ? (page.report.program_end ? 'After the teardown' : 'At the end')
+      : page.report.reason === 'oom' ? 'At the OOM' : 'Now']);
     if (!page.replay) {
       moments.push(['site-peaks', 'Each site at its own highest']);
     }
@@ -1258,6 +1335,7 @@
       box.style.height = (depth * rowHeight + 2) + 'px';
       box.setAttribute('data-total', String(root.value));
       box.setAttribute('data-moment', page.state.moment.kind + (page.state.moment.index !== undefined ? ':' + page.state.moment.index : ''));
+      box.setAttribute('data-moment-name', page.state.moment.hash);
       box.setAttribute('data-focus', focus === root ? '' : focus.name);
       box.setAttribute('data-focus-bytes', String(focus.value));
       title.textContent = 'Live memory by stack ' + page.state.moment.label + ': ' + formatBytes(root.value) +
@@ -1277,7 +1355,7 @@
       }
       box.setAttribute('data-search-bytes', String(searched));
       Array.prototype.forEach.call(controls.querySelectorAll('button'), function (button) {
-        button.className = button.getAttribute('data-moment') === page.state.moment.kind ? 'on' : '';
+        button.className = button.getAttribute('data-moment') === page.state.moment.hash ? 'on' : '';
       });
     }
     draw();
@@ -1589,15 +1667,10 @@
 
     var liveDevice = 0;
     var peakDevice = 0;
-    var ooms = 0;
+    var ooms = oomTimes(report).length;
     (report.devices || []).forEach(function (d) {
       liveDevice += d.counters.device_memory.allocated_bytes.current;
       peakDevice = Math.max(peakDevice, d.counters.device_memory.allocated_bytes.peak);
-      Object.keys(d.counters).forEach(function (kind) {
-        if (kind !== 'device_memory') {
-          ooms += d.counters[kind].num_ooms;
-        }
-      });
     });
     function sum(groups) {
       var total = { bytes: 0, blocks: 0, sites: {} };
@@ -1615,15 +1688,19 @@
     var verdict = (report.fragmentation || {}).verdict || 'none';
     var cards = [
       card('live-device-bytes', 'All device memory live', liveDevice, formatBytes(liveDevice)),
-      card('peak-device-bytes', 'Peak device memory (one device)', peakDevice, formatBytes(peakDevice)),
-      card('leaked-bytes', atExit ? (report.program_end ? 'Leaked after the program ended, all kinds'
-        : 'Leaked (freed by nobody), all kinds') : 'Live now, all kinds', leaked.bytes,
-        formatBytes(leaked.bytes), atExit && leaked.bytes > 0 ? 'bad' : ''),
-      card('leaked-blocks', atExit ? 'Leaked blocks' : 'Live blocks', leaked.blocks, String(leaked.blocks)),
-      card('leaked-sites', 'Allocation sites holding them', leaked.sites, String(leaked.sites), atExit && leaked.sites > 0 ? 'bad' : '')];
+      card('peak-device-bytes', 'Peak device memory (one device)', peakDevice, formatBytes(peakDevice))];
     if (page.held.length) {
       var held = sum(page.held);
       cards.push(card('held-bytes', 'Held at the end of the program (not leaked)', held.bytes, formatBytes(held.bytes), 'neutral'));
+    }
+    /* A program whose holdings were held at its end leaked nothing: no
+     * "Leaked 0" beside what it held. */
+    if (!(atExit && page.held.length && leaked.blocks === 0)) {
+      cards.push(card('leaked-bytes', atExit ? (report.program_end ? 'Leaked after the program ended, all kinds'
+        : 'Leaked (freed by nobody), all kinds') : 'Live now, all kinds', leaked.bytes,
+        formatBytes(leaked.bytes), atExit && leaked.bytes > 0 ? 'bad' : ''),
+        card('leaked-blocks', atExit ? 'Leaked blocks' : 'Live blocks', leaked.blocks, String(leaked.blocks)),
+        card('leaked-sites', 'Allocation sites holding them', leaked.sites, String(leaked.sites), atExit && leaked.sites > 0 ? 'bad' : ''));
     }
     cards.push(card('growing-sites', 'Growing sites (leak suspects)', growing.length, String(growing.length), growing.length > 0 ? 'bad' : ''),
       card('ooms', 'Out-of-memory failures', ooms, String(ooms), ooms > 0 ? 'bad' : ''),
@@ -1640,7 +1717,7 @@
         e.verdict.replace(/_/g, ' ') + ' (its cache reserved ' + formatBytes(e.cache.reserved_bytes) + ', its blocks used ' +
         formatBytes(e.cache.block_bytes) + ', ' + formatBytes(e.cache.hole_bytes) + ' in holes between them, ' +
         formatBytes(e.cache.releasable_bytes) + ' in segments with none; memory outside the cache: ' +
-        formatBytes(e.cache.others_bytes) + ').'
+        formatBytes(e.cache.others_bytes) + ').' + (e.cache.hole_why ? ' Why no hole served: ' + e.cache.hole_why + '.' : '')
         : formatBytes(e.size) + ' of ' + e.kind + ' memory via ' + e.api + ' on ' + deviceName(e.device) +
         ' failed (error ' + e.code + (e.error ? ' ' + e.error : '') + '); the driver had ' + free + ' free: ' + e.verdict + '.';
       main.appendChild(section('oom-event', 'Out of memory', [
@@ -1652,7 +1729,7 @@
       main.appendChild(classes);
     }
 
-    page.state.moment = namedMoment(page, page.hashMoment) || namedMoment(page, page.replay ? 'peak' : 'end');
+    page.state.moment = namedMoment(page, page.hashMoment) || leadingMoment(page);
     var chart = section('chart-section', 'Live bytes over time, per device and kind', [], 'chart');
     if (report.timeline) {
       chart.appendChild(element('p', { 'class': 'note', id: 'timeline-info', 'data-events': String(report.timeline.events.length), 'data-dropped': String(report.timeline.dropped) }, [

@@ -355,7 +355,17 @@ static void write_failures(const struct report *r, struct out *out)
         PUT_FIELDS(REPORT_FAILURE_CONTEXT_FIELDS, f);
         out_str(out, "}");
     }
-    out_str(out, "]}");
+    out_str(out, "]");
+    const struct oom_verdict *oom = &r->state.oom;
+    if (oom->verdict[0]) {
+        out_str(out, ",\"last_oom\":{\"verdict\":");
+        out_json_string(out, oom->verdict);
+        out_str(out, ",\"text\":");
+        out_json_string(out, oom->text);
+        out_printf(out, ",\"size\":%llu,\"stack\":%u,\"time_ms\":%u}", U(oom->size),
+                   oom->stack_id, oom->time_ms);
+    }
+    out_str(out, "}");
 }
 
 static void write_marks(const struct report *r, struct out *out)
@@ -573,9 +583,19 @@ static void write_event(const struct report *r, struct out *out)
             out_printf(out, ",\"cache\":{\"reserved_bytes\":%llu,\"block_bytes\":%llu,"
                             "\"unused_bytes\":%llu,\"hole_bytes\":%llu,\"holes\":%llu,"
                             "\"largest_hole_bytes\":%llu,\"releasable_bytes\":%llu,"
-                            "\"others_bytes\":%llu}",
+                            "\"others_bytes\":%llu",
                        U(c->reserved), U(c->block_bytes), U(c->unused), U(c->hole_bytes),
                        U(c->holes), U(c->largest_hole), U(c->releasable), U(why.others));
+            if (e->kind == KIND_TORCH_TENSOR)
+                out_printf(out, ",\"small_pool_largest_hole_bytes\":%llu,"
+                                "\"large_pool_largest_hole_bytes\":%llu",
+                           U(c->largest_small_hole), U(c->largest_large_hole));
+            if (strcmp(report_verdict(r), "cache_fragmented") == 0) {
+                char hole_why[320];
+                out_str(out, ",\"hole_why\":");
+                out_json_string(out, report_hole_why(r, c, hole_why, sizeof(hole_why)));
+            }
+            out_str(out, "}");
         }
         out_str(out, "}");
         return;
@@ -676,10 +696,15 @@ static void write_caches(const struct report *r, struct out *out)
             out_printf(out, ",\"reserved_bytes\":%llu,\"segments\":%llu,\"block_bytes\":%llu,"
                             "\"blocks\":%llu,\"unused_bytes\":%llu,\"hole_bytes\":%llu,"
                             "\"holes\":%llu,\"largest_hole_bytes\":%llu,"
-                            "\"releasable_bytes\":%llu}",
+                            "\"releasable_bytes\":%llu",
                        U(x->reserved), U(x->segments), U(x->block_bytes), U(x->blocks),
                        U(x->unused), U(x->hole_bytes), U(x->holes), U(x->largest_hole),
                        U(x->releasable));
+            if (kind == KIND_TORCH_TENSOR)
+                out_printf(out, ",\"small_pool_largest_hole_bytes\":%llu,"
+                                "\"large_pool_largest_hole_bytes\":%llu",
+                           U(x->largest_small_hole), U(x->largest_large_hole));
+            out_str(out, "}");
         }
         out_str(out, "]}");
     }

@@ -678,10 +678,13 @@ static void write_cache_oom(const struct report *r, struct out *out)
     format_bytes(c->largest_hole, h, sizeof(h));
     format_bytes(e->size, n, sizeof(n));
     if (strcmp(verdict, "cache_fragmented") == 0) {
+        char hole_why[320];
         out_printf(out, "  verdict: cache fragmented: %s held %s of its %s reserved unused, and "
                         "the driver had %s free: more than the %s asked for, but in %llu holes "
-                        "between live %s, the largest %s.\n", framework, a, b, f, n,
-                   (unsigned long long)c->holes, blocks, h);
+                        "between live %s\n", framework, a, b, f, n,
+                   (unsigned long long)c->holes, blocks);
+        out_printf(out, "  why no hole served: %s\n",
+                   report_hole_why(r, c, hole_why, sizeof(hole_why)));
         if (k == 0)
             out_str(out, "  what helps: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the "
                          "cache grows its segments in place instead of needing one hole); "

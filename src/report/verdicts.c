@@ -1,6 +1,7 @@
 /* verdicts.c - what a report concludes: why an allocation failed, and how
  * much memory is held but not in use (report.h says how each verdict is
  * reached). */
+#include <stdio.h>
 #include <string.h>
 
 #include "report.h"
@@ -23,6 +24,21 @@ const struct report_cache *report_cache_on(const struct report *r, int kind, int
     return NULL;
 }
 
+/* What PyTorch asks the driver for when no hole serves `size` bytes: a
+ * 2 MiB segment up to 1 MiB, 20 MiB up to 10 MiB, else the request rounded
+ * up to 2 MiB (its caching allocator's kSmallBuffer, kLargeBuffer,
+ * kMinLargeAlloc, kRoundLarge). Other caches: the request. */
+static uint64_t driver_request(int kind, uint64_t size)
+{
+    if (kind != KIND_TORCH_TENSOR)
+        return size;
+    if (size <= TORCH_SMALL_REQUEST)
+        return TORCH_SMALL_SEGMENT;
+    if (size < (10u << 20))
+        return 20u << 20;
+    return (size + TORCH_SMALL_SEGMENT - 1) / TORCH_SMALL_SEGMENT * TORCH_SMALL_SEGMENT;
+}
+
 /* In the framework's terms, the moment it gave up (report.h). */
 const char *report_cache_oom(const struct report *r, struct report_cache_oom *why)
 {
@@ -34,7 +50,7 @@ const char *report_cache_oom(const struct report *r, struct report_cache_oom *wh
     uint64_t used = e->total > e->free ? e->total - e->free : 0;
     uint64_t others = used > c->reserved ? used - c->reserved : 0;
     const char *verdict;
-    if (c->releasable + e->free >= e->size)
+    if (c->releasable + e->free >= driver_request(e->kind, e->size))
         verdict = "cache_idle";
     else if (c->unused + e->free >= e->size)
         verdict = "cache_fragmented";
@@ -47,6 +63,49 @@ const char *report_cache_oom(const struct report *r, struct report_cache_oom *wh
         why->others = others;
     }
     return verdict;
+}
+
+static const char *bytes_of(uint64_t bytes, char text[24])
+{
+    format_bytes(bytes, text, 24);
+    return text;
+}
+
+const char *report_hole_why(const struct report *r, const struct report_cache *c, char *text,
+                            size_t size)
+{
+    const struct report_event *e = &r->event;
+    uint64_t need = (e->size + 511) / 512 * 512;        /* as the allocators place it */
+    char largest[24], asked[24], other[24];
+    format_bytes(c->largest_hole, largest, sizeof(largest));
+    format_bytes(e->size, asked, sizeof(asked));
+    if (e->kind != KIND_TORCH_TENSOR || c->largest_hole < need) {
+        uint64_t segment = driver_request(e->kind, e->size);
+        char free_text[24], segment_text[24];
+        int n = snprintf(text, size, "the largest hole, %s, is smaller than the %s asked for: a "
+                         "block takes one hole, never several", largest, asked);
+        if (segment > e->size && e->free < segment && n > 0 && (size_t)n < size)
+            snprintf(text + n, size - (size_t)n, "; and the driver's %s free is less than the "
+                     "%s segment PyTorch asks it for", bytes_of(e->free, free_text),
+                     bytes_of(segment, segment_text));
+        return text;
+    }
+    int small = need <= TORCH_SMALL_REQUEST;
+    uint64_t own = small ? c->largest_small_hole : c->largest_large_hole;
+    format_bytes(own, other, sizeof(other));
+    if (own >= need)
+        snprintf(text, size, "a %s hole in PyTorch's %s pool would fit: it belongs to another "
+                 "stream or to a private memory pool (CUDA graphs, torch.cuda.MemPool), which "
+                 "serve only their own", other, small ? "small" : "large");
+    else if (small)
+        snprintf(text, size, "the larger holes (up to %s) are in PyTorch's large pool; requests "
+                 "of 1 MiB or less come only from its small pool's 2 MiB segments (largest hole "
+                 "there %s)", largest, other);
+    else
+        snprintf(text, size, "the larger holes (up to %s) are in PyTorch's small pool, whose "
+                 "2 MiB segments serve only requests of 1 MiB or less (the large pool's largest "
+                 "hole: %s)", largest, other);
+    return text;
 }
 
 /* PyTorch's cache: as its tensors' records show it where they are recorded

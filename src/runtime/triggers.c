@@ -23,44 +23,100 @@
 /* ---- out-of-memory reports ---------------------------------------------
  *
  * At an OOM the report is collected at once (the program may die next) and
- * written with the retry "pending". PyTorch answers an OOM by freeing its
- * cache and asking again for the same size on the same thread: when that
- * retry succeeds or fails, the same report (the picture of the OOM moment)
- * is written again with the outcome. */
+ * its files written with the retry "pending". PyTorch answers an OOM by
+ * freeing its cache and asking again for the same size on the same thread:
+ * when that retry succeeds or fails, the same report (the picture of the OOM
+ * moment) is written again with the outcome; when it failed, PyTorch gives
+ * up and its out-of-memory observer brings the report in its cache's terms
+ * (trigger_cache_oom), which takes that one's place in its very files.
+ *
+ * The verdict is said once, the final one: while PyTorch's observer is ours
+ * (its tensors are traced), the summary on stderr waits for the outcome
+ * (owed), and is printed with it, or with the next OOM or at exit when no
+ * outcome came. Without it the driver's verdict is the final one, printed at
+ * once. The final verdict is kept for the reports after it
+ * (tracker_oom_verdict): the exit report's findings repeat it. */
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    int active;
+struct oom_report {
+    pid_t pid;                   /* the process it describes: a forked child's are not */
     pthread_t thread;
     uint64_t size;
+    int owed;                    /* its summary is not yet on stderr */
     struct report *report;
     char template_[REPORT_TEMPLATE_MAX];
     struct report_files files;   /* where it went: rewritten there */
-} pending_oom;
+};
+static int pending_active;       /* pending_oom waits for its retry */
+static struct oom_report pending_oom;
 static int ooms_reported;
 /* The last OOM report whose retry failed: the framework's own OOM that
  * follows on that thread is the same failure, and rewrites that report in
- * the very files it went to. */
+ * the very files it went to. Its report is kept while its summary is owed. */
 static struct {
     int failed;
-    pthread_t thread;
-    char template_[REPORT_TEMPLATE_MAX];
-    struct report_files files;
+    struct oom_report oom;
 } last_oom;
+
+/* PyTorch's allocator, whose observer is ours, decides what an OOM on the
+ * driver becomes. */
+static int framework_decides(void)
+{
+    return __atomic_load_n(&tracker.caches[0].view, __ATOMIC_ACQUIRE) == CACHE_BLOCKS;
+}
+
+/* `r`'s verdict is the final one: kept for the reports after it. */
+static void keep_verdict(const struct report *r)
+{
+    struct report_finding finding;
+    if (report_findings(r, &finding, 1) == 1 && strcmp(finding.verdict, "oom") == 0)
+        tracker_oom_verdict(report_verdict(r), finding.text, r->event.size, r->event.stack_id);
+}
+
+/* The owed summary of the report that waited for its framework's OOM, which
+ * did not come: said now, with what it has. With oom_lock held. */
+static void settle_last_oom(void)
+{
+    if (!last_oom.oom.report)
+        return;
+    if (last_oom.oom.pid != getpid()) {     /* the parent's, inherited at a fork */
+        last_oom.oom.report = NULL;
+        return;
+    }
+    report_emit(last_oom.oom.report, last_oom.oom.template_, 1, &last_oom.oom.files);
+    keep_verdict(last_oom.oom.report);
+    report_delete(last_oom.oom.report);
+    last_oom.oom.report = NULL;
+}
 
 static void finish_pending_oom(int outcome)
 {
     pthread_mutex_lock(&oom_lock);
-    if (pending_oom.active) {
-        pending_oom.active = 0;
-        pending_oom.report->event.retry = outcome;
-        report_emit(pending_oom.report, pending_oom.template_, 0, &pending_oom.files);
-        last_oom.failed = outcome == RETRY_FAILED;
-        last_oom.thread = pending_oom.thread;
-        memcpy(last_oom.template_, pending_oom.template_, sizeof(last_oom.template_));
-        if (last_oom.failed)
-            memcpy(&last_oom.files, &pending_oom.files, sizeof(last_oom.files));
-        report_delete(pending_oom.report);
+    settle_last_oom();
+    if (pending_active && pending_oom.pid != getpid()) {     /* the parent's */
+        pending_active = 0;
         pending_oom.report = NULL;
+    }
+    if (pending_active) {
+        pending_active = 0;
+        struct oom_report *p = &pending_oom;
+        p->report->event.retry = outcome;
+        /* Failed under PyTorch: its own OOM follows, with the verdict. */
+        int wait = p->owed && outcome == RETRY_FAILED;
+        report_emit(p->report, p->template_, p->owed && !wait, &p->files);
+        if (!wait && outcome != RETRY_SUCCEEDED)
+            keep_verdict(p->report);
+        last_oom.failed = outcome == RETRY_FAILED;
+        last_oom.oom.pid = p->pid;
+        last_oom.oom.thread = p->thread;
+        memcpy(last_oom.oom.template_, p->template_, sizeof(p->template_));
+        if (last_oom.failed)
+            memcpy(&last_oom.oom.files, &p->files, sizeof(p->files));
+        if (wait) {
+            last_oom.oom.report = p->report;
+        } else {
+            report_delete(p->report);
+        }
+        p->report = NULL;
     }
     pthread_mutex_unlock(&oom_lock);
 }
@@ -68,7 +124,7 @@ static void finish_pending_oom(int outcome)
 /* Inside the tracer, without its lock. */
 static void check_retry(uint64_t size, int succeeded)
 {
-    if (!__atomic_load_n(&pending_oom.active, __ATOMIC_ACQUIRE) ||
+    if (!__atomic_load_n(&pending_active, __ATOMIC_ACQUIRE) ||
         !pthread_equal(pending_oom.thread, pthread_self()) || pending_oom.size != size)
         return;
     tracker_oom_retried(succeeded);
@@ -102,17 +158,22 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
     pthread_mutex_lock(&oom_lock);
     report_template(pending_oom.template_, "oom", config.oom == OOM_FIRST ? 0 : number);
     pending_oom.files.count = 0;
-    report_emit(r, pending_oom.template_, 1, &pending_oom.files);
+    pending_oom.owed = framework_decides();
+    report_emit(r, pending_oom.template_, !pending_oom.owed, &pending_oom.files);
+    if (!pending_oom.owed)
+        keep_verdict(r);
     pending_oom.report = r;
+    pending_oom.pid = getpid();
     pending_oom.thread = pthread_self();
     pending_oom.size = a->size;
-    __atomic_store_n(&pending_oom.active, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&pending_active, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&oom_lock);
 }
 
 /* A framework gave up (PyTorch after freeing its cache and asking the driver
  * again): the report of that moment, with its cache's view and a verdict in
- * its terms. It replaces the report of the driver's failure that led here. */
+ * its terms. It replaces the report of the driver's failure that led here,
+ * and says the verdict on stderr unless that one already did. */
 void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t driver_free)
 {
     struct allocation a = {.size = request, .device = device, .kind = cache_kind,
@@ -120,24 +181,32 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
     uint32_t stack_id = tracker_failure(&a, 0, 1);
     if (config.oom == OOM_OFF || !tracker_enter())
         return;
-    if (__atomic_load_n(&pending_oom.active, __ATOMIC_ACQUIRE) &&
+    if (__atomic_load_n(&pending_active, __ATOMIC_ACQUIRE) &&
         pthread_equal(pending_oom.thread, pthread_self())) {
         tracker_oom_retried(0);
         finish_pending_oom(RETRY_FAILED);
     }
-    char template_[sizeof(last_oom.template_)];
+    char template_[sizeof(last_oom.oom.template_)];
     struct report_files *files = NULL;      /* the rewritten report's, a copy */
     pthread_mutex_lock(&oom_lock);
-    int same = last_oom.failed && pthread_equal(last_oom.thread, pthread_self());
+    int same = last_oom.failed && last_oom.oom.pid == getpid() &&
+               pthread_equal(last_oom.oom.thread, pthread_self());
+    int summary = !same || last_oom.oom.report;
     last_oom.failed = 0;
     if (same && (files = pages_alloc(sizeof(*files))))
-        memcpy(files, &last_oom.files, sizeof(*files));
-    if (same)
-        memcpy(template_, last_oom.template_, sizeof(template_));
-    else if (config.oom == OOM_FIRST && ooms_reported > 0)
-        template_[0] = '\0';
-    else
-        report_template(template_, "oom", config.oom == OOM_FIRST ? 0 : ooms_reported + 1);
+        memcpy(files, &last_oom.oom.files, sizeof(*files));
+    if (same) {
+        memcpy(template_, last_oom.oom.template_, sizeof(template_));
+        if (last_oom.oom.report)
+            report_delete(last_oom.oom.report);     /* this one says it, in its terms */
+        last_oom.oom.report = NULL;
+    } else {
+        settle_last_oom();
+        if (config.oom == OOM_FIRST && ooms_reported > 0)
+            template_[0] = '\0';
+        else
+            report_template(template_, "oom", config.oom == OOM_FIRST ? 0 : ooms_reported + 1);
+    }
     if (!same && template_[0])
         ooms_reported++;
     pthread_mutex_unlock(&oom_lock);
@@ -154,12 +223,23 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
         e->free = driver_free;
         e->has_memory_info = host.memory_info && host.memory_info(device, &(uint64_t){0},
                                                                   &e->total) == 0;
-        report_emit(r, template_, !same, files);
+        report_emit(r, template_, summary, files);
+        keep_verdict(r);
         report_delete(r);
     }
     if (files)
         pages_free(files, sizeof(*files));
     tracker_leave();
+}
+
+/* Before the report at the program's end: an OOM report whose outcome never
+ * came says its verdict first. Inside the tracer. */
+static void settle_ooms(void)
+{
+    finish_pending_oom(RETRY_NONE);
+    pthread_mutex_lock(&oom_lock);
+    settle_last_oom();
+    pthread_mutex_unlock(&oom_lock);
 }
 
 /* ---- the exit report ------------------------------------------------------ */
@@ -236,6 +316,7 @@ static int final_report(const char *reason)
     signals_drain();
     if (!tracker_enter())       /* not inside: said above */
         return 0;
+    settle_ooms();
     int failed = 0;
     if (config.formats || !config.quiet) {
         struct report *r = report_new(reason);

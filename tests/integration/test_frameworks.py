@@ -483,12 +483,12 @@ def test_torch_blocks_html(traced):
     result, _ = drive(html, """
     result.held = document.getElementById('held-at-end').className;
     result.heldBytes = +document.getElementById('held-bytes').dataset.value;
-    result.leaked = +document.getElementById('leaked-bytes').dataset.value;
+    result.leaked = !!document.getElementById('leaked-bytes');
     result.leaks = document.getElementById('leaks').className;""")
     held = sum(g["bytes"] for g in exit_report["held_at_end"])
     check(result.get("held") == "neutral" and result.get("heldBytes") == held and held > 0 and
-          result.get("leaked") == 0 and result.get("leaks") == "",
-          f"held at the end, neutral, not leaked: {result} vs {held}")
+          result.get("leaked") is False and result.get("leaks") == "",
+          f"held at the end, neutral, no Leaked 0 card: {result} vs {held}")
 
 
 def summary_of(err):
@@ -661,6 +661,170 @@ def test_torch_blocks_fragmentation_oom(traced):
     names = sorted(os.path.basename(n) for n in glob.glob(os.path.join(traced.dir, "*oom*")))
     beside = [n for n in names if not re.fullmatch(r"report-\d+-oom-\d+\.(json|txt)", n)]
     check(names and not beside, f"every OOM report in its own name: {names}")
+
+
+def test_torch_blocks_pool_oom(traced):
+    """One OOM story. 512 KiB tensors refused while PyTorch's large pool holds
+    6 MiB holes: stderr says the final verdict once, after PyTorch's retry
+    (none of the driver's before it), with why no hole served (the size
+    pools) and what helps; the file says the same; the exit report's
+    findings repeat it, in the file and read back from the JSON."""
+    out, err, reports, _ = scenario(traced, "pool_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_QUIET="0",
+                                    CUMEMTRACE_FORMAT="json,text")
+    check("pool_oom: out of memory" in out, f"the program saw its OOM: {out!r}")
+    ooms = reports.get("oom", [])
+    if not check(len(ooms) == 1, f"one OOM report: {len(ooms)}"):
+        return
+    event = ooms[0]["event"]
+    check(event["verdict"] == "cache_fragmented" and event["retry"] == "failed" and
+          event["size"] == 512 * 1024, f"the framework's verdict: {event}")
+    cache_then = event["cache"]
+    check(cache_then["large_pool_largest_hole_bytes"] >= 6 * MiB > 512 * 1024 >
+          cache_then["small_pool_largest_hole_bytes"], f"the holes by pool: {cache_then}")
+    why = cache_then.get("hole_why", "")
+    check("up to 6.00 MiB" in why and "large pool" in why and "small pool's 2 MiB segments" in why,
+          f"why no hole served, in one clause: {why!r}")
+    summary = err[:err.find("==== cumemtrace exit report")]
+    check(summary.count("OUT OF MEMORY") == 1 and summary.count("  verdict: ") == 1 and
+          "not yet known" not in err and "exhausted" not in summary,
+          f"stderr says one verdict, the final one: {summary[-4000:]}")
+    check(f"  why no hole served: {why}\n" in summary and "expandable_segments:True" in summary and
+          "  at OOM: " in summary, f"with why, what helps and the categories line: {summary[-4000:]}")
+    written = [l for l in err.splitlines() if "oom report written to" in l]
+    check(len(written) == len(set(written)) == 2, f"each of its files named once: {written}")
+    text = open(glob.glob(os.path.join(traced.dir, "report-*-oom*.txt"))[0]).read()
+    check("verdict: cache fragmented" in text and f"why no hole served: {why}" in text and
+          "not yet known" not in text, "the file says the same")
+    said = ooms[0]["findings"][0]
+    exit_report = reports["exit"][0]
+    first = exit_report["findings"][0]
+    check(first["verdict"] == "oom" and first["text"] == said["text"] and
+          first["site"] == said["site"], f"the exit findings repeat it: {first} vs {said}")
+    check(exit_report["failures"]["last_oom"]["verdict"] == "cache_fragmented",
+          f"kept in the JSON: {exit_report['failures'].get('last_oom')}")
+    check(not any(f["verdict"] == "failed" for f in exit_report["findings"]),
+          f"the OOM's failed calls not counted again: {exit_report['findings']}")
+    line = f"   - out of memory at {said['site']}: {said['text']}\n"
+    check(err.count(line) == 2, f"stderr: once at the OOM, once in the exit findings: {err[-3000:]}")
+    again = subprocess.run([os.path.join(support.BUILD, "cumemtrace"), "report",
+                            glob.glob(os.path.join(traced.dir, "report-*[0-9].json"))[0]],
+                           capture_output=True, text=True).stdout
+    check(line in again, f"read back from the JSON, the same line: {again[:2000]}")
+
+
+def test_torch_model_oom_said_once(traced):
+    """Under the defaults (the first OOM reported), a model's OOM: stderr
+    holds one OOM report, PyTorch's, with what the tensors were."""
+    out, err, reports, _, _ = model_scenario(traced, "fragmentation_oom", SIMCUDA_MEMORY="1G",
+                                             CUMEMTRACE_QUIET="0")
+    check("fragmentation_oom: out of memory" in out, f"the program saw its OOM: {out!r}")
+    summary = err[:err.find("==== cumemtrace exit report")]
+    check(summary.count("OUT OF MEMORY") == 1 and "PyTorch's allocator gave up" in summary and
+          "not yet known" not in summary and summary.count("  verdict: ") == 1,
+          f"one verdict, PyTorch's: {summary[-4000:]}")
+    check("  at OOM: parameters " in summary and "optimizer state " in summary,
+          f"the categories line: {summary[-4000:]}")
+    verdict = reports["oom"][0]["event"]["verdict"]
+    first = reports["exit"][0]["findings"][0]
+    check(first["verdict"] == "oom" and first["text"] == reports["oom"][0]["findings"][0]["text"],
+          f"the exit findings repeat {verdict}: {first}")
+
+
+PAGE_OPENING = """
+var icicle = document.getElementById('icicle');
+result.moment = icicle.dataset.momentName;
+result.total = +icicle.dataset.total;
+result.title = document.getElementById('icicle-title').textContent;
+result.cards = {};
+[].forEach.call(document.querySelectorAll('.card'), function (c) {
+  result.cards[c.id] = [c.querySelector('.label').textContent, c.dataset.value]; });
+result.oomLines = document.querySelectorAll('#memory-chart line.oom').length;
+result.legend = (document.querySelector('#kind-toggles .legend-note') || {}).textContent || '';
+result.colors = {};
+[].forEach.call(document.querySelectorAll('#kind-toggles label'), function (l) {
+  var i = l.querySelector('i');
+  if (i) { result.colors[l.textContent] = getComputedStyle(i).backgroundColor; } });
+result.oomColor = getComputedStyle(document.querySelector('.card.bad .value') ||
+  document.body).color;
+result.firstFinding = (document.querySelector('#findings li') || {}).dataset || {};"""
+
+
+def page_of(traced, report_json):
+    """The page `cumemtrace html` makes of a report, as it opens: PAGE_OPENING's
+    result; None without Chromium."""
+    if not find_browser():
+        check(os.environ.get("CUMEMTRACE_TEST_NO_BROWSER") == "1",
+              "no chromium (CUMEMTRACE_TEST_NO_BROWSER=1 skips)")
+        return None
+    html = report_json[:-len(".json")] + "-page.html"
+    made = tool("html", report_json, "-o", html)
+    check(made.returncode == 0, f"the page made: {made.stderr!r}")
+    result, _ = drive(html, PAGE_OPENING)
+    check("error" not in result, f"the page's script ran: {result.get('error')}")
+    return result
+
+
+def test_html_python_opens_held_at_end(traced):
+    """The page made from a Python program's default JSON opens on what the
+    text report leads with, what the program held when it ended, not the
+    0 B its teardown left; and shows no "Leaked 0" card beside it."""
+    scenario(traced, "held_at_end")
+    report_json = glob.glob(os.path.join(traced.dir, "report-*[0-9].json"))[0]
+    with open(report_json) as handle:
+        report = json.load(handle)
+    held = sum(g["bytes"] for g in report["held_at_end"])
+    check(held == 24 * MiB and not report.get("timeline"), f"held 24 MiB, no timeline: {held}")
+    page = page_of(traced, report_json)
+    if page is None:
+        return
+    check(page["moment"] == "program-end" and page["total"] == held and
+          "held when the program ended" in page["title"],
+          f"opens on the program's end, {held} bytes: {page['moment']} {page['total']} {page['title']!r}")
+    check("leaked-bytes" not in page["cards"] and "leaked-blocks" not in page["cards"] and
+          page["cards"].get("held-bytes", [None, None])[1] == str(held),
+          f"no Leaked 0 card, the held one instead: {page['cards']}")
+    check(page["cards"]["ooms"][1] == "0", f"no OOM: {page['cards']['ooms']}")
+
+
+def test_html_oom_counted_once(traced):
+    """Pages of an OOM run's default JSON: the OOM report's opens at the OOM
+    and counts one OOM (not the driver's two refusals besides PyTorch's
+    failure); the exit report's counts one too and leads with it; tensors
+    are not drawn in the OOM's red. With a timeline, the exit report's page
+    opens at the OOM."""
+    scenario(traced, "pool_oom", SIMCUDA_MEMORY="1G")
+    oom_json = glob.glob(os.path.join(traced.dir, "report-*-oom.json"))[0]
+    exit_json = glob.glob(os.path.join(traced.dir, "report-*[0-9].json"))[0]
+    with open(exit_json) as handle:
+        failures = json.load(handle)["failures"]
+    check(sum(1 for f in failures["recent"] if f["oom"]) == 3,
+          f"three failed calls make the one OOM: {failures['recent']}")
+    page = page_of(traced, oom_json)
+    if page is None:
+        return
+    check(page["moment"] == "end" and "at the out-of-memory failure" in page["title"],
+          f"the OOM report's page opens at the OOM: {page['moment']} {page['title']!r}")
+    check(page["cards"]["ooms"][1] == "1", f"one OOM: {page['cards']['ooms']}")
+    def red(color):
+        rgb = [int(x) for x in re.findall(r"\d+", color or "")][:3]
+        return len(rgb) == 3 and rgb[0] > 150 and rgb[1] < 90 and rgb[2] < 90
+    check(red(page["oomColor"]) and page["colors"].get("torch_tensor") and
+          not red(page["colors"]["torch_tensor"]),
+          f"red means the OOM, not the tensors: {page['colors']} vs {page['oomColor']}")
+    page = page_of(traced, exit_json)
+    check(page["cards"]["ooms"][1] == "1" and page["oomLines"] <= 1,
+          f"the exit report's page: one OOM: {page['cards']['ooms']}, {page['oomLines']} lines")
+    check(page["firstFinding"].get("verdict") == "oom", f"led by the OOM: {page['firstFinding']}")
+    check(page["moment"] == "program-end", f"no timeline: the program's end: {page['moment']}")
+    # With a timeline, at the OOM itself: one red line, the tensors live then.
+    scenario(traced, "pool_oom", SIMCUDA_MEMORY="1G", CUMEMTRACE_EVENTS="64K")
+    exit_json = glob.glob(os.path.join(traced.dir, "report-*[0-9].json"))[0]
+    page = page_of(traced, exit_json)
+    check(page["moment"] == "oom" and "at the out-of-memory failure" in page["title"] and
+          page["oomLines"] == 1 and "red: out of memory (1)" in page["legend"],
+          f"opens at the OOM, one red line: {page['moment']} {page['title']!r} {page['oomLines']} "
+          f"{page['legend']!r}")
+    check(page["total"] >= 600 * MiB, f"the tensors live at the OOM: {page['total']}")
 
 
 def test_torch_blocks_exhaustion_oom(traced):

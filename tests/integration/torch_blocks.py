@@ -259,6 +259,23 @@ def fragmentation_oom():
     return kept
 
 
+def pool_oom():
+    """Under SIMCUDA_MEMORY=1G: 150 tensors of 6 MiB fill 50 large-pool
+    segments of 20 MiB, and freeing one of each three leaves a 6 MiB hole in
+    each; then 512 KiB tensors, which only the small pool's 2 MiB segments
+    serve, until the driver has no room for one more segment: holes twelve
+    times the request, in the wrong pool."""
+    big = [Tensor(6 * MiB) for _ in range(150)]  # HELD-pool_oom
+    del big[1::3]
+    small = []
+    try:
+        while True:
+            small.append(Tensor(512 * 1024))  # OOM-pool_oom
+    except MemoryError:
+        print(f"pool_oom: out of memory after {len(small)} small tensors", flush=True)
+    return big, small
+
+
 def fragmented_at_end():
     """Small tensors kept to the end between freed larger ones: the holes
     between them are there until the interpreter's teardown frees them."""
@@ -586,7 +603,7 @@ SCENARIOS = {f.__name__: f for f in (training_mix, leak_beside_temporaries,
                                       temporaries_at_samples, remade_larger, kept_then_freed,
                                       held_at_end, never_freed,
                                       cache_idle, fragmentation_oom, fragmented_at_end,
-                                      exhaustion_oom, teardown_ctypes, crash_with_tensors,
+                                      exhaustion_oom, pool_oom, teardown_ctypes, crash_with_tensors,
                                       threads_and_snapshots, watched, frames_reused,
                                       same_file_again,
                                       backward_nodes, backward_depths, threads_come_and_go,
