@@ -72,32 +72,9 @@ static const struct host interposer = {
     .program_ended = report_keep_end,
 };
 
-/* Descriptors made while the tracer starts are ours, not the program's:
- * libunwind's (a pipe it validates memory with) go above the program's
- * range (log_move_high), so that the program's own next descriptors get the
- * numbers they would have had without us. Only this thread, only then. */
-static __thread int starting;
-static int (*real_pipe2)(int fds[2], int flags);
-
-PUBLIC int pipe2(int fds[2], int flags)
-{
-    if (!real_pipe2) {
-        errno = ENOSYS;
-        return -1;
-    }
-    int result = real_pipe2(fds, flags);
-    if (result == 0 && starting) {
-        fds[0] = log_move_high(fds[0]);
-        fds[1] = log_move_high(fds[1]);
-    }
-    return result;
-}
-
 static void init_once(void)
 {
-    starting = 1;
     tracker_start(&interposer);
-    starting = 0;
     uintptr_t low, high;
     if (module_range((const void *)&preload_init, &low, &high) == 0)
         stack_set_skip_range(low, high);
@@ -196,7 +173,6 @@ __attribute__((constructor)) static void cumemtrace_load(void)
     log_keep_stderr();
     pthread_atfork(NULL, NULL, log_release_stderr);
     *(void **)&real_setsid = real_dlsym(RTLD_NEXT, "setsid");
-    *(void **)&real_pipe2 = real_dlsym(RTLD_NEXT, "pipe2");
     exec_init();
     follow_setting();
     torch_per_tensor_setting();
