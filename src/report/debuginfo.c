@@ -31,10 +31,14 @@
 #error "this machine's ELF e_machine is not known here"
 #endif
 
-/* A section's bytes; size 0: absent. */
+/* A section's bytes; size 0: absent. Compressed: as in the file, to be
+ * inflated where they are read (the line table's sections, at the first
+ * line asked for: a report that names a module's functions and shows none
+ * of its lines never inflates them). */
 struct span {
     const uint8_t *at;
     size_t size;
+    int compressed;
 };
 
 /* Decompressed sections live in pages of their own, released at close. */
@@ -192,7 +196,7 @@ static int load_zlib(void)
  * absent when it cannot be. */
 static struct span inflate_section(struct elf_file *f, struct span packed)
 {
-    struct span none = {NULL, 0};
+    struct span none = {NULL, 0, 0};
     Elf64_Chdr header;
     if (packed.size < sizeof(header))
         return none;
@@ -214,16 +218,22 @@ static struct span inflate_section(struct elf_file *f, struct span packed)
     }
     f->inflated[slot] = out;
     f->inflated_size[slot] = header.ch_size;
-    return (struct span){out, size};
+    return (struct span){out, size, 0};
 }
 
-static struct span section_bytes(struct elf_file *f, const Elf64_Shdr *s)
+/* *s readable: inflated now if it is compressed. */
+static void unpack(struct elf_file *f, struct span *s)
 {
-    struct span none = {NULL, 0};
+    if (s->compressed)
+        *s = inflate_section(f, *s);
+}
+
+static struct span section_bytes(const struct elf_file *f, const Elf64_Shdr *s)
+{
+    struct span none = {NULL, 0, 0};
     if (s->sh_type == SHT_NOBITS || s->sh_offset > f->size || s->sh_size > f->size - s->sh_offset)
         return none;
-    struct span bytes = {f->map + s->sh_offset, s->sh_size};
-    return (s->sh_flags & SHF_COMPRESSED) ? inflate_section(f, bytes) : bytes;
+    return (struct span){f->map + s->sh_offset, s->sh_size, (s->sh_flags & SHF_COMPRESSED) != 0};
 }
 
 static void unmap_file(struct elf_file *f)
@@ -272,6 +282,8 @@ static int map_file(struct elf_file *f, const char *path)
     f->sections = sections;
     f->section_count = e->e_shnum;
     struct span names = section_bytes(f, &sections[e->e_shstrndx]);
+    if (names.compressed)
+        names = (struct span){NULL, 0, 0};
     for (int i = 1; i < e->e_shnum; i++) {
         const Elf64_Shdr *s = &sections[i];
         const char *name = string_at(names, s->sh_name);
@@ -298,6 +310,14 @@ static int map_file(struct elf_file *f, const char *path)
         if (strings && s->sh_link < e->e_shnum)
             *strings = section_bytes(f, &sections[s->sh_link]);
     }
+    /* Only the line table's sections are read compressed (unpack): a
+     * compressed symbol table, note or link, which no linker writes, is
+     * none. */
+    struct span *plain[] = {&f->symtab, &f->strtab, &f->dynsym, &f->dynstr, &f->debuglink,
+                            &f->build_id};
+    for (unsigned i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+        if (plain[i]->compressed)
+            *plain[i] = (struct span){NULL, 0, 0};
     return 0;
 }
 
@@ -396,9 +416,9 @@ static struct span build_id(const struct elf_file *f)
         const uint8_t *desc = c.at;
         skip(&c, (desc_size + 3u) & ~3u);
         if (!c.bad && type == NT_GNU_BUILD_ID && name_size == 4 && memcmp(name, "GNU", 4) == 0)
-            return (struct span){desc, desc_size};
+            return (struct span){desc, desc_size, 0};
     }
-    return (struct span){NULL, 0};
+    return (struct span){NULL, 0, 0};
 }
 
 /* d->debug mapped, if the object names one that can be found: by build
@@ -717,7 +737,10 @@ static int by_row(const void *a, const void *b)
 static void read_lines(struct debuginfo *d)
 {
     d->lines_read = 1;
-    const struct elf_file *f = d->object.line.size ? &d->object : &d->debug;
+    struct elf_file *f = d->object.line.size ? &d->object : &d->debug;
+    unpack(f, &f->line);
+    unpack(f, &f->line_str);
+    unpack(f, &f->str);
     struct cursor c = {f->line.at, f->line.at + f->line.size, 0};
     while (c.at < c.end && !c.bad)
         if (read_unit(d, &c, f) < 0)
