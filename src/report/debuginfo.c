@@ -4,11 +4,13 @@
  * An object is mapped whole, read-only; its sections are byte ranges
  * checked against the file's size once, and every read inside one goes
  * through a cursor that never passes its end. Its functions are sorted by
- * address at open; its line table's rows, from every unit, are sorted by
- * address at the first line asked for, the way libdw orders a unit's rows
- * (at one address, an end of sequence first, then the rows in the order
- * the table wrote them), and an address's row is the last one at or below
- * it, unless that one ends a sequence. */
+ * address at open; its line table, every unit of it, is read at the first
+ * line asked for: its rows kept as written, in sequences (a sequence's
+ * addresses only grow, as DWARF has them), and the sequences sorted by
+ * address. An address's row is the last one at or below it in the sequence
+ * that holds it (where libdw, which sorts a unit's rows, finds the same: at
+ * one address the rows in the order written, an end of sequence before a
+ * start). */
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -68,8 +70,13 @@ struct function {
 struct row {
     uint64_t address;
     uint32_t file, line;         /* file: an index into sources, UINT32_MAX: none */
-    uint32_t order;              /* as written, for a stable sort */
-    int end;                     /* the end of a sequence: no code here */
+};
+
+/* A sequence of rows: code from `start` up to (not including) `end`, in rows
+ * [first, first + count), the last of which marks the end. */
+struct sequence {
+    uint64_t start, end;
+    size_t first, count;
 };
 
 /* A file of a line table: its name and its directory (NULL: none). */
@@ -86,6 +93,8 @@ struct debuginfo {
     int lines_read;
     struct row *rows;
     size_t row_count, rows_bytes;
+    struct sequence *sequences;
+    size_t sequence_count, sequences_bytes;
     struct source *sources;
     size_t source_count, sources_bytes;
     char path[4096];             /* the last file handed out */
@@ -484,6 +493,8 @@ void debuginfo_close(struct debuginfo *d)
         pages_free(d->functions, d->functions_bytes);
     if (d->rows)
         pages_free(d->rows, d->rows_bytes);
+    if (d->sequences)
+        pages_free(d->sequences, d->sequences_bytes);
     if (d->sources)
         pages_free(d->sources, d->sources_bytes);
     pages_free(d, sizeof(*d));
@@ -515,13 +526,25 @@ static int add_source(struct debuginfo *d, const char *directory, const char *na
     return 0;
 }
 
-static int add_row(struct debuginfo *d, uint64_t address, uint32_t file, uint32_t line, int end)
+/* A row; with `end`, the end of the sequence that began at row `first`,
+ * which is kept if its addresses only grow (else it is left out: no row of
+ * it could be found by address). 0, or -1 when there is no memory. */
+static int add_row(struct debuginfo *d, uint64_t address, uint32_t file, uint32_t line, int end,
+                   size_t first)
 {
-    if (d->row_count >= UINT32_MAX ||
-        reserve((void **)&d->rows, &d->rows_bytes, d->row_count, sizeof(struct row)) < 0)
+    if (reserve((void **)&d->rows, &d->rows_bytes, d->row_count, sizeof(struct row)) < 0)
         return -1;
-    d->rows[d->row_count] = (struct row){address, file, line, (uint32_t)d->row_count, end};
-    d->row_count++;
+    d->rows[d->row_count++] = (struct row){address, file, line};
+    if (!end || d->row_count - first < 2)
+        return 0;
+    for (size_t i = first + 1; i < d->row_count; i++)
+        if (d->rows[i].address < d->rows[i - 1].address)
+            return 0;
+    if (reserve((void **)&d->sequences, &d->sequences_bytes, d->sequence_count,
+                sizeof(struct sequence)) < 0)
+        return -1;
+    d->sequences[d->sequence_count++] =
+        (struct sequence){d->rows[first].address, address, first, d->row_count - first};
     return 0;
 }
 
@@ -663,12 +686,13 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
 
     uint64_t address = 0, file = 1, line = 1;
     size_t first_file = version >= 5 ? files : files + 1, last_source = d->source_count;
+    size_t first_row = d->row_count;           /* of the sequence being read */
 #define ROW(end)                                                                            \
     do {                                                                                    \
         uint64_t at = files + file;                                                         \
         if (add_row(d, address, at >= first_file && at < last_source ? (uint32_t)at         \
                                                                     : UINT32_MAX,           \
-                    (uint32_t)line, end) < 0)                                               \
+                    (uint32_t)line, end, first_row) < 0)                                    \
             return -1;                                                                      \
     } while (0)
     while (program.at < program.end && !program.bad) {
@@ -692,6 +716,7 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
             if (sub == 1) {                    /* end_sequence */
                 ROW(1);
                 address = 0, file = 1, line = 1;
+                first_row = d->row_count;
             } else if (sub == 2 && size == 9) {         /* set_address */
                 address = read_fixed(&program, 8);
             } else if (sub == 3 && version < 5) {       /* define_file */
@@ -724,14 +749,12 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
     return 0;
 }
 
-static int by_row(const void *a, const void *b)
+static int by_start(const void *a, const void *b)
 {
-    const struct row *x = a, *y = b;
-    if (x->address != y->address)
-        return x->address < y->address ? -1 : 1;
-    if (x->end != y->end)
-        return x->end ? -1 : 1;                /* an end first */
-    return x->order < y->order ? -1 : 1;
+    const struct sequence *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->first < y->first ? -1 : 1;
 }
 
 static void read_lines(struct debuginfo *d)
@@ -745,7 +768,7 @@ static void read_lines(struct debuginfo *d)
     while (c.at < c.end && !c.bad)
         if (read_unit(d, &c, f) < 0)
             break;
-    qsort(d->rows, d->row_count, sizeof(struct row), by_row);
+    qsort(d->sequences, d->sequence_count, sizeof(struct sequence), by_start);
 }
 
 int debuginfo_line(struct debuginfo *d, uintptr_t address, const char **file, int *line)
@@ -753,24 +776,39 @@ int debuginfo_line(struct debuginfo *d, uintptr_t address, const char **file, in
     if (!d->lines_read)
         read_lines(d);
     uint64_t at = address - d->bias;
-    size_t low = 0, high = d->row_count;      /* the first row above `at` */
+    size_t low = 0, high = d->sequence_count;  /* the first sequence starting above `at` */
     while (low < high) {
         size_t middle = low + (high - low) / 2;
-        if (d->rows[middle].address <= at)
+        if (d->sequences[middle].start <= at)
             low = middle + 1;
         else
             high = middle;
     }
-    if (low == 0)
+    /* The nearest that holds `at`: sequences do not overlap but for code
+     * the linker dropped, whose sequences start at 0. */
+    const struct sequence *s = NULL;
+    for (size_t i = low, looked = 0; i-- > 0 && looked < 64 && !s; looked++)
+        if (at < d->sequences[i].end)
+            s = &d->sequences[i];
+    if (!s)
         return 0;
-    const struct row *r = &d->rows[low - 1];
-    if (r->end || r->file >= d->source_count)
+    const struct row *rows = d->rows + s->first;
+    low = 0, high = s->count - 1;              /* its last row is its end */
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (rows[middle].address <= at)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    const struct row *r = &rows[low - 1];
+    if (r->file >= d->source_count)
         return 0;
-    const struct source *s = &d->sources[r->file];
-    if (s->name[0] == '/' || !s->directory || !s->directory[0])
-        snprintf(d->path, sizeof(d->path), "%s", s->name);
+    const struct source *source = &d->sources[r->file];
+    if (source->name[0] == '/' || !source->directory || !source->directory[0])
+        snprintf(d->path, sizeof(d->path), "%s", source->name);
     else
-        snprintf(d->path, sizeof(d->path), "%s/%s", s->directory, s->name);
+        snprintf(d->path, sizeof(d->path), "%s/%s", source->directory, source->name);
     *file = d->path;
     *line = (int)r->line;
     return 1;
