@@ -641,8 +641,7 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
     unsigned min_length = (unsigned)read_fixed(&unit, 1);
     if (version >= 4)
         read_fixed(&unit, 1);                  /* maximum operations per instruction */
-    unsigned default_stmt = (unsigned)read_fixed(&unit, 1);
-    (void)default_stmt;
+    read_fixed(&unit, 1);                      /* default_is_stmt */
     int line_base = (int8_t)read_fixed(&unit, 1);
     unsigned line_range = (unsigned)read_fixed(&unit, 1);
     unsigned opcode_base = (unsigned)read_fixed(&unit, 1);
