@@ -318,9 +318,10 @@ static __attribute__((noinline)) int check_walk(uintptr_t *out, int depth, int m
 }
 
 /* With libgcc alone, where a frame has no rule: each frame it walks costs
- * some hundreds of instructions (it finds and runs the frame's call frame
- * information anew), and a program's stack is often far deeper than the
- * frames kept, so the walk asks for the frames kept and as many of the
+ * some 1,400 instructions (it finds and runs the frame's call frame
+ * information anew, with no cache: a walk of 34 frames, 49,000; libunwind's
+ * cached walk took 3,000), and a program's stack is often far deeper than
+ * the frames kept, so the walk asks for the frames kept and as many of the
  * tracer's own as this thread has met, not the 32 more it allows. When it
  * stopped short of them (more of our frames this time), it is made again at
  * full length: the frames are the same as one walk of that length would

@@ -2,7 +2,7 @@
  * stacks.c: what libgcc's walk (_Unwind_Backtrace) gives, at a fraction of
  * its cost (some 55 instructions a frame, the filter of the tracer's own
  * frames included; libgcc's walk finds and runs each frame's call frame
- * information anew, some hundreds a frame), and at about 12 a
+ * information anew, some 1,400 a frame), and at about 12 a
  * frame for the frames a walk from where this thread's last walk started
  * finds as that walk left them (unwind.c's memo of it).
  *
