@@ -53,7 +53,7 @@ struct elf_file {
     const Elf64_Shdr *sections;
     unsigned section_count;
     struct span symtab, strtab, dynsym, dynstr;
-    struct span line, line_str, str, debuglink, build_id;
+    struct span line, line_str, str, info, abbrev, debuglink, build_id;
     void *inflated[MAX_INFLATED];
     size_t inflated_size[MAX_INFLATED];
 };
@@ -79,6 +79,18 @@ struct sequence {
     size_t first, count;
 };
 
+/* A DWARF 2-4 unit's compilation directory, by its line table's offset. */
+struct compilation {
+    uint64_t line_offset;
+    const char *directory;
+};
+
+static int by_line_offset(const void *a, const void *b)
+{
+    const struct compilation *x = a, *y = b;
+    return x->line_offset < y->line_offset ? -1 : x->line_offset > y->line_offset;
+}
+
 /* A file of a line table: its name and its directory (NULL: none). */
 struct source {
     const char *directory, *name;
@@ -95,6 +107,8 @@ struct debuginfo {
     size_t row_count, rows_bytes;
     struct sequence *sequences;
     size_t sequence_count, sequences_bytes;
+    struct compilation *compilations;
+    size_t compilation_count, compilations_bytes;
     struct source *sources;
     size_t source_count, sources_bytes;
     char path[4096];             /* the last file handed out */
@@ -309,6 +323,10 @@ static int map_file(struct elf_file *f, const char *path)
             wanted = &f->line_str;
         else if (strcmp(name, ".debug_str") == 0)
             wanted = &f->str;
+        else if (strcmp(name, ".debug_info") == 0)
+            wanted = &f->info;
+        else if (strcmp(name, ".debug_abbrev") == 0)
+            wanted = &f->abbrev;
         else if (strcmp(name, ".gnu_debuglink") == 0)
             wanted = &f->debuglink;
         else if (strcmp(name, ".note.gnu.build-id") == 0)
@@ -495,6 +513,8 @@ void debuginfo_close(struct debuginfo *d)
         pages_free(d->rows, d->rows_bytes);
     if (d->sequences)
         pages_free(d->sequences, d->sequences_bytes);
+    if (d->compilations)
+        pages_free(d->compilations, d->compilations_bytes);
     if (d->sources)
         pages_free(d->sources, d->sources_bytes);
     pages_free(d, sizeof(*d));
@@ -611,9 +631,12 @@ static int read_entries(struct debuginfo *d, struct cursor *c, const struct elf_
 }
 
 /* One unit of .debug_line at c->at: its files added to d->sources, its rows
- * to d->rows; c->at past it. 0, or -1 when it cannot be read (the units
- * after it are not either: where the next starts is not known). */
-static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_file *f)
+ * to d->rows; c->at past it. `compilation`: the directory of the unit's
+ * compilation, which DWARF before 5 names only in the unit's DIE (NULL: not
+ * known). 0, or -1 when it cannot be read (the units after it are not
+ * either: where the next starts is not known). */
+static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_file *f,
+                     const char *compilation)
 {
     int offset_size = 4;
     uint64_t length = read_fixed(c, 4);
@@ -652,8 +675,8 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
 
     /* The unit's files, into d->sources from `files` on. DWARF 5 numbers
      * them from 0, earlier versions from 1; directories are numbered from
-     * 0 both ways (before 5, 0 is the unit's compilation directory, which
-     * only the unit's DIE names: left out, the name as written). */
+     * 0 both ways (before 5, 0 is the unit's compilation directory). A
+     * relative directory is kept so, as libdw keeps it. */
     size_t directories = d->source_count, files;
     if (version >= 5) {
         if (read_entries(d, &unit, f, offset_size, directories, 0) < 0)
@@ -663,7 +686,7 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
         if (read_entries(d, &unit, f, offset_size, directories, directory_count) < 0)
             return 0;
     } else {
-        if (add_source(d, NULL, "") < 0)
+        if (add_source(d, NULL, compilation ? compilation : "") < 0)
             return 0;
         for (const char *name; (name = read_string(&unit)) && name[0];)
             if (add_source(d, NULL, name) < 0)
@@ -674,7 +697,7 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
             uint64_t directory = read_uleb(&unit);
             read_uleb(&unit);                  /* modification time */
             read_uleb(&unit);                  /* length */
-            const char *in = directory && directory < directory_count
+            const char *in = directory < directory_count
                                  ? d->sources[directories + directory].name : NULL;
             if (add_source(d, in, name) < 0)
                 return 0;
@@ -721,7 +744,7 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
             } else if (sub == 3 && version < 5) {       /* define_file */
                 const char *name = read_string(&program);
                 uint64_t directory = read_uleb(&program);
-                const char *in = directory && directories + directory < files + 1
+                const char *in = directories + directory < files + 1
                                      ? d->sources[directories + directory].name : NULL;
                 if (add_source(d, in, name) < 0)
                     return -1;
@@ -748,6 +771,123 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
     return 0;
 }
 
+/* ---- compilation directories (DWARF before 5) ---- */
+
+/* Skip one attribute's value in form `form` (DWARF 2 to 5, and GNU's). */
+static void skip_form(struct cursor *c, uint64_t form, int offset_size, int address_size,
+                      int version)
+{
+    switch (form) {
+    case 0x19: case 0x21: break;                          /* flag_present, implicit_const */
+    case 0x0b: case 0x11: case 0x0c: case 0x25: case 0x29: skip(c, 1); break;
+    case 0x05: case 0x12: case 0x26: case 0x2a: skip(c, 2); break;
+    case 0x27: case 0x2b: skip(c, 3); break;
+    case 0x06: case 0x13: case 0x1c: case 0x28: case 0x2c: skip(c, 4); break;
+    case 0x07: case 0x14: case 0x20: skip(c, 8); break;
+    case 0x1e: skip(c, 16); break;
+    case 0x01: skip(c, (uint64_t)address_size); break;
+    case 0x10: skip(c, version == 2 ? (uint64_t)address_size : (uint64_t)offset_size); break;
+    case 0x0e: case 0x17: case 0x1d: case 0x1f: case 0x1f20: case 0x1f21:
+        skip(c, (uint64_t)offset_size);
+        break;
+    case 0x08: read_string(c); break;
+    case 0x0d: read_sleb(c); break;
+    case 0x0f: case 0x15: case 0x1a: case 0x1b: case 0x22: case 0x23: case 0x1f01: case 0x1f02:
+        read_uleb(c);
+        break;
+    case 0x03: skip(c, read_fixed(c, 2)); break;
+    case 0x04: skip(c, read_fixed(c, 4)); break;
+    case 0x0a: skip(c, read_fixed(c, 1)); break;
+    case 0x09: case 0x18: skip(c, read_uleb(c)); break;
+    case 0x16: skip_form(c, read_uleb(c), offset_size, address_size, version); break;
+    default: c->bad = 1;
+    }
+}
+
+/* Every DWARF 2-4 unit's line table offset (its DIE's DW_AT_stmt_list) and
+ * compilation directory (DW_AT_comp_dir), from .debug_info, into
+ * d->compilations, sorted by offset. */
+static void read_compilations(struct debuginfo *d, const struct elf_file *f)
+{
+    struct cursor c = {f->info.at, f->info.at + f->info.size, 0};
+    while (c.at < c.end && !c.bad) {
+        int offset_size = 4;
+        uint64_t length = read_fixed(&c, 4);
+        if (length == 0xffffffffu) {
+            offset_size = 8;
+            length = read_fixed(&c, 8);
+        }
+        if (c.bad || length > (uint64_t)(c.end - c.at))
+            break;
+        struct cursor unit = {c.at, c.at + length, 0};
+        c.at += length;
+        int version = (int)read_fixed(&unit, 2);
+        if (version < 2 || version > 4)
+            continue;
+        uint64_t abbrev_offset = read_fixed(&unit, offset_size);
+        int address_size = (int)read_fixed(&unit, 1);
+        uint64_t code = read_uleb(&unit);
+        if (unit.bad || abbrev_offset >= f->abbrev.size)
+            continue;
+        /* The first DIE's abbreviation: its attributes' names and forms. */
+        struct cursor abbrev = {f->abbrev.at + abbrev_offset, f->abbrev.at + f->abbrev.size, 0};
+        for (;;) {
+            uint64_t at_code = read_uleb(&abbrev);
+            if (at_code == 0 || abbrev.bad)
+                break;
+            read_uleb(&abbrev);                /* tag */
+            read_fixed(&abbrev, 1);            /* children */
+            if (at_code == code)
+                break;
+            for (uint64_t name = 1, form = 1; (name || form) && !abbrev.bad;) {
+                name = read_uleb(&abbrev);
+                form = read_uleb(&abbrev);
+                if (form == 0x21)              /* implicit_const: its value here */
+                    read_sleb(&abbrev);
+            }
+        }
+        struct compilation found = {UINT64_MAX, NULL};
+        while (!abbrev.bad && !unit.bad) {
+            uint64_t name = read_uleb(&abbrev), form = read_uleb(&abbrev);
+            if (!name && !form)
+                break;
+            if (form == 0x21)
+                read_sleb(&abbrev);
+            if (name == 0x10 && (form == 0x06 || form == 0x17 || form == 0x07))   /* stmt_list */
+                found.line_offset = read_fixed(&unit, form == 0x07 ? 8 :
+                                                      form == 0x17 ? offset_size : 4);
+            else if (name == 0x1b && (form == 0x08 || form == 0x0e || form == 0x1f))
+                found.directory = form == 0x08 ? read_string(&unit)          /* comp_dir */
+                                : string_at(form == 0x0e ? f->str : f->line_str,
+                                            read_fixed(&unit, offset_size));
+            else
+                skip_form(&unit, form, offset_size, address_size, version);
+        }
+        if (abbrev.bad || unit.bad || found.line_offset == UINT64_MAX || !found.directory ||
+            reserve((void **)&d->compilations, &d->compilations_bytes, d->compilation_count,
+                    sizeof(found)) < 0)
+            continue;
+        d->compilations[d->compilation_count++] = found;
+    }
+    qsort(d->compilations, d->compilation_count, sizeof(struct compilation), by_line_offset);
+}
+
+/* The compilation directory of the unit whose line table is at `offset`,
+ * or NULL. */
+static const char *compilation_directory(const struct debuginfo *d, uint64_t offset)
+{
+    size_t low = 0, high = d->compilation_count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (d->compilations[middle].line_offset < offset)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low < d->compilation_count && d->compilations[low].line_offset == offset
+               ? d->compilations[low].directory : NULL;
+}
+
 static int by_start(const void *a, const void *b)
 {
     const struct sequence *x = a, *y = b;
@@ -763,10 +903,21 @@ static void read_lines(struct debuginfo *d)
     unpack(f, &f->line);
     unpack(f, &f->line_str);
     unpack(f, &f->str);
+    unpack(f, &f->info);
+    unpack(f, &f->abbrev);
+    read_compilations(d, f);
     struct cursor c = {f->line.at, f->line.at + f->line.size, 0};
-    while (c.at < c.end && !c.bad)
-        if (read_unit(d, &c, f) < 0)
+    while (c.at < c.end && !c.bad) {
+        /* Before DWARF 5, a unit's directory 0 is its compilation's,
+         * named only in .debug_info: looked for there, for such units. */
+        uint64_t version = c.end - c.at >= 6 ? (uint64_t)(c.at[4] | c.at[5] << 8) : 0;
+        if (c.end - c.at >= 4 && c.at[0] == 0xff && c.at[1] == 0xff)
+            version = c.end - c.at >= 14 ? (uint64_t)(c.at[12] | c.at[13] << 8) : 0;
+        const char *compilation = version >= 2 && version <= 4
+            ? compilation_directory(d, (uint64_t)(c.at - f->line.at)) : NULL;
+        if (read_unit(d, &c, f, compilation) < 0)
             break;
+    }
     qsort(d->sequences, d->sequence_count, sizeof(struct sequence), by_start);
 }
 

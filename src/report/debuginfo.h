@@ -7,7 +7,8 @@
  * function containing an address (.symtab, else .dynsym: a stripped library
  * still names its exported functions) and the line table's row for it
  * (.debug_line, DWARF 2 to 5), file as the line table names it, joined
- * with its directory. No inline frames, no DIEs: a frame inlined into its
+ * with its directory (before DWARF 5, directory 0 is the unit's
+ * compilation directory, read from its DIE in .debug_info). No inline frames, no DIEs: a frame inlined into its
  * caller is named by its caller's symbol, and its line is the inlined
  * code's, as the line table says (what libdw's dwfl_module_getsrc gave).
  * Debug sections compressed with zlib (SHF_COMPRESSED, ELFCOMPRESS_ZLIB)
