@@ -869,7 +869,8 @@ static void read_compilations(struct debuginfo *d, const struct elf_file *f)
             continue;
         d->compilations[d->compilation_count++] = found;
     }
-    qsort(d->compilations, d->compilation_count, sizeof(struct compilation), by_line_offset);
+    if (d->compilation_count)
+        qsort(d->compilations, d->compilation_count, sizeof(struct compilation), by_line_offset);
 }
 
 /* The compilation directory of the unit whose line table is at `offset`,
@@ -918,7 +919,8 @@ static void read_lines(struct debuginfo *d)
         if (read_unit(d, &c, f, compilation) < 0)
             break;
     }
-    qsort(d->sequences, d->sequence_count, sizeof(struct sequence), by_start);
+    if (d->sequence_count)
+        qsort(d->sequences, d->sequence_count, sizeof(struct sequence), by_start);
 }
 
 int debuginfo_line(struct debuginfo *d, uintptr_t address, const char **file, int *line)

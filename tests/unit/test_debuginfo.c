@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -153,8 +154,9 @@ int main(int argc, char **argv)
         compare(argv[i], 65536);
     /* And the C library, whose names and lines, where its debug package is
      * installed, are in a separate file found by build id. */
-    Dl_info libc;
-    if (dladdr((void *)printf, &libc) && libc.dli_fname && libc.dli_fname[0] == '/')
+    Dl_info libc;     /* by a function no sanitizer's runtime stands in for */
+    if (dladdr((void *)gnu_get_libc_version, &libc) && libc.dli_fname &&
+        libc.dli_fname[0] == '/')
         compare(libc.dli_fname, 4096);
     /* A file that is not ELF, or not there, is no module. */
     struct debuginfo *self = debuginfo_open(argv[0], 0);
