@@ -253,7 +253,7 @@ static void refresh_live(void)
     if (live.set && counts[0] == live.adds && counts[1] == live.subs)
         return;
     close_modules(live.set);
-    log_debug("symbolizer: finding the modules of process %d", (int)getpid());
+    log_debug("symbolizer: reading the modules of process %d", (int)getpid());
     live.set = pages_alloc(sizeof(*live.set));
     if (live.set)
         dl_iterate_phdr(add_loaded, live.set);
