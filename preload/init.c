@@ -84,34 +84,6 @@ static const struct host interposer = {
     .program_ended = report_keep_end,
 };
 
-/* Descriptors made while the tracer starts, or inside it, are ours, not the
- * program's: libunwind's (a pipe it validates memory with, made at the
- * first walk) go above the program's range (log_move_high), so that the
- * program's own next descriptors get the numbers they would have had
- * without us; with too few free to spare (log.h) there is no pipe:
- * libunwind validates memory without it. Only this thread, only then. */
-static __thread int starting;
-static int (*real_pipe2)(int fds[2], int flags);
-
-PUBLIC int pipe2(int fds[2], int flags)
-{
-    if (!real_pipe2) {
-        errno = ENOSYS;
-        return -1;
-    }
-    int ours = starting || tracker_inside();
-    if (ours && log_descriptors_short() > 1) {
-        errno = EMFILE;
-        return -1;
-    }
-    int result = real_pipe2(fds, flags);
-    if (result == 0 && ours) {
-        fds[0] = log_move_high(fds[0]);
-        fds[1] = log_move_high(fds[1]);
-    }
-    return result;
-}
-
 /* The other copy's cumemtrace_version, where one is loaded first. */
 static const char *(*first_copy)(void);
 
@@ -130,9 +102,7 @@ static void init_once(void)
         return;
     }
     log_descriptors_check();
-    starting = 1;
     tracker_start(&interposer);
-    starting = 0;
     uintptr_t low, high;
     if (module_range((const void *)&preload_init, &low, &high) == 0)
         stack_set_skip_range(low, high);
@@ -278,7 +248,6 @@ PUBLIC pid_t setsid(void)
 __attribute__((constructor)) static void cumemtrace_load(void)
 {
     *(void **)&real_setsid = real_dlsym(RTLD_NEXT, "setsid");
-    *(void **)&real_pipe2 = real_dlsym(RTLD_NEXT, "pipe2");
     exec_init();
     const char *(*first)(void);
     *(void **)&first = real_dlsym(RTLD_DEFAULT, "cumemtrace_version");

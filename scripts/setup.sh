@@ -4,7 +4,8 @@
 #   scripts/setup.sh [BUILD_DIR] [cmake options...]
 #
 # Needs the CUDA toolkit's headers (found through nvcc, CUDAToolkit_ROOT or
-# /usr/local/cuda). Installs libunwind (run time only), pkg-config, cmake and the
+# /usr/local/cuda). Installs libunwind and libdw (only the tests use them, to
+# compare the tracer's own stacks and names with theirs), pkg-config, cmake and the
 # Python JSON-schema checker with apt-get when run as root and they are missing,
 # g++ for the tests' stand-in for PyTorch's allocator, Chromium, in which
 # the tests load the HTML report (headless), tmux, in which they watch

@@ -2,7 +2,9 @@
  *
  * One screen, a line per part a run depends on, each saying what it gives
  * the reports and, when missing, what a run does without it: the library,
- * libunwind (native stacks), libdw (file:line), the CUDA driver, the Python
+ * where native stacks come from (the built-in walker and libgcc_s's
+ * unwinder), where their names and file:line come from (the built-in ELF and
+ * DWARF reader; libz for compressed debug sections), the CUDA driver, the Python
  * on PATH (its frames), PyTorch's tracker for that Python (built now if it
  * can be: a run would build it too), CuPy and JAX. The Python facts come from
  * torch_tracker.py status, run with that Python; the rest is looked up here
@@ -22,8 +24,8 @@
 const char doctor_usage[] =
     "usage: cumemtrace doctor [--python PATH] [--no-build]\n"
     "\n"
-    "Says what a run here records and why: the library and what it loads\n"
-    "(libunwind for stacks, libdw for file:line), the CUDA driver, Python frames for\n"
+    "Says what a run here records and why: the library and where its native stacks\n"
+    "and their names come from, the CUDA driver, Python frames for\n"
     "the Python on PATH, PyTorch's tracker for that Python's PyTorch (built now into\n"
     "the per-user cache when missing, as `cumemtrace run` would), CuPy and JAX.\n"
     "  --python PATH   the Python to ask (default python3)\n"
@@ -187,17 +189,21 @@ int command_doctor(int argc, char **argv)
         line("library", "libcumemtrace.so not found next to this program or in ../lib: "
                         "`cumemtrace run` cannot trace");
     }
-    if (loadable("libunwind.so.8", "unw_backtrace", where, sizeof(where)))
-        snprintf(text, sizeof(text), "%s: the native stack of every allocation", where);
+    /* Neither libunwind nor libdw is used, installed or not: what a run
+     * records does not depend on them (stacks.c, symbolize.c say why). */
+    if (loadable("libgcc_s.so.1", "_Unwind_Backtrace", where, sizeof(where)))
+        snprintf(text, sizeof(text), "built-in: every allocation's native stack, walked by the "
+                 "objects' own frame rules (.eh_frame), checked by and falling back to libgcc's "
+                 "unwinder (%s)", where);
     else
-        snprintf(text, sizeof(text), "libunwind.so.8 not loadable (%.200s): allocations are "
-                 "recorded without stacks (install libunwind8)", where);
+        snprintf(text, sizeof(text), "none: libgcc_s.so.1 not loadable (%.200s): allocations "
+                 "are recorded without native stacks", where);
     line("stacks", text);
-    if (loadable("libdw.so.1", "dwfl_begin", where, sizeof(where)))
-        snprintf(text, sizeof(text), "%s (elfutils): native frames with file and line", where);
-    else
-        snprintf(text, sizeof(text), "libdw.so.1 not loadable (%.200s): native frames named by "
-                 "function and module+offset, without file:line (install libdw1)", where);
+    int zlib = loadable("libz.so.1", "uncompress", where, sizeof(where));
+    snprintf(text, sizeof(text), "built-in: native frames named from the objects' symbol "
+             "tables, file:line from their DWARF line tables (or their debug files under "
+             "/usr/lib/debug); %s%.200s", zlib ? "zlib-compressed debug sections through " :
+             "no compressed debug sections: libz.so.1 not loadable, ", where);
     line("symbolizer", text);
     driver_line();
     fflush(stdout);

@@ -21,7 +21,7 @@ struct pool_figures {
 #define POOL_FIGURE_UNKNOWN UINT64_MAX   /* every figure of a pool the driver would not describe */
 
 struct host {
-    /* dlsym past our own, for the core's look-ups (libunwind, libdw, Python). */
+    /* dlsym past our own, for the core's look-ups (libgcc's unwinder, libz, Python). */
     void *(*lookup)(void *handle, const char *name);
     const char *const *api_names;   /* the entry points, by the index blocks carry */
     int api_count;

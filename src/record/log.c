@@ -39,13 +39,11 @@ int log_descriptors_spare(int count)
     return found >= count;
 }
 
-/* The tracer keeps up to four (libunwind's pipe, the dump made ahead, the
+/* The tracer keeps up to three (the stderr copy, the dump made ahead, the
  * live view's socket); a GPU driver opens a dozen or more of its own (its
  * devices, eventfds, pipes) when it starts, and the program more. Below
- * TRACER_SPARE free the tracer keeps only libunwind's pipe (stacks need
- * it: libunwind checks memory through it), below WALK_SPARE not even it. */
+ * TRACER_SPARE free the tracer keeps none but the stderr copy. */
 #define TRACER_SPARE 24
-#define WALK_SPARE 10
 
 static int short_of_descriptors;
 
@@ -54,12 +52,10 @@ void log_descriptors_check(void)
     struct rlimit limit;
     if (log_descriptors_spare(TRACER_SPARE) || getrlimit(RLIMIT_NOFILE, &limit) < 0)
         return;
-    short_of_descriptors = log_descriptors_spare(WALK_SPARE) ? 1 : 2;
+    short_of_descriptors = 1;
     log_line("fewer than %d descriptors free under RLIMIT_NOFILE %llu: the crash dump made "
-             "ahead%s the live view%s are off, so that the program keeps them",
-             short_of_descriptors == 1 ? TRACER_SPARE : WALK_SPARE,
-             (unsigned long long)limit.rlim_cur, short_of_descriptors == 1 ? " and" : ",",
-             short_of_descriptors == 1 ? "" : " and native stacks (libunwind's pipe)");
+             "ahead and the live view are off, so that the program keeps them",
+             TRACER_SPARE, (unsigned long long)limit.rlim_cur);
 }
 
 int log_descriptors_short(void)

@@ -35,11 +35,10 @@ int log_move_high(int fd);
  * with very few could need. */
 int log_descriptors_spare(int count);
 /* At the tracer's start, before the driver has taken its own: too few
- * descriptors free for the tracer's own kept ones (its pipe, crash dump
- * made ahead, live view) beside the driver's and the program's? Then says
- * so in one line, and log_descriptors_short() is not 0 from then on: 1,
- * the dump made ahead and the live view stay off; 2, libunwind's pipe too
- * (stacks are not walked). The program's calls are untouched. */
+ * descriptors free for the tracer's own kept ones (crash dump made ahead,
+ * live view) beside the driver's and the program's? Then says so in one
+ * line, and log_descriptors_short() is 1 from then on: the dump made ahead
+ * and the live view stay off. The program's calls are untouched. */
 void log_descriptors_check(void);
 int log_descriptors_short(void);
 /* The descriptor our output goes to now, -1 if there is none (fd 2 was

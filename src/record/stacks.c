@@ -1,17 +1,21 @@
-/* stacks.c - stack capture with libunwind and the deduplicated stack table.
+/* stacks.c - stack capture and the deduplicated stack table.
  *
- * libunwind is loaded with dlopen(RTLD_LOCAL), not linked: libunwind.so.8
- * also exports the _Unwind_* functions of the C++ exception ABI, and a
- * preloaded library's dependencies come first in the process's symbol lookup,
- * so linking it would have moved every C++ exception of the traced program
- * (PyTorch's, ...) from libgcc_s to libunwind. Kept local, it serves us only. */
+ * Stacks are walked by unwind.c's rules, and where a rule is new or a frame
+ * has none, by libgcc's unwinder (_Unwind_Backtrace). libgcc_s.so.1 is in
+ * every Linux system's base set (manylinux's included) and already in any
+ * process with a C++ runtime, so a run records the same frames everywhere:
+ * libunwind, present on some machines and not on others, is not used even
+ * where it is, lest a prepared machine and a bare one record different
+ * stacks. libgcc_s is loaded with dlopen(RTLD_LOCAL), not linked: a
+ * preloaded library's dependencies come first in the process's symbol
+ * lookup, and the program's own exceptions must keep finding the C++ ABI's
+ * _Unwind_* functions where they did. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
-#include <ucontext.h>
 
 #include "arena.h"
 #include "config.h"
@@ -20,38 +24,18 @@
 #include "stacks.h"
 #include "unwind.h"
 
-/* The three things we take from libunwind, declared here rather than from
- * <libunwind.h>, so that building needs no libunwind headers (pip users and
- * GPU images rarely have them). These are libunwind's stable ABI: the local-only
- * names behind its macros carry the target (_ULx86_64_set_caching_policy), an
- * address space is a pointer, and UNW_CACHE_PER_THREAD is 2. */
-#if defined(__x86_64__)
-#define UNW_TARGET "x86_64"
-#elif defined(__aarch64__)
-#define UNW_TARGET "aarch64"
-#elif defined(__powerpc64__)
-#define UNW_TARGET "ppc64"
-#else
-#error "libunwind's name for this target is not known here"
-#endif
-#define UNW_CACHE_PER_THREAD 2
-typedef void *unw_addr_space_t;
-
-static int (*backtrace_fn)(void **, int);
-/* For stack_in_signal_handler: a walk frame by frame, with libunwind's
- * context and cursor as room enough for any target's (x86_64: a ucontext_t
- * and 127 words; aarch64 and ppc64: at most 280 words besides). Where the
- * getcontext is a macro, not a function (aarch64), there is no walk. */
-typedef union {
-    ucontext_t context;
-    uint64_t words[1024];
-} unw_room;
+/* The two things we take from libgcc's unwinder, declared here as the C++
+ * ABI (the Itanium ABI's unwinding section) defines them: a trace
+ * function's context is opaque, and it stops the walk by returning any
+ * code but _URC_NO_REASON. _Unwind_GetIPInfo tells a signal frame (its
+ * address is the interrupted instruction, not a return address). */
+#define URC_NO_REASON 0
+#define URC_END_OF_STACK 5
+typedef int (*gcc_trace_fn)(void *context, void *argument);
 static struct {
-    int (*getcontext)(unw_room *);
-    int (*init_local)(unw_room *cursor, unw_room *context);
-    int (*step)(unw_room *cursor);
-    int (*is_signal_frame)(unw_room *cursor);
-} walk;
+    int (*backtrace)(gcc_trace_fn trace, void *argument);   /* _Unwind_Backtrace */
+    uintptr_t (*ip_info)(void *context, int *signal_frame); /* _Unwind_GetIPInfo */
+} gcc;
 
 static uintptr_t skip_low, skip_high;
 
@@ -152,26 +136,20 @@ void stack_init(void *(*lookup)(void *handle, const char *name))
 {
     if (!lookup)
         return;
-    void *libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (!libunwind) {
-        log_line("cannot load libunwind.so.8 (%s); blocks are recorded without stacks "
-                 "(install libunwind8)", dlerror());
+    void *libgcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!libgcc) {
+        log_line("cannot load libgcc_s.so.1 (%s); blocks are recorded without stacks",
+                 dlerror());
         return;
     }
-    int (*set_caching)(unw_addr_space_t, int) =
-        (int (*)(unw_addr_space_t, int))lookup(libunwind, "_UL" UNW_TARGET "_set_caching_policy");
-    unw_addr_space_t *space = lookup(libunwind, "_UL" UNW_TARGET "_local_addr_space");
-    *(void **)&backtrace_fn = lookup(libunwind, "unw_backtrace");
-    *(void **)&walk.getcontext = lookup(libunwind, "_U" UNW_TARGET "_getcontext");
-    *(void **)&walk.init_local = lookup(libunwind, "_UL" UNW_TARGET "_init_local");
-    *(void **)&walk.step = lookup(libunwind, "_UL" UNW_TARGET "_step");
-    *(void **)&walk.is_signal_frame = lookup(libunwind, "_UL" UNW_TARGET "_is_signal_frame");
-    if (set_caching && space)
-        set_caching(*space, UNW_CACHE_PER_THREAD);
-    if (!backtrace_fn)
-        log_line("libunwind.so.8 has no unw_backtrace; blocks are recorded without stacks");
-    else
-        unwind_init(lookup);
+    *(void **)&gcc.backtrace = lookup(libgcc, "_Unwind_Backtrace");
+    *(void **)&gcc.ip_info = lookup(libgcc, "_Unwind_GetIPInfo");
+    if (!gcc.backtrace || !gcc.ip_info) {
+        gcc.backtrace = NULL;
+        log_line("libgcc_s.so.1 has no _Unwind_Backtrace; blocks are recorded without stacks");
+        return;
+    }
+    unwind_init(libgcc, lookup);
 }
 
 /* After fork, in the child (one thread): forget everything. The parent's
@@ -206,8 +184,9 @@ void stack_set_skip_range(uintptr_t low, uintptr_t high)
     skip_high = high;
 }
 
-/* Fork and unwinding. libunwind takes locks of its own while it unwinds
- * (and the loader's, through dl_iterate_phdr); a fork while another thread
+/* Fork and unwinding. libgcc's unwinder takes locks while it unwinds (the
+ * loader's, through dl_iterate_phdr, and its own for frames registered at
+ * run time); a fork while another thread
  * holds one gives a child whose first stack capture, or exit, waits for
  * ever. So fork waits until no capture is in flight: a capture counts
  * itself in its thread's stripe and backs off while a fork is coming. A
@@ -291,16 +270,46 @@ static int keep_frames(void *const *raw, int n, uintptr_t *out, int max, int *wa
     return depth;
 }
 
-/* Frames kept by a walk with new rules, compared with libunwind's walk of
- * the same stack, whose frames are kept if the two differ. Apart, so that
- * its room is taken only then; called from stack_capture, so libunwind's
- * walk has one frame more than stack_capture's own, this function's. */
+/* libgcc's walk: the return addresses, innermost first, into raw[0..max);
+ * how many. It ends, as unwind_walk does, at an address below 0x4000 (the
+ * outermost frame's undefined return address is 0; nothing real lies that
+ * low). */
+struct gcc_walk {
+    void **raw;
+    int count, max;
+};
+
+static int gcc_frame(void *context, void *argument)
+{
+    struct gcc_walk *w = argument;
+    int signal_frame;
+    uintptr_t address = gcc.ip_info(context, &signal_frame);
+    if (address < 0x4000 || w->count == w->max)
+        return URC_END_OF_STACK;
+    w->raw[w->count++] = (void *)address;
+    return URC_NO_REASON;
+}
+
+/* In line, so that raw[0] is the caller's own place, as unwind_walk's
+ * first frame is. */
+static inline __attribute__((always_inline)) int gcc_backtrace(void **raw, int max)
+{
+    struct gcc_walk w = {raw, 0, max};
+    if (max > 0)
+        gcc.backtrace(gcc_frame, &w);
+    return w.count;
+}
+
+/* Frames kept by a walk with new rules, compared with libgcc's walk of the
+ * same stack, whose frames are kept if the two differ. Apart, so that its
+ * room is taken only then; called from stack_capture, so libgcc's walk has
+ * one frame more than stack_capture's own, this function's. */
 static __attribute__((noinline)) int check_walk(uintptr_t *out, int depth, int max, int most,
                                                 const struct unwind_proof *proof)
 {
     void *raw[CONFIG_MAX_DEPTH + 33];
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    int walked, n = backtrace_fn(raw, most + 1);
+    int walked, n = gcc_backtrace(raw, most + 1);
     int kept = n > 1 ? keep_frames(raw + 1, n - 1, frames, max, &walked) : 0;
     int same = kept == depth && memcmp(out, frames, depth * sizeof(*out)) == 0;
     unwind_settle(proof, same);
@@ -309,14 +318,16 @@ static __attribute__((noinline)) int check_walk(uintptr_t *out, int depth, int m
     return kept;
 }
 
-/* With libunwind: each frame it walks costs about 75 instructions, and a
- * program's stack is often far deeper than the frames kept, so the walk
- * asks for the frames kept and as many of the tracer's own as this thread
- * has met, not the 32 more it allows. When it stopped short of them (more
- * of our frames this time), it is made again at full length: the frames are
- * the same as one walk of that length would give. */
-static inline __attribute__((always_inline)) int libunwind_capture(uintptr_t *out, int max,
-                                                                   int most)
+/* With libgcc alone, where a frame has no rule: each frame it walks costs
+ * some 1,400 instructions (it finds and runs the frame's call frame
+ * information anew, with no cache: a walk of 34 frames, 49,000; libunwind's
+ * cached walk took 3,000), and a program's stack is often far deeper than
+ * the frames kept, so the walk asks for the frames kept and as many of the
+ * tracer's own as this thread has met, not the 32 more it allows. When it
+ * stopped short of them (more of our frames this time), it is made again at
+ * full length: the frames are the same as one walk of that length would
+ * give. */
+static inline __attribute__((always_inline)) int gcc_capture(uintptr_t *out, int max, int most)
 {
     void *raw[CONFIG_MAX_DEPTH + 32];
     int wanted = max + 1 + own_frames;      /* raw[0] is stack_capture */
@@ -324,7 +335,7 @@ static inline __attribute__((always_inline)) int libunwind_capture(uintptr_t *ou
         wanted = most;
     int walked, depth;
     for (;;) {
-        int n = backtrace_fn(raw, wanted);
+        int n = gcc_backtrace(raw, wanted);
         depth = keep_frames(raw, n, out, max, &walked);
         if (depth == max || n < wanted || wanted == most)
             break;
@@ -335,16 +346,16 @@ static inline __attribute__((always_inline)) int libunwind_capture(uintptr_t *ou
     return depth;
 }
 
-/* By the rules unwind.c remembers, checked against libunwind's walk where
- * a rule was new; by libunwind alone where a frame has no rule. Either way
- * the frames are those libunwind's walk of up to max + 32 frames gives,
- * less the tracer's own. */
+/* By the rules unwind.c remembers, checked against libgcc's walk where a
+ * rule was new; by libgcc alone where a frame has no rule. Either way the
+ * frames are those libgcc's walk of up to max + 32 frames gives, less the
+ * tracer's own. */
 int stack_capture(uintptr_t *out, int max)
 {
     int most = max + 32;
     if (most > CONFIG_MAX_DEPTH + 32)
         most = CONFIG_MAX_DEPTH + 32;
-    if (!backtrace_fn || max <= 0)
+    if (!gcc.backtrace || max <= 0)
         return 0;
     if (max > CONFIG_MAX_DEPTH)
         max = CONFIG_MAX_DEPTH;
@@ -352,7 +363,7 @@ int stack_capture(uintptr_t *out, int max)
     capture_begin();
     int depth = unwind_walk(out, max, most, skip_low, skip_high, &proof);
     if (depth < 0)
-        depth = libunwind_capture(out, max, most);
+        depth = gcc_capture(out, max, most);
     else if (proof.count)
         depth = check_walk(out, depth, max, most, &proof);
     capture_end();
@@ -709,22 +720,22 @@ int stack_first_use(const struct stack *stack, int *kind, int *api)
     return (flags & STACK_USE_SET) != 0;
 }
 
-/* The walk itself, apart: its 16 KiB of room are taken only off a stack
- * that is not the (maybe small) alternate one. */
-__attribute__((noinline)) static int signal_frame_below(void)
+/* A signal frame stops libgcc's walk: libgcc steps through the kernel's
+ * signal frame (x86-64: glibc's __restore_rt, whose call frame information
+ * says so; elsewhere libgcc knows the sigreturn code), and says so of the
+ * frame of the interrupted code. */
+struct signal_walk {
+    int frames, found;
+};
+
+static int gcc_signal_frame(void *context, void *argument)
 {
-    if (!walk.getcontext || !walk.init_local || !walk.step || !walk.is_signal_frame)
-        return -1;
-    unw_room context, cursor;
-    if (walk.getcontext(&context) != 0 || walk.init_local(&cursor, &context) != 0)
-        return -1;
-    for (int depth = 0; depth < 512; depth++) {
-        if (walk.is_signal_frame(&cursor) > 0)
-            return 1;
-        if (walk.step(&cursor) <= 0)
-            return 0;
-    }
-    return 0;
+    struct signal_walk *w = argument;
+    int signal_frame = 0;
+    gcc.ip_info(context, &signal_frame);
+    if (signal_frame)
+        w->found = 1;
+    return signal_frame || ++w->frames >= 512 ? URC_END_OF_STACK : URC_NO_REASON;
 }
 
 int stack_in_signal_handler(void)
@@ -732,5 +743,9 @@ int stack_in_signal_handler(void)
     stack_t alternate;
     if (sigaltstack(NULL, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK))
         return 1;
-    return signal_frame_below();
+    if (!gcc.backtrace)
+        return -1;
+    struct signal_walk w = {0, 0};
+    gcc.backtrace(gcc_signal_frame, &w);
+    return w.found;
 }

@@ -2,8 +2,8 @@
  *
  * Capture happens on the allocating thread, before any lock is taken, by
  * frame rules read once from the objects' call frame information and
- * checked against libunwind (unwind.h), or with libunwind's fast local
- * backtrace (per-thread caching) where a frame has no such rule. The
+ * checked against libgcc's unwinder (unwind.h), or with libgcc's walk
+ * alone where a frame has no such rule. The
  * result is a list of return addresses; nothing is symbolized until a
  * report is written.
  *
@@ -117,13 +117,13 @@ struct stack_history {
 /* Add `flags` to stack `id` (any thread, no lock: stacks never move). */
 void stack_flag(uint32_t id, uint32_t flags);
 
-/* Load libunwind, finding its functions with `lookup` (dlsym); without one,
- * or without libunwind, stacks are empty. */
+/* Load libgcc_s's unwinder, finding its functions with `lookup` (dlsym);
+ * without one, or without libgcc_s, stacks are empty. */
 void stack_init(void *(*lookup)(void *handle, const char *name));
 /* 1 when this thread runs a signal handler now (a signal frame below us,
  * or the alternate signal stack in use), 0 when not, -1 when it cannot be
- * told (no libunwind). For exit() called from a handler: the code it
- * interrupted may hold malloc's lock. Walks with libunwind, which takes no
+ * told (no libgcc_s). For exit() called from a handler: the code it
+ * interrupted may hold malloc's lock. Walks with libgcc, which takes no
  * lock of the allocator; the loader's, it takes only as this thread may. */
 int stack_in_signal_handler(void);
 void stack_reset(void);                /* forget every stack (after fork) */

@@ -12,7 +12,7 @@
  * trust settled in an old table after the copy is lost to the new one:
  * there the rule is new again, and checked again. Memory read on the walk
  * is what the call frame information says holds a return address or a
- * saved frame pointer, as libunwind's own fast walk reads it. In front of
+ * saved frame pointer, as libgcc's walk reads it. In front of
  * the table, each thread keeps its last walk, step by step (the memo below).
  */
 #include <dlfcn.h>
@@ -56,11 +56,10 @@ static const void *(*find_fde)(void *pc, struct eh_bases *bases);
 static struct rule_table *grow_table(void);
 
 /* The first table is published last: a walk that sees it (acquire) sees
- * find_fde. Without it (no libgcc_s, no memory), there is no walk by rules. */
-void unwind_init(void *(*lookup)(void *handle, const char *name))
+ * find_fde. Without it (no memory), there is no walk by rules. */
+void unwind_init(void *libgcc, void *(*lookup)(void *handle, const char *name))
 {
-    void *libgcc = lookup ? dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (!libgcc || !(*(void **)&find_fde = lookup(libgcc, "_Unwind_Find_FDE")))
+    if (!libgcc || !lookup || !(*(void **)&find_fde = lookup(libgcc, "_Unwind_Find_FDE")))
         return;
     pthread_mutex_lock(&rules_lock);
     if (!table_now)
@@ -542,7 +541,7 @@ memo_held(uintptr_t sp, uintptr_t fp, int *ended, uintptr_t skip_low, uintptr_t 
         int before = memo.kept_before[i];
         m->ra = ra;
         if (ra < 0x4000) {
-            *ended = 1;                    /* libunwind's end, as below */
+            *ended = 1;                    /* the walk's end, as below */
         } else if (i > 0) {
             memo.kept[before] = ra;
             before += ra - skip_low >= span;
@@ -646,7 +645,7 @@ unwind_walk(uintptr_t *out, int max, int most, uintptr_t skip_low, uintptr_t ski
                 fp_from = step;
         }
         sp = cfa;
-        if (ra < 0x4000) {                 /* libunwind's end: nothing real below */
+        if (ra < 0x4000) {                 /* the end (stacks.c's gcc_frame's too) */
             if (recording) {
                 memo.kept_before[++step] = (uint8_t)depth;
                 ends = 1;
@@ -692,8 +691,9 @@ void unwind_settle(const struct unwind_proof *proof, int same)
 
 #else
 
-void unwind_init(void *(*lookup)(void *handle, const char *name))
+void unwind_init(void *libgcc, void *(*lookup)(void *handle, const char *name))
 {
+    (void)libgcc;
     (void)lookup;
 }
 

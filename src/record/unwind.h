@@ -1,7 +1,8 @@
 /* unwind.h - a walk of this thread's stack by remembered frame rules, for
- * stacks.c: what libunwind's walk gives, at about half its cost (some 55
- * instructions a frame, the filter of the tracer's own frames included;
- * libunwind's walk took about 80, the filter apart), and at about 12 a
+ * stacks.c: what libgcc's walk (_Unwind_Backtrace) gives, at a fraction of
+ * its cost (some 55 instructions a frame, the filter of the tracer's own
+ * frames included; libgcc's walk finds and runs each frame's call frame
+ * information anew, some 1,400 a frame), and at about 12 a
  * frame for the frames a walk from where this thread's last walk started
  * finds as that walk left them (unwind.c's memo of it).
  *
@@ -14,10 +15,10 @@
  * object unloaded and another loaded at its addresses is not noticed). A rule
  * that cannot be expressed so (a signal frame, a CFA expression, a register
  * kept in another), or code without frame information, makes the walk give
- * up, and the caller walks with libunwind instead.
+ * up, and the caller walks with libgcc instead.
  *
  * A rule is trusted only once a walk that used it gave exactly the frames
- * libunwind gave for the same stack (the caller compares, unwind_settle);
+ * libgcc gave for the same stack (the caller compares, unwind_settle);
  * one that differed is never used again. x86-64 only; elsewhere every walk
  * gives up. */
 #ifndef CUMEMTRACE_UNWIND_H
@@ -34,18 +35,18 @@ struct unwind_proof {
     uint64_t *rules[UNWIND_UNPROVEN_MAX];
 };
 
-/* Find _Unwind_Find_FDE with `lookup` (dlsym) in libgcc_s; without it,
- * every walk gives up. */
-void unwind_init(void *(*lookup)(void *handle, const char *name));
+/* Find _Unwind_Find_FDE with `lookup` (dlsym) in `libgcc` (libgcc_s's
+ * handle); without it, every walk gives up. */
+void unwind_init(void *libgcc, void *(*lookup)(void *handle, const char *name));
 /* After fork, in the child (one thread): the table's lock made anew. */
 void unwind_reset(void);
 
 /* The caller's callers' return addresses outside [skip_low, skip_high),
  * innermost first, into out[]: the first `max` of those among the `most`
- * frames libunwind's unw_backtrace, called from the caller's place, would
+ * frames libgcc's _Unwind_Backtrace, called from the caller's place, would
  * give after its first (the return address into the caller). How many, or
- * -1: walk with libunwind. proof->count > 0: some rule was new, and the
- * caller must compare with libunwind's walk and call unwind_settle. */
+ * -1: walk with libgcc. proof->count > 0: some rule was new, and the
+ * caller must compare with libgcc's walk and call unwind_settle. */
 int unwind_walk(uintptr_t *out, int max, int most, uintptr_t skip_low, uintptr_t skip_high,
                 struct unwind_proof *proof);
 /* The new rules of a compared walk: trusted from now on (same = 1), or

@@ -73,7 +73,7 @@ static void write_tracer(const struct report *r, struct out *out)
                     "\"all_frames\":%s,\"lost\":{",
                CUMEMTRACE_VERSION, r->options.depth, U(r->options.min_size), sizeof(struct block),
                r->registry_bytes, r->stacks_bytes, r->block_count, r->stack_count,
-               symbolizer_has_lines(r->symbolizer) ? "libdw" : "dladdr",
+               symbolizer_has_lines(r->symbolizer) ? "built-in" : "dladdr",
                r->all_frames ? "true" : "false");
     for (int i = 0; i < LOST_COUNT; i++)
         out_printf(out, "%s\"%s\":%llu", i ? "," : "", lost_names[i], U(r->state.lost[i]));

@@ -3,100 +3,64 @@
  * Strings handed out live until symbolizer_close(): they are copied into the
  * symbolizer's own string pages.
  *
- * This process's modules, as libdw has read them (symbol tables, line
- * tables), are kept from one report to the next: reading them again costs
- * tens of milliseconds a report (an OOM report each time, with
- * CUMEMTRACE_OOM=every). They are read again only when the set of loaded
+ * Names and lines come from the objects' own ELF and DWARF, read by
+ * debuginfo.c, on every machine, not from libdw, which many machines lack:
+ * a report names the same frames with the same lines wherever it is made
+ * (debuginfo.h says what is read). tests/integration/test_symbols.py checks
+ * that the names and lines are libdw's where libdw is installed.
+ *
+ * This process's modules, and what was read of them, are kept from one
+ * report to the next: reading an object's symbols and line table again
+ * costs milliseconds a report (an OOM report each time, with
+ * CUMEMTRACE_OOM=every). They are found again only when the set of loaded
  * objects changed (dl_iterate_phdr's counts of loads and unloads) or in a
- * forked child. libdw itself, once loaded, is never unloaded: a dlclose
- * runs its destructors under the C library's exit-functions lock, which a
- * fork at that moment would leave held in the child for ever.
+ * forked child.
  *
- * The descriptors libdw keeps open on them are the tracer's, not the
- * program's: each is moved above the program's range, close-on-exec, as it
- * is handed to libdw (an exec'd image or a child never inherits one), and
- * its identity is kept. libdw closes them by number when the modules are
- * read again, so that is done only while every one is still the file it
- * was: a program that closed them and opened its own files at those
- * numbers (a daemon that tidies its descriptors) would lose its files
- * otherwise; the old modules are then let go unended, their descriptors
- * left to the program. A program left with only a few descriptors keeps
- * them: libdw gets none (and the report's files the ones there are).
- *
- * Another process's modules (a dump) are opened by us, by path, only when
- * they are regular files (a FIFO named there would block the command for
- * ever), and handed to libdw as descriptors; separate debug information is
- * looked for by build id under /usr/lib/debug, and by .gnu_debuglink beside
- * the module, again regular files only. */
+ * Another process's modules (a dump) are the files its maps name, opened by
+ * path only when they are regular files (a FIFO named there would block the
+ * command for ever), as are separate debug files (debuginfo.c).
+ * CUMEMTRACE_NO_DEBUGINFO (the fuzzers') opens no file: names from dladdr
+ * or the maps alone. */
 #include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <elf.h>
+#include <limits.h>
 #include <link.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arena.h"
+#include "debuginfo.h"
 #include "log.h"
-#include "output.h"
 #include "symbolize.h"
 
-/* The few libdw entry points we use, resolved with the lookup (dlsym) the
- * symbolizer was opened with. The types are
- * opaque to us; the signatures match elfutils' libdwfl.h. */
-typedef struct Dwfl Dwfl;
-typedef struct Dwfl_Module Dwfl_Module;
-typedef struct Dwfl_Line Dwfl_Line;
-typedef struct {
-    void *find_elf;
-    void *find_debuginfo;
-    void *section_address;
-    char **debuginfo_path;
-} Dwfl_Callbacks;
-
-struct libdw {
-    void *handle;
-    Dwfl *(*begin)(const Dwfl_Callbacks *);
-    void (*end)(Dwfl *);
-    int (*linux_proc_report)(Dwfl *, pid_t);
-    int (*report_end)(Dwfl *, void *, void *);
-    Dwfl_Module *(*addrmodule)(Dwfl *, uintptr_t);
-    void (*report_begin)(Dwfl *);
-    Dwfl_Module *(*report_elf)(Dwfl *, const char *, const char *, int, uintptr_t, _Bool);
-    const char *(*module_addrinfo)(Dwfl_Module *, uintptr_t, uintptr_t *, Elf64_Sym *,
-                                   void *, void *, void *);
-    Dwfl_Line *(*module_getsrc)(Dwfl_Module *, uintptr_t);
-    const char *(*lineinfo)(Dwfl_Line *, uintptr_t *, int *, int *, int *, int *);
-    Dwfl_Callbacks callbacks;
-    Dwfl_Callbacks offline;         /* for another process's modules */
+/* An object loaded in the process: where its code is, where its file
+ * offset 0 is, its path, and what debuginfo.c read of it (opened at the
+ * first address in it). */
+struct module {
+    uintptr_t low, high;            /* live: its segments' span; offline: unused */
+    uintptr_t start;                /* where file offset 0 is loaded */
+    size_t path_at;                 /* in the set's names */
+    struct debuginfo *info;
+    int tried;
 };
 
-typedef int find_debuginfo_fn(Dwfl_Module *, void **, const char *, uint64_t, const char *,
-                              const char *, uint32_t, char **);
-typedef int find_elf_fn(Dwfl_Module *, void **, const char *, uint64_t, char **, void **);
-static find_debuginfo_fn *build_id_find_debuginfo;
+struct module_set {
+    struct module *list;
+    size_t count, bytes;
+    char *names;
+    size_t names_used, names_bytes;
+};
 
-/* This process's modules as libdw read them, kept between reports, and by a
- * forked child, whose address space is its parent's. */
+/* This process's modules, kept between reports, and by a forked child,
+ * whose address space is its parent's. */
 static struct {
-    int tried;                      /* libdw looked for */
-    struct libdw dw;                /* handle NULL: not there */
-    Dwfl *dwfl;
-    pid_t pid;                      /* the process that uses dwfl */
-    unsigned long long adds, subs;  /* loads and unloads when it was read */
-    int users;                      /* symbolizers open on dwfl (atomic) */
-    find_elf_fn *find_elf;          /* libdw's, behind live_find_elf */
-    find_debuginfo_fn *find_debuginfo;  /* behind live_find_debuginfo */
-    struct held {                   /* the descriptors libdw holds for dwfl */
-        int fd;
-        dev_t device;
-        ino_t inode;
-    } held[512];
-    unsigned held_count;            /* atomic; past the table: not checkable */
+    struct module_set *set;
+    pid_t pid;                      /* the process that uses set */
+    unsigned long long adds, subs;  /* loads and unloads when it was found */
+    int users;                      /* symbolizers open on set (atomic) */
 } live;
 
 /* One line of /proc/PID/maps, for symbolizing a process that is gone. */
@@ -106,11 +70,10 @@ struct mapping {
 };
 
 struct symbolizer {
-    struct libdw dw;
-    int shared;                /* dwfl is live's, not ours to end */
-    struct mapping *maps;      /* offline only */
+    struct module_set *modules;     /* NULL: no names or lines beyond dladdr's */
+    int shared;                     /* modules is live's, not ours to close */
+    struct mapping *maps;           /* offline only */
     size_t map_count, maps_bytes;
-    Dwfl *dwfl;
     demangler demangle;
     char *strings;
     size_t strings_used, strings_size;
@@ -144,79 +107,6 @@ static const char *keep(struct symbolizer *sym, const char *s)
     return copy;
 }
 
-/* libdw's find_debuginfo callback for another process's modules: by build
- * id (only under the absolute directories of libdw's debug path,
- * /usr/lib/debug), else the .gnu_debuglink name beside the module, in its
- * .debug/, or under /usr/lib/debug; regular files only. */
-static int find_regular_debuginfo(Dwfl_Module *module, void **userdata, const char *name,
-                                  uint64_t base, const char *file, const char *debuglink,
-                                  uint32_t crc, char **found)
-{
-    int fd = build_id_find_debuginfo ? build_id_find_debuginfo(module, userdata, name, base,
-                                                               file, debuglink, crc, found)
-                                     : -1;
-    const char *slash = file ? strrchr(file, '/') : NULL;
-    if (fd >= 0 || !slash || !debuglink || strchr(debuglink, '/'))
-        return fd;
-    int dir = (int)(slash - file);
-    const char *places[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
-    for (unsigned i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
-        char path[4200];
-        if (snprintf(path, sizeof(path), places[i], dir, file, debuglink) >= (int)sizeof(path) ||
-            strcmp(path, file) == 0)
-            continue;
-        fd = output_open_regular(path, 0);
-        if (fd >= 0) {
-            *found = strdup(path);      /* libdw frees it */
-            return fd;
-        }
-    }
-    return -1;
-}
-
-static int load_libdw(struct libdw *dw, void *(*lookup)(void *, const char *))
-{
-    if (!lookup)
-        return -1;
-    dw->handle = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!dw->handle) {
-        static int said;    /* once a process: what it does without */
-        const char *why = dlerror();
-        int full = why && strstr(why, "Too many open files");  /* there, but no descriptor */
-        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-            log_line("cannot load libdw.so.1 (%s); native frames are named by function and "
-                     "module+offset, without file and line%s",
-                     full ? "no descriptor free" : "elfutils", full ? "" : " (install libdw1)");
-        return -1;
-    }
-    void *find_elf = lookup(dw->handle, "dwfl_linux_proc_find_elf");
-    void *find_debuginfo = lookup(dw->handle, "dwfl_standard_find_debuginfo");
-    *(void **)&dw->begin = lookup(dw->handle, "dwfl_begin");
-    *(void **)&dw->end = lookup(dw->handle, "dwfl_end");
-    *(void **)&dw->linux_proc_report = lookup(dw->handle, "dwfl_linux_proc_report");
-    *(void **)&dw->report_end = lookup(dw->handle, "dwfl_report_end");
-    *(void **)&dw->addrmodule = lookup(dw->handle, "dwfl_addrmodule");
-    *(void **)&dw->report_begin = lookup(dw->handle, "dwfl_report_begin");
-    *(void **)&dw->report_elf = lookup(dw->handle, "dwfl_report_elf");
-    *(void **)&dw->module_addrinfo = lookup(dw->handle, "dwfl_module_addrinfo");
-    *(void **)&dw->module_getsrc = lookup(dw->handle, "dwfl_module_getsrc");
-    *(void **)&dw->lineinfo = lookup(dw->handle, "dwfl_lineinfo");
-    if (!find_elf || !find_debuginfo || !dw->begin || !dw->end || !dw->linux_proc_report ||
-        !dw->report_end || !dw->addrmodule || !dw->module_addrinfo || !dw->module_getsrc ||
-        !dw->lineinfo || !dw->report_begin || !dw->report_elf) {
-        dlclose(dw->handle);
-        dw->handle = NULL;
-        return -1;
-    }
-    dw->callbacks.find_elf = find_elf;
-    dw->callbacks.find_debuginfo = find_debuginfo;
-    dw->callbacks.section_address = lookup(dw->handle, "dwfl_offline_section_address");
-    dw->offline = dw->callbacks;
-    dw->offline.find_debuginfo = (void *)find_regular_debuginfo;
-    *(void **)&build_id_find_debuginfo = lookup(dw->handle, "dwfl_build_id_find_debuginfo");
-    return 0;
-}
-
 static int find_libstdcxx(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
@@ -230,7 +120,7 @@ static int find_libstdcxx(struct dl_phdr_info *info, size_t size, void *data)
 
 /* C++ programs such as PyTorch load libstdc++ privately (RTLD_LOCAL), so
  * RTLD_DEFAULT does not see its demangler: look for the loaded library. The
- * library loaded for the command (`may_load`) stays loaded, as libdw does. */
+ * library loaded for the command (`may_load`) stays loaded. */
 demangler symbol_demangler(void *(*lookup)(void *, const char *), int may_load)
 {
     void *function = lookup ? lookup(RTLD_DEFAULT, "__cxa_demangle") : NULL;
@@ -267,142 +157,117 @@ static int count_loads(struct dl_phdr_info *info, size_t size, void *data)
     return 1;               /* the counts are the same in every entry */
 }
 
-/* Whether DEBUGINFOD_URLS names a server: only then is libdw's standard
- * search, which loads the debuginfod client (libcurl and some thirty
- * libraries, tens of milliseconds) before it looks at the variable, used
- * for this process's modules. */
-static int debuginfod_wanted(void)
+/* Room for a module, and its path kept in the set's names: 0, or -1. */
+static int add_module(struct module_set *set, const char *path, uintptr_t low, uintptr_t high,
+                      uintptr_t start)
 {
-    const char *urls = getenv("DEBUGINFOD_URLS");
-    return urls && urls[strspn(urls, " ")] != '\0';
-}
-
-/* `fd`, just opened for libdw, made the tracer's: above the program's
- * range and close-on-exec, its identity kept. The descriptor to hand on. */
-static int live_hold(int fd)
-{
-    if (fd < 0)
-        return fd;
-    fd = log_move_high(fd);
-    fcntl(fd, F_SETFD, FD_CLOEXEC);     /* where nothing was free up there */
-    unsigned at = __atomic_fetch_add(&live.held_count, 1, __ATOMIC_RELAXED);
-    struct stat st;
-    if (at < sizeof(live.held) / sizeof(live.held[0]) && fstat(fd, &st) == 0)
-        live.held[at] = (struct held){fd, st.st_dev, st.st_ino};
-    else if (at < sizeof(live.held) / sizeof(live.held[0]))
-        live.held[at].fd = -1;          /* unknown: never matches */
-    return fd;
-}
-
-/* Whether every descriptor libdw holds for live.dwfl is still the file
- * handed to it, or closed (libdw closes a debug file it finds unusable):
- * only then may libdw close them. */
-static int live_held_intact(void)
-{
-    unsigned count = __atomic_load_n(&live.held_count, __ATOMIC_RELAXED);
-    if (count > sizeof(live.held) / sizeof(live.held[0]))
-        return 0;
-    for (unsigned i = 0; i < count; i++) {
-        struct stat st;
-        if (live.held[i].fd < 0)
-            return 0;
-        if (fstat(live.held[i].fd, &st) < 0 ? errno != EBADF
-                                            : st.st_dev != live.held[i].device ||
-                                                  st.st_ino != live.held[i].inode)
-            return 0;
+    size_t length = strlen(path) + 1;
+    if ((set->count + 1) * sizeof(struct module) > set->bytes) {
+        size_t size = set->bytes ? set->bytes * 2 : 64 * sizeof(struct module);
+        struct module *list = set->list ? pages_grow(set->list, set->bytes, size)
+                                        : pages_alloc(size);
+        if (!list)
+            return -1;
+        set->list = list;
+        set->bytes = size;
     }
-    return 1;
-}
-
-/* Below this many free descriptors libdw opens no module: names come from
- * the dynamic symbol tables, and the report's own files can be made. */
-#define SYMBOLIZER_SPARE 8
-
-/* libdw's find_elf for this process: a module named by path is opened by
- * us, regular files only and close-on-exec from the start; the rest (the
- * vDSO, a deleted file, read from memory) by libdw. */
-static int live_find_elf(Dwfl_Module *module, void **userdata, const char *name,
-                         uint64_t base, char **file_name, void **elf)
-{
-    if (!log_descriptors_spare(SYMBOLIZER_SPARE))
-        return -1;
-    if (name && name[0] == '/') {
-        int fd = output_open_regular(name, 0);
-        char *copy = fd >= 0 ? strdup(name) : NULL;     /* libdw frees it */
-        if (copy) {
-            *file_name = copy;
-            return live_hold(fd);
-        }
-        if (fd >= 0)
-            close(fd);
+    if (set->names_used + length > set->names_bytes) {
+        size_t size = set->names_bytes ? set->names_bytes * 2 : 16384;
+        while (size < set->names_used + length)
+            size *= 2;
+        char *names = set->names ? pages_grow(set->names, set->names_bytes, size)
+                                 : pages_alloc(size);
+        if (!names)
+            return -1;
+        set->names = names;
+        set->names_bytes = size;
     }
-    return live_hold(live.find_elf(module, userdata, name, base, file_name, elf));
+    memcpy(set->names + set->names_used, path, length);
+    set->list[set->count++] = (struct module){low, high, start, set->names_used, NULL, 0};
+    set->names_used += length;
+    return 0;
 }
 
-static int live_find_debuginfo(Dwfl_Module *module, void **userdata, const char *name,
-                               uint64_t base, const char *file, const char *debuglink,
-                               uint32_t crc, char **found)
+static void close_modules(struct module_set *set)
 {
-    if (!log_descriptors_spare(SYMBOLIZER_SPARE))
-        return -1;
-    return live_hold(live.find_debuginfo(module, userdata, name, base, file, debuglink, crc,
-                                         found));
-}
-
-/* live.dwfl ended, where libdw's descriptors are all still ours (above);
- * otherwise let go as it is. */
-static void end_live(void)
-{
-    if (live_held_intact())
-        live.dw.end(live.dwfl);
-    else
-        log_debug("symbolizer: the program reused a descriptor libdw held; the modules read "
-                  "before are let go without closing it");
-    live.dwfl = NULL;
-    __atomic_store_n(&live.held_count, 0, __ATOMIC_RELAXED);
-}
-
-/* live.dwfl up to date with this process's modules: read again when objects
- * were loaded or unloaded since. */
-static void refresh_live(void *(*lookup)(void *, const char *))
-{
-    if (!live.tried) {
-        live.tried = 1;
-        if (getenv("CUMEMTRACE_NO_LIBDW") || load_libdw(&live.dw, lookup) < 0) {
-            live.dw.handle = NULL;
-        } else {
-            *(void **)&live.find_elf = live.dw.callbacks.find_elf;
-            *(void **)&live.find_debuginfo = debuginfod_wanted()
-                                                 ? live.dw.callbacks.find_debuginfo
-                                                 : (void *)find_regular_debuginfo;
-            live.dw.callbacks.find_elf = (void *)live_find_elf;
-            live.dw.callbacks.find_debuginfo = (void *)live_find_debuginfo;
-        }
-    }
-    if (!live.dw.handle)
+    if (!set)
         return;
+    for (size_t i = 0; i < set->count; i++)
+        debuginfo_close(set->list[i].info);
+    if (set->list)
+        pages_free(set->list, set->bytes);
+    if (set->names)
+        pages_free(set->names, set->names_bytes);
+    pages_free(set, sizeof(*set));
+}
+
+/* What debuginfo.c read of module `m`, opened now if it was not yet. */
+static struct debuginfo *module_info(struct module_set *set, struct module *m)
+{
+    if (!m->tried) {
+        m->tried = 1;
+        m->info = debuginfo_open(set->names + m->path_at, m->start);
+    }
+    return m->info;
+}
+
+/* One loaded object, for dl_iterate_phdr: its segments' span and where its
+ * file offset 0 is (the first segment's address less its offset). The
+ * program itself has no name there: its file is /proc/self/exe's. */
+static int add_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct module_set *set = data;
+    uintptr_t low = UINTPTR_MAX, high = 0, start = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        if (low == UINTPTR_MAX)
+            start = info->dlpi_addr + ph->p_vaddr - ph->p_offset;
+        if (info->dlpi_addr + ph->p_vaddr < low)
+            low = info->dlpi_addr + ph->p_vaddr;
+        if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > high)
+            high = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    }
+    char program[PATH_MAX];
+    const char *path = info->dlpi_name;
+    if (!path[0]) {
+        ssize_t n = readlink("/proc/self/exe", program, sizeof(program) - 1);
+        if (n <= 0)
+            return 0;
+        program[n] = '\0';
+        path = program;
+    }
+    if (path[0] == '/' && low < high && add_module(set, path, low, high, start) < 0)
+        return 1;                   /* no memory: the modules so far */
+    return 0;
+}
+
+/* live.set up to date with this process's modules: found again when objects
+ * were loaded or unloaded since. */
+static void refresh_live(void)
+{
     unsigned long long counts[2] = {0, 0};
     dl_iterate_phdr(count_loads, counts);
-    if (live.dwfl && counts[0] == live.adds && counts[1] == live.subs)
+    if (live.set && counts[0] == live.adds && counts[1] == live.subs)
         return;
-    if (live.dwfl)
-        end_live();
+    close_modules(live.set);
     log_debug("symbolizer: reading the modules of process %d", (int)getpid());
-    live.dwfl = live.dw.begin(&live.dw.callbacks);
-    if (live.dwfl && (live.dw.linux_proc_report(live.dwfl, getpid()) != 0 ||
-                      live.dw.report_end(live.dwfl, NULL, NULL) != 0))
-        end_live();
+    live.set = pages_alloc(sizeof(*live.set));
+    if (live.set)
+        dl_iterate_phdr(add_loaded, live.set);
     live.adds = counts[0];
     live.subs = counts[1];
 }
 
 /* A forked child keeps its parent's `live` (the same objects at the same
- * addresses, and what libdw read of them), unless a symbolizer of the
- * parent was open at the fork: the thread using it is gone, and what it
- * was changing may be half done, so the child starts anew (the old one is
- * left alone: ending it could touch that state; libdw stays loaded). Every
- * change to `live` comes after the count of users went up, so a child that
- * sees none sees `live` whole. */
+ * addresses, and what was read of them), unless a symbolizer of the parent
+ * was open at the fork: the thread using it is gone, and what it was
+ * changing may be half done, so the child starts anew (the old set is left
+ * alone: closing it could touch that state). Every change to `live` comes
+ * after the count of users went up, so a child that sees none sees `live`
+ * whole. */
 struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *name))
 {
     struct symbolizer *sym = pages_alloc(sizeof(*sym));
@@ -410,17 +275,16 @@ struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *nam
         return NULL;
     if (live.pid != getpid()) {
         if (__atomic_load_n(&live.users, __ATOMIC_ACQUIRE) != 0) {
-            live.tried = 0;
-            live.dwfl = NULL;
+            live.set = NULL;
             live.users = 0;
-            live.held_count = 0;
         }
         live.pid = getpid();
     }
     __atomic_add_fetch(&live.users, 1, __ATOMIC_ACQ_REL);
-    refresh_live(lookup);
-    sym->dw = live.dw;
-    sym->dwfl = live.dwfl;
+    if (!getenv("CUMEMTRACE_NO_DEBUGINFO")) {
+        refresh_live();
+        sym->modules = live.set;
+    }
     sym->shared = 1;
     sym->demangle = symbol_demangler(lookup, 0);
     return sym;
@@ -467,6 +331,22 @@ static void parse_maps(struct symbolizer *sym, const char *text, size_t length)
     }
 }
 
+/* The module of every file the maps load at offset 0, at the start of its
+ * first such mapping. */
+static struct module_set *maps_modules(const struct symbolizer *sym)
+{
+    struct module_set *set = pages_alloc(sizeof(*set));
+    for (size_t i = 0; set && i < sym->map_count; i++) {
+        const struct mapping *m = &sym->maps[i];
+        if (m->offset == 0 && load_base(sym, m->path) == m->start &&
+            add_module(set, m->path, 0, 0, m->start) < 0) {
+            close_modules(set);
+            set = NULL;
+        }
+    }
+    return set;
+}
+
 struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
                                         void *(*lookup)(void *handle, const char *name))
 {
@@ -474,32 +354,42 @@ struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
     if (!sym)
         return NULL;
     parse_maps(sym, maps, length);
-    if (getenv("CUMEMTRACE_NO_LIBDW") == NULL && load_libdw(&sym->dw, lookup) == 0 &&
-        sym->dw.callbacks.section_address) {
-        sym->dwfl = sym->dw.begin(&sym->dw.offline);
-        if (sym->dwfl) {
-            sym->dw.report_begin(sym->dwfl);
-            for (size_t i = 0; i < sym->map_count; i++) {
-                const struct mapping *m = &sym->maps[i];
-                if (m->offset != 0 || load_base(sym, m->path) != m->start)
-                    continue;
-                int fd = output_open_regular(m->path, 0);     /* libdw owns it from here */
-                if (fd >= 0 && !sym->dw.report_elf(sym->dwfl, m->path, m->path, fd, m->start, 0))
-                    close(fd);
-            }
-            if (sym->dw.report_end(sym->dwfl, NULL, NULL) != 0) {
-                sym->dw.end(sym->dwfl);
-                sym->dwfl = NULL;
-            }
-        }
-    }
+    if (getenv("CUMEMTRACE_NO_DEBUGINFO") == NULL)
+        sym->modules = maps_modules(sym);
     sym->demangle = symbol_demangler(lookup, 1);    /* only the command reads dumps */
     return sym;
 }
 
 int symbolizer_has_lines(const struct symbolizer *sym)
 {
-    return sym && sym->dwfl != NULL;
+    return sym && sym->modules != NULL;
+}
+
+/* The module holding code address `address`: live, by its segments' span;
+ * offline, by the mapping that holds it. NULL if none. */
+static struct module *module_of(struct symbolizer *sym, uintptr_t address)
+{
+    struct module_set *set = sym->modules;
+    if (!set)
+        return NULL;
+    if (!sym->maps) {
+        for (size_t i = 0; i < set->count; i++)
+            if (address >= set->list[i].low && address < set->list[i].high)
+                return &set->list[i];
+        return NULL;
+    }
+    for (size_t i = 0; i < sym->map_count; i++) {
+        const struct mapping *m = &sym->maps[i];
+        if (address < m->start || address >= m->end)
+            continue;
+        uintptr_t base = load_base(sym, m->path);
+        for (size_t j = 0; j < set->count; j++)
+            if (set->list[j].start == base &&
+                strcmp(set->names + set->list[j].path_at, m->path) == 0)
+                return &set->list[j];
+        return NULL;
+    }
+    return NULL;
 }
 
 /* out->function from a symbol's `name`: demangled where it can be, with
@@ -536,14 +426,10 @@ void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct 
             out->function_offset = address - (uintptr_t)info.dli_saddr;
         }
     }
-    if (!sym->dwfl)
-        return;
-    Dwfl_Module *module = sym->dw.addrmodule(sym->dwfl, lookup);
-    if (!module)
-        return;
+    struct module *m = module_of(sym, lookup);
+    struct debuginfo *debug = m ? module_info(sym->modules, m) : NULL;
     uintptr_t offset = 0;
-    Elf64_Sym symbol;
-    const char *name = sym->dw.module_addrinfo(module, lookup, &offset, &symbol, NULL, NULL, NULL);
+    const char *name = debug ? debuginfo_function(debug, lookup, &offset) : NULL;
     if (name) {
         name_function(sym, name, out);
         out->function_offset = offset + (lookup != address ? 1 : 0);
@@ -553,14 +439,11 @@ void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct 
 void symbolize_line(struct symbolizer *sym, int call_site, struct symbol *out)
 {
     uintptr_t lookup = call_site && out->address ? out->address - 1 : out->address;
-    Dwfl_Module *module = sym && sym->dwfl ? sym->dw.addrmodule(sym->dwfl, lookup) : NULL;
-    Dwfl_Line *line = module ? sym->dw.module_getsrc(module, lookup) : NULL;
-    if (!line)
-        return;
-    uintptr_t line_address;
-    int number = 0;
-    const char *file = sym->dw.lineinfo(line, &line_address, &number, NULL, NULL, NULL);
-    if (file) {
+    struct module *m = sym ? module_of(sym, lookup) : NULL;
+    struct debuginfo *debug = m ? module_info(sym->modules, m) : NULL;
+    const char *file;
+    int number;
+    if (debug && debuginfo_line(debug, lookup, &file, &number)) {
         out->file = keep(sym, file);
         out->line = number;
     }
@@ -572,10 +455,8 @@ void symbolizer_close(struct symbolizer *sym)
         return;
     if (sym->shared)
         __atomic_sub_fetch(&live.users, 1, __ATOMIC_ACQ_REL);
-    if (sym->dwfl && !sym->shared)
-        sym->dw.end(sym->dwfl);
-    if (sym->dw.handle && !sym->shared)
-        dlclose(sym->dw.handle);
+    else
+        close_modules(sym->modules);
     for (int i = 0; i < sym->page_count; i++)
         pages_free(sym->pages[i], sym->page_sizes[i]);
     if (sym->maps)

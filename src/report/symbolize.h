@@ -1,15 +1,15 @@
 /* symbolize.h - turn return addresses into function, module and file:line.
  *
  * Only ever called while a report is written, never on the allocation path.
- * File and line come from DWARF through libdw (elfutils), which is loaded with
- * dlopen only at that moment, so the traced program never carries it unless a
- * report is made; without it, names come from the dynamic symbol table
- * (dladdr). C++ names are demangled when the process has a C++ runtime
+ * Names come from the objects' symbol tables and file and line from their
+ * DWARF line tables, read by the built-in reader (debuginfo.h), nothing to
+ * install; where an object cannot be read, names come from the dynamic
+ * symbol table (dladdr). C++ names are demangled when the process has a C++ runtime
  * loaded; the tracer never loads one into the traced program (see
  * symbol_demangler), so names it could not demangle stay mangled in the
  * report, and the command, which loads one, demangles them when it reads the
- * report back. libdw's functions and the demangler are found with the
- * `lookup` (dlsym) the symbolizer is opened with; with none, neither is used. */
+ * report back. The demangler is found with the `lookup` (dlsym) the
+ * symbolizer is opened with; with none, it is not used. */
 #ifndef CUMEMTRACE_SYMBOLIZE_H
 #define CUMEMTRACE_SYMBOLIZE_H
 
@@ -39,10 +39,9 @@ struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
  * line. `call_site`: the address is a return address; look up the call
  * before it. */
 void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct symbol *out);
-/* out's file and line, for a symbol symbolize() filled in: this reads the
- * module's debug information (DWARF, decompressed whole by libdw, tens of
- * milliseconds for the C library's), so a report asks it only for the
- * frames it shows. */
+/* out's file and line, for a symbol symbolize() filled in: the first in a
+ * module reads its whole line table (milliseconds for a large one), so a
+ * report asks it only for the frames it shows. */
 void symbolize_line(struct symbolizer *sym, int call_site, struct symbol *out);
 void symbolizer_close(struct symbolizer *sym);
 

@@ -300,8 +300,7 @@ static int final_report(const char *reason)
      * libraries' or our own, and the full report, which takes them all,
      * could wait for ever. Likewise inside a CUDA call or inside the tracer.
      * The async-signal-safe dump takes its place (and says so). The walk
-     * that looks for a handler runs inside the tracer: what libunwind opens
-     * for it is the tracer's (preload/init.c). */
+     * that looks for a handler runs inside the tracer. */
     int unsafe = (host.call_in_progress && host.call_in_progress()) || !tracker_enter();
     if (!unsafe) {
         unsafe = stack_in_signal_handler() > 0;

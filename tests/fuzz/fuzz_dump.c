@@ -1,5 +1,5 @@
 /* fuzz_dump.c - libFuzzer target: a crash dump parsed by dump_parse() and
- * symbolized against the names in its maps (libdw off: no file is opened),
+ * symbolized against the names in its maps (debug information off: no file is opened),
  * then written as text, JSON and the exports, as `cumemtrace symbolize`,
  * `html` and `export` do. */
 #include <fcntl.h>
@@ -16,7 +16,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    setenv("CUMEMTRACE_NO_LIBDW", "1", 1);
+    setenv("CUMEMTRACE_NO_DEBUGINFO", "1", 1);
     sink = open("/dev/null", O_WRONLY | O_CLOEXEC);
     return 0;
 }

@@ -6,8 +6,7 @@
 # Expects a build made on a machine with the CUDA toolkit (scripts/setup.sh),
 # runs the examples and tests/gpu programs on the real driver, PyTorch in its
 # four allocator modes, CuPy and JAX, and prints the table of
-# tests/gpu/gpu_table.py. libunwind.so.8 is found next to libcumemtrace.so when
-# the build was made with tools/bundle-deps.sh.
+# tests/gpu/gpu_table.py.
 set -eu
 cd "$(dirname "$0")/../.."
 build=${1:-build}

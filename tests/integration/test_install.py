@@ -310,6 +310,9 @@ def test_doctor_answers(traced):
           f"one line per part: {out!r} {err!r}")
     check(f"  library      {os.path.realpath(support.BUILD)}/libcumemtrace.so" in lines,
           f"the library: {out!r}")
+    check(any(l.startswith("  stacks       built-in: ") and "libgcc_s.so.1" in l for l in lines) and
+          any(l.startswith("  symbolizer   built-in: ") for l in lines),
+          f"stacks and names from the tracer's own code, with libgcc's unwinder: {out!r}")
     check(any(l.startswith("  Python       3.") and "Python frames on every thread" in l
               for l in lines), f"this Python's frames: {out!r}")
     check(any(l.startswith("  PyTorch      0.0.0+sim ") and "cache segments only" in l and

@@ -1,5 +1,6 @@
 /* test_unwind.c - stacks walked by remembered frame rules (unwind.c, through
- * stack_capture) are the frames libunwind's walk gives, on the first walk
+ * stack_capture) are the frames libgcc's walk gives (_Unwind_Backtrace, and
+ * libunwind's unw_backtrace too where it is installed), on the first walk
  * of a place (rules new, checked) and on later ones (rules trusted): deep
  * recursion, frames sized at run time (the CFA on the frame pointer) at
  * other sizes than when their rules were learnt, a signal handler's stack,
@@ -15,25 +16,56 @@
 #include "stacks.h"
 #include "unwind.h"
 
-static int (*reference)(void **, int);
+/* The references: libgcc's walk, and libunwind's where it is installed. */
+static int (*gcc_backtrace)(int (*)(void *, void *), void *);
+static uintptr_t (*gcc_ip_info)(void *, int *);
+static int (*libunwind_backtrace)(void **, int);
 static int mismatches, compared;
 
-/* stack_capture here against libunwind here: frames[0] and ref[0] are the
- * two calls' own return addresses, the rest must be equal. */
+struct gcc_walk {
+    void **raw;
+    int n, max;
+};
+
+/* As stacks.c's gcc_frame: to the first address below 0x4000 (the end). */
+static int gcc_frame(void *context, void *argument)
+{
+    struct gcc_walk *w = argument;
+    int signal_frame;
+    uintptr_t ip = gcc_ip_info(context, &signal_frame);
+    if (ip < 0x4000 || w->n == w->max)
+        return 5;
+    w->raw[w->n++] = (void *)ip;
+    return 0;
+}
+
+static int same_walk(const char *name, const uintptr_t *frames, int depth, void **ref, int n)
+{
+    int same = depth == n && depth > 1;
+    for (int i = 1; same && i < depth; i++)
+        same = frames[i] == (uintptr_t)ref[i];
+    if (!same) {
+        fprintf(stderr, "walks differ: %d frames, %s %d\n", depth, name, n);
+        for (int i = 0; i < depth || i < n; i++)
+            fprintf(stderr, "  %2d %#lx %#lx\n", i, i < depth ? (unsigned long)frames[i] : 0ul,
+                    i < n ? (unsigned long)(uintptr_t)ref[i] : 0ul);
+    }
+    return same;
+}
+
+/* stack_capture here against the references here: frames[0] and ref[0]
+ * are the calls' own return addresses, the rest must be equal. */
 static void __attribute__((noinline)) compare_here(void)
 {
     uintptr_t frames[128];
     void *ref[160];
     int depth = stack_capture(frames, 128);
-    int n = reference(ref, 160);
-    int same = depth == n && depth > 1;
-    for (int i = 1; same && i < depth; i++)
-        same = frames[i] == (uintptr_t)ref[i];
-    if (!same) {
-        fprintf(stderr, "walks differ: %d frames, libunwind %d\n", depth, n);
-        for (int i = 0; i < depth || i < n; i++)
-            fprintf(stderr, "  %2d %#lx %#lx\n", i, i < depth ? (unsigned long)frames[i] : 0ul,
-                    i < n ? (unsigned long)(uintptr_t)ref[i] : 0ul);
+    struct gcc_walk w = {ref, 0, 160};
+    gcc_backtrace(gcc_frame, &w);
+    int same = same_walk("libgcc", frames, depth, ref, w.n);
+    if (libunwind_backtrace) {
+        int n = libunwind_backtrace(ref, 160);
+        same &= same_walk("libunwind", frames, depth, ref, n);
     }
     mismatches += !same;
     compared++;
@@ -106,7 +138,7 @@ static int __attribute__((noinline)) deeper(int levels, int bytes, void (*bottom
     return r + pad[0];
 }
 
-/* A walk by rules alone from here against libunwind's: trusted are
+/* A walk by rules alone from here against libgcc's: trusted are
  * walks that used only trusted rules, wrong those of them that gave up or
  * gave other frames. A walk with new rules settles them as it compares. */
 static int trusted, wrong;
@@ -117,7 +149,9 @@ static void __attribute__((noinline)) walk_compare(void)
     void *ref[96];
     struct unwind_proof proof;
     int n = unwind_walk(out, 64, 95, 0, 0, &proof);
-    int m = reference(ref, 96);
+    struct gcc_walk w = {ref, 0, 96};
+    gcc_backtrace(gcc_frame, &w);
+    int m = w.n;
     int same = n >= 0 && n == m - 1;
     for (int i = 0; same && i < n; i++)
         same = out[i] == (uintptr_t)ref[i + 1];
@@ -225,11 +259,17 @@ static void __attribute__((noinline)) settled_different(int counts[2])
 
 int main(void)
 {
-    void *libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    CHECK(libunwind != NULL);
-    if (!libunwind)
+    void *libgcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+    CHECK(libgcc != NULL);
+    if (!libgcc)
         return check_done("test_unwind");
-    *(void **)&reference = dlsym(libunwind, "unw_backtrace");
+    *(void **)&gcc_backtrace = dlsym(libgcc, "_Unwind_Backtrace");
+    *(void **)&gcc_ip_info = dlsym(libgcc, "_Unwind_GetIPInfo");
+    void *libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (libunwind)
+        *(void **)&libunwind_backtrace = dlsym(libunwind, "unw_backtrace");
+    else
+        fprintf(stderr, "test_unwind: no libunwind.so.8 here; libgcc's walk alone is compared\n");
     stack_init(dlsym);
 
     for (int i = 0; i < 3; i++)
@@ -288,7 +328,7 @@ int main(void)
      * new rules only for the places of bottom_walk and walk_here. */
     CHECK_EQ(bottom_count, 2);
 
-    /* A walk's new rules, once found the same as libunwind's walk, are
+    /* A walk's new rules, once found the same as libgcc's walk, are
      * trusted: the next walk from there needs no check. Found different,
      * they are never used again: the walk from there gives up. */
     int counts[2];
