@@ -7,9 +7,9 @@
 Makes each job from one rank's report (REPORT: a real one, such as
 tests/gpu/ddp-proof.sh's rank0.json; by default an exit report of
 examples/leak_loop traced on the simulator, its timeline on) with
-tests/integration/rank_reports.py: eight ranks a host, rank 77 holding 1.6 GiB
-more at the report's largest stack, ranks 12 and 400 missing (12 leaving an
-OOM report), up to 200 KiB of difference between ranks at another stack.
+tests/integration/job_reports.py: eight ranks a host, rank 77 holding 1.6 GiB
+more at the report's largest stack, rank 12 leaving an OOM report and rank 400
+none, up to 200 KiB of difference between ranks at another stack.
 Then runs `cumemtrace merge` on the job's folder, text out, and prints its
 peak resident memory (the child's ru_maxrss), its wall time, the input's size
 and the seconds per GB, and whether the first 15 lines name rank 77, its host
@@ -29,7 +29,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-import rank_reports  # noqa: E402
+import job_reports  # noqa: E402
 
 
 def source_report(build, directory):
@@ -77,9 +77,9 @@ def main():
         for ranks in [int(n) for n in args.ranks.split(",")]:
             job = os.path.join(work, f"job-{ranks}")
             shutil.rmtree(job, ignore_errors=True)
-            missing = [r for r in (12, 400) if r < ranks]
-            _, size, site = rank_reports.make(report, job, ranks, outliers={77 % ranks: 1600},
-                                              missing=missing, oom=missing[:1], jitter_kib=200)
+            missing = [r for r in (400,) if r < ranks]
+            _, size, site = job_reports.make(report, job, ranks, outliers={77 % ranks: 1600},
+                                              missing=missing, oom=[12], jitter_kib=200)
             runs = [("after", [command, "merge", job])]
             if args.before:
                 files = sorted(glob.glob(os.path.join(job, "*", "*.json")),

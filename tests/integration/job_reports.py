@@ -2,7 +2,7 @@
 """A job's rank reports made from one real report: what `cumemtrace merge`
 is tried on at scale (tests/integration/test_command.py, bench/merge_ranks.py).
 
-    python3 tests/integration/rank_reports.py REPORT OUT --ranks N
+    python3 tests/integration/job_reports.py REPORT OUT --ranks N
         [--ranks-per-host 8] [--outlier RANK:MIB]... [--missing RANK]...
         [--oom RANK]... [--jitter KIB]
 
@@ -13,9 +13,10 @@ MIB more at the stack that holds most in REPORT (its site is that stack's
 line): the stack's bytes, its live group, what was held at the program's
 end and the device's counters all grow by as much. A missing rank leaves no
 file; an OOM rank leaves an OOM report (OUT/node-HHH/rank-R-oom.json, the
-reason "oom" and an out-of-memory event at that stack) and no exit report.
---jitter gives each rank up to that many KiB more at the second stack, so
-the ranks are not all alike. Prints one line of JSON: the files written,
+reason "oom" and an out-of-memory event at that stack) in place of its exit
+report.
+--jitter gives each rank up to that many KiB more at the second stack (the
+first when there is one only), so the ranks are not all alike. Prints one line of JSON: the files written,
 their bytes, and the outliers' stack's site (file:line).
 """
 import argparse
@@ -94,13 +95,14 @@ def make(source, out, ranks, per_host=8, outliers=None, missing=(), oom=(), jitt
     random_ = random.Random(seed)
     written = total = 0
     for rank in range(ranks):
-        if rank in missing:
+        if rank in missing and rank not in oom:
             continue
         report = copy.deepcopy(base) if (rank in outliers or rank in oom or jitter_kib) else base
         if rank in outliers:
             _add_bytes(report, top, outliers[rank] << 20)
-        if jitter_kib and second is not None:
-            _add_bytes(report, second, random_.randrange(jitter_kib + 1) << 10)
+        if jitter_kib:
+            _add_bytes(report, top if second is None else second,
+                       random_.randrange(jitter_kib + 1) << 10)
         folder = os.path.join(out, f"node-{rank // per_host:03d}")
         os.makedirs(folder, exist_ok=True)
         if rank in oom:
@@ -134,7 +136,7 @@ def main():
     try:
         outliers = {int(r): int(m) for r, m in (o.split(":") for o in args.outlier)}
     except ValueError:
-        sys.exit(f"rank_reports.py: --outlier takes RANK:MIB, not {args.outlier}")
+        sys.exit(f"job_reports.py: --outlier takes RANK:MIB, not {args.outlier}")
     files, size, site = make(args.report, args.out, args.ranks, args.ranks_per_host, outliers,
                              args.missing, args.oom, args.jitter)
     print(json.dumps({"files": files, "bytes": size, "site": site}))
