@@ -188,7 +188,7 @@ static void write_frames_json(struct out *out, struct merge *m, const struct fol
 {
     const struct report *r = frames_of(m, s);
     if (r)
-        cli_write_frames_json(out, r, s->stack_id, m->frames > 64 ? m->frames : 64);
+        cli_write_frames_json(out, r, s->stack_id, m->frames);
     else
         out_str(out, "[]");
 }
@@ -274,8 +274,8 @@ static const struct fold_rank *rank_numbered(const struct merge *m, int number)
     return NULL;
 }
 
-/* "  OOM: rank 12 (node-1, local rank 4): its OOM report FILE" or, for several,
- * "  OOM: ranks 12, 40 (2): node-1, node-2 ..." */
+/* "  OOM: rank 12 on node-1 (local rank 4), its OOM report FILE" or, for
+ * several, "  OOM: 2 ranks, 12, 40 (its OOM report: in the table below)". */
 static void write_kind_line(struct out *out, const struct merge *m, int kind, const char *title,
                             const char *what, int *scratch)
 {
@@ -286,7 +286,7 @@ static void write_kind_line(struct out *out, const struct merge *m, int kind, co
         const struct fold_rank *k = rank_numbered(m, scratch[0]);
         out_printf(out, "  %s: rank %d", title, scratch[0]);
         if (k)
-            out_printf(out, " on %s%s", host_of(m, k), k->local_rank >= 0 ? "" : "");
+            out_printf(out, " on %s", host_of(m, k));
         if (k && k->local_rank >= 0)
             out_printf(out, " (local rank %d)", k->local_rank);
         out_printf(out, ", %s %s\n", what, file_of_kind(m, scratch[0], kind));
@@ -341,7 +341,7 @@ static void write_answer_text(struct out *out, struct merge *m)
         if (m->missing_count) {
             out_str(out, m->missing_count == 1 ? "; rank " : "; ranks ");
             write_rank_list(out, m->missing, m->missing_count);
-            out_str(out, m->missing_count == 1 ? " left no report at all" : " left no report at all");
+            out_str(out, " left no report at all");
         }
         out_str(out, "\n");
     }

@@ -29,6 +29,8 @@ const char fold_rule_text[] =
 
 int fold_rule(double value, double median, double mad, uint64_t count)
 {
+    if (count == 0)
+        return FOLD_USUAL;      /* nothing to differ from */
     double spread = 1.4826 * mad;
     if (spread < median / 20)
         spread = median / 20;

@@ -136,7 +136,8 @@ int fold_add(struct fold *f, const struct report *r, int number, int file);
 /* The medians, spreads and outliers, and the stacks' order. 0, or -1. */
 int fold_finish(struct fold *f);
 void fold_free(struct fold *f);
-/* enum fold_verdict of `value` against a median and MAD of `count` others. */
+/* enum fold_verdict of `value` against a median and MAD of `count` others
+ * (none: FOLD_USUAL). */
 int fold_rule(double value, double median, double mad, uint64_t count);
 /* The rule in words. */
 extern const char fold_rule_text[];

@@ -544,6 +544,9 @@ def test_merge_identical(traced):
     _, _, usage = os.wait4(child.pid, 0)
     check("No rank diverges" in text and "  The ranks: 300 ranks " in text,
           f"the text says none diverges: {text[:800]}")
+    alone = tool("merge", source).stdout
+    check("No rank diverges (one rank: nothing to compare)" in alone,
+          f"one rank: nothing to diverge from: {alone[:600]}")
     inputs = 300 * os.path.getsize(source)
     check(usage.ru_maxrss * 1024 < max(48 << 20, inputs), f"peak RSS {usage.ru_maxrss} KiB for "
           f"{inputs >> 10} KiB of reports")
