@@ -30,6 +30,16 @@ int cli_load(const char *path, const struct report_options *options,
     return -1;
 }
 
+int cli_load_summary(const char *path, const struct report_options *options,
+                     struct loaded_report *loaded)
+{
+    char error[512];
+    if (report_load_summary(path, options, loaded, error, sizeof(error)) == 0)
+        return 0;
+    fprintf(stderr, "cumemtrace: cannot read '%s': %s\n", path, error);
+    return -1;
+}
+
 int cli_file_mode(void)
 {
     const char *text = getenv("CUMEMTRACE_FILE_MODE");

@@ -26,6 +26,9 @@ int cli_usage_error(const char *command, const char *message, const char *detail
  * names the file and the reason. */
 int cli_load(const char *path, const struct report_options *options,
              struct loaded_report *loaded);
+/* The same through report_load_summary: no timeline, series or blocks. */
+int cli_load_summary(const char *path, const struct report_options *options,
+                     struct loaded_report *loaded);
 
 /* Where a command writes: stdout, or PATH. PATH that names a FIFO, a
  * device, a pipe (/dev/stdout, a shell's >(...)) is written to as it is;

@@ -155,7 +155,7 @@ static const struct report *frames_of(struct merge *m, const struct fold_stack *
     struct loaded_report *loaded = calloc(1, sizeof(*loaded));
     if (!loaded)
         return NULL;
-    if (cli_load(m->job.files[file].path, m->options, loaded) < 0) {
+    if (cli_load_summary(m->job.files[file].path, m->options, loaded) < 0) {
         report_unload(loaded);
         free(loaded);
         return NULL;
@@ -899,7 +899,7 @@ static int fold_readings(struct merge *m)
     qsort(readings, count, sizeof(*readings), by_reading_rank);
     int status = fold_init(&m->fold, (uint32_t)count) < 0 ? -1 : 0;
     for (size_t i = 0; i < count && status == 0; i++) {
-        if (cli_load(readings[i]->path, m->options, loaded) < 0) {
+        if (cli_load_summary(readings[i]->path, m->options, loaded) < 0) {
             report_unload(loaded);
             free(readings);
             free(loaded);
