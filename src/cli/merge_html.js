@@ -90,7 +90,8 @@
     section.appendChild(element("p", {"id": "missing", "class": "verdict-bad"},
         "Missing: rank" + (data.no_exit_report.length === 1 ? " " : "s ") + rankList(data.no_exit_report) +
         " of the world of " + data.world_size + " left no exit report" +
-        (data.missing_ranks.length ? "; " + rankList(data.missing_ranks) + " left no report at all" : "")));
+        (data.missing_ranks.length ? "; rank" + (data.missing_ranks.length === 1 ? " " : "s ") +
+                                     rankList(data.missing_ranks) + " left no report at all" : "")));
   }
   var first = data.divergent_ranks[0];
   section.appendChild(element("p", {"id": "divergent", "class": first ? "verdict-bad" : "verdict-none",
@@ -136,7 +137,8 @@
     var from = low + (high - low) * k / bins, to = low + (high - low) * (k + 1) / bins;
     var column = histogram.appendChild(element("div", {"class": outliers[k] ? "outlier" : "",
         "data-count": String(c), "title": c + " ranks, " + bytes(from) + " to " + bytes(to)}));
-    column.style.height = (c ? Math.max(2, 100 * Math.sqrt(c / most)) : 0) + "%";
+    column.style.alignSelf = "flex-end";
+    column.style.height = (c ? Math.max(4, Math.round(90 * Math.sqrt(c / most))) : 0) + "px";
   });
   box.appendChild(element("div", {"class": "note"}, bytes(low) + " to " + bytes(high) +
       " of device memory per rank (height: the square root of the ranks in each bin; red: a divergent rank)"));

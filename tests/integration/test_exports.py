@@ -902,7 +902,7 @@ def test_merge_html_job(traced):
           result["link"][2] and result.get("target", "").startswith("rank 37 "),
           f"its line on the first screen, linked to the stack naming it: {result.get('link')} {result.get('target')}")
     check(result.get("oom", [""])[0].startswith("Out of memory: rank 12 on node-001") and result["oom"][1] and
-          "ranks 12, 40 of the world of 64 left no exit report; 40 left no report at all" in
+          "ranks 12, 40 of the world of 64 left no exit report; rank 40 left no report at all" in
           result.get("missing", ""), f"the OOM and the missing ranks: {result.get('oom')} {result.get('missing')}")
     bins = result.get("bins", [])
     check(sum(c for c, _ in bins) == 63 and [k for c, k in bins if k == "outlier"] == ["outlier"] and
