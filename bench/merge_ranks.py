@@ -11,7 +11,7 @@ tests/integration/job_reports.py: eight ranks a host, rank 77 holding 1.6 GiB
 more at the report's largest stack, rank 12 leaving an OOM report and rank 400
 none, up to 200 KiB of difference between ranks at another stack.
 Then runs `cumemtrace merge` on the job's folder, text out, and prints its
-peak resident memory (the child's ru_maxrss), its wall time, the input's size
+peak resident memory (GNU time's, where /usr/bin/time is), its wall time, the input's size
 and the seconds per GB, and whether the first 15 lines name rank 77, its host
 and the site. --before PATH runs another build's command too (one that takes
 files only: they are given in rank order), for docs/PERFORMANCE.md's
@@ -46,17 +46,22 @@ def source_report(build, directory):
 
 
 def measure(command):
-    """(peak RSS in MiB, seconds, stdout) of one run."""
+    """(peak RSS in MiB, seconds, stdout) of one run. The peak is GNU time's
+    (its child's ru_maxrss): a child forked from this Python would count
+    this interpreter's pages as its own."""
+    timer = shutil.which("time", path="/usr/bin:/bin")
     start = time.monotonic()
-    with tempfile.TemporaryFile() as out:
-        child = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL)
+    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as peak:
+        wrapped = [timer, "-f", "%M", "-o", peak.name, *command] if timer else command
+        child = subprocess.Popen(wrapped, stdout=out, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.monotonic() - start
         out.seek(0)
         text = out.read().decode(errors="replace")
+        kib = int(peak.read().split()[-1]) if timer else usage.ru_maxrss
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"merge_ranks.py: {' '.join(command[:3])} ... failed")
-    return usage.ru_maxrss / 1024, seconds, text
+    return kib / 1024, seconds, text
 
 
 def main():
