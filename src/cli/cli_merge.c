@@ -73,6 +73,8 @@ struct merge {
     size_t missing_count;
     int *no_exit;                /* ranks of the world with no exit report */
     size_t no_exit_count;
+    int *beyond;                 /* ranks the reports name at or past the world size */
+    size_t beyond_count;
     uint32_t *divergent;         /* fold ranks above the others, the most first */
     uint32_t divergent_count;
     uint32_t *shown;             /* fold stacks listed, in order */
@@ -110,7 +112,8 @@ static int job_shape(struct merge *m)
     int *kinds = malloc((size_t)m->world_size * sizeof(int));
     m->missing = calloc((size_t)m->world_size + 1, sizeof(int));
     m->no_exit = calloc((size_t)m->world_size + 1, sizeof(int));
-    if (!kinds || !m->missing || !m->no_exit) {
+    m->beyond = calloc(m->job.count + 1, sizeof(int));
+    if (!kinds || !m->missing || !m->no_exit || !m->beyond) {
         free(kinds);
         return -1;
     }
@@ -120,7 +123,10 @@ static int job_shape(struct merge *m)
         const struct job_file *f = &m->job.files[i];
         if (f->rank >= 0 && f->rank < m->world_size && (kinds[f->rank] < 0 || f->kind < kinds[f->rank]))
             kinds[f->rank] = f->kind;
+        if (f->rank >= m->world_size && f->reading)
+            m->beyond[m->beyond_count++] = f->rank;
     }
+    qsort(m->beyond, m->beyond_count, sizeof(int), by_int);
     for (int r = 0; r < m->world_size; r++) {
         if (kinds[r] < 0)
             m->missing[m->missing_count++] = r;
@@ -324,6 +330,40 @@ static size_t stacks_of_rank(const struct fold *f, uint32_t rank, uint32_t *foun
     return n;
 }
 
+/* The divergent ranks past the first ANSWER_RANKS, by host: "and 12 more
+ * divergent ranks: node-009 (76-79), node-010 (80-87)", LISTED hosts at most. */
+static void write_more_divergent(struct out *out, const struct merge *m)
+{
+    const struct fold *f = &m->fold;
+    uint32_t more = m->divergent_count - ANSWER_RANKS;
+    int *numbers = calloc((size_t)more + 1, sizeof(int));
+    char *done = calloc((size_t)more + 1, 1);
+    out_printf(out, "  and %u more divergent rank%s", more, more == 1 ? "" : "s");
+    uint32_t hosts = 0;
+    for (uint32_t i = 0; numbers && done && i < more; i++) {
+        if (done[i])
+            continue;
+        uint32_t host = f->ranks[m->divergent[ANSWER_RANKS + i]].host;
+        size_t n = 0;
+        for (uint32_t j = i; j < more; j++)
+            if (!done[j] && f->ranks[m->divergent[ANSWER_RANKS + j]].host == host) {
+                done[j] = 1;
+                numbers[n++] = f->ranks[m->divergent[ANSWER_RANKS + j]].number;
+            }
+        if (hosts++ == LISTED) {
+            out_str(out, ", ...");
+            break;
+        }
+        qsort(numbers, n, sizeof(int), by_int);
+        out_printf(out, "%s %s (", hosts == 1 ? ":" : ",", m->fold.hosts.names[host]);
+        write_rank_list(out, numbers, n);
+        out_str(out, ")");
+    }
+    out_str(out, "\n");
+    free(numbers);
+    free(done);
+}
+
 static void write_answer_text(struct out *out, struct merge *m)
 {
     const struct fold *f = &m->fold;
@@ -347,6 +387,12 @@ static void write_answer_text(struct out *out, struct merge *m)
     }
     if (m->world_sizes_differ)
         out_printf(out, "  world size: the reports do not agree (up to %d)\n", m->world_size);
+    if (m->beyond_count) {
+        out_printf(out, "  world size %d, yet the reports name rank%s ", m->world_size,
+                   m->beyond_count == 1 ? "" : "s");
+        write_rank_list(out, m->beyond, m->beyond_count);
+        out_str(out, "\n");
+    }
     char live[24], centre[24], bytes[24];
     for (uint32_t i = 0; i < m->divergent_count && i < ANSWER_RANKS; i++) {
         const struct fold_rank *k = &f->ranks[m->divergent[i]];
@@ -371,13 +417,8 @@ static void write_answer_text(struct out *out, struct merge *m)
                        st->label ? " [" : "", st->label ? st->label : "", st->label ? "]" : "");
         }
     }
-    if (m->divergent_count > ANSWER_RANKS) {
-        out_printf(out, "  and %u more divergent ranks:", m->divergent_count - ANSWER_RANKS);
-        for (uint32_t i = ANSWER_RANKS; i < m->divergent_count && i < ANSWER_RANKS + LISTED; i++)
-            out_printf(out, " %d (%s)", f->ranks[m->divergent[i]].number,
-                       host_of(m, &f->ranks[m->divergent[i]]));
-        out_str(out, m->divergent_count > ANSWER_RANKS + LISTED ? " ...\n" : "\n");
-    }
+    if (m->divergent_count > ANSWER_RANKS)
+        write_more_divergent(out, m);
     if (m->divergent_count == 0)
         out_printf(out, "  No rank diverges%s\n",
                    f->rank_count < 2 ? " (one rank: nothing to compare)" : "");
@@ -707,6 +748,8 @@ static void write_json(struct out *out, struct merge *m)
     write_int_list(out, m->missing, m->missing_count);
     out_str(out, ",\"no_exit_report\":");
     write_int_list(out, m->no_exit, m->no_exit_count);
+    out_str(out, ",\"ranks_beyond_world\":");
+    write_int_list(out, m->beyond, m->beyond_count);
     write_files_of_kind(out, m, "oom_reports", JOB_OOM);
     write_files_of_kind(out, m, "crash_dumps", JOB_CRASH);
     out_printf(out, ",\"skipped_files\":%zu,\"ranks\":[", m->job.skipped);
@@ -930,6 +973,7 @@ static void merge_free(struct merge *m)
         }
     free(m->missing);
     free(m->no_exit);
+    free(m->beyond);
     free(m->divergent);
     free(m->shown);
     free(m->growing);

@@ -2,8 +2,9 @@
  *
  * A survey reads at most SURVEY_BYTES of a file. A JSON report is written
  * {"format":...,"version":...,"reason":...,"process":{...},...}
- * (report_json.c): the text up to the end of the process object, closed
- * with '}', is itself a JSON object, read with json.c. A file whose first
+ * (report_json.c; spaces between may be added by a tool that re-indents
+ * it): the text up to the end of the process object, closed with '}', is
+ * itself a JSON object, read with json.c. A file whose first
  * bytes are not that is left to the loader, which says why it is not a
  * report. A crash dump's first lines are its pid and its signal (0: written
  * at exit in place of the report). */
@@ -171,10 +172,12 @@ static int number_of(const struct json_value *object, const char *key)
  * not a report's (or out of memory). */
 static int survey_report(struct job_file *file, char *text, long length)
 {
-    static const char process_key[] = "\"process\":{";
-    char *process = strstr(text, process_key);
-    const char *end = process ? object_end(process + sizeof(process_key) - 2, text + length)
-                              : NULL;
+    char *process = strstr(text, "\"process\"");
+    const char *start = process ? process + strlen("\"process\"") : NULL;
+    while (start && (*start == ' ' || *start == '\n' || *start == '\r' || *start == '\t' ||
+                     *start == ':'))
+        start++;    /* a report pretty-printed (jq .) says "process": { */
+    const char *end = start && *start == '{' ? object_end(start, text + length) : NULL;
     if (!end)
         return -1;
     char saved[2] = {end[0], end[1]};

@@ -556,6 +556,35 @@ def test_merge_identical(traced):
           f"{capped.stdout[:600]}")
 
 
+def test_merge_world(traced):
+    """The world checked against what was found: a report re-indented (jq .)
+    is read like the others; one naming a rank past the world size is said;
+    a report cut short in the tree fails the merge in one line naming it."""
+    folder, _, _ = merge_job(traced, 16)
+    with open(os.path.join(folder, "node-001", "rank-9.json")) as handle:
+        report = json.load(handle)
+    report["process"]["rank"] = 20
+    with open(os.path.join(folder, "node-001", "rank-20.json"), "w") as handle:
+        json.dump(report, handle, indent=2)
+    completed = tool("merge", folder)
+    check(completed.returncode == 0 and completed.stdout.startswith(
+              "==== cumemtrace merge: 17 ranks on 2 hosts ====\n"
+              "  world size 16, yet the reports name rank 20\n"),
+          f"rank 20 read and said: {completed.returncode} {completed.stderr!r} {completed.stdout[:400]}")
+    merged = json.loads(tool("merge", folder, "--format", "json").stdout)
+    check(merged["ranks_beyond_world"] == [20] and merged["missing_ranks"] == [] and
+          [r["rank"] for r in merged["ranks"]][-2:] == [15, 20], f"the JSON: {merged['ranks_beyond_world']}")
+    cut = os.path.join(folder, "node-000", "rank-3.json")
+    with open(cut) as handle:
+        text = handle.read()
+    with open(cut, "w") as handle:
+        handle.write(text[:len(text) * 2 // 3])
+    completed = tool("merge", folder)
+    check(completed.returncode == 2 and completed.stderr.count("\n") == 1 and
+          f"cannot read '{cut}': line 1, column" in completed.stderr,
+          f"a report cut short: one line naming it, status 2: {completed.returncode} {completed.stderr!r}")
+
+
 def test_command_inputs(traced):
     """Bad inputs and outputs: one line on stderr and exit status 2; bad
     arguments: status 1; --help on every command: status 0."""
