@@ -72,10 +72,10 @@ static int names_grow(struct fold_names *n)
     return 0;
 }
 
-/* The index of `name`; added (a copy, or `name` itself when `take`, which
- * then belongs to the set) when new, *added set. -1 when out of memory
- * (`name` freed if it was to be taken). */
-static long names_intern(struct fold_names *n, char *name, int take, int *added)
+/* The index of `name`; added when new (*added set): `owned`, a malloc'ed
+ * copy of it that then belongs to the set, or a copy made here (`owned`
+ * NULL). `owned` is freed when not kept. -1 when out of memory. */
+static long names_intern(struct fold_names *n, const char *name, char *owned, int *added)
 {
     *added = 0;
     if ((n->count + 1) * 2 > n->slot_count && names_grow(n) < 0)
@@ -85,8 +85,7 @@ static long names_intern(struct fold_names *n, char *name, int take, int *added)
     for (; n->slots[at]; at = (at + 1) & (n->slot_count - 1)) {
         uint32_t i = n->slots[at] - 1;
         if (n->hashes[i] == h && strcmp(n->names[i], name) == 0) {
-            if (take)
-                free(name);
+            free(owned);
             return i;
         }
     }
@@ -101,7 +100,7 @@ static long names_intern(struct fold_names *n, char *name, int take, int *added)
         n->hashes = hashes;
         n->capacity = capacity;
     }
-    char *stored = take ? name : strdup(name);
+    char *stored = owned ? owned : strdup(name);
     if (!stored)
         goto out_of_memory;
     n->names[n->count] = stored;
@@ -110,8 +109,7 @@ static long names_intern(struct fold_names *n, char *name, int take, int *added)
     *added = 1;
     return n->count++;
 out_of_memory:
-    if (take)
-        free(name);
+    free(owned);
     return -1;
 }
 
@@ -237,7 +235,7 @@ static long stack_of(struct fold *f, const struct report *r, uint32_t stack_id, 
     if (!key)
         return -1;
     int added;
-    long index = names_intern(&f->keys, key, 1, &added);
+    long index = names_intern(&f->keys, key, key, &added);
     if (index < 0 || !added)
         return index;
     struct fold_stack *s = &f->stacks[index];
@@ -313,7 +311,7 @@ int fold_add(struct fold *f, const struct report *r, int number, int file)
     k->world_size = r->world_size;
     k->pid = r->pid;
     int added;
-    long host = names_intern(&f->hosts, (char *)(r->hostname[0] ? r->hostname : "?"), 0, &added);
+    long host = names_intern(&f->hosts, r->hostname[0] ? r->hostname : "?", NULL, &added);
     if (host < 0)
         return -1;
     k->host = (uint32_t)host;
