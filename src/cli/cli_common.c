@@ -30,6 +30,16 @@ int cli_load(const char *path, const struct report_options *options,
     return -1;
 }
 
+int cli_load_summary(const char *path, const struct report_options *options,
+                     struct loaded_report *loaded)
+{
+    char error[512];
+    if (report_load_summary(path, options, loaded, error, sizeof(error)) == 0)
+        return 0;
+    fprintf(stderr, "cumemtrace: cannot read '%s': %s\n", path, error);
+    return -1;
+}
+
 int cli_file_mode(void)
 {
     const char *text = getenv("CUMEMTRACE_FILE_MODE");
@@ -344,6 +354,13 @@ char *cli_stack_key(const struct report *r, uint32_t stack_id)
     return stack_key(r, stack_id, script);
 }
 
+void cli_stack_site(const struct report *r, uint32_t stack_id, char *text, size_t size)
+{
+    frames_site_text(r, stack_id, text, size);
+    if (!text[0])
+        snprintf(text, size, "(no stack recorded)");
+}
+
 /* Where a short list of frames starts: the operation a framework's thread
  * ran, else the framework call the site made, else the site; the CUDA call
  * inside is the same in every stack. */
@@ -483,15 +500,12 @@ static int by_key(const void *a, const void *b)
                                   : (x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id);
 }
 
-/* How many stacks a report read at `moment` lists, and the k-th with its
- * bytes then: at the end, what each held (r->held); else the stacks written
- * out (r->shown), at their live or their peak bytes. */
-static size_t moment_stacks(const struct report *r, int moment)
+size_t cli_moment_stacks(const struct report *r, int moment)
 {
     return moment == CLI_AT_END ? r->held_count : r->shown_count;
 }
 
-static uint32_t moment_stack(const struct report *r, int moment, size_t k, uint64_t *bytes)
+uint32_t cli_moment_stack(const struct report *r, int moment, size_t k, uint64_t *bytes)
 {
     if (moment == CLI_AT_END) {
         *bytes = r->held[k].bytes;
@@ -509,7 +523,7 @@ int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports
     sums->count = 0;
     size_t total = 0, used = 0;
     for (int i = 0; i < count; i++)
-        total += moment_stacks(&reports[i]->report, moments ? moments[i] : CLI_AT_EXIT);
+        total += cli_moment_stacks(&reports[i]->report, moments ? moments[i] : CLI_AT_EXIT);
     struct stack_entry *entries = calloc(total + 1, sizeof(*entries));
     sums->items = calloc(total + 1, sizeof(*sums->items));
     int failed = !entries || !sums->items;
@@ -519,9 +533,9 @@ int cli_sum_stacks(struct stack_sums *sums, struct loaded_report *const *reports
         const struct report *r = &reports[i]->report;
         int moment = moments ? moments[i] : CLI_AT_EXIT;
         cli_script_folder(r, script, OUTPUT_PATH_MAX);
-        for (size_t k = 0; k < moment_stacks(r, moment); k++) {
+        for (size_t k = 0; k < cli_moment_stacks(r, moment); k++) {
             uint64_t bytes;
-            uint32_t id = moment_stack(r, moment, k, &bytes);
+            uint32_t id = cli_moment_stack(r, moment, k, &bytes);
             /* A cache's segments hold its blocks, counted by their own stacks. */
             if (id == 0 || id > r->stack_count || report_cache_segment(r, id))
                 continue;

@@ -26,6 +26,9 @@ int cli_usage_error(const char *command, const char *message, const char *detail
  * names the file and the reason. */
 int cli_load(const char *path, const struct report_options *options,
              struct loaded_report *loaded);
+/* The same through report_load_summary: no timeline, series or blocks. */
+int cli_load_summary(const char *path, const struct report_options *options,
+                     struct loaded_report *loaded);
 
 /* Where a command writes: stdout, or PATH. PATH that names a FIFO, a
  * device, a pipe (/dev/stdout, a shell's >(...)) is written to as it is;
@@ -62,6 +65,9 @@ void cli_match_path(const char *file, const char *folder, char *key, size_t size
  * one per line, never a raw address (those change from run to run). Returns a
  * malloc'ed string, NULL when out of memory. */
 char *cli_stack_key(const struct report *r, uint32_t stack_id);
+/* A stack's site (frames.h: the user's own line, where there is one) as
+ * cli_write_frames shows it, in `text`; "(no stack recorded)" without. */
+void cli_stack_site(const struct report *r, uint32_t stack_id, char *text, size_t size);
 /* Up to `limit` frames of a stack from its site outwards (from the
  * framework call the site made, when there is one), those frames.h hides
  * left out unless the report shows all frames, the site marked, each on its
@@ -90,6 +96,11 @@ const char *cli_moment_text(const struct report *r, int moment);
  * at a moment (at the end of an older report that did not keep it: at exit). */
 uint64_t cli_device_bytes(const struct report *r, int slot, int moment);
 uint64_t cli_bytes_at(const struct report *r, int moment);
+/* How many stacks a report read at `moment` lists, and the k-th's id with
+ * its bytes then: at the end, what each held (r->held); else the stacks
+ * written out (r->shown), at their live or their peak bytes. */
+size_t cli_moment_stacks(const struct report *r, int moment);
+uint32_t cli_moment_stack(const struct report *r, int moment, size_t k, uint64_t *bytes);
 
 /* Bytes per stack across several reports, each read at its moment
  * (moments[i]; NULL: CLI_AT_EXIT for all), stacks matched by their

@@ -27,6 +27,7 @@ struct parser {
     char *error;
     size_t error_size;
     int failed;
+    const char *const *skip;     /* the root's members left out; NULL: none */
 };
 
 static size_t chunk_header(void)
@@ -358,6 +359,52 @@ static int keys_unique(struct parser *p, const struct json_value *v)
     return twice ? -1 : 0;
 }
 
+/* 1 if the member `key` of the root object is one to leave out. */
+static int skipped(const struct parser *p, int depth, const char *key)
+{
+    for (const char *const *k = p->skip; k && depth == 1 && *k; k++)
+        if (strcmp(*k, key) == 0)
+            return 1;
+    return 0;
+}
+
+/* Pass over the value at p->at without a node: its brackets matched, its
+ * strings closed (their escapes skipped), nothing else checked. 0, or -1. */
+static int skip_value(struct parser *p)
+{
+    long depth = 0;
+    skip_space(p);
+    do {
+        if (p->at >= p->end) {
+            fail(p, "unexpected end of input in a value");
+            return -1;
+        }
+        char c = *p->at++;
+        if (c == '"') {
+            while (p->at < p->end && *p->at != '"')
+                p->at += *p->at == '\\' ? 2 : 1;
+            if (p->at >= p->end) {
+                fail(p, "unexpected end of input in a string");
+                return -1;
+            }
+            p->at++;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        } else if (depth == 0) {
+            while (p->at < p->end && *p->at != ',' && *p->at != '}' && *p->at != ']' &&
+                   *p->at != ' ' && *p->at != '\n' && *p->at != '\r' && *p->at != '\t')
+                p->at++;    /* a number or a word */
+        }
+    } while (depth > 0);
+    if (depth < 0) {
+        fail(p, "unexpected closing bracket, expected a value");
+        return -1;
+    }
+    return 0;
+}
+
 /* An array or an object, its opening bracket at p->at. */
 static int parse_members(struct parser *p, struct json_value *v, int depth, int object)
 {
@@ -389,13 +436,18 @@ static int parse_members(struct parser *p, struct json_value *v, int depth, int 
             }
             p->at++;
         }
-        struct json_value *member = parse_value(p, depth + 1);
-        if (!member)
-            return -1;
-        member->key = key;
-        *tail = member;
-        tail = &member->next;
-        v->length++;
+        if (object && skipped(p, depth, key)) {
+            if (skip_value(p) < 0)
+                return -1;
+        } else {
+            struct json_value *member = parse_value(p, depth + 1);
+            if (!member)
+                return -1;
+            member->key = key;
+            *tail = member;
+            tail = &member->next;
+            v->length++;
+        }
         skip_space(p);
         if (p->at >= p->end) {
             fail(p, object ? "unexpected end of input in an object"
@@ -463,7 +515,13 @@ static struct json_value *parse_value(struct parser *p, int depth)
 int json_parse(const char *text, size_t length, struct json_document *doc, char *error,
                size_t error_size)
 {
-    struct parser p = {text, text, text + length, doc, error, error_size, 0};
+    return json_parse_skipping(text, length, NULL, doc, error, error_size);
+}
+
+int json_parse_skipping(const char *text, size_t length, const char *const *skip,
+                        struct json_document *doc, char *error, size_t error_size)
+{
+    struct parser p = {text, text, text + length, doc, error, error_size, 0, skip};
     doc->root = NULL;
     doc->chunks = NULL;
     if (error_size)

@@ -46,6 +46,12 @@ struct json_document {
  * (out of memory also gives -1). Release with json_free in either case. */
 int json_parse(const char *text, size_t length, struct json_document *doc, char *error,
                size_t error_size);
+/* The same, the members of the root object named in `skip` (NULL-terminated)
+ * left out of the tree: passed over with their brackets matched and their
+ * strings closed, nothing else checked, no node made (a reader that needs
+ * little of a large document). */
+int json_parse_skipping(const char *text, size_t length, const char *const *skip,
+                        struct json_document *doc, char *error, size_t error_size);
 void json_free(struct json_document *doc);
 
 /* The member `key` of an object; NULL when absent or `object` is not one. */

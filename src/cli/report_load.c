@@ -919,10 +919,10 @@ static void load_timeline_end(struct loader *l, const struct json_value *root)
 }
 
 static int load_json(struct loaded_report *loaded, const char *text, size_t length,
-                     char *error, size_t error_size)
+                     const char *const *skip, char *error, size_t error_size)
 {
     struct report *r = &loaded->report;
-    if (json_parse(text, length, &loaded->json, error, error_size) < 0)
+    if (json_parse_skipping(text, length, skip, &loaded->json, error, error_size) < 0)
         return -1;
     const struct json_value *root = loaded->json.root;
     struct loader l = {.r = r, .error = error, .error_size = error_size};
@@ -968,8 +968,13 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     return l.failed || frames_tell_apart(r) < 0 ? -1 : 0;
 }
 
-int report_load_text(const char *text, size_t length, const struct report_options *options,
-                     struct loaded_report *loaded, char *error, size_t error_size)
+/* What report_load_summary leaves out of a JSON report. */
+static const char *const summary_skip[] = {"timeline", "series", "blocks", "fragmentation",
+                                           "findings", NULL};
+
+static int load_text(const char *text, size_t length, const struct report_options *options,
+                     const char *const *skip, struct loaded_report *loaded, char *error,
+                     size_t error_size)
 {
     memset(loaded, 0, sizeof(*loaded));
     loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
@@ -1001,11 +1006,18 @@ int report_load_text(const char *text, size_t length, const struct report_option
             errno = EPROTO;
             return -1;
         }
-    return load_json(loaded, text, length, error, error_size);
+    return load_json(loaded, text, length, skip, error, error_size);
 }
 
-int report_load(const char *path, const struct report_options *options,
-                struct loaded_report *loaded, char *error, size_t error_size)
+int report_load_text(const char *text, size_t length, const struct report_options *options,
+                     struct loaded_report *loaded, char *error, size_t error_size)
+{
+    return load_text(text, length, options, NULL, loaded, error, error_size);
+}
+
+static int load_file(const char *path, const struct report_options *options,
+                     const char *const *skip, struct loaded_report *loaded, char *error,
+                     size_t error_size)
 {
     memset(loaded, 0, sizeof(*loaded));
     loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
@@ -1019,9 +1031,21 @@ int report_load(const char *path, const struct report_options *options,
             snprintf(error, error_size, "%s", strerror(errno));
         return -1;
     }
-    int status = report_load_text(text, length, options, loaded, error, error_size);
+    int status = load_text(text, length, options, skip, loaded, error, error_size);
     pages_free(text, size);
     return status;
+}
+
+int report_load(const char *path, const struct report_options *options,
+                struct loaded_report *loaded, char *error, size_t error_size)
+{
+    return load_file(path, options, NULL, loaded, error, error_size);
+}
+
+int report_load_summary(const char *path, const struct report_options *options,
+                        struct loaded_report *loaded, char *error, size_t error_size)
+{
+    return load_file(path, options, summary_skip, loaded, error, error_size);
 }
 
 void report_unload(struct loaded_report *loaded)

@@ -23,6 +23,12 @@ struct loaded_report {
  * Release with report_unload in either case. */
 int report_load(const char *path, const struct report_options *options,
                 struct loaded_report *loaded, char *error, size_t error_size);
+/* The same, leaving out of a JSON report what a summary of it does not need:
+ * the event timeline, the coarse series, the live blocks listed one by one,
+ * its findings and fragmentation (has_timeline 0, series NULL, no blocks):
+ * what merge reads of each rank, in a fraction of the time. */
+int report_load_summary(const char *path, const struct report_options *options,
+                        struct loaded_report *loaded, char *error, size_t error_size);
 /* The same for a report or dump already read: `length` bytes of `text`,
  * which must hold a NUL after them. The loaded report keeps no pointer into
  * `text`. */

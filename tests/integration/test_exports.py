@@ -861,3 +861,56 @@ def test_merge_html(traced):
     check(rows == expected, f"the page shows each rank's live bytes as the JSON: {rows} {expected}")
     check(attribute(dom, "divergent") == str(merged["divergent"]["rank"]) == "1",
           f"the page names rank 1 as divergent: {attribute(dom, 'divergent')}")
+    check(re.search(r'<details id="all-ranks">', dom) is not None,
+          "every rank's row is in a collapsed table")
+
+
+def test_merge_html_job(traced):
+    """A job of 64 ranks (job_reports.py): on the page's first screen (1280
+    x 1000), the OOM rank, the missing ranks and the divergent rank with its
+    host and its line, linked to its stack, whose row names it as the
+    outlier; a histogram of memory per rank (every rank in one bin, rank 37's
+    bin red) and a host x local-rank heat map (8 x 8, rank 40's cell
+    missing, rank 37's red)."""
+    import job_reports
+    source = os.path.join(rank_reports(traced, [(0, 3)]), "rank-0.json")
+    folder = __import__("tempfile").mkdtemp(prefix="cumemtrace-job-")
+    _, _, site = job_reports.make(source, folder, 64, outliers={37: 200}, missing=[40], oom=[12])
+    page = os.path.join(folder, "merged.html")
+    completed = tool("merge", folder, "--format", "html", "-o", page)
+    check(completed.returncode == 0, f"merge --format html: {completed.returncode} {completed.stderr!r}")
+    need_browser()
+    result, _ = drive(page, """
+      function seen(e) { var box = e.getBoundingClientRect(); return box.bottom > 0 && box.top < window.innerHeight; }
+      var divergent = document.getElementById('divergent'), link = document.querySelector('#divergent-stacks a.site');
+      result.divergent = [divergent.dataset.value, divergent.textContent, seen(divergent)];
+      result.link = link ? [link.textContent, link.getAttribute('href'), seen(link)] : null;
+      var target = link && document.querySelector(link.getAttribute('href'));
+      result.target = target ? target.querySelector('.outliers').textContent : null;
+      result.oom = [document.getElementById('oom').textContent, seen(document.getElementById('oom'))];
+      result.missing = document.getElementById('missing').textContent;
+      result.bins = [].map.call(document.querySelectorAll('#histogram div'), function (d) {
+        return [+d.dataset.count, d.className]; });
+      var heat = document.getElementById('heatmap');
+      result.heat = [+heat.dataset.hosts, +heat.dataset.localRanks,
+                     heat.querySelectorAll('span[data-rank]').length, heat.querySelectorAll('span.missing').length,
+                     heat.querySelector('span[data-rank="37"]').style.background];
+      result.collapsed = !document.getElementById('all-ranks').open;
+      result.rows = document.querySelectorAll('#ranks tr[data-rank]').length;
+    """)
+    check(result.get("divergent", [None])[0] == "37" and "rank 37 on node-004 (local rank 5)" in
+          result["divergent"][1] and result["divergent"][2],
+          f"rank 37 and its host on the first screen: {result.get('divergent')}")
+    check(result.get("link") and result["link"][0].endswith(site) and result["link"][1] == "#stack-1" and
+          result["link"][2] and result.get("target", "").startswith("rank 37 "),
+          f"its line on the first screen, linked to the stack naming it: {result.get('link')} {result.get('target')}")
+    check(result.get("oom", [""])[0].startswith("Out of memory: rank 12 on node-001") and result["oom"][1] and
+          "ranks 12, 40 of the world of 64 left no exit report; rank 40 left no report at all" in
+          result.get("missing", ""), f"the OOM and the missing ranks: {result.get('oom')} {result.get('missing')}")
+    bins = result.get("bins", [])
+    check(sum(c for c, _ in bins) == 63 and [k for c, k in bins if k == "outlier"] == ["outlier"] and
+          bins[-1] == [1, "outlier"], f"the histogram: every rank once, rank 37 alone and red: {bins}")
+    check(result.get("heat", [])[:4] == [8, 8, 63, 1] and result["heat"][4] in ("rgb(198, 40, 40)", "#c62828"),
+          f"the heat map: 8 hosts x 8 local ranks, one missing, rank 37 red: {result.get('heat')}")
+    check(result.get("collapsed") is True and result.get("rows") == 63,
+          f"every rank's row, collapsed: {result.get('collapsed')} {result.get('rows')}")

@@ -139,9 +139,39 @@ static void test_errors(void)
     CHECK(parses(" \n\t[ ] \r\n"));
 }
 
+/* Members of the root left out: not in the tree, whatever they hold
+ * (brackets and quotes in strings, escaped quotes, nesting), the others
+ * read as without; deeper members of the same name kept; a skipped value
+ * that does not end, or a stray bracket, is an error. */
+static void test_skipping(void)
+{
+    static const char *const skip[] = {"timeline", "blob", NULL};
+    const char *text = "{\"a\":1,\"timeline\":{\"events\":[[1,\"x]}\\\"{\"],[2,{\"q\":[]}]]},"
+                       "\"blob\": -12.5e3 ,\"b\":{\"timeline\":7},\"c\":\"end\"}";
+    struct json_document doc;
+    char error[128];
+    CHECK(json_parse_skipping(text, strlen(text), skip, &doc, error, sizeof(error)) == 0);
+    uint64_t v = 0;
+    CHECK(doc.root && doc.root->length == 3 && !json_get(doc.root, "timeline") &&
+          !json_get(doc.root, "blob"));
+    CHECK(json_uint(json_get(doc.root, "a"), &v) == 0 && v == 1);
+    CHECK(json_uint(json_get(json_get(doc.root, "b"), "timeline"), &v) == 0 && v == 7);
+    CHECK(strcmp(json_string(json_get(doc.root, "c")), "end") == 0);
+    json_free(&doc);
+    const char *unended = "{\"timeline\":[1,[2,3]";
+    CHECK(json_parse_skipping(unended, strlen(unended), skip, &doc, error, sizeof(error)) < 0 &&
+          strstr(error, "unexpected end of input") != NULL);
+    json_free(&doc);
+    const char *stray = "{\"blob\":]}";
+    CHECK(json_parse_skipping(stray, strlen(stray), skip, &doc, error, sizeof(error)) < 0 &&
+          strstr(error, "unexpected closing bracket") != NULL);
+    json_free(&doc);
+}
+
 int main(void)
 {
     test_values();
     test_errors();
+    test_skipping();
     return check_done("test_json");
 }
