@@ -125,8 +125,8 @@ static void python_lines(const char *python, int build)
                 snprintf(text, sizeof(text), "%s: %s", rest,
                          cupy ? "blocks of its memory pool recorded one by one (from its "
                                 "import on)"
-                              : "live arrays recorded with their tracebacks (swept "
-                                "every CUMEMTRACE_SAMPLE_MS)");
+                              : "live arrays recorded with their tracebacks (swept at "
+                                "least every 100 ms, within 1% of the time)");
             line(cupy ? "CuPy" : "JAX", text);
         }
     }

@@ -29,6 +29,9 @@ def check(ok, what):
     failures += 0 if ok else 1
 
 
+KEPT = []   # a module global, as a server's store of sessions is: held to the end
+
+
 def serve():
     """The traced program: the server, keeping every request's cache."""
     import random
@@ -40,7 +43,7 @@ def serve():
     config = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=512)
     model = GPT2LMHeadModel(config).cuda().eval()
     random.seed(0)
-    kept = []
+    kept = KEPT
     with torch.no_grad():
         for _ in range(40):
             length = random.randint(8, 96)
@@ -87,7 +90,7 @@ def main():
     growing = [f["site"] or "" for f in findings if f["verdict"] == "growing"]
     check(any(s.startswith(site) for s in growing),
           f"a growing site is the user's call to generate(), {site}: {growing}")
-    check(any(s.startswith(site) and "(via transformers: generate -> " in s for s in growing),
+    check(any(s.startswith(site) and "(via transformers: " in s and "generate -> " in s for s in growing),
           f"with transformers named beside it: {growing}")
     sited = [f["site"] for f in findings if f.get("site")]
     check(not any("site-packages" in s.split(" in ")[0] or "dist-packages" in s.split(" in ")[0]

@@ -901,7 +901,7 @@ def test_merge_html_job(traced):
     check(result.get("divergent", [None])[0] == "37" and "rank 37 on node-004 (local rank 5)" in
           result["divergent"][1] and result["divergent"][2],
           f"rank 37 and its host on the first screen: {result.get('divergent')}")
-    check(result.get("link") and result["link"][0].endswith(site) and result["link"][1] == "#stack-1" and
+    check(result.get("link") and result["link"][0].split(" in ")[0].endswith(site) and result["link"][1] == "#stack-1" and
           result["link"][2] and result.get("target", "").startswith("rank 37 "),
           f"its line on the first screen, linked to the stack naming it: {result.get('link')} {result.get('target')}")
     check(result.get("oom", [""])[0].startswith("Out of memory: rank 12 on node-001") and result["oom"][1] and
