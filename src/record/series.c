@@ -14,7 +14,7 @@ void series_reset(void)
 }
 
 /* The counters' bytes now into sample `s`, at `now_ms`. */
-static void read_counters(struct series_sample *s, uint32_t now_ms)
+static void copy_counters(struct series_sample *s, uint32_t now_ms)
 {
     s->time_ms = now_ms;
     for (int device = 0; device < SERIES_DEVICES; device++)
@@ -27,7 +27,7 @@ void series_sample(uint32_t now_ms)
     if (series.offered++ % series.every != 0)
         return;
     if (series.count && series.samples[series.count - 1].time_ms == now_ms) {
-        read_counters(&series.samples[series.count - 1], now_ms);   /* one point a ms */
+        copy_counters(&series.samples[series.count - 1], now_ms);   /* one point a ms */
         return;
     }
     if (series.count == SERIES_SAMPLES) {
@@ -37,15 +37,15 @@ void series_sample(uint32_t now_ms)
         series.count = SERIES_SAMPLES / 2;
         series.every *= 2;
     }
-    read_counters(&series.samples[series.count++], now_ms);
+    copy_counters(&series.samples[series.count++], now_ms);
 }
 
 void series_now(struct series_state *copy, uint32_t now_ms)
 {
     if (copy->count && copy->samples[copy->count - 1].time_ms >= now_ms)
-        read_counters(&copy->samples[copy->count - 1], copy->samples[copy->count - 1].time_ms);
+        copy_counters(&copy->samples[copy->count - 1], copy->samples[copy->count - 1].time_ms);
     else if (copy->count < SERIES_SAMPLES)
-        read_counters(&copy->samples[copy->count++], now_ms);
+        copy_counters(&copy->samples[copy->count++], now_ms);
     else
-        read_counters(&copy->samples[copy->count - 1], now_ms);
+        copy_counters(&copy->samples[copy->count - 1], now_ms);
 }
