@@ -102,6 +102,7 @@ static void init_once(void)
         return;
     }
     log_descriptors_check();
+    log_reserve();
     tracker_start(&interposer);
     uintptr_t low, high;
     if (module_range((const void *)&preload_init, &low, &high) == 0)

@@ -63,6 +63,27 @@ int log_descriptors_short(void)
     return short_of_descriptors;
 }
 
+/* The descriptor kept for the reports (log_reserve), -1 when none is. */
+static int reserve = -1;
+
+void log_reserve(void)
+{
+    if (reserve >= 0 || short_of_descriptors)
+        return;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+        reserve = log_move_high(fd);
+}
+
+int log_release_reserve(void)
+{
+    int fd = __atomic_exchange_n(&reserve, -1, __ATOMIC_ACQ_REL);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
 void log_keep_stderr(void)
 {
     struct stat st;

@@ -41,6 +41,12 @@ int log_descriptors_spare(int count);
  * and the live view stay off. The program's calls are untouched. */
 void log_descriptors_check(void);
 int log_descriptors_short(void);
+/* One descriptor kept from the tracer's start (high, close-on-exec; none
+ * when log_descriptors_short()), given up for a report's file in a program
+ * that took every descriptor it may (log_release_reserve: 1 if there was
+ * one, now free). So the exit report survives an exhausted table. */
+void log_reserve(void);
+int log_release_reserve(void);
 /* The descriptor our output goes to now, -1 if there is none (fd 2 was
  * closed at load, or the duplicate was closed since). Async-signal-safe. */
 int log_fd(void);

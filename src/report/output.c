@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
+
 #include "output.h"
 
 static int append(char *path, size_t size, size_t *used, const char *text)
@@ -134,6 +136,17 @@ static int can_link_unnamed(void)
     return access("/proc/self/fd", X_OK) == 0 || geteuid() == 0;
 }
 
+/* open(2), and once more after the tracer's kept descriptor is given up
+ * where the process has none left: a program that took every descriptor
+ * it may still gets its report. */
+static int open_for_report(const char *path, int flags, int mode)
+{
+    int fd = open(path, flags, mode);
+    if (fd < 0 && errno == EMFILE && log_release_reserve())
+        fd = open(path, flags, mode);
+    return fd;
+}
+
 int out_create(struct out *out, const char *path, int mode)
 {
     char dir[OUTPUT_PATH_MAX];
@@ -146,7 +159,7 @@ int out_create(struct out *out, const char *path, int mode)
     out->temporary[0] = '\0';
     directory_of(path, dir, sizeof(dir));
     if (can_link_unnamed()) {
-        out->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+        out->fd = open_for_report(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
         if (out->fd >= 0)
             return 0;
         if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EROFS)
@@ -161,7 +174,8 @@ int out_create(struct out *out, const char *path, int mode)
         unsigned n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
         snprintf(out->temporary, sizeof(out->temporary), "%s.tmp.%d.%08lx", path, (int)getpid(),
                  (unsigned long)((ts.tv_nsec ^ (n * 2654435761u)) & 0xffffffff));
-        out->fd = open(out->temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        out->fd = open_for_report(out->temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                  mode);
         if (out->fd >= 0 || errno != EEXIST)
             break;
     }

@@ -21,6 +21,9 @@
  *                      shell that prints "child fds" and its numbers open
  *   nofile N           RLIMIT_NOFILE N, then its first cudaMalloc: prints
  *                      "cudaMalloc E" and holds the block; exits 1 if E != 0
+ *   exhaust            RLIMIT_NOFILE 64, a 1 MiB block held, then every
+ *                      descriptor left taken (/dev/null); prints "taken N"
+ *                      and returns with them all open
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -134,9 +137,20 @@ int main(int argc, char **argv)
         int e = cudaMalloc(&p, 1 << 20);
         printf("cudaMalloc %d\n", e);
         return e != 0;
+    } else if (strcmp(mode, "exhaust") == 0) {
+        struct rlimit limit = {64, 64};
+        if (setrlimit(RLIMIT_NOFILE, &limit) < 0)
+            return 25;
+        void *p;
+        if (cudaMalloc(&p, 1 << 20) != cudaSuccess)
+            return 1;
+        int taken = 0;
+        while (open("/dev/null", O_RDONLY) >= 0)
+            taken++;
+        printf("taken %d\n", taken);
     } else {
         fprintf(stderr, "usage: descriptors reuse|squat|exit-stdio LIBRARY | exec N | system | "
-                        "nofile N\n");
+                        "nofile N | exhaust\n");
         return 2;
     }
     return 0;

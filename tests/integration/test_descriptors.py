@@ -111,3 +111,18 @@ def test_few_descriptors(traced):
                                    f"{os.listdir(traced.dir)} {err[-400:]!r}")
         lines = [line for line in err.splitlines() if line.startswith("cumemtrace:")]
         check(len(lines) <= 2, f"RLIMIT_NOFILE {limit}: a line or two, not more: {lines}")
+
+
+def test_exhausted_table_keeps_the_exit_report(traced):
+    """A program that takes every descriptor it may (RLIMIT_NOFILE 64, then
+    /dev/null until EMFILE) and returns: the exit report is written all the
+    same (the tracer kept one descriptor for it), with the block held."""
+    out, err, reports, _ = traced.run(PROGRAM, ["exhaust"], env={"CUMEMTRACE_QUIET": "1"})
+    check(out.startswith("taken "), f"the program took what was left: {out!r}")
+    exits = [r for r in reports if r["reason"] == "exit"]
+    dumps = [name for name in os.listdir(traced.dir) if name.endswith(".dump")]
+    check(len(exits) == 1 and not dumps, f"the exit report, not a dump: {os.listdir(traced.dir)} "
+                                          f"{err[-400:]!r}")
+    if exits:
+        live = sum(g["bytes"] for g in exits[0]["live"])
+        check(live >= 1 << 20, f"the 1 MiB block on record: {live}")
