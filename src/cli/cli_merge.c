@@ -316,6 +316,15 @@ static void write_distribution(struct out *out, uint32_t count, double median, d
     }
 }
 
+/* What `rank` holds at stack `st` as one of its outliers; 0 if it is none. */
+static uint64_t held_by(const struct fold_stack *st, uint32_t rank)
+{
+    for (uint32_t o = 0; o < st->outlier_count; o++)
+        if (st->outliers[o].rank == rank)
+            return st->outliers[o].bytes;
+    return 0;
+}
+
 /* Up to `limit` of the shown-or-not stacks where fold rank `rank` is an
  * outlier above the others, the most first: their indexes in `out`. */
 static size_t stacks_of_rank(const struct fold *f, uint32_t rank, uint32_t *found, size_t limit)
@@ -407,10 +416,7 @@ static void write_answer_text(struct out *out, struct merge *m)
         size_t n = stacks_of_rank(f, m->divergent[i], found, ANSWER_STACKS);
         for (size_t s = 0; s < n; s++) {
             const struct fold_stack *st = &f->stacks[found[s]];
-            uint64_t held = 0;
-            for (uint32_t o = 0; o < st->outlier_count; o++)
-                if (st->outliers[o].rank == m->divergent[i])
-                    held = st->outliers[o].bytes;
+            uint64_t held = held_by(st, m->divergent[i]);
             format_bytes(held, bytes, sizeof(bytes));
             format_bytes((uint64_t)(st->usual_median + 0.5), centre, sizeof(centre));
             out_printf(out, "    %s here, %s on the others: %s%s%s%s\n", bytes, centre, st->site,
@@ -814,10 +820,7 @@ static void write_json(struct out *out, struct merge *m)
         size_t n = stacks_of_rank(f, m->divergent[i], found, ANSWER_STACKS);
         for (size_t s = 0; s < n; s++) {
             const struct fold_stack *st = &f->stacks[found[s]];
-            uint64_t held = 0;
-            for (uint32_t o = 0; o < st->outlier_count; o++)
-                if (st->outliers[o].rank == m->divergent[i])
-                    held = st->outliers[o].bytes;
+            uint64_t held = held_by(st, m->divergent[i]);
             long listed = -1;
             for (size_t j = 0; j < m->shown_count && listed < 0; j++)
                 if (m->shown[j] == found[s])
