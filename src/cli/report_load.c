@@ -283,6 +283,12 @@ static void load_tracer(struct loader *l, const struct json_value *root)
     const struct json_value *tracer = json_get(root, "tracer");
     r->registry_bytes = (size_t)get_u64(tracer, "registry_bytes");
     r->stacks_bytes = (size_t)get_u64(tracer, "stack_table_bytes");
+    /* The run's own stack settings, not the reading command's: a report
+     * written again says what the run recorded. */
+    if (json_get(tracer, "depth"))
+        r->options.depth = (int)get_u64(tracer, "depth");
+    if (json_get(tracer, "min_size"))
+        r->options.min_size = get_u64(tracer, "min_size");
     const struct json_value *self_time = json_get(tracer, "self_time_ns");
     r->self_time_ns = self_time && self_time->type == JSON_NUMBER
                           ? (int64_t)get_u64(tracer, "self_time_ns") : -1;

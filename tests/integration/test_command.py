@@ -240,11 +240,10 @@ def text_and_json_pairs(directory):
 
 # Keys of a JSON report that `cumemtrace report --format json` cannot give
 # back as written: they describe the process that writes the report (its
-# settings, its symbolizer), not what the report is about. On reading back
-# they are the reading command's own: tracer.depth, tracer.min_size,
-# and tracer.symbolizer; and blocks.total becomes the
+# symbolizer), not what the report is about. On reading back it is the
+# reading command's own: tracer.symbolizer; and blocks.total becomes the
 # number of blocks listed, the only ones the file holds.
-REWRITTEN = {("tracer", "depth"), ("tracer", "min_size"), ("tracer", "symbolizer"),
+REWRITTEN = {("tracer", "symbolizer"),
              ("blocks", "total"), ("tracer", "live_blocks")}
 
 
@@ -264,14 +263,16 @@ def test_report_roundtrip(traced):
     section (leaks with file:line, counters of every kind, pools and VMM
     holes, OOM events with retries, failures, growth by marks and by time,
     implicit frees, signal snapshots, marks). The JSON read back and written
-    again is the same but for REWRITTEN."""
+    again is the same but for REWRITTEN: the run's own settings (a run
+    with CUMEMTRACE_DEPTH=12 and CUMEMTRACE_MIN_SIZE=4K among them) are
+    written back as the run had them, not as the reading command's."""
     runs = [("examples/leak_loop", ["20"], {}, 0),
             ("examples/leak_loop", ["3"], {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}, 0),
             ("tests/all_entry_points", ["keep"], {}, 0),
             ("tests/oom", ["retry"], {"SIMCUDA_MEMORY": "64M"}, 0),
             ("tests/oom", ["fragmented"], {"SIMCUDA_MEMORY": "64M"}, 0),
             ("tests/implicit_free", [], {}, 0), ("tests/growth", ["leak-marks"], {}, 0),
-            ("tests/growth", ["leak-time"], {"CUMEMTRACE_SAMPLE_MS": "20"}, 0),
+            ("tests/growth", ["leak-time"], {"CUMEMTRACE_DEPTH": "12", "CUMEMTRACE_MIN_SIZE": "4K"}, 0),
             ("examples/async_leak", [], {}, 0), ("tests/api", ["{dir}/snap-%p"], {}, 0),
             ("tests/crash", ["usr2-chained"], {}, 0), ("tests/nccl_label", [], {}, 0),
             (sys.executable, [os.path.join(support.SOURCE, "tests", "integration", "torch_counters.py")],
