@@ -7,12 +7,14 @@ tracer on the simulator.
 Each line that allocates a held group is marked `# HOLD-<name>`; the
 program prints what it holds ("held: {name: [tensors, bytes]}") and the
 garbage collector's state around its snapshot and at its end ("gc:"),
-which test_frameworks.py compares with the reports.
+which test_frameworks.py compares with the reports. SIMTORCH_HOLDERS_HEAP=N
+adds N small objects to the heap the walk must cross.
 """
 import atexit
 import ctypes
 import gc
 import json
+import os
 import sys
 import threading
 import time
@@ -80,7 +82,7 @@ def everything():
     a.peer, b.peer = b, a
     b.tensor = Tensor(24 * KiB)  # HOLD-cycle
     store = make_store()
-    hidden = Tensor(40 * KiB)  # HOLD-c
+    hidden = Tensor(40 * KiB)  # HOLD-from_c
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(hidden))
     del hidden
     local = [Tensor(12 * KiB) for _ in range(2)]  # HOLD-local
@@ -93,8 +95,8 @@ def everything():
     print("held:", json.dumps({
         "outs": [30, 30 * size(64 * KiB)], "class": [30, 30 * size(20 * KiB)],
         "closure": [30, 30 * size(4 * KiB)], "nested": [8, 8 * size(8 * KiB)],
-        "views": [3, size(32 * KiB)], "cycle": [1, size(24 * KiB)],
-        "c": [1, size(40 * KiB)], "local": [2, 2 * size(12 * KiB)],
+        "views": [4, size(32 * KiB)], "cycle": [1, size(24 * KiB)],
+        "from_c": [1, size(40 * KiB)], "local": [2, 2 * size(12 * KiB)],
         "thread": [3, 3 * size(16 * KiB)]}), flush=True)
     before = gc_state()
     process = ctypes.CDLL(None)
@@ -109,6 +111,7 @@ def everything():
 
 SCENARIOS = {f.__name__: f for f in (everything,)}
 KEPT = None
+HEAP = [[i] for i in range(int(os.environ.get("SIMTORCH_HOLDERS_HEAP", "0")))]
 
 if __name__ == "__main__":
     c10.c10sim_init(1)
