@@ -287,6 +287,7 @@ static const char RETAIN[] =
     "    # Each tensor's storage, and the path that reaches it first.\n"
     "    memo = dict(named)\n"
     "    MODULE_DICTS, inside = ('._modules', '._parameters', '._buffers'), set()\n"
+    "    TorchModule = getattr(getattr(torch, 'nn', None), 'Module', None)\n"
     "    def pattern(i):\n"
     "        chain = []\n"
     "        while i not in memo and i >= 0:\n"
@@ -297,8 +298,8 @@ static const char RETAIN[] =
     "            label = labels[j]\n"
     "            if label is None:\n"
     "                label = labels[j] = label_of(nodes[parents[j]], nodes[j])\n"
-    "            if label == '.__dict__' or (label in MODULE_DICTS and\n"
-    "                                        issubclass(tp(nodes[parents[j]]), torch.nn.Module)):\n"
+    "            if label == '.__dict__' or (label in MODULE_DICTS and TorchModule and\n"
+    "                                        issubclass(tp(nodes[parents[j]]), TorchModule)):\n"
     "                inside.add(j)\n"
     "                label = ''\n"
     "            elif parents[j] in inside and label[:2] == '[\"':\n"
@@ -532,9 +533,10 @@ struct torch_classes *torch_classes_read(void)
     if (!torch)
         return empty("PyTorch is not imported");
     PyObject *nn = py_attr(torch, "nn"), *optim = py_attr(torch, "optim");
-    PyObject *gc = nn && optim ? py.import("gc") : NULL;
+    PyObject *gc = py.import("gc");
     PyObject *main = py.dict_get(py.module_dict(), "__main__");   /* borrowed */
-    PyObject *function = gc && main ? compiled(&classify, CLASSIFY, "classify") : NULL;
+    PyObject *function = nn && optim && gc && main ? compiled(&classify, CLASSIFY, "classify")
+                                                   : NULL;
     PyObject *answer = function ? py.call_function(function, torch, gc, main, NULL) : NULL;
     struct torch_classes *c = answer ? unpack(answer)
                               : empty(!nn || !optim ? "torch.nn or torch.optim is not loaded"

@@ -328,5 +328,5 @@ void report_classes(struct report *r, const struct torch_classes *c, const char 
 {
     split(r, c, why);
     report_holders(r, c ? c->holders : NULL,
-                   c ? "not walked (CUMEMTRACE_HOLDERS=0, or Python's gc not loaded)" : why);
+                   !c ? why : c->why && !c->holders ? c->why : "CUMEMTRACE_HOLDERS=0");
 }
