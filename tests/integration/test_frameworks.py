@@ -1774,7 +1774,8 @@ UNREACHED = "<no Python root reaches it: held from C, or garbage not yet collect
 HOLDERS = {"outs": "__main__.model.outs[*]", "class": 'KeepOutputs.outputs[*]["preds"]',
            "closure": "make_store.<locals>.store.<closure>.kept[*]",
            "nested": '__main__.cache["layers"][*][*]', "views": "__main__.views[*]",
-           "cycle": "__main__.b.tensor", "from_c": UNREACHED, "thread": "loader:worker().mine[*]"}
+           "cycle": "__main__.b.tensor", "from_c": UNREACHED, "thread": "loader:worker().mine[*]",
+           "table": "__main__.sessions[*]"}
 
 
 def holders_scenario(traced, **env):
@@ -1789,7 +1790,8 @@ def holders_scenario(traced, **env):
 
 
 def test_torch_holders(traced):
-    """Globals, a class's attribute, a closure, nested containers, a cycle,
+    """Globals, a class's attribute, a closure, nested containers, a dict
+    of records (its keys named) and a table (its keys not), a cycle,
     views of one storage, a thread's locals, the caller's locals and a
     tensor only C holds: each group is named by the path that holds it, at
     a snapshot and at the end, with its tensors and bytes; the findings'

@@ -67,7 +67,7 @@ def gc_state():
 
 def everything():
     """Every kind of holder, growing for 30 steps; a snapshot, then the end."""
-    global model, cache, a, b, views, store
+    global model, cache, a, b, views, store, sessions
     ready, stop = threading.Event(), threading.Event()
     thread = threading.Thread(target=worker, args=(ready, stop), name="loader", daemon=True)
     thread.start()
@@ -75,6 +75,7 @@ def everything():
     model = Model(width=32, depth=1)
     model.outs = []
     cache = {"layers": [(Tensor(8 * KiB), Tensor(8 * KiB)) for _ in range(4)]}  # HOLD-nested
+    sessions = {f"session-{i}": Tensor(2 * KiB) for i in range(12)}  # HOLD-table
     base = Tensor(32 * KiB)  # HOLD-views
     views = [View(base) for _ in range(3)]
     del base
@@ -97,7 +98,8 @@ def everything():
         "closure": [30, 30 * size(4 * KiB)], "nested": [8, 8 * size(8 * KiB)],
         "views": [4, size(32 * KiB)], "cycle": [1, size(24 * KiB)],
         "from_c": [1, size(40 * KiB)], "local": [2, 2 * size(12 * KiB)],
-        "thread": [3, 3 * size(16 * KiB)]}), flush=True)
+        "thread": [3, 3 * size(16 * KiB)],
+        "table": [12, 12 * size(2 * KiB)]}), flush=True)
     before = gc_state()
     process = ctypes.CDLL(None)
     if hasattr(process, "cumemtrace_snapshot"):     # untraced: no snapshot
