@@ -506,6 +506,7 @@ static void load_holders(struct loader *l, const struct json_value *root)
         h->stack_id = (uint32_t)stack;
         snprintf(h->path, sizeof(h->path), "%s", path ? path : "?");
         snprintf(h->container, sizeof(h->container), "%s", container ? container : "");
+        h->kind = read_kind(l, p, "kind");
         h->tensors = get_u64(p, "tensors");
         h->blocks = get_u64(p, "blocks");
         h->bytes = get_u64(p, "bytes");

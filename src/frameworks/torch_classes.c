@@ -20,7 +20,10 @@
  *
  * It runs only where the bridge reads for a report (a snapshot, the OOM
  * observer, Python's exit), never periodically: the walk is one pass over
- * every object the garbage collector tracks, an issubclass() each. */
+ * every object the garbage collector tracks, an issubclass() each.
+ *
+ * The same readings walk from Python's roots to every PyTorch tensor, CuPy
+ * and JAX array (RETAIN, below), to name who holds them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +100,7 @@ static const char CLASSIFY[] =
     "    return (b''.join(records), '\\0'.join(owners).encode('utf-8', 'replace'),\n"
     "            len(modules), len(optimizers))\n";
 
-/* Who holds the tensors: breadth first from Python's roots (the modules
+/* Who holds the arrays: breadth first from Python's roots (the modules
  * in sys.modules, __main__ first, then the frames of live threads: their
  * locals), through dict values (keys too), list, tuple and set items
  * ([*]), instance attributes and slots, class attributes (a class names
@@ -106,11 +109,13 @@ static const char CLASSIFY[] =
  * No user code runs: types are read with type(), attributes through the
  * descriptors of the type's own dicts (never getattr, a property or
  * __getattribute__), containers through their base type's methods; an
- * object's attribute names are read only for the few on a path to a
- * tensor. Each tensor's storage (untyped_storage() where the type has it,
- * else data_ptr(): the stand-in's) is counted once, under the first path
- * that reached it (the shortest); the tensors no root reaches are said as
- * such (held from C, or garbage the collector has not yet freed). The
+ * object's attribute names are read only for the few on a path to an
+ * array, and only the arrays' own methods are called (a tensor's
+ * untyped_storage(), else data_ptr(): the stand-in's; a CuPy array's
+ * .data.ptr; a JAX array's unsafe_buffer_pointer()). Each array's memory is
+ * counted once, under the first path that reached it (the shortest); the
+ * arrays no root reaches are said as such (held from C, or garbage the
+ * collector has not yet freed). The
  * collector is disabled during the walk (if it was enabled), so that no
  * finalizer runs in it, and every reference the walk took is dropped
  * before it returns. Bounded by a time budget and an object count: a walk
@@ -124,10 +129,18 @@ static const char RETAIN[] =
     "UNREACHED = '<no Python root reaches it: held from C, or garbage not yet collected>'\n"
     "\n"
     "\n"
-    "def walk(torch, gc, sys, seconds, limit):\n"
-    "    Tensor = torch.Tensor\n"
+    "def walk(gc, sys, seconds, limit):\n"
     "    tp = type\n"
-    "    FunctionType, MethodType = tp(walk), tp(sys.exc_info.__call__)\n"
+    "    def loaded_class(module, name):\n"
+    "        try:\n"
+    "            found = getattr(sys.modules.get(module), name, None)\n"
+    "        except Exception:\n"
+    "            return None\n"
+    "        return found if tp(found) is not tp(None) and issubclass(tp(found), tp) else None\n"
+    "    Tensor, CupyArray = loaded_class('torch', 'Tensor'), loaded_class('cupy', 'ndarray')\n"
+    "    JaxArray = loaded_class('jax._src.array', 'ArrayImpl')\n"
+    "    ARRAYS = tuple(a for a in (Tensor, CupyArray, JaxArray) if a is not None)\n"
+    "    FunctionType = tp(walk)\n"
     "    ATOMIC = (str, bytes, bytearray, int, float, complex, bool, tp(None), range, memoryview,\n"
     "              tp(walk.__code__))\n"
     "    GetSet, Member = tp(tp.__dict__['__dict__']), tp(FunctionType.__dict__['__globals__'])\n"
@@ -143,7 +156,7 @@ static const char RETAIN[] =
     "    func_closure = FunctionType.__dict__['__closure__'].__get__\n"
     "    func_code = FunctionType.__dict__['__code__'].__get__\n"
     "    func_qualname = FunctionType.__dict__['__qualname__'].__get__\n"
-    "    storage = tp.__dict__['__dict__'].__get__(Tensor).get('untyped_storage')\n"
+    "    storage = getattr(Tensor, 'untyped_storage', None)\n"
     "    own = walk.__globals__\n"
     "    nodes, parents, labels, seen, keys = [], [], [], {}, {}\n"
     "    walking = False   # the roots are all taken, whatever the budget\n"
@@ -237,7 +250,7 @@ static const char RETAIN[] =
     "        o = nodes[i]\n"
     "        t = tp(o)\n"
     "        try:\n"
-    "            if issubclass(t, Tensor):\n"
+    "            if issubclass(t, ARRAYS):\n"
     "                found.append(i)\n"
     "            elif t is Module:\n"
     "                for k, v in list(dict.items(module_dict(o))):\n"
@@ -288,7 +301,7 @@ static const char RETAIN[] =
     "    # Each tensor's storage, and the path that reaches it first.\n"
     "    memo = dict(named)\n"
     "    MODULE_DICTS, inside = ('._modules', '._parameters', '._buffers'), set()\n"
-    "    TorchModule = getattr(getattr(torch, 'nn', None), 'Module', None)\n"
+    "    TorchModule = loaded_class('torch.nn', 'Module')\n"
     "    def pattern(i):\n"
     "        chain = []\n"
     "        while i not in memo and i >= 0:\n"
@@ -314,11 +327,15 @@ static const char RETAIN[] =
     "    storages, patterns, records = {}, {}, []\n"
     "    def keep(t, path, holder):\n"
     "        try:\n"
-    "            if storage is not None:\n"
+    "            if Tensor is not None and issubclass(tp(t), Tensor) and storage is not None:\n"
     "                s = storage(t)\n"
     "                address, size = s.data_ptr(), s.nbytes()\n"
-    "            else:\n"
+    "            elif Tensor is not None and issubclass(tp(t), Tensor):\n"
     "                address, size = Tensor.data_ptr(t), t.numel() * t.element_size()\n"
+    "            elif CupyArray is not None and issubclass(tp(t), CupyArray):\n"
+    "                address, size = t.data.ptr, t.nbytes\n"
+    "            else:\n"
+    "                address, size = t.unsafe_buffer_pointer(), t.on_device_size_in_bytes()\n"
     "        except Exception:\n"
     "            return\n"
     "        if not address:\n"
@@ -336,7 +353,7 @@ static const char RETAIN[] =
     "    if not cut:\n"
     "        reached = set(id(nodes[i]) for i in found)\n"
     "        for o in gc.get_objects():\n"
-    "            if id(o) not in reached and issubclass(tp(o), Tensor):\n"
+    "            if id(o) not in reached and issubclass(tp(o), ARRAYS):\n"
     "                keep(o, UNREACHED, '')\n"
     "    elapsed = int((clock() - started) * 1000) if clock else 0\n"
     "    del nodes[:], parents[:], labels[:], found[:]\n"
@@ -351,11 +368,11 @@ static const char RETAIN[] =
     "            cut.encode())\n"
     "\n"
     "\n"
-    "def holders(torch, gc, sys, seconds, limit):\n"
+    "def holders(gc, sys, seconds, limit):\n"
     "    enabled = gc.isenabled()\n"
     "    gc.disable()\n"
     "    try:\n"
-    "        return walk(torch, gc, sys, seconds, limit)\n"
+    "        return walk(gc, sys, seconds, limit)\n"
     "    finally:\n"
     "        if enabled:\n"
     "            gc.enable()\n";
@@ -514,14 +531,13 @@ static struct torch_holders *unpack_holders(PyObject *answer)
 
 /* With the GIL: who holds the tensors, walked now (RETAIN). NULL when out
  * of memory. */
-static struct torch_holders *holders_read(PyObject *torch, PyObject *gc)
+static struct torch_holders *holders_read(PyObject *gc)
 {
     PyObject *sys = py.import("sys");
     PyObject *function = sys ? compiled(&retain, RETAIN, "holders") : NULL;
     PyObject *seconds = function ? py.build_value("d", config.holders_ms / 1000.0) : NULL;
     PyObject *limit = seconds ? py.build_value("i", HOLDERS_OBJECTS) : NULL;
-    PyObject *answer = limit ? py.call_function(function, torch, gc, sys, seconds, limit, NULL)
-                             : NULL;
+    PyObject *answer = limit ? py.call_function(function, gc, sys, seconds, limit, NULL) : NULL;
     struct torch_holders *h = answer ? unpack_holders(answer)
                                      : no_holders("the walk from Python's roots raised an "
                                                   "exception");
@@ -533,13 +549,10 @@ static struct torch_holders *holders_read(PyObject *torch, PyObject *gc)
     return h;
 }
 
-struct torch_classes *torch_classes_read(void)
+/* With the GIL: what `torch`'s live tensors are (CLASSIFY). */
+static struct torch_classes *classes_of(PyObject *torch, PyObject *gc)
 {
-    PyObject *torch = py_imported("torch");   /* borrowed */
-    if (!torch)
-        return empty("PyTorch is not imported");
     PyObject *nn = py_attr(torch, "nn"), *optim = py_attr(torch, "optim");
-    PyObject *gc = py.import("gc");
     PyObject *main = py.dict_get(py.module_dict(), "__main__");   /* borrowed */
     PyObject *function = nn && optim && gc && main ? compiled(&classify, CLASSIFY, "classify")
                                                    : NULL;
@@ -548,13 +561,21 @@ struct torch_classes *torch_classes_read(void)
                               : empty(!nn || !optim ? "torch.nn or torch.optim is not loaded"
                                                     : "reading PyTorch's modules and optimizers "
                                                       "raised an exception");
-    py.clear();
-    if (c && gc && config.holders)
-        c->holders = holders_read(torch, gc);
     py_release(answer);
-    py_release(gc);
     py_release(optim);
     py_release(nn);
+    py.clear();
+    return c;
+}
+
+struct torch_classes *torch_classes_read(void)
+{
+    PyObject *torch = py_imported("torch");   /* borrowed */
+    PyObject *gc = py.import("gc");
+    struct torch_classes *c = torch ? classes_of(torch, gc) : empty("PyTorch is not imported");
+    if (c && gc && config.holders)
+        c->holders = holders_read(gc);
+    py_release(gc);
     py.clear();
     return c;
 }

@@ -80,9 +80,10 @@ struct torch_tensor_ref {
     uint32_t tensor_class;    /* enum tensor_class */
 };
 
-/* A tensor storage found by the retention walk (torch_classes.c): its
- * address, its bytes, the path that reached it first and how many tensor
- * objects (views) share it. */
+/* An array's memory found by the retention walk (torch_classes.c): a
+ * PyTorch tensor's storage, a CuPy or JAX array's buffer. Its address, its
+ * bytes, the path that reached it first and how many array objects (views)
+ * share it. */
 struct torch_holder_ref {
     uint64_t address;         /* the storage's data pointer: inside its block */
     uint64_t bytes;
@@ -90,10 +91,10 @@ struct torch_holder_ref {
     uint32_t tensors;
 };
 
-/* Who holds the tensors, by the same reading, in one mapping of `mapped`
+/* Who holds the arrays, by the same reading, in one mapping of `mapped`
  * bytes: paths from Python's roots, aggregated into patterns that read like
  * code ("__main__.model.outs[*]"), each with the type of the object that
- * holds the tensors ("list"). */
+ * holds the arrays ("list"). */
 struct torch_holders {
     size_t mapped;
     const char *why;          /* NULL: walked; else why not (static text) */

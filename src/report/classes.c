@@ -136,12 +136,14 @@ struct held_block {
     uint64_t start, size;
     uint32_t stack_id, path;    /* UINT32_MAX: no path reached it */
     uint64_t tensors;
+    int kind;
 };
 
 /* A stack's blocks under one path. */
 struct held_run {
     uint32_t stack_id, path;
     uint64_t tensors, blocks, bytes;
+    int kind;
 };
 
 static int held_by_start(const void *a, const void *b)
@@ -182,10 +184,17 @@ static void keep_runs(struct report_holders *k, const struct torch_holders *h,
         p->stack_id = runs[i].stack_id;
         snprintf(p->path, sizeof(p->path), "%s", h->paths[runs[i].path]);
         snprintf(p->container, sizeof(p->container), "%s", h->containers[runs[i].path]);
+        p->kind = runs[i].kind;
         p->tensors = runs[i].tensors;
         p->blocks = runs[i].blocks;
         p->bytes = runs[i].bytes;
     }
+}
+
+/* The blocks a framework's array owns: PyTorch's tensors, CuPy's, JAX's. */
+static int held_kind(int kind)
+{
+    return kind == KIND_TORCH_TENSOR || kind == KIND_CUPY_BLOCK || kind == KIND_JAX_ARRAY;
 }
 
 /* r->classes.held_by from the walk `h` (or why there is none). */
@@ -199,7 +208,7 @@ static void report_holders(struct report *r, const struct torch_holders *h, cons
     }
     size_t count = 0;
     for (size_t i = 0; i < r->block_count; i++)
-        count += r->blocks[i].kind == KIND_TORCH_TENSOR;
+        count += held_kind(r->blocks[i].kind);
     size_t bytes = (count ? count : 1) * (sizeof(struct held_block) + sizeof(struct held_run));
     struct held_block *blocks = pages_alloc(bytes);
     if (!blocks) {
@@ -212,9 +221,10 @@ static void report_holders(struct report *r, const struct torch_holders *h, cons
     k->ms = h->ms;
     snprintf(k->cut, sizeof(k->cut), "%s", h->cut);
     for (size_t i = 0, n = 0; i < r->block_count; i++)
-        if (r->blocks[i].kind == KIND_TORCH_TENSOR)
+        if (held_kind(r->blocks[i].kind))
             blocks[n++] = (struct held_block){r->blocks[i].value, r->blocks[i].size,
-                                              r->blocks[i].stack_id, UINT32_MAX, 0};
+                                              r->blocks[i].stack_id, UINT32_MAX, 0,
+                                              r->blocks[i].kind};
     qsort(blocks, count, sizeof(*blocks), held_by_start);
     for (uint32_t i = 0; i < h->count; i++) {
         const struct torch_holder_ref *t = &h->refs[i];
@@ -231,7 +241,7 @@ static void report_holders(struct report *r, const struct torch_holders *h, cons
     qsort(blocks, count, sizeof(*blocks), held_by_stack_path);
     size_t run_count = 0;
     for (size_t i = 0; i < count;) {
-        struct held_run run = {blocks[i].stack_id, blocks[i].path, 0, 0, 0};
+        struct held_run run = {blocks[i].stack_id, blocks[i].path, 0, 0, 0, blocks[i].kind};
         for (; i < count && blocks[i].stack_id == run.stack_id && blocks[i].path == run.path; i++) {
             run.tensors += blocks[i].tensors;
             run.blocks++;
@@ -242,6 +252,13 @@ static void report_holders(struct report *r, const struct torch_holders *h, cons
     }
     keep_runs(k, h, runs, run_count);
     pages_free(blocks, bytes);
+}
+
+const char *report_holder_noun(const struct report_holder_path *p)
+{
+    if (p->kind == KIND_TORCH_TENSOR)
+        return p->tensors == 1 ? "tensor" : "tensors";
+    return p->tensors == 1 ? "array" : "arrays";
 }
 
 const struct report_holder_path *report_holder_of(const struct report *r, uint32_t stack_id)
@@ -257,7 +274,7 @@ void report_holder_text(const struct report_holder_path *p, char *text, size_t s
 {
     const char *path = strncmp(p->path, "__main__.", 9) == 0 ? p->path + 9 : p->path;
     size_t length = strlen(path);
-    const char *noun = p->tensors == 1 ? "tensor" : "tensors";
+    const char *noun = report_holder_noun(p);
     if (length > 3 && strcmp(path + length - 3, "[*]") == 0 && p->container[0]) {
         const char *article = strchr("aeiouAEIOU", p->container[0]) ? "an" : "a";
         snprintf(text, size, "%.*s, %s %s of %llu %s", (int)(length - 3), path, article,

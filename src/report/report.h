@@ -105,7 +105,8 @@ struct report_holders {
         uint32_t stack_id;
         char path[REPORT_CLASS_TEXT];    /* "__main__.model.outs[*]" */
         char container[32];              /* what holds the tensors: "list" */
-        uint64_t tensors, blocks, bytes;
+        int kind;                        /* the blocks' (kinds.h): PyTorch's, CuPy's, JAX's */
+        uint64_t tensors, blocks, bytes; /* tensors: the arrays found on the blocks */
     } paths[REPORT_HOLDER_PATHS];
     int count;
 };
@@ -361,6 +362,8 @@ void report_classes(struct report *r, const struct torch_classes *c, const char 
 void report_classes_unknown(struct report_classes *classes, const char *why);
 /* The pattern holding most of stack_id's blocks; NULL if none. */
 const struct report_holder_path *report_holder_of(const struct report *r, uint32_t stack_id);
+/* "tensors" or "arrays" (one: "tensor", "array"), as p's blocks are. */
+const char *report_holder_noun(const struct report_holder_path *p);
 /* `p` in words, as the findings say it: "model.outs, a list of 3 tensors". */
 void report_holder_text(const struct report_holder_path *p, char *text, size_t size);
 const char *report_class_name(int report_class);   /* "parameters", ..., "rest" */

@@ -572,6 +572,7 @@ static void write_holders(const struct report *r, struct out *out)
         out_json_string(out, p->path);
         out_str(out, ",\"container\":");
         out_json_string(out, p->container);
+        out_printf(out, ",\"kind\":\"%s\"", kind_name(p->kind));
         out_printf(out, ",\"tensors\":%llu,\"blocks\":%llu,\"bytes\":%llu}", U(p->tensors),
                    U(p->blocks), U(p->bytes));
     }

@@ -395,8 +395,7 @@ static void write_holders(const struct report *r, struct out *out, uint32_t stac
         out_printf(out, "      held by %s (", output_text(p->path, path, sizeof(path)));
         if (p->container[0])
             out_printf(out, "%s, ", p->container);
-        out_printf(out, "%llu tensor%s, ", (unsigned long long)p->tensors,
-                   p->tensors == 1 ? "" : "s");
+        out_printf(out, "%llu %s, ", (unsigned long long)p->tensors, report_holder_noun(p));
         out_bytes(out, p->bytes);
         out_str(out, ")\n");
     }

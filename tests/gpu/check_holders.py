@@ -12,8 +12,8 @@ object on the growing line ("— held by model.outs, a list of 200 tensors"):
                 "held by model.outs";
   transformers  a tiny GPT-2 (GPT2Config, 2 layers) serving 80 sessions
                 whose past_key_values are kept in a dict: "held by kept[*]";
-  cupy          a list of CuPy arrays: "held by arrays";
-  jax           a dict of JAX arrays: "held by kept[*]";
+  cupy          a list of CuPy arrays: "held by arrays, a list of 200 arrays";
+  jax           a dict of JAX arrays: "held by kept, a dict of 200 arrays";
   heap          a 1 M-object heap beside a leaking list: the walk's time and
                 objects at the default budget (CUMEMTRACE_HOLDERS_MS=1000)
                 and with a budget it fits in, printed for the notes.
@@ -146,8 +146,9 @@ def heap_child():
 CHILDREN = {"lightning": lightning_child, "transformers": transformers_child,
             "cupy": cupy_child, "jax": jax_child, "heap": heap_child}
 EXPECTED = {"lightning": "held by model.outs, a list of 200 tensors",
-            "transformers": "held by kept[*]", "cupy": "held by arrays, a list of 200",
-            "jax": "held by kept[*]", "heap": "held by outs, a list of 100 tensors"}
+            "transformers": "held by kept[*]", "cupy": "held by arrays, a list of 200 arrays",
+            "jax": "held by kept, a dict of 200 arrays",
+            "heap": "held by outs, a list of 100 tensors"}
 LIBRARY = {"lightning": "torch", "transformers": "transformers", "cupy": "cupy", "jax": "jax",
            "heap": "torch"}
 

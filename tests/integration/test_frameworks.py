@@ -1866,6 +1866,19 @@ def test_torch_holders_cut_short(traced):
           f"the text says it in one line: {text}")
 
 
+def test_cupy_jax_holders(traced):
+    """CuPy's and JAX's arrays are named by who holds them too: the growing
+    line of each names the list that keeps its arrays."""
+    for file, arrays in ((CUPY, 60), (JAX, 40)):
+        _, _, reports, _ = python_scenario(traced, file, "training_mix",
+                                           CUMEMTRACE_FORMAT="json")
+        report = reports["exit"][0]
+        growing = [f["text"] for f in report["findings"] if f["verdict"] == "growing"]
+        check(report["holders"]["known"] and
+              any(g.endswith(f"— held by HELD[*], a list of {arrays} arrays") for g in growing),
+              f"{file}: the growing line names the list: {growing}, {report['holders']}")
+
+
 # ---- the program's end, everywhere (kept_globals.py) ----------------------
 #
 # Buffers kept in a module global until the interpreter's teardown frees
