@@ -345,6 +345,8 @@ static const char RETAIN[] =
     "            storages[address][2] += 1\n"
     "            return\n"
     "        key = path + '\\t' + holder\n"
+    "        if not (path + holder).isprintable():   # keys, names the program made: no escapes\n"
+    "            key = ''.join(c if c.isprintable() or c == '\\t' else '?' for c in key)\n"
     "        storages[address] = [address, size, 1, patterns.setdefault(key, len(patterns))]\n"
     "    for i in found:\n"
     "        path, p = pattern(i), parents[i]\n"

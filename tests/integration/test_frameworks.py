@@ -1775,7 +1775,7 @@ HOLDERS = {"outs": "__main__.model.outs[*]", "class": 'KeepOutputs.outputs[*]["p
            "closure": "make_store.<locals>.store.<closure>.kept[*]",
            "nested": '__main__.cache["layers"][*][*]', "views": "__main__.views[*]",
            "cycle": "__main__.b.tensor", "from_c": UNREACHED, "thread": "loader:worker().mine[*]",
-           "table": "__main__.sessions[*]"}
+           "table": "__main__.sessions[*]", "escape": '__main__.record["?[2J?"]'}
 
 
 def holders_scenario(traced, **env):
@@ -1791,7 +1791,8 @@ def holders_scenario(traced, **env):
 
 def test_torch_holders(traced):
     """Globals, a class's attribute, a closure, nested containers, a dict
-    of records (its keys named) and a table (its keys not), a cycle,
+    of records (its keys named, control characters as ?) and a table (its
+    keys not), a cycle,
     views of one storage, a thread's locals, the caller's locals and a
     tensor only C holds: each group is named by the path that holds it, at
     a snapshot and at the end, with its tensors and bytes; the findings'

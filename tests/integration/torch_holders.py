@@ -76,6 +76,7 @@ def everything():
     model.outs = []
     cache = {"layers": [(Tensor(8 * KiB), Tensor(8 * KiB)) for _ in range(4)]}  # HOLD-nested
     sessions = {f"session-{i}": Tensor(2 * KiB) for i in range(12)}  # HOLD-table
+    record["\x1b[2J\n"] = Tensor(KiB)  # HOLD-escape
     base = Tensor(32 * KiB)  # HOLD-views
     views = [View(base) for _ in range(3)]
     del base
@@ -99,7 +100,7 @@ def everything():
         "views": [4, size(32 * KiB)], "cycle": [1, size(24 * KiB)],
         "from_c": [1, size(40 * KiB)], "local": [2, 2 * size(12 * KiB)],
         "thread": [3, 3 * size(16 * KiB)],
-        "table": [12, 12 * size(2 * KiB)]}), flush=True)
+        "table": [12, 12 * size(2 * KiB)], "escape": [1, size(KiB)]}), flush=True)
     before = gc_state()
     process = ctypes.CDLL(None)
     if hasattr(process, "cumemtrace_snapshot"):     # untraced: no snapshot
@@ -113,6 +114,7 @@ def everything():
 
 SCENARIOS = {f.__name__: f for f in (everything,)}
 KEPT = None
+record = {}
 HEAP = [[i] for i in range(int(os.environ.get("SIMTORCH_HOLDERS_HEAP", "0")))]
 
 if __name__ == "__main__":
