@@ -478,6 +478,47 @@ static void load_classes(struct loader *l, const struct json_value *root)
     }
 }
 
+/* Who held the tensors (report.h's report_holders); a report from before
+ * the walk says it was not walked. */
+static void load_holders(struct loader *l, const struct json_value *root)
+{
+    struct report *r = l->r;
+    struct report_holders *k = &r->classes.held_by;
+    memset(k, 0, sizeof(*k));
+    const struct json_value *holders = json_get(root, "holders");
+    if (!holders || holders->type != JSON_OBJECT) {
+        snprintf(k->why, sizeof(k->why), "this report was written before holders were named");
+        return;
+    }
+    const struct json_value *known = json_get(holders, "known");
+    k->known = known && known->type == JSON_TRUE;
+    const char *why = json_string(json_get(holders, "why"));
+    snprintf(k->why, sizeof(k->why), "%s", why ? why : "");
+    const char *cut = json_string(json_get(holders, "cut_short"));
+    snprintf(k->cut, sizeof(k->cut), "%s", cut ? cut : "");
+    k->objects = get_u64(holders, "objects");
+    k->ms = (uint32_t)get_u64(holders, "ms");
+    const struct json_value *paths = json_get(holders, "paths");
+    for (const struct json_value *p = paths ? paths->first : NULL;
+         p && k->count < REPORT_HOLDER_PATHS; p = p->next) {
+        uint64_t stack = get_u64(p, "stack");
+        if (stack < 1 || stack > r->stack_count) {
+            fail(l, "a holder's path names no stack");
+            return;
+        }
+        struct report_holder_path *h = &k->paths[k->count++];
+        const char *path = json_string(json_get(p, "path"));
+        const char *container = json_string(json_get(p, "container"));
+        h->stack_id = (uint32_t)stack;
+        snprintf(h->path, sizeof(h->path), "%s", path ? path : "?");
+        snprintf(h->container, sizeof(h->container), "%s", container ? container : "");
+        h->kind = read_kind(l, p, "kind");
+        h->tensors = get_u64(p, "tensors");
+        h->blocks = get_u64(p, "blocks");
+        h->bytes = get_u64(p, "bytes");
+    }
+}
+
 /* Frames: the symbols as written, addresses in the order of their ids,
  * which the writer makes ascending (report_frame_index searches them). */
 static void load_frames(struct loader *l, const struct json_value *root)
@@ -963,6 +1004,7 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
         return -1;
     load_event(&l, root);
     load_classes(&l, root);
+    load_holders(&l, root);
     load_live(&l, root);
     load_failures_and_marks(&l, root);
     load_growth(&l, root);

@@ -20,11 +20,16 @@
  *
  * It runs only where the bridge reads for a report (a snapshot, the OOM
  * observer, Python's exit), never periodically: the walk is one pass over
- * every object the garbage collector tracks, an issubclass() each. */
+ * every object the garbage collector tracks, an issubclass() each.
+ *
+ * The same readings walk from Python's roots to every PyTorch tensor, CuPy
+ * and JAX array (RETAIN, below), to name who holds them. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
+#include "config.h"
 #include "py_api.h"
 #include "torch_classes.h"
 
@@ -95,25 +100,312 @@ static const char CLASSIFY[] =
     "    return (b''.join(records), '\\0'.join(owners).encode('utf-8', 'replace'),\n"
     "            len(modules), len(optimizers))\n";
 
-static PyObject *classify;   /* the compiled function, kept for the process's life */
+/* Who holds the arrays: breadth first from Python's roots (the modules
+ * in sys.modules, __main__ first, then the frames of live threads: their
+ * locals), through dict values (keys too), list, tuple and set items
+ * ([*]), instance attributes and slots, class attributes (a class names
+ * its own path: `KeepOutputs.outputs`), closures (`f.<closure>.name`) and,
+ * for other objects, what gc.get_referents finds (their tp_traverse: C).
+ * No user code runs: types are read with type(), attributes through the
+ * descriptors of the type's own dicts (never getattr, a property or
+ * __getattribute__), containers through their base type's methods; an
+ * object's attribute names are read only for the few on a path to an
+ * array, and only the arrays' own methods are called (a tensor's
+ * untyped_storage(), else data_ptr(): the stand-in's; a CuPy array's
+ * .data.ptr; a JAX array's unsafe_buffer_pointer()). Each array's memory is
+ * counted once, under the first path that reached it (the shortest); the
+ * arrays no root reaches are said as such (held from C, or garbage the
+ * collector has not yet freed). The
+ * collector is disabled during the walk (if it was enabled), so that no
+ * finalizer runs in it, and every reference the walk took is dropped
+ * before it returns. Bounded by a time budget and an object count: a walk
+ * cut short says where, and names what it reached. */
+static const char RETAIN[] =
+    "class Cut(Exception):\n"
+    "    pass\n"
+    "\n"
+    "\n"
+    "RECORD = 8   # a dict of more entries is a table: its keys are not named\n"
+    "UNREACHED = '<no Python root reaches it: held from C, or garbage not yet collected>'\n"
+    "\n"
+    "\n"
+    "def walk(gc, sys, seconds, limit):\n"
+    "    tp = type\n"
+    "    def loaded_class(module, name):\n"
+    "        try:\n"
+    "            found = getattr(sys.modules.get(module), name, None)\n"
+    "        except Exception:\n"
+    "            return None\n"
+    "        return found if tp(found) is not tp(None) and issubclass(tp(found), tp) else None\n"
+    "    Tensor, CupyArray = loaded_class('torch', 'Tensor'), loaded_class('cupy', 'ndarray')\n"
+    "    JaxArray = loaded_class('jax._src.array', 'ArrayImpl')\n"
+    "    ARRAYS = tuple(a for a in (Tensor, CupyArray, JaxArray) if a is not None)\n"
+    "    FunctionType = tp(walk)\n"
+    "    ATOMIC = (str, bytes, bytearray, int, float, complex, bool, tp(None), range, memoryview,\n"
+    "              tp(walk.__code__))\n"
+    "    GetSet, Member = tp(tp.__dict__['__dict__']), tp(FunctionType.__dict__['__globals__'])\n"
+    "    Module, Frame = tp(sys), tp(sys._getframe())\n"
+    "    module_dict = Module.__dict__['__dict__'].__get__\n"
+    "    clock = getattr(sys.modules.get('time'), 'perf_counter', None)\n"
+    "    deadline = clock() + seconds if clock else None\n"
+    "    started = clock() if clock else 0\n"
+    "    type_dict = tp.__dict__['__dict__'].__get__\n"
+    "    type_flags = tp.__dict__['__flags__'].__get__\n"
+    "    type_qualname = tp.__dict__['__qualname__'].__get__\n"
+    "    type_mro = tp.__dict__['__mro__'].__get__\n"
+    "    func_closure = FunctionType.__dict__['__closure__'].__get__\n"
+    "    func_code = FunctionType.__dict__['__code__'].__get__\n"
+    "    func_qualname = FunctionType.__dict__['__qualname__'].__get__\n"
+    "    storage = getattr(Tensor, 'untyped_storage', None)\n"
+    "    own = walk.__globals__\n"
+    "    nodes, parents, labels, seen, keys, found = [], [], [], {}, {}, []\n"
+    "    walking = False   # the roots are all taken, whatever the budget\n"
+    "    snapshots = [] if sys.version_info < (3, 13) else None\n"
+    "    func_code_flags = tp(walk.__code__).__dict__['co_flags'].__get__\n"
+    "    named = {}\n"
+    "    cut = ''\n"
+    "    def add(o, parent, label):\n"
+    "        if tp(o) in ATOMIC or id(o) in seen:\n"
+    "            return\n"
+    "        seen[id(o)] = len(nodes)\n"
+    "        nodes.append(o)\n"
+    "        parents.append(parent)\n"
+    "        labels.append(label)\n"
+    "        if issubclass(tp(o), ARRAYS):   # found as soon as reached: a walk cut short\n"
+    "            found.append(len(nodes) - 1)   # still names the arrays it reached\n"
+    "        if len(nodes) & 1023 == 0 and walking:\n"
+    "            if len(nodes) > limit:\n"
+    "                raise Cut('after %d objects' % limit)\n"
+    "            if deadline and clock() > deadline:\n"
+    "                raise Cut('after %g s' % seconds)\n"
+    "    def attributes(o):\n"
+    "        try:\n"
+    "            found = {}\n"
+    "            for cls in type_mro(tp(o)):\n"
+    "                d = type_dict(cls)\n"
+    "                descr = d.get('__dict__')\n"
+    "                if tp(descr) in (GetSet, Member) and '__dict__' not in found:\n"
+    "                    found['__dict__'] = descr\n"
+    "                slots = d.get('__slots__', ())\n"
+    "                for s in slots if tp(slots) in (tuple, list) else (slots,):\n"
+    "                    if tp(s) is str:\n"
+    "                        private = s.startswith('__') and not s.endswith('__')\n"
+    "                        n = '_' + type_qualname(cls).lstrip('_') + s if private else s\n"
+    "                        if tp(d.get(n)) is Member:\n"
+    "                            found[s] = d[n]\n"
+    "            return found\n"
+    "        except Exception:\n"
+    "            return {}\n"
+    "    def label_of(p, o):\n"
+    "        for name, descr in attributes(p).items():\n"
+    "            try:\n"
+    "                v = descr.__get__(p, tp(p))\n"
+    "            except Exception:\n"
+    "                continue\n"
+    "            if name == '__dict__' and v is o:\n"
+    "                return '.__dict__'\n"
+    "            if name != '__dict__':\n"
+    "                if v is o:\n"
+    "                    return '.' + name\n"
+    "                continue\n"
+    "            if tp(v) is dict:\n"
+    "                for k, w in list(dict.items(v)):\n"
+    "                    if w is o and tp(k) is str:\n"
+    "                        return '.' + k\n"
+    "        return '.<%s>' % tp(o).__name__\n"
+    "    # The roots, __main__ first: module globals, then the frames of live threads.\n"
+    "    modules = list(dict.items(sys.modules))\n"
+    "    modules.sort(key=lambda item: item[0] != '__main__')\n"
+    "    for name, m in modules:\n"
+    "        if tp(m) is Module and id(m) not in seen:\n"
+    "            named[len(nodes)] = name\n"
+    "            add(m, -1, None)\n"
+    "    threading = sys.modules.get('threading')\n"
+    "    threads = {}\n"
+    "    def instance_dict(o):\n"
+    "        descr = attributes(o).get('__dict__')\n"
+    "        return descr.__get__(o, tp(o)) if descr is not None else {}\n"
+    "    try:\n"
+    "        threads = dict(dict.items(module_dict(threading)['_active']))\n"
+    "        main = module_dict(threading)['_main_thread']\n"
+    "    except Exception:\n"
+    "        main = None\n"
+    "    for ident, frame in list(dict.items(sys._current_frames())):\n"
+    "        thread = threads.get(ident)\n"
+    "        where = ''\n"
+    "        if thread is not None and thread is not main:\n"
+    "            where = '%s:' % instance_dict(thread).get('_name', ident)\n"
+    "        while frame is not None:\n"
+    "            if frame.f_globals is not own:\n"
+    "                code = frame.f_code\n"
+    "                name = getattr(code, 'co_qualname', code.co_name)\n"
+    "                named[len(nodes)] = '%s%s()' % (where, name)\n"
+    "                nodes.append(frame)\n"
+    "                parents.append(-1)\n"
+    "                labels.append(None)\n"
+    "                seen[id(frame)] = len(nodes) - 1\n"
+    "            frame = frame.f_back\n"
+    "    # Breadth first.\n"
 
-/* With the GIL: CLASSIFY compiled, once. */
-static PyObject *classifier(void)
+    "    i, walking = 0, True\n"
+    "    while i < len(nodes):\n"
+    "        o = nodes[i]\n"
+    "        t = tp(o)\n"
+    "        try:\n"
+    "            if issubclass(t, ARRAYS):\n"
+    "                pass   # an array: its own referents are not followed\n"
+    "            elif t is Module:\n"
+    "                for k, v in list(dict.items(module_dict(o))):\n"
+    "                    add(v, i, '.' + k if tp(k) is str else '[*]')\n"
+    "            elif t is Frame and parents[i] < 0 and o.f_trace is None:\n"
+    "                names = o.f_locals\n"
+    "                if snapshots is not None and func_code_flags(o.f_code) & 1:\n"
+    "                    snapshots.append(names)\n"
+    "                items = dict.items(names) if tp(names) is dict else names.items()\n"
+    "                for k, v in list(items):\n"
+    "                    add(v, i, '.' + k if tp(k) is str else '[*]')\n"
+    "            elif issubclass(t, dict):\n"
+    "                for k, v in list(dict.items(o)):\n"
+    "                    add(k, i, '.keys()[*]')\n"
+    "                    if tp(k) is str and tp(v) not in ATOMIC and id(v) not in seen:\n"
+    "                        keys[len(nodes)] = k\n"
+    "                    add(v, i, '[*]')\n"
+    "            elif issubclass(t, (list, tuple, set, frozenset)):\n"
+    "                for v in list(gc.get_referents(o)):\n"
+    "                    add(v, i, '[*]')\n"
+    "            elif issubclass(t, tp):\n"
+    "                if type_flags(o) & (1 << 9):\n"
+    "                    named[i] = type_qualname(o)\n"
+    "                    for k, v in list(type_dict(o).items()):\n"
+    "                        add(v, i, '.' + k)\n"
+    "            elif t is FunctionType:\n"
+    "                named[i] = func_qualname(o)\n"
+    "                cells = func_closure(o) or ()\n"
+    "                for name, cell in zip(func_code(o).co_freevars, cells):\n"
+    "                    for v in gc.get_referents(cell):\n"
+    "                        add(v, i, '.<closure>.' + name)\n"
+    "            else:\n"
+    "                for v in gc.get_referents(o):\n"
+    "                    add(v, i, None)\n"
+    "        except Cut as stop:\n"
+    "            cut = stop.args[0]\n"
+    "            break\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "        i += 1\n"
+    "    visited = i\n"
+    "    # Before 3.13 a running function's f_locals is a snapshot dict the frame\n"
+    "    # keeps: emptied, it keeps no object alive after the function drops it\n"
+    "    # (locals(), f_locals and a trace function's call all refill it first).\n"
+    "    for names in snapshots or ():\n"
+    "        dict.clear(names)\n"
+    "    del snapshots\n"
+    "    # Each tensor's storage, and the path that reaches it first.\n"
+    "    memo = dict(named)\n"
+    "    MODULE_DICTS, inside = ('._modules', '._parameters', '._buffers'), set()\n"
+    "    TorchModule = loaded_class('torch.nn', 'Module')\n"
+    "    def pattern(i):\n"
+    "        chain = []\n"
+    "        while i not in memo and i >= 0:\n"
+    "            chain.append(i)\n"
+    "            i = parents[i]\n"
+    "        text = memo.get(i, '')\n"
+    "        for j in reversed(chain):\n"
+    "            label = labels[j]\n"
+    "            if label is None:\n"
+    "                label = labels[j] = label_of(nodes[parents[j]], nodes[j])\n"
+    "            if label == '.__dict__' or (label in MODULE_DICTS and TorchModule and\n"
+    "                                        issubclass(tp(nodes[parents[j]]), TorchModule)):\n"
+    "                inside.add(j)\n"
+    "                label = ''\n"
+    "            elif j in keys:\n"
+    "                # An attribute by its name; a record's entry (outputs[\"preds\"]) by\n"
+    "                # its key; a table's (sessions, caches) as [*].\n"
+    "                key, p = keys[j], parents[j]\n"
+    "                table = dict.__len__(nodes[p]) > RECORD\n"
+    "                label = ('.' + key if p in inside else '[*]' if table\n"
+    "                         else '[\"%s\"]' % key[:40])\n"
+    "            text = memo[j] = text + label\n"
+    "        return text\n"
+    "    storages, patterns, records = {}, {}, []\n"
+    "    def keep(t, path, holder):\n"
+    "        try:\n"
+    "            if Tensor is not None and issubclass(tp(t), Tensor) and storage is not None:\n"
+    "                s = storage(t)\n"
+    "                address, size = s.data_ptr(), s.nbytes()\n"
+    "            elif Tensor is not None and issubclass(tp(t), Tensor):\n"
+    "                address, size = Tensor.data_ptr(t), t.numel() * t.element_size()\n"
+    "            elif CupyArray is not None and issubclass(tp(t), CupyArray):\n"
+    "                address, size = t.data.ptr, t.nbytes\n"
+    "            else:\n"
+    "                address, size = t.unsafe_buffer_pointer(), t.on_device_size_in_bytes()\n"
+    "        except Exception:\n"
+    "            return\n"
+    "        if not address:\n"
+    "            return\n"
+    "        if address in storages:\n"
+    "            storages[address][2] += 1\n"
+    "            return\n"
+    "        key = path + '\\t' + holder\n"
+    "        if not (path + holder).isprintable():   # keys, names the program made: no escapes\n"
+    "            key = ''.join(c if c.isprintable() or c == '\\t' else '?' for c in key)\n"
+    "        storages[address] = [address, size, 1, patterns.setdefault(key, len(patterns))]\n"
+    "    for i in found:\n"
+    "        path, p = pattern(i), parents[i]\n"
+    "        if p >= 0 and labels[p] == '.__dict__':\n"
+    "            p = parents[p]\n"
+    "        keep(nodes[i], path, tp(nodes[p]).__name__ if p >= 0 else '')\n"
+    "    if not cut:\n"
+    "        reached = set(id(nodes[i]) for i in found)\n"
+    "        for o in gc.get_objects():\n"
+    "            if id(o) not in reached and issubclass(tp(o), ARRAYS):\n"
+    "                keep(o, UNREACHED, '')\n"
+    "    elapsed = int((clock() - started) * 1000) if clock else 0\n"
+    "    del nodes[:], parents[:], labels[:], found[:]\n"
+    "    seen.clear()\n"
+    "    memo.clear()\n"
+    "    keys.clear()\n"
+    "    inside.clear()\n"
+    "    records = b''.join(a.to_bytes(8, 'little') + s.to_bytes(8, 'little') +\n"
+    "                       (n << 32 | k).to_bytes(8, 'little')\n"
+    "                       for a, s, n, k in storages.values())\n"
+    "    return (records, '\\0'.join(patterns).encode('utf-8', 'replace'), visited, elapsed,\n"
+    "            cut.encode())\n"
+    "\n"
+    "\n"
+    "def holders(gc, sys, seconds, limit):\n"
+    "    enabled = gc.isenabled()\n"
+    "    gc.disable()\n"
+    "    try:\n"
+    "        return walk(gc, sys, seconds, limit)\n"
+    "    finally:\n"
+    "        if enabled:\n"
+    "            gc.enable()\n";
+
+/* The walk stops after this many objects, whatever its time budget. */
+#define HOLDERS_OBJECTS 4000000
+
+static PyObject *classify;   /* the compiled functions, kept for the process's life */
+static PyObject *retain;
+
+/* With the GIL: `source` compiled in a namespace of its own, once; its
+ * function `name`. */
+static PyObject *compiled(PyObject **function, const char *source, const char *name)
 {
-    if (classify)
-        return classify;
+    if (*function)
+        return *function;
     PyObject *builtins = py.import("builtins");
     PyObject *scope = builtins ? py.build_value("{}") : NULL;
-    PyObject *done = scope ? py.call_method(builtins, "exec", "sO", CLASSIFY, scope) : NULL;
-    PyObject *function = done ? py.dict_get(scope, "classify") : NULL;   /* borrowed */
-    if (function) {
-        py.incref(function);
-        classify = function;
+    PyObject *done = scope ? py.call_method(builtins, "exec", "sO", source, scope) : NULL;
+    PyObject *found = done ? py.dict_get(scope, name) : NULL;   /* borrowed */
+    if (found) {
+        py.incref(found);
+        *function = found;
     }
     py_release(done);
     py_release(scope);
     py_release(builtins);
-    return classify;
+    return *function;
 }
 
 static struct torch_classes *empty(const char *why)
@@ -181,30 +473,123 @@ static struct torch_classes *unpack(PyObject *answer)
     return c;
 }
 
-struct torch_classes *torch_classes_read(void)
+static struct torch_holders *no_holders(const char *why)
 {
-    PyObject *torch = py_imported("torch");   /* borrowed */
-    if (!torch)
-        return empty("PyTorch is not imported");
+    struct torch_holders *h = pages_alloc(sizeof(*h));
+    if (h) {
+        memset(h, 0, sizeof(*h));
+        h->mapped = sizeof(*h);
+        h->why = why;
+    }
+    return h;
+}
+
+/* RETAIN's answer (records, paths, objects, ms, cut) in one mapping. */
+static struct torch_holders *unpack_holders(PyObject *answer)
+{
+    char *records, *text, *cut;
+    py_ssize record_bytes, text_bytes, cut_bytes;
+    PyObject *objects = py.tuple_item(answer, 2), *ms = py.tuple_item(answer, 3);
+    if (!objects || !ms || py.bytes_data(py.tuple_item(answer, 0), &records, &record_bytes) < 0 ||
+        py.bytes_data(py.tuple_item(answer, 1), &text, &text_bytes) < 0 ||
+        py.bytes_data(py.tuple_item(answer, 4), &cut, &cut_bytes) < 0)
+        return no_holders("reading the walk's answer failed");
+    size_t count = (size_t)record_bytes / 24, paths = text_bytes > 0 ? 1 : 0;
+    for (py_ssize i = 0; i < text_bytes; i++)
+        paths += text[i] == '\0';
+    if (count > UINT32_MAX || paths > UINT32_MAX)
+        return no_holders("more tensors than a report can name");
+    size_t bytes = sizeof(struct torch_holders) + count * sizeof(struct torch_holder_ref) +
+                   2 * paths * sizeof(char *) + (size_t)text_bytes + 1;
+    struct torch_holders *h = pages_alloc(bytes);
+    if (!h)
+        return NULL;
+    memset(h, 0, sizeof(*h));
+    h->mapped = bytes;
+    h->objects = py.as_unsigned(objects);
+    h->ms = (uint32_t)py.as_unsigned(ms);
+    snprintf(h->cut, sizeof(h->cut), "%.*s", (int)(cut_bytes < 47 ? cut_bytes : 47), cut);
+    h->refs = (struct torch_holder_ref *)(h + 1);
+    h->paths = (const char **)(h->refs + count);
+    h->containers = h->paths + paths;
+    char *copy = (char *)(h->containers + paths);
+    memcpy(copy, text, (size_t)text_bytes);
+    copy[text_bytes] = '\0';
+    for (size_t i = 0, at = 0; i < paths; i++) {
+        h->paths[i] = copy + at;
+        at += strlen(copy + at) + 1;
+        char *tab = strchr(h->paths[i], '\t');   /* "path\tcontainer" */
+        h->containers[i] = tab ? tab + 1 : "";
+        if (tab)
+            *tab = '\0';
+    }
+    h->path_count = (uint32_t)paths;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t field[3];
+        memcpy(field, records + i * 24, sizeof(field));   /* little-endian, as packed */
+        uint32_t path = (uint32_t)field[2], tensors = (uint32_t)(field[2] >> 32);
+        if (path < paths)
+            h->refs[h->count++] = (struct torch_holder_ref){field[0], field[1], path, tensors};
+    }
+    return h;
+}
+
+/* With the GIL: who holds the tensors, walked now (RETAIN). NULL when out
+ * of memory. */
+static struct torch_holders *holders_read(PyObject *gc)
+{
+    PyObject *sys = py.import("sys");
+    PyObject *function = sys ? compiled(&retain, RETAIN, "holders") : NULL;
+    PyObject *seconds = function ? py.build_value("d", config.holders_ms / 1000.0) : NULL;
+    PyObject *limit = seconds ? py.build_value("i", HOLDERS_OBJECTS) : NULL;
+    PyObject *answer = limit ? py.call_function(function, gc, sys, seconds, limit, NULL) : NULL;
+    struct torch_holders *h = answer ? unpack_holders(answer)
+                                     : no_holders("the walk from Python's roots raised an "
+                                                  "exception");
+    py_release(answer);
+    py_release(limit);
+    py_release(seconds);
+    py_release(sys);
+    py.clear();
+    return h;
+}
+
+/* With the GIL: what `torch`'s live tensors are (CLASSIFY). */
+static struct torch_classes *classes_of(PyObject *torch, PyObject *gc)
+{
     PyObject *nn = py_attr(torch, "nn"), *optim = py_attr(torch, "optim");
-    PyObject *gc = nn && optim ? py.import("gc") : NULL;
     PyObject *main = py.dict_get(py.module_dict(), "__main__");   /* borrowed */
-    PyObject *function = gc && main ? classifier() : NULL;
+    PyObject *function = nn && optim && gc && main ? compiled(&classify, CLASSIFY, "classify")
+                                                   : NULL;
     PyObject *answer = function ? py.call_function(function, torch, gc, main, NULL) : NULL;
     struct torch_classes *c = answer ? unpack(answer)
                               : empty(!nn || !optim ? "torch.nn or torch.optim is not loaded"
                                                     : "reading PyTorch's modules and optimizers "
                                                       "raised an exception");
     py_release(answer);
-    py_release(gc);
     py_release(optim);
     py_release(nn);
     py.clear();
     return c;
 }
 
+struct torch_classes *torch_classes_read(void)
+{
+    PyObject *torch = py_imported("torch");   /* borrowed */
+    PyObject *gc = py.import("gc");
+    struct torch_classes *c = torch ? classes_of(torch, gc) : empty("PyTorch is not imported");
+    if (c && gc && config.holders)
+        c->holders = holders_read(gc);
+    py_release(gc);
+    py.clear();
+    return c;
+}
+
 void torch_classes_free(struct torch_classes *c)
 {
-    if (c)
-        pages_free(c, c->mapped);
+    if (!c)
+        return;
+    if (c->holders)
+        pages_free(c->holders, c->holders->mapped);
+    pages_free(c, c->mapped);
 }

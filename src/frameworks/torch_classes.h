@@ -9,8 +9,10 @@
 
 #include "torch_figures.h"
 
-/* With the GIL: the modules and optimizers the program holds, read now.
- * NULL when out of memory. Released with torch_classes_free. */
+/* With the GIL: the modules and optimizers the program holds, read now,
+ * and (CUMEMTRACE_HOLDERS) who holds the frameworks' arrays: PyTorch's,
+ * CuPy's, JAX's, whichever are imported. NULL when out of memory. Released
+ * with torch_classes_free. */
 struct torch_classes *torch_classes_read(void);
 void torch_classes_free(struct torch_classes *c);   /* takes NULL */
 

@@ -398,11 +398,14 @@ static int refresh(int for_report, int timeout_ms)
     return came ? 0 : -1;
 }
 
-/* A thread that holds the GIL reads itself: the reader would wait for it. */
+/* A thread that holds the GIL reads itself: the reader would wait for it,
+ * the longer by the holders walk's budget (torch_classes.c). */
 int torch_stats_refresh(int timeout_ms)
 {
     asked = 0;
     asked_why = NULL;
+    if (config.holders)
+        timeout_ms += config.holders_ms;
     if (!holding_gil()) {
         int came = refresh(1, timeout_ms);
         if (came < 0)

@@ -200,6 +200,17 @@ enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
       "Python), the backward node being run is recorded as one frame, its `apply()` (e.g. "      \
       "`AddmmBackward0::apply`). Other threads that run no Python get `CUMEMTRACE_DEPTH`; a"     \
       " value of `CUMEMTRACE_DEPTH` or more unwinds every block's frames")                       \
+    X(holders, HOLDERS, BOOL, 0, 0, 1, "`1`", 0, "", "",                                         \
+      "name the Python objects that hold the tensors",                                           \
+      "at a report made with Python's GIL (a snapshot, PyTorch's OOM observer, Python's exit)"   \
+      ", walk from Python's roots (module globals, class attributes, live threads' frames, "     \
+      "closures) to the tensors, and name what holds each growing or large group "               \
+      "(`__main__.model.outs`, a list of 2,500 tensors); at most "                               \
+      "`CUMEMTRACE_HOLDERS_MS` and 4 million objects. `0`: no walk")                             \
+    X(holders_ms, HOLDERS_MS, INT, 1, 600000, 1000, "`1000`", 0, "", "",                         \
+      "the holders walk's time budget, in ms",                                                   \
+      "the most the holders walk may take, in milliseconds; a walk cut short says so in one "    \
+      "line, and names what it reached")                                                         \
     X(torch_per_tensor, TORCH_PER_TENSOR, BOOL, 0, 0, 0, "`0`", 0, "", "",                       \
       "every PyTorch tensor its own cudaMalloc",                                                 \
       "`1`: every PyTorch tensor is its own `cudaMalloc`, traced with its own stack (sets "      \

@@ -80,6 +80,33 @@ struct torch_tensor_ref {
     uint32_t tensor_class;    /* enum tensor_class */
 };
 
+/* An array's memory found by the retention walk (torch_classes.c): a
+ * PyTorch tensor's storage, a CuPy or JAX array's buffer. Its address, its
+ * bytes, the path that reached it first and how many array objects (views)
+ * share it. */
+struct torch_holder_ref {
+    uint64_t address;         /* the storage's data pointer: inside its block */
+    uint64_t bytes;
+    uint32_t path;            /* an index in paths */
+    uint32_t tensors;
+};
+
+/* Who holds the arrays, by the same reading, in one mapping of `mapped`
+ * bytes: paths from Python's roots, aggregated into patterns that read like
+ * code ("__main__.model.outs[*]"), each with the type of the object that
+ * holds the arrays ("list"). */
+struct torch_holders {
+    size_t mapped;
+    const char *why;          /* NULL: walked; else why not (static text) */
+    uint64_t objects;         /* objects the walk visited */
+    uint32_t ms;              /* how long it took */
+    char cut[48];             /* "": complete; else where it stopped ("after 1 s") */
+    uint32_t count;
+    struct torch_holder_ref *refs;    /* in the order the walk reached them */
+    uint32_t path_count;
+    const char **paths, **containers;
+};
+
 /* What the live tensors are, by one reading, in one mapping of `mapped` bytes. */
 struct torch_classes {
     size_t mapped;
@@ -89,6 +116,7 @@ struct torch_classes {
     struct torch_tensor_ref *tensors;   /* by address */
     uint32_t name_count;
     const char **names;       /* parameters' qualified names */
+    struct torch_holders *holders;      /* NULL: not asked (CUMEMTRACE_HOLDERS=0) */
 };
 
 #endif

@@ -1,4 +1,5 @@
-/* classes.c - what PyTorch's live tensors are, in a report (see report.h).
+/* classes.c - what PyTorch's live tensors are, and who holds them, in a
+ * report (see report.h).
  *
  * A reading made for the report (torch_figures.h) lists the tensors the
  * program's modules and optimizers hold, by address. Each is matched to the
@@ -7,7 +8,11 @@
  * optimizer state: a flat buffer shared by several tensors is one block).
  * The tensor blocks no one claimed are the rest, counted by the stack that
  * allocated them. Figures are the blocks' recorded bytes (the requested
- * sizes), so they add up to the cache's own view. */
+ * sizes), so they add up to the cache's own view.
+ *
+ * The same reading's retention walk names who holds them: each block under
+ * the first path from Python's roots that reached a tensor in it, summed by
+ * the stack that allocated it and the path's pattern (report_holders). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +36,7 @@ void report_classes_unknown(struct report_classes *classes, const char *why)
 {
     memset(classes, 0, sizeof(*classes));
     snprintf(classes->why, sizeof(classes->why), "%s", why ? why : "not read");
+    snprintf(classes->held_by.why, sizeof(classes->held_by.why), "%s", why ? why : "not read");
 }
 
 struct tensor_block {
@@ -125,7 +131,161 @@ static void holders(struct report_classes *k, const struct torch_classes *c,
     pages_free(held, bytes);
 }
 
-void report_classes(struct report *r, const struct torch_classes *c, const char *why)
+/* A recorded tensor block and what held it first, for the holders. */
+struct held_block {
+    uint64_t start, size;
+    uint32_t stack_id, path;    /* UINT32_MAX: no path reached it */
+    uint64_t tensors;
+    int kind;
+};
+
+/* A stack's blocks under one path. */
+struct held_run {
+    uint32_t stack_id, path;
+    uint64_t tensors, blocks, bytes;
+    int kind;
+};
+
+static int held_by_start(const void *a, const void *b)
+{
+    const struct held_block *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int held_by_stack_path(const void *a, const void *b)
+{
+    const struct held_block *x = a, *y = b;
+    if (x->stack_id != y->stack_id)
+        return x->stack_id < y->stack_id ? -1 : 1;
+    return x->path < y->path ? -1 : x->path > y->path;
+}
+
+static int runs_by_bytes(const void *a, const void *b)
+{
+    const struct held_run *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* The runs of blocks sorted by stack and path, most bytes first, into
+ * k->paths: REPORT_HOLDER_PER_STACK at most per stack. */
+static void keep_runs(struct report_holders *k, const struct torch_holders *h,
+                      struct held_run *runs, size_t run_count)
+{
+    qsort(runs, run_count, sizeof(*runs), runs_by_bytes);
+    for (size_t i = 0; i < run_count && k->count < REPORT_HOLDER_PATHS; i++) {
+        int same = 0;
+        for (int j = 0; j < k->count; j++)
+            same += k->paths[j].stack_id == runs[i].stack_id;
+        if (same >= REPORT_HOLDER_PER_STACK)
+            continue;
+        struct report_holder_path *p = &k->paths[k->count++];
+        p->stack_id = runs[i].stack_id;
+        snprintf(p->path, sizeof(p->path), "%s", h->paths[runs[i].path]);
+        snprintf(p->container, sizeof(p->container), "%s", h->containers[runs[i].path]);
+        p->kind = runs[i].kind;
+        p->tensors = runs[i].tensors;
+        p->blocks = runs[i].blocks;
+        p->bytes = runs[i].bytes;
+    }
+}
+
+/* The blocks a framework's array owns: PyTorch's tensors, CuPy's, JAX's. */
+static int held_kind(int kind)
+{
+    return kind == KIND_TORCH_TENSOR || kind == KIND_CUPY_BLOCK || kind == KIND_JAX_ARRAY;
+}
+
+/* r->classes.held_by from the walk `h` (or why there is none). */
+static void report_holders(struct report *r, const struct torch_holders *h, const char *why)
+{
+    struct report_holders *k = &r->classes.held_by;
+    memset(k, 0, sizeof(*k));
+    if (!h || h->why) {
+        snprintf(k->why, sizeof(k->why), "%s", h ? h->why : why ? why : "not walked");
+        return;
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < r->block_count; i++)
+        count += held_kind(r->blocks[i].kind);
+    size_t bytes = (count ? count : 1) * (sizeof(struct held_block) + sizeof(struct held_run));
+    struct held_block *blocks = pages_alloc(bytes);
+    if (!blocks) {
+        snprintf(k->why, sizeof(k->why), "out of memory in the tracer");
+        return;
+    }
+    struct held_run *runs = (struct held_run *)(blocks + (count ? count : 1));
+    k->known = 1;
+    k->objects = h->objects;
+    k->ms = h->ms;
+    snprintf(k->cut, sizeof(k->cut), "%s", h->cut);
+    for (size_t i = 0, n = 0; i < r->block_count; i++)
+        if (held_kind(r->blocks[i].kind))
+            blocks[n++] = (struct held_block){r->blocks[i].value, r->blocks[i].size,
+                                              r->blocks[i].stack_id, UINT32_MAX, 0,
+                                              r->blocks[i].kind};
+    qsort(blocks, count, sizeof(*blocks), held_by_start);
+    for (uint32_t i = 0; i < h->count; i++) {
+        const struct torch_holder_ref *t = &h->refs[i];
+        size_t below = report_ranges_below(blocks, count, sizeof(*blocks),
+                                           offsetof(struct held_block, start), t->address);
+        struct held_block *b = below ? &blocks[below - 1] : NULL;
+        if (!b || t->address >= b->start + (b->size ? b->size : 1))
+            continue;
+        if (b->path == UINT32_MAX)   /* the first path, the shortest, holds it */
+            b->path = t->path;
+        if (b->path == t->path)
+            b->tensors += t->tensors;
+    }
+    qsort(blocks, count, sizeof(*blocks), held_by_stack_path);
+    size_t run_count = 0;
+    for (size_t i = 0; i < count;) {
+        struct held_run run = {blocks[i].stack_id, blocks[i].path, 0, 0, 0, blocks[i].kind};
+        for (; i < count && blocks[i].stack_id == run.stack_id && blocks[i].path == run.path; i++) {
+            run.tensors += blocks[i].tensors;
+            run.blocks++;
+            run.bytes += blocks[i].size;
+        }
+        if (run.path != UINT32_MAX)
+            runs[run_count++] = run;
+    }
+    keep_runs(k, h, runs, run_count);
+    pages_free(blocks, bytes);
+}
+
+const char *report_holder_noun(const struct report_holder_path *p)
+{
+    if (p->kind == KIND_TORCH_TENSOR)
+        return p->tensors == 1 ? "tensor" : "tensors";
+    return p->tensors == 1 ? "array" : "arrays";
+}
+
+const struct report_holder_path *report_holder_of(const struct report *r, uint32_t stack_id)
+{
+    const struct report_holders *k = &r->classes.held_by;
+    for (int i = 0; i < k->count; i++)
+        if (k->paths[i].stack_id == stack_id)
+            return &k->paths[i];
+    return NULL;
+}
+
+void report_holder_text(const struct report_holder_path *p, char *text, size_t size)
+{
+    const char *path = strncmp(p->path, "__main__.", 9) == 0 ? p->path + 9 : p->path;
+    size_t length = strlen(path);
+    const char *noun = report_holder_noun(p);
+    if (length > 3 && strcmp(path + length - 3, "[*]") == 0 && p->container[0]) {
+        const char *article = strchr("aeiouAEIOU", p->container[0]) ? "an" : "a";
+        snprintf(text, size, "%.*s, %s %s of %llu %s", (int)(length - 3), path, article,
+                 p->container, (unsigned long long)p->tensors, noun);
+    } else {
+        snprintf(text, size, "%s (%llu %s)", path, (unsigned long long)p->tensors, noun);
+    }
+}
+
+/* Parameters, gradients, optimizer state and the rest. */
+static void split(struct report *r, const struct torch_classes *c, const char *why)
 {
     struct report_classes *k = &r->classes;
     size_t count = 0, others = 0;
@@ -179,4 +339,11 @@ void report_classes(struct report *r, const struct torch_classes *c, const char 
     qsort(blocks, count, sizeof(*blocks), by_stack);
     rest_sites(k, blocks, count);
     pages_free(blocks, bytes);
+}
+
+void report_classes(struct report *r, const struct torch_classes *c, const char *why)
+{
+    split(r, c, why);
+    report_holders(r, c ? c->holders : NULL,
+                   !c ? why : c->why && !c->holders ? c->why : "CUMEMTRACE_HOLDERS=0");
 }

@@ -106,6 +106,19 @@ static void add_last_oom(const struct report *r, struct findings *f)
         add(f, "oom", "out of memory", oom->stack_id, oom->size, "%s", oom->text);
 }
 
+/* " — held by model.outs, a list of 3 tensors": who holds most of
+ * stack_id's tensors (report_holders); "" if no one is known to. */
+static const char *held_by(const struct report *r, uint32_t stack_id, char *text, size_t size)
+{
+    const struct report_holder_path *holder = report_holder_of(r, stack_id);
+    int n = holder ? snprintf(text, size, " — held by ") : 0;
+    if (holder && n > 0 && (size_t)n < size)
+        report_holder_text(holder, text + n, size - (size_t)n);
+    else if (size)
+        text[0] = '\0';
+    return text;
+}
+
 static void add_growth(const struct report *r, struct findings *f)
 {
     const char *per = r->growth.mode == GROWTH_MARKS ? "per mark" : "per second";
@@ -113,11 +126,14 @@ static void add_growth(const struct report *r, struct findings *f)
         const struct stack *s = &r->stacks[r->growing[i] - 1];
         char rate[24], now[24];
         uint64_t bytes = report_growth_bytes(r, s);
-        add(f, "growing", "growing", r->growing[i], bytes, "+%s %s, %s %s (rose at %u of %u observations)",
+        char held[REPORT_CLASS_TEXT + 64];
+        held_by(r, r->growing[i], held, sizeof(held));
+        add(f, "growing", "growing", r->growing[i], bytes, "+%s %s, %s %s (rose at %u of %u observations)%s",
             bytes_text(growth_rate_bytes(growth_rate(&s->growth, &r->growth)), rate, sizeof(rate)), per,
             bytes_text(bytes, now, sizeof(now)),
             r->growth.ended ? "when the program ended" : "now", s->growth.rises,
-            r->growth.samples > s->growth.first_sample ? r->growth.samples - s->growth.first_sample : 0);
+            r->growth.samples > s->growth.first_sample ? r->growth.samples - s->growth.first_sample : 0,
+            held);
     }
     if (r->growing_count > GROWING_SHOWN)
         add(f, "growing", "growing", 0, 0, "%u more sites", r->growing_count - GROWING_SHOWN);
@@ -246,15 +262,16 @@ static void add_held(const struct report *r, struct findings *f)
         bytes += r->held[i].bytes;
         blocks += r->held[i].blocks;
     }
-    char total[24];
+    char total[24], held[REPORT_CLASS_TEXT + 64];
     add(f, "held_at_end", "held at the end of the program (not leaked)", 0, bytes,
         "%s in %llu blocks from %zu site%s", bytes_text(bytes, total, sizeof(total)),
         (unsigned long long)blocks, r->held_count, r->held_count == 1 ? "" : "s");
     for (size_t i = 0; i < r->held_count && i < HELD_SHOWN; i++) {
         struct report_finding *entry =
-            add(f, "held_at_end", "", r->held[i].stack_id, r->held[i].bytes, "%s in %llu blocks",
+            add(f, "held_at_end", "", r->held[i].stack_id, r->held[i].bytes, "%s in %llu blocks%s",
                 bytes_text(r->held[i].bytes, total, sizeof(total)),
-                (unsigned long long)r->held[i].blocks);
+                (unsigned long long)r->held[i].blocks,
+                held_by(r, r->held[i].stack_id, held, sizeof(held)));
         if (entry)
             entry->detail = 1;
     }

@@ -88,6 +88,29 @@ enum report_class {
 #define REPORT_CLASS_HOLDERS 8
 #define REPORT_CLASS_SITES 5
 #define REPORT_CLASS_TEXT 160
+/* Who holds the tensors (classes.c): by the retention walk of the same
+ * reading (torch_classes.c), each recorded tensor block under the first
+ * path from Python's roots that reached it, aggregated by the stack that
+ * allocated it and the path's pattern; the REPORT_HOLDER_PER_STACK
+ * patterns holding most of each stack, the stacks holding most first. */
+#define REPORT_HOLDER_PATHS 64
+#define REPORT_HOLDER_PER_STACK 3
+struct report_holders {
+    int known;                           /* 0: `why` says why not */
+    char why[REPORT_CLASS_TEXT];
+    uint64_t objects;                    /* the walk's: objects visited, its time */
+    uint32_t ms;
+    char cut[48];                        /* "": complete; else where it stopped */
+    struct report_holder_path {
+        uint32_t stack_id;
+        char path[REPORT_CLASS_TEXT];    /* "__main__.model.outs[*]" */
+        char container[32];              /* what holds the tensors: "list" */
+        int kind;                        /* the blocks' (kinds.h): PyTorch's, CuPy's, JAX's */
+        uint64_t tensors, blocks, bytes; /* tensors: the arrays found on the blocks */
+    } paths[REPORT_HOLDER_PATHS];
+    int count;
+};
+
 struct report_classes {
     int known;                           /* 0: `why` says why not */
     int read;                            /* enum torch_read of the reading that said it */
@@ -106,6 +129,7 @@ struct report_classes {
         uint64_t bytes, blocks;
     } sites[REPORT_CLASS_SITES];
     int site_count;
+    struct report_holders held_by;       /* who holds them */
 };
 
 /* What made the report, when it is not the end of the process. */
@@ -336,6 +360,12 @@ int report_cache_segment(const struct report *r, uint32_t stack_id);
 void report_classes(struct report *r, const struct torch_classes *c, const char *why);
 /* Not known, `why`. */
 void report_classes_unknown(struct report_classes *classes, const char *why);
+/* The pattern holding most of stack_id's blocks; NULL if none. */
+const struct report_holder_path *report_holder_of(const struct report *r, uint32_t stack_id);
+/* "tensors" or "arrays" (one: "tensor", "array"), as p's blocks are. */
+const char *report_holder_noun(const struct report_holder_path *p);
+/* `p` in words, as the findings say it: "model.outs, a list of 3 tensors". */
+void report_holder_text(const struct report_holder_path *p, char *text, size_t size);
 const char *report_class_name(int report_class);   /* "parameters", ..., "rest" */
 /* held.c: r->held, from state.end_totals and the live blocks. */
 int report_held_at_end(struct report *r);

@@ -551,6 +551,34 @@ static void write_classes(const struct report *r, struct out *out)
     out_str(out, "]}");
 }
 
+/* Who holds the tensors (report.h's report_holders). */
+static void write_holders(const struct report *r, struct out *out)
+{
+    const struct report_holders *k = &r->classes.held_by;
+    out_printf(out, ",\"holders\":{\"known\":%s,\"why\":", k->known ? "true" : "false");
+    if (k->known)
+        out_str(out, "null");
+    else
+        out_json_string(out, k->why);
+    out_printf(out, ",\"objects\":%llu,\"ms\":%u,\"cut_short\":", U(k->objects), k->ms);
+    if (k->cut[0])
+        out_json_string(out, k->cut);
+    else
+        out_str(out, "null");
+    out_str(out, ",\"paths\":[");
+    for (int i = 0; i < k->count; i++) {
+        const struct report_holder_path *p = &k->paths[i];
+        out_printf(out, "%s{\"stack\":%u,\"path\":", i ? "," : "", p->stack_id);
+        out_json_string(out, p->path);
+        out_str(out, ",\"container\":");
+        out_json_string(out, p->container);
+        out_printf(out, ",\"kind\":\"%s\"", kind_name(p->kind));
+        out_printf(out, ",\"tensors\":%llu,\"blocks\":%llu,\"bytes\":%llu}", U(p->tensors),
+                   U(p->blocks), U(p->bytes));
+    }
+    out_str(out, "]}");
+}
+
 static void write_event(const struct report *r, struct out *out)
 {
     const struct report_event *e = &r->event;
@@ -767,6 +795,7 @@ void report_json(const struct report *r, struct out *out)
     write_devices(r, out);
     write_torch(r, out);
     write_classes(r, out);
+    write_holders(r, out);
     write_pools(r, out);
     write_caches(r, out);
     write_live(r, out);

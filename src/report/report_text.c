@@ -383,6 +383,24 @@ static const char *live_title(const struct report *r)
                                   : "Leaked (live at exit)";
 }
 
+/* Who holds stack_id's tensors: a line per path (report_holders). */
+static void write_holders(const struct report *r, struct out *out, uint32_t stack_id)
+{
+    const struct report_holders *k = &r->classes.held_by;
+    for (int i = 0; i < k->count; i++) {
+        const struct report_holder_path *p = &k->paths[i];
+        if (p->stack_id != stack_id)
+            continue;
+        char path[REPORT_CLASS_TEXT * 4];
+        out_printf(out, "      held by %s (", output_text(p->path, path, sizeof(path)));
+        if (p->container[0])
+            out_printf(out, "%s, ", p->container);
+        out_printf(out, "%llu %s, ", (unsigned long long)p->tensors, report_holder_noun(p));
+        out_bytes(out, p->bytes);
+        out_str(out, ")\n");
+    }
+}
+
 /* Held when the program ended: memory kept to the end on purpose (model
  * weights, a data set), or by a global that grew all along (then it is
  * growing, below). Not a leak, whether the interpreter's teardown freed it
@@ -419,6 +437,7 @@ static void write_held(const struct report *r, struct out *out, int brief)
         out_str(out, "; ");
         out_bytes(out, g->freed_at_teardown);
         out_str(out, " freed by the teardown\n");
+        write_holders(r, out, g->stack_id);
         write_stack(r, out, g->stack_id, brief ? STACK_SITE : STACK_FULL);
     }
     if (limit < r->held_count)
@@ -447,6 +466,7 @@ static void write_growing(const struct report *r, struct out *out, int brief)
                    i + 1, rate, marks ? "per mark" : "per second", first, g->first_ms / 1000.0,
                    now, r->growth.ended ? "when the program ended" : "now", g->rises,
                    r->growth.samples - g->first_sample);
+        write_holders(r, out, r->growing[i]);
         write_stack(r, out, r->growing[i], brief ? STACK_BRIEF : STACK_FULL);
     }
     if (limit < r->growing_count)
@@ -775,6 +795,13 @@ static void write_classes(const struct report *r, struct out *out, int brief)
         }
         out_str(out, "\n");
     }
+    const struct report_holders *h = &k->held_by;
+    if (!h->known)
+        out_printf(out, "    who holds them: not known: %s\n", h->why);
+    else if (h->cut[0])
+        out_printf(out, "    who holds them: the walk from Python's roots was cut short %s "
+                        "(%llu objects, %u ms): what it reached is named\n",
+                   h->cut, (unsigned long long)h->objects, h->ms);
     int sites = brief && k->site_count > 1 ? 1 : k->site_count;
     for (int i = 0; i < sites; i++) {
         out_printf(out, "    the rest, #%d: ", i + 1);
