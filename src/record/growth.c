@@ -69,7 +69,7 @@ static void merge_pairs(void)
  * since the one before, or with `at_moment` its bytes now (a mark or the
  * program's end is where the program says its temporaries are gone), and its
  * bytes now. O(stacks); at most 64 per doubling of the run's events. */
-static void observe(uint32_t now_ms, int at_moment)
+static void observe_all(uint32_t now_ms, int at_moment)
 {
     uint32_t slot = growth.samples++;
     growth.slot_ms[slot] = now_ms;
@@ -95,7 +95,7 @@ void growth_tick(uint64_t work, uint32_t now_ms)
 {
     if (growth.mode != GROWTH_WORK || growth.ended || !growth_due(work))
         return;
-    observe(now_ms, 0);
+    observe_all(now_ms, 0);
     __atomic_store_n(&growth.next_due, work + growth.every, __ATOMIC_RELAXED);
 }
 
@@ -118,7 +118,7 @@ void growth_mark(uint32_t now_ms)
         }
     }
     if (++growth.marks % growth.every == 0)
-        observe(now_ms, 1);
+        observe_all(now_ms, 1);
 }
 
 void growth_end(uint32_t now_ms)
@@ -126,7 +126,7 @@ void growth_end(uint32_t now_ms)
     if (growth.ended)
         return;
     if (config.growth)
-        observe(now_ms, 1);
+        observe_all(now_ms, 1);
     growth.ended = 1;
     __atomic_store_n(&growth.next_due, UINT64_MAX, __ATOMIC_RELAXED);
 }

@@ -199,18 +199,28 @@ static const char *string_at(struct span s, uint64_t offset)
 
 /* ---- ELF ---- */
 
-/* zlib's uncompress, from the system's libz.so.1, looked for once. */
+/* zlib's uncompress, from the system's libz.so.1, looked for once, with
+ * debuginfo_lookup's function (in the traced process, dlsym past the
+ * tracer's own: the one the process sees is the tracer's wrapper), else the
+ * C library's dlsym. */
 static int (*inflate_fn)(uint8_t *out, unsigned long *out_size, const uint8_t *in,
                          unsigned long in_size);
+static void *(*zlib_lookup)(void *handle, const char *name);
+
+void debuginfo_lookup(void *(*lookup)(void *handle, const char *name))
+{
+    zlib_lookup = lookup;
+}
 
 static int load_zlib(void)
 {
     static int tried;
     if (!tried) {
         tried = 1;
+        void *(*symbol_of)(void *, const char *) = zlib_lookup ? zlib_lookup : dlsym;
         void *libz = dlopen("libz.so.1", RTLD_LAZY | RTLD_LOCAL);
         if (libz)
-            *(void **)&inflate_fn = dlsym(libz, "uncompress");
+            *(void **)&inflate_fn = symbol_of(libz, "uncompress");
     }
     return inflate_fn != NULL;
 }

@@ -30,6 +30,10 @@
 
 struct debuginfo;
 
+/* How libz's functions are looked up (dlsym's signature): in the traced
+ * process, the tracer's look-up past its own dlsym; unset, dlsym. */
+void debuginfo_lookup(void *(*lookup)(void *handle, const char *name));
+
 /* The object at `path` (a regular file), loaded with its file offset 0 at
  * address `start`; NULL when it cannot be read as a 64-bit little-endian
  * ELF file of this machine's kind. */

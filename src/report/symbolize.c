@@ -281,6 +281,8 @@ struct symbolizer *symbolizer_open(void *(*lookup)(void *handle, const char *nam
         live.pid = getpid();
     }
     __atomic_add_fetch(&live.users, 1, __ATOMIC_ACQ_REL);
+    if (lookup)
+        debuginfo_lookup(lookup);
     if (!getenv("CUMEMTRACE_NO_DEBUGINFO")) {
         refresh_live();
         sym->modules = live.set;
