@@ -73,7 +73,6 @@ static void observe_all(uint32_t now_ms, int at_moment)
 {
     uint32_t slot = growth.samples++;
     growth.slot_ms[slot] = now_ms;
-    growth.taken++;
     series_sample(now_ms);
     uint32_t count = stack_count();
     for (uint32_t id = 1; id <= count; id++) {
@@ -155,14 +154,13 @@ static void summarize(const uint64_t *values, uint32_t n, const uint32_t *ms,
     retained[n - 1] = values[n - 1];
     for (uint32_t i = n - 1; i-- > first;)
         retained[i] = values[i] < retained[i + 1] ? values[i] : retained[i + 1];
-    uint32_t rises = 0, falls = 0, first_rise = 0, last_rise = 0;
+    uint32_t rises = 0, falls = 0, first_rise = 0;
     for (uint32_t i = first + 1; i < n; i++) {
         falls += values[i] < values[i - 1];
         if (retained[i] > retained[i - 1]) {
             if (!rises)
                 first_rise = i;
             rises++;
-            last_rise = i;
         }
     }
     uint32_t base = rises ? first_rise - 1 : first;
@@ -189,7 +187,6 @@ static void summarize(const uint64_t *values, uint32_t n, const uint32_t *ms,
     g->last_ms = ms[n - 1];
     g->rises = rises;
     g->falls = falls;
-    g->last_rise = rises ? last_rise + 1 : 0;
     g->quarters = quarters;
     uint32_t top = first;
     for (uint32_t i = first + 1; i < n; i++)
@@ -210,6 +207,12 @@ static void summary_of(const uint64_t *values, uint32_t n, const struct growth_s
         summarize(values, g->peak_sample, view->slot_ms, g, 1);
 }
 
+static int has_verdict(const struct stack_growth *g, uint64_t live_bytes,
+                       const struct growth_state *view)
+{
+    return growth_suspect(g, live_bytes, view) || growth_released(g, live_bytes, view);
+}
+
 void growth_of(uint32_t id, const struct growth_state *view, struct stack_growth *out)
 {
     memset(out, 0, sizeof(*out));
@@ -225,14 +228,16 @@ void growth_of(uint32_t id, const struct growth_state *view, struct stack_growth
         floors[taken] = h->low_bytes < now && view->mode == GROWTH_WORK ? h->low_bytes : now;
         moments[taken] = now;
     }
-    /* The floors unless they make no verdict and the moments do. */
+    /* The floors unless they make no verdict and the moments do, each
+     * judged on the bytes a report judges it on (report_growth_bytes): once
+     * the program ended, what it held then, not what the teardown left. */
     struct stack_growth by_moments;
+    uint64_t now = stack_get(id)->live_bytes;
     summary_of(floors, n, view, out);
-    uint64_t live = stack_get(id)->live_bytes;
-    if (growth_suspect(out, live, view) || growth_released(out, live, view))
+    if (has_verdict(out, view->ended ? out->last_bytes : now, view))
         return;
     summary_of(moments, n, view, &by_moments);
-    if (growth_suspect(&by_moments, live, view) || growth_released(&by_moments, live, view))
+    if (has_verdict(&by_moments, view->ended ? by_moments.last_bytes : now, view))
         *out = by_moments;
 }
 

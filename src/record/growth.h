@@ -51,7 +51,6 @@ struct growth_state {
     uint64_t every;              /* events (or marks) one observation spans now */
     uint64_t next_due;           /* mode work: the event count of the next one */
     uint64_t marks;              /* mode marks: marks made */
-    uint64_t taken;              /* observations taken in all, before merging */
     uint32_t slot_ms[GROWTH_SLOTS + 1];  /* when each ended (+1: a view's "now") */
     int ended;                   /* the program ended: no more (growth_end) */
     int now_slot;                /* a view (growth_view): its last slot is "now", not taken */

@@ -51,7 +51,7 @@ struct stack_growth {
     uint64_t first_bytes, last_bytes;
     uint64_t peak_bytes;
     uint32_t first_ms, last_ms, peak_ms;
-    uint32_t first_sample, last_rise;  /* observation numbers, from 1 */
+    uint32_t first_sample;             /* observation numbers, from 1 */
     uint32_t peak_sample, peak_base;
     uint32_t rises, falls;
     uint32_t peak_rises, peak_falls;   /* up to peak_sample */
