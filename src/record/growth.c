@@ -195,6 +195,12 @@ static void summarize(const uint64_t *values, uint32_t n, const uint32_t *ms,
     g->peak_bytes = values[top];
     g->peak_ms = ms[top];
     g->peak_sample = top + 1;
+    uint32_t settled = n - 1;
+    while (settled > top && values[settled - 1] == values[n - 1])
+        settled--;
+    g->falls_to_end = settled + 2 >= n;
+    for (uint32_t i = top + 1; i <= settled && g->falls_to_end; i++)
+        g->falls_to_end = values[i] < values[i - 1];
 }
 
 /* The summary of one series (values on the view's slots). */
@@ -253,12 +259,14 @@ int growth_suspect(const struct stack_growth *g, uint64_t live_bytes,
 }
 
 /* The same rule on the series up to its peak, and the site holds less now;
- * the peak near the end: at one of the last two observations, or in the
- * last tenth of the time since it first held memory (a list of a thousand
- * tensors freed at once is a thousand events, and no time). A sawtooth's
- * earlier falls keep what it kept to its peak from rising, a cache that
- * filled and stayed has no fall, and a drop followed by more work is not near
- * the end. */
+ * the peak near the end: at one of the last two observations, or followed
+ * only by falls down to where it ends, reached at one of the last two (a
+ * list of a thousand tensors freed at once is a thousand events: several
+ * observations), or in the last tenth of the time since it first held
+ * memory. A sawtooth's earlier falls keep what it kept to its peak from
+ * rising, a cache that filled and stayed has no fall, and a drop followed by
+ * more work, or a peak held for a while before the drop, is not near the
+ * end. */
 int growth_released(const struct stack_growth *g, uint64_t live_bytes,
                     const struct growth_state *state)
 {
@@ -266,7 +274,7 @@ int growth_released(const struct stack_growth *g, uint64_t live_bytes,
         g->peak_rises < GROWTH_MIN_RISES || live_bytes >= g->peak_bytes || !state->samples)
         return 0;
     uint32_t end_ms = state->slot_ms[state->samples - 1];
-    if (g->peak_sample + 2 < state->samples &&
+    if (g->peak_sample + 2 < state->samples && !g->falls_to_end &&
         (end_ms < g->peak_ms || (uint64_t)(end_ms - g->peak_ms) * 10 > end_ms - g->first_ms))
         return 0;
     return g->peak_sample >= g->peak_base + GROWTH_MIN_SPAN && (g->peak_quarters & 0xf) == 0xf;

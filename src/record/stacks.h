@@ -56,6 +56,8 @@ struct stack_growth {
     uint32_t rises, falls;
     uint32_t peak_rises, peak_falls;   /* up to peak_sample */
     uint32_t quarters, peak_quarters;  /* bits 0-3 */
+    uint32_t falls_to_end;             /* 1: fell at every observation from the peak to
+                                        * where it ends, reached at one of the last two */
 };
 
 /* A stack as reports read it (report.h): where its frames are, its flags,

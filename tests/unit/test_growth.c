@@ -52,6 +52,8 @@ static const struct series cases[] = {
      {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 10}, 0, 1},
     {"three rises only",
      {1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4}, 0, 0},
+    {"steady rise, then freed at every one of its last 4 observations",
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 12, 8, 4, 0}, 0, 1},
 };
 #define CASES (sizeof(cases) / sizeof(cases[0]))
 
