@@ -183,6 +183,7 @@ static void read_failure(struct report *r, struct fields *f, uint64_t *next)
     x->stack_id = (uint32_t)number(f);
     x->time_ms = (uint32_t)number(f);
     x->thread = (uint16_t)number(f);
+    x->oom_number = (uint32_t)number(f);
 }
 
 static void read_counters(struct report *r, struct fields *f)
@@ -315,6 +316,7 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
             if (r->state.failures_total > INPUT_MAX_COUNT)
                 r->state.failures_total = INPUT_MAX_COUNT;
             failure_number = RING_FIRST(r->state.failures, r->state.failures_total);
+            r->state.ooms_total = (uint32_t)number(&f);
             break;
         case DUMP_FAILURE:
             read_failure(r, &f, &failure_number);

@@ -662,6 +662,9 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
         state->failures_total = INPUT_MAX_COUNT;
     state->oom_retries_succeeded = get_u64(failures, "oom_retries_succeeded");
     state->oom_retries_failed = get_u64(failures, "oom_retries_failed");
+    state->ooms_total = (uint32_t)get_u64(failures, "ooms");
+    /* An older report does not number its OOMs: each failed call is one. */
+    int numbered = json_get(failures, "ooms") != NULL;
     const struct json_value *recent = json_get(failures, "recent");
     uint64_t n = RING_FIRST(state->failures, state->failures_total);
     for (const struct json_value *f = recent ? recent->first : NULL;
@@ -669,6 +672,8 @@ static void load_failures_and_marks(struct loader *l, const struct json_value *r
         struct failure *x = RING_ENTRY(state->failures, n);
         READ_RECORD(REPORT_FAILURE_CALL_FIELDS, x, f);      /* "error": the code's name */
         READ_RECORD(REPORT_FAILURE_CONTEXT_FIELDS, x, f);
+        if (!numbered && x->oom)
+            x->oom_number = ++state->ooms_total;
     }
     const struct json_value *oom = json_get(failures, "last_oom");
     const char *verdict = json_string(json_get(oom, "verdict"));

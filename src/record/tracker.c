@@ -76,6 +76,10 @@ struct thread_state {
     uint32_t physical_stack;         /* of this thread's last cuMemCreate, until a
                                       * framework event: tracker_cache_segment */
     uint64_t sequence_next, sequence_end;   /* this thread's batch of numbers */
+    struct {                         /* this thread's OOM that may go on: oom_number */
+        uint32_t number;
+        uint64_t size, sequence;
+    } oom;
 };
 static __thread struct thread_state this_thread;
 enum { SWEEP_RUNNING = 1, SWEEP_RECORDED = 2 };     /* this_thread.sweeping */
@@ -793,6 +797,26 @@ void tracker_take_range(int space, uint64_t start, uint64_t size)
     tracker_leave();
 }
 
+/* The number of the OOM that this thread's failed allocation of `size`
+ * (`kind`) belongs to, with the tracker locked. One OOM is what the program
+ * met once: a driver's refusal, its retry of the same size, and then a
+ * caching allocator's own failure when it gives up, all on one thread with
+ * no allocation recorded on that thread between them (its sequence numbers
+ * have not moved). Told by what happened, not by how close in time: a slow
+ * retry is still the same OOM, and a second OOM right after a recovered one
+ * is another. */
+static uint32_t oom_number(int kind, uint64_t size)
+{
+    int framework = kind_space(kind) == SPACE_FRAMEWORK;
+    int goes_on = this_thread.oom.number && this_thread.oom.sequence == this_thread.sequence_next &&
+                  (framework || this_thread.oom.size == size);
+    uint32_t number = goes_on ? this_thread.oom.number : ++tracker.ooms_total;
+    this_thread.oom.number = framework ? 0 : number;    /* a framework's failure ends it */
+    this_thread.oom.size = size;
+    this_thread.oom.sequence = this_thread.sequence_next;
+    return number;
+}
+
 uint32_t tracker_failure(const struct allocation *a, int code, int oom)
 {
     if (!enter_to_record())
@@ -820,6 +844,7 @@ uint32_t tracker_failure(const struct allocation *a, int code, int oom)
     f->api = a->api;
     f->code = code;
     f->oom = oom;
+    f->oom_number = oom ? oom_number(kind, a->size) : 0;
     f->stack_id = stack_id;
     f->time_ms = tracker_now_ms();
     f->thread = thread_number();
@@ -1474,6 +1499,7 @@ void tracker_fork_child(void)
     this_thread.traced = 0;
     this_thread.physical_stack = 0;
     this_thread.sequence_next = this_thread.sequence_end = 0;
+    this_thread.oom.number = 0;
     python_fork_child();
     stacks_fork_child();
 }

@@ -53,6 +53,7 @@ struct failure {
     uint64_t size;
     int32_t device, kind, api, code, oom;
     uint32_t stack_id, time_ms;
+    uint32_t oom_number;       /* which of the process's OOMs it is part of; 0 if none */
     uint16_t thread;
 };
 #define FAILURE_RING 64
@@ -245,6 +246,7 @@ struct tracker_state {
     uint64_t api_failures[MAX_APIS];       /* calls and allocations: tracker_api_totals */
     struct failure failures[FAILURE_RING];
     uint64_t failures_total;
+    uint32_t ooms_total;                   /* OOMs as the program met them: oom_number */
     uint64_t oom_retries_succeeded, oom_retries_failed;
     struct oom_verdict oom;                /* the last OOM report's final verdict */
     struct mark marks[MARK_RING];

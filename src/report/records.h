@@ -137,6 +137,7 @@ static inline uint64_t counter_value(const struct counters *c, int key)
     X("code", code, int)
 #define REPORT_FAILURE_CONTEXT_FIELDS(X)                                                     \
     X("oom", oom, flag)                                                                      \
+    X("oom_number", oom_number, u64)                                                         \
     X("stack", stack_id, stack)                                                              \
     X("thread", thread, u64)                                                                 \
     X("time_ms", time_ms, u64)

@@ -873,29 +873,32 @@
   /* ---- the chart: lines, legend toggles, hover, click and brush ---------------- */
 
   /* Out-of-memory failures as the program met them: one per OOM, not one
-   * per failed call. A caching allocator's OOM (PyTorch's, after freeing
-   * its cache and asking the driver again) comes after the driver's
-   * refusals on the same thread, moments before: they are one OOM, as is a
-   * driver's refusal and its retry of the same size. From failures.recent
-   * (the newest failed allocations, with their threads): the times of
-   * each OOM's last failure, in microseconds. */
+   * per failed call. The tracer numbers them as they happen: a driver's
+   * refusal, its retry and the caching allocator's failure that gives up
+   * after them carry one oom_number. From failures.recent (the newest
+   * failed allocations): the times of each OOM's last failure, in
+   * microseconds. A report without numbers (older) counts each failed call. */
   function oomTimes(report) {
     var times = [];
-    var open = null;
+    var index = {};       /* oom_number -> its place in times */
     ((report.failures || {}).recent || []).forEach(function (f) {
       if (!f.oom) {
         return;
       }
-      var cache = !!CACHE_KINDS[f.kind];
-      var joins = open && f.thread === open.thread && f.time_ms - open.time_ms <= 100 &&
-        (cache || f.size === open.size);
-      if (!joins) {
+      if (!f.oom_number || !(f.oom_number in index)) {
+        index[f.oom_number] = times.length;
         times.push(0);
       }
-      times[times.length - 1] = f.time_ms * 1000;
-      open = cache ? null : { thread: f.thread, time_ms: f.time_ms, size: f.size };
+      times[index[f.oom_number]] = f.time_ms * 1000;
     });
     return times;
+  }
+
+  /* How many OOMs the program met: the tracer's count, which the newest
+   * failures alone may not hold, or theirs in a report without it. */
+  function oomCount(report) {
+    var failures = report.failures || {};
+    return typeof failures.ooms === 'number' ? failures.ooms : oomTimes(report).length;
   }
 
   function drawChart(page, container) {
@@ -1667,7 +1670,7 @@
 
     var liveDevice = 0;
     var peakDevice = 0;
-    var ooms = oomTimes(report).length;
+    var ooms = oomCount(report);
     (report.devices || []).forEach(function (d) {
       liveDevice += d.counters.device_memory.allocated_bytes.current;
       peakDevice = Math.max(peakDevice, d.counters.device_memory.allocated_bytes.peak);

@@ -343,9 +343,10 @@ static void write_live(const struct report *r, struct out *out)
 static void write_failures(const struct report *r, struct out *out)
 {
     uint64_t total = r->state.failures_total, first = RING_FIRST(r->state.failures, total);
-    out_printf(out, ",\"failures\":{\"total\":%llu,\"oom_retries_succeeded\":%llu,"
+    out_printf(out, ",\"failures\":{\"total\":%llu,\"ooms\":%llu,\"oom_retries_succeeded\":%llu,"
                     "\"oom_retries_failed\":%llu,\"recent\":[",
-               U(total), U(r->state.oom_retries_succeeded), U(r->state.oom_retries_failed));
+               U(total), U(r->state.ooms_total), U(r->state.oom_retries_succeeded),
+               U(r->state.oom_retries_failed));
     for (uint64_t n = first; n <= total; n++) {
         const struct failure *f = RING_ENTRY(r->state.failures, n);
         const char *before = n > first ? ",{" : "{";

@@ -348,7 +348,10 @@ static void write_program_end(void)
 static void write_rest(void)
 {
     uint64_t total = tracker.failures_total;
-    put_number_line(DUMP_FAILURES_TOTAL, total);
+    put_record(DUMP_FAILURES_TOTAL);
+    put_u64(total);
+    put_u64(tracker.ooms_total);
+    put_str("\n");
     for (uint64_t n = RING_FIRST(tracker.failures, total); n <= total; n++) {
         const struct failure *f = RING_ENTRY(tracker.failures, n);
         put_record(DUMP_FAILURE);
@@ -361,6 +364,7 @@ static void write_rest(void)
         put_u64(f->stack_id);
         put_u64(f->time_ms);
         put_u64(f->thread);
+        put_u64(f->oom_number);
         put_str("\n");
     }
     for (int i = 0; i < LOST_COUNT; i++) {

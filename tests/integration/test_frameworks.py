@@ -797,8 +797,9 @@ def test_html_oom_counted_once(traced):
     exit_json = glob.glob(os.path.join(traced.dir, "report-*[0-9].json"))[0]
     with open(exit_json) as handle:
         failures = json.load(handle)["failures"]
-    check(sum(1 for f in failures["recent"] if f["oom"]) == 3,
-          f"three failed calls make the one OOM: {failures['recent']}")
+    check(sum(1 for f in failures["recent"] if f["oom"]) == 3 and failures["ooms"] == 1 and
+          {f["oom_number"] for f in failures["recent"] if f["oom"]} == {1},
+          f"three failed calls make the one OOM: {failures}")
     page = page_of(traced, oom_json)
     if page is None:
         return

@@ -327,7 +327,9 @@ def test_utf8_argv(traced):
 
 def test_oom_retry_many(traced):
     """CUMEMTRACE_OOM=every over 300 OOMs, each retried successfully: every
-    report is rewritten in its own file with the outcome (past 256 too)."""
+    report is rewritten in its own file with the outcome (past 256 too), and
+    the exit report counts 300 OOMs, however close together: a refusal after
+    a retry that succeeded is a new one."""
     out, err, reports, _ = traced.run(HOSTILE, ["oom-retry", "300"],
                                       env={"SIMCUDA_MEMORY": "64M", "CUMEMTRACE_OOM": "every",
                                            "CUMEMTRACE_QUIET": "1", "CUMEMTRACE_SAMPLE_MS": "0"})
@@ -336,6 +338,10 @@ def test_oom_retry_many(traced):
     check(len(ooms) == 300, f"300 OOM reports: {len(ooms)}")
     outcomes = {r["event"]["retry"] for r in ooms}
     check(outcomes == {"succeeded"}, f"each says its retry succeeded: {outcomes}")
+    failures = [r for r in reports if r["reason"] == "exit"][0]["failures"]
+    numbers = [f["oom_number"] for f in failures["recent"]]
+    check(failures["ooms"] == 300 and numbers == list(range(237, 301)),
+          f"300 OOMs, numbered: {failures['ooms']} {numbers}")
 
 
 def test_exec_report(traced):

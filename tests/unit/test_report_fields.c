@@ -181,6 +181,8 @@ static void change(struct report *r)
     f->device = 6;
     f->code = -217;                 /* no CUDA code, but the form is signed */
     f->oom = !f->oom;
+    f->oom_number = 4242;
+    r->state.ooms_total = 4243;
     f->stack_id = f->stack_id % r->stack_count + 1;
     f->thread = 9;
     f->time_ms = 4343;
@@ -364,6 +366,7 @@ int main(int argc, char **argv)
     }
     const struct tracker_state *was = &r->state, *now = &back->state;
     CHECK_EQ(now->failures_total, was->failures_total);
+    CHECK_EQ(now->ooms_total, was->ooms_total);
     CHECK_EQ(now->marks_total, was->marks_total);
     for (uint64_t n = RING_FIRST(was->failures, was->failures_total);
          loaded == 0 && n <= was->failures_total; n++) {
