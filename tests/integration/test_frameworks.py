@@ -1832,6 +1832,41 @@ def test_torch_holders(traced):
     check(again == text, "read back from the JSON, the same text")
 
 
+def test_torch_holders_graph(traced):
+    """Losses kept with their graphs: the activations only a graph keeps
+    (a node's saved tensors, another node's through next_functions) are
+    held by "the graph of" the losses' path, at a snapshot and at the end,
+    and the findings say so; a saved tensor behind an unpack hook is never
+    read (the hook never runs) and the program's output is as untraced."""
+    if not os.path.exists(os.path.join(support.BUILD, "sim", "torch", "lib",
+                                       "libc10_cuda.so")):
+        pytest.skip("no C++ compiler: the stand-in for PyTorch was not built")
+    out, _, reports, _ = run_scenario(traced, "torch_holders.py", "graphs", (), torch_env())
+    held = next((json.loads(line[6:]) for line in out.splitlines() if line.startswith("held: ")),
+                {})
+    graph = "the graph of __main__.losses[*]"
+    paths = {"graph_act": graph, "graph_hidden": graph, "losses": "__main__.losses[*]"}
+    for report in reports.get("snapshot", []) + reports.get("exit", []):
+        walk = report["holders"]
+        by_line = {site_line(report, p["stack"], "torch_holders.py"): p for p in walk["paths"]}
+        for name, path in paths.items():
+            p = by_line.get(min(marked_lines("HOLD", name, "torch_holders.py")))
+            check(p is not None and p["path"] == path and [p["tensors"], p["bytes"]] == held[name],
+                  f"{report['reason']}: {name} held by {path}, {held.get(name)}: {p}")
+        growing = [f["text"] for f in report["findings"] if f["verdict"] == "growing"]
+        check(any(g.endswith("— held by the graph of losses[*] (30 tensors)") for g in growing),
+              f"{report['reason']}: a growing line names the graph: {growing}")
+    check(len(reports.get("snapshot", [])) == 1 and len(reports.get("exit", [])) == 1,
+          f"a snapshot and the end: {out}")
+    check("unpacked: 0" in out, f"no unpack hook ran: {out}")
+    plain, _, _, _ = run_scenario(traced, "torch_holders.py", "graphs", (), torch_env(),
+                                  preload=False)
+    results = [[line for line in o.splitlines() if line.startswith(("held:", "result:"))]
+               for o in (out, plain)]
+    check(results[0] == results[1] and len(results[0]) == 2,
+          f"the program's output as untraced: {results}")
+
+
 def test_torch_holders_untouched(traced):
     """The walk changes nothing the program can see: the collector is as
     enabled, with the same thresholds, no collection ran and the older
