@@ -422,7 +422,7 @@ def test_torch_blocks_live(traced):
 def test_torch_blocks_pytest(traced):
     """The pytest plugin on the stand-in allocator: a test that fills the
     cache passes (the cache keeps its segment, the tensor is gone), one that
-    keeps a tensor fails, naming its line."""
+    keeps a tensor fails, naming its line and the list that holds it."""
     suite = os.path.join(support.SOURCE, "tests", "integration", "pytest_tensors")
     command = ["run", "--quiet", "--format=none", "--", sys.executable, "-m", "pytest",
                "-p", "no:cacheprovider", "-p", "cumemtrace_pytest", "-q", "--cuda-leaks", suite]
@@ -434,8 +434,9 @@ def test_torch_blocks_pytest(traced):
     check("1 failed, 1 passed" in text and "test_fills_the_cache" not in text.split("FAILURES")[-1],
           f"the cache filled once passes, the kept tensor fails:\n{text}")
     check("test_keeps_a_tensor left 4.00 MiB of GPU memory held:" in text and
-          f"< test_keeps_a_tensor:{keep} (torch_tensor via torch_caching_allocator)" in text,
-          f"the kept tensor's line:\n{text}")
+          f"< test_keeps_a_tensor:{keep} (torch_tensor via torch_caching_allocator) — held by "
+          "test_tensors.kept, a list of 1 tensor\n" in text,
+          f"the kept tensor's line, and its holder:\n{text}")
 
 
 def test_torch_blocks_html(traced):
