@@ -994,6 +994,62 @@ static void merge_free(struct merge *m)
     job_free(&m->job);
 }
 
+/* The job of the files and folders `o` names, surveyed, its readings
+ * folded and the answer chosen, into `m`. CLI_OK, or CLI_UNREADABLE after a
+ * line on stderr. */
+static int merge_read(struct merge *m, const struct compare_options *o)
+{
+    m->options = &o->report;
+    m->top = (size_t)o->top;
+    m->frames = (int)o->frames;
+    for (int i = 0; i < o->file_count; i++)
+        if (job_add(&m->job, o->files[i]) < 0)
+            return CLI_UNREADABLE;
+    if (job_survey(&m->job) < 0 || job_shape(m) < 0) {
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        return CLI_UNREADABLE;
+    }
+    if (m->job.count == 0) {
+        fprintf(stderr, "cumemtrace: no report in %s%s\n", o->files[0],
+                o->file_count > 1 ? " and the other folders" : "");
+        return CLI_UNREADABLE;
+    }
+    int status = fold_readings(m);
+    if (status == CLI_OK && choose(m) < 0) {
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        status = CLI_UNREADABLE;
+    }
+    return status;
+}
+
+/* `m` written as `format` says (text, json, html) to `path` (NULL:
+ * stdout). CLI_OK, or the output's failure. */
+static int merge_write(struct merge *m, const char *format, const char *path)
+{
+    struct cli_output *output = malloc(sizeof(*output));
+    if (!output) {
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        return CLI_UNREADABLE;
+    }
+    int status = cli_output_open(output, path);
+    if (status != CLI_OK) {
+        free(output);
+        return status;
+    }
+    int json = strcmp(format, "json") == 0, html = strcmp(format, "html") == 0;
+    if (html)
+        write_page_start(&output->out);
+    if (json || html)
+        write_json(&output->out, m);
+    if (html)
+        write_page_end(&output->out);
+    if (!json && !html)
+        write_text(&output->out, m);
+    status = cli_output_close(output);
+    free(output);
+    return status;
+}
+
 int command_merge(int argc, char **argv)
 {
     char **paths = calloc((size_t)argc + 1, sizeof(char *));
@@ -1005,58 +1061,18 @@ int command_merge(int argc, char **argv)
     int status = cli_parse_compare("merge", merge_usage, argc, argv, &o);
     if (status == CLI_OK && !o.help && o.file_count == 0)
         status = cli_usage_error("merge", "no report files given", NULL);
-    if (status != CLI_OK || o.help) {
-        free(paths);
-        return status;
-    }
-    struct merge *m = calloc(1, sizeof(*m));
-    struct cli_output *output = malloc(sizeof(*output));
-    status = CLI_UNREADABLE;
-    if (!m || !output) {
+    struct merge *m = status == CLI_OK && !o.help ? calloc(1, sizeof(*m)) : NULL;
+    if (status == CLI_OK && !o.help && !m) {
         fprintf(stderr, "cumemtrace: out of memory\n");
-        goto done;
+        status = CLI_UNREADABLE;
     }
-    m->options = &o.report;
-    m->top = (size_t)o.top;
-    m->frames = (int)o.frames;
-    for (int i = 0; i < o.file_count; i++)
-        if (job_add(&m->job, paths[i]) < 0)
-            goto done;
-    if (job_survey(&m->job) < 0 || job_shape(m) < 0) {
-        fprintf(stderr, "cumemtrace: out of memory\n");
-        goto done;
-    }
-    if (m->job.count == 0) {
-        fprintf(stderr, "cumemtrace: no report in %s%s\n", paths[0],
-                o.file_count > 1 ? " and the other folders" : "");
-        goto done;
-    }
-    status = fold_readings(m);
-    if (status != CLI_OK)
-        goto done;
-    status = CLI_UNREADABLE;
-    if (choose(m) < 0) {
-        fprintf(stderr, "cumemtrace: out of memory\n");
-        goto done;
-    }
-    status = cli_output_open(output, o.output);
-    if (status != CLI_OK)
-        goto done;
-    int json = strcmp(o.format, "json") == 0, html = strcmp(o.format, "html") == 0;
-    if (html)
-        write_page_start(&output->out);
-    if (json || html)
-        write_json(&output->out, m);
-    if (html)
-        write_page_end(&output->out);
-    if (!json && !html)
-        write_text(&output->out, m);
-    status = cli_output_close(output);
-done:
+    if (m)
+        status = merge_read(m, &o);
+    if (m && status == CLI_OK)
+        status = merge_write(m, o.format, o.output);
     if (m)
         merge_free(m);
     free(m);
-    free(output);
     free(paths);
     return status;
 }
