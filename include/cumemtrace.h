@@ -44,6 +44,14 @@ int cumemtrace_snapshot(const char *path);
  * file. Returns 0, or -1 if it could not be collected or written. */
 int cumemtrace_write_json(int fd);
 
+/* As cumemtrace_write_json, with the readings a snapshot makes in a Python
+ * program: PyTorch's counters, what its tensors are and who holds them
+ * (`holders`: the walk from Python's roots, up to CUMEMTRACE_HOLDERS_MS).
+ * The walk runs on this thread when it holds the GIL (ctypes.PyDLL), else
+ * on the tracer's own, which waits for the GIL. Returns as
+ * cumemtrace_write_json. */
+int cumemtrace_write_json_holders(int fd);
+
 /* Mark a point in the run with a label (copied, up to 63 bytes). Marks are
  * listed in reports with the live bytes at that moment. */
 void cumemtrace_mark(const char *label);

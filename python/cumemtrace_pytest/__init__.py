@@ -43,7 +43,10 @@ With either option, the session's summary also names the tests that held
 the most GPU memory while they ran (their peaks, as above).
 
 Failure messages name each site once, by its line and two callers (frames
-of this plugin and of pytest left out). The tracer's own exit report is not
+of this plugin and of pytest left out), and, in a Python program whose
+arrays the tracer can name, what holds its memory ("— held by
+test_model.kept, a list of 3 tensors"): asked of the tracer only for a test
+that fails, since it walks every Python object (CUMEMTRACE_HOLDERS_MS). The tracer's own exit report is not
 written (CUMEMTRACE_FORMAT=none, for this process only) unless
 CUMEMTRACE_FORMAT or CUMEMTRACE_OUTPUT (`cumemtrace run -f`, `-o`) asks for
 one: no cumemtrace-PID.json left in the working directory by every run.
@@ -61,7 +64,8 @@ that end (held_at_end), not after the interpreter's teardown.
 The tracer is asked through its public C API (include/cumemtrace.h):
 cumemtrace_write_json(fd) writes the report to a temporary file, read back
 here; stacks keep their ids for the life of the process, so two reports
-compare site by site.
+compare site by site. cumemtrace_write_json_holders(fd), called with the GIL
+held (ctypes.PyDLL), adds who holds the arrays.
 """
 import ctypes
 import json
@@ -157,6 +161,13 @@ class Tracer:
         self.write_json = library.cumemtrace_write_json
         self.write_json.argtypes = [ctypes.c_int]
         self.write_json.restype = ctypes.c_int
+        # With the GIL held, the walk runs on this thread: no wait for the
+        # tracer's own to get the GIL.
+        held_by = getattr(ctypes.PyDLL(None), "cumemtrace_write_json_holders", None)
+        if held_by is not None:
+            held_by.argtypes = [ctypes.c_int]
+            held_by.restype = ctypes.c_int
+        self.write_json_holders = held_by
 
     @classmethod
     def find(cls):
@@ -176,9 +187,14 @@ class Tracer:
         finally:
             del os.environ["CUMEMTRACE_FORMAT"]
 
-    def report(self):
+    def report(self, holders=False):
+        """The tracer's JSON report of now; with `holders`, who holds the
+        arrays too (None if this tracer cannot say)."""
+        write = self.write_json_holders if holders else self.write_json
+        if write is None:
+            return None
         with tempfile.TemporaryFile() as handle:
-            if self.write_json(handle.fileno()) != 0:
+            if write(handle.fileno()) != 0:
                 raise RuntimeError("cumemtrace could not write its report")
             handle.seek(0)
             return json.load(handle)
@@ -255,12 +271,24 @@ def gained(before, after):
     return {k: v for k, v in change.items() if v > 0}, sum(change.values())
 
 
-def describe(report, grown, limit=5):
+def holder_texts(report):
+    """{stack: "— held by ..."}: what holds most of each stack's arrays, in
+    a report made with cumemtrace_write_json_holders (its paths come most
+    bytes first)."""
+    texts = {}
+    for path in ((report or {}).get("holders") or {}).get("paths") or []:
+        texts.setdefault(path["stack"], f" — held by {path['text']}")
+    return texts
+
+
+def describe(report, grown, limit=5, holders=None):
     """A line per site, largest first: stacks that differ only in frames
-    not shown (the runner's) are one site, their bytes summed."""
+    not shown (the runner's) are one site, their bytes summed; with
+    `holders` (a report that names them), who holds each."""
     sites = {}
+    held_by = holder_texts(holders)
     for (stack, kind, api), count in grown.items():
-        line = f"from {site(report, stack)} ({kind} via {api})"
+        line = f"from {site(report, stack)} ({kind} via {api}){held_by.get(stack, '')}"
         sites[line] = sites.get(line, 0) + count
     lines = [f"  {format_bytes(count)} {line}"
              for line, count in sorted(sites.items(), key=lambda item: (-item[1], item[0]))[:limit]]
@@ -362,7 +390,8 @@ class LimitChecker:
             grown, net = gained(held(before), held(after))
             if net > leak_limit:
                 problems.append(f"{item.name} left {format_bytes(net)} of GPU memory held "
-                                f"(limit: {format_bytes(leak_limit)}):\n" + describe(after, grown))
+                                f"(limit: {format_bytes(leak_limit)}):\n" +
+                                describe(after, grown, holders=self.tracer.report(holders=True)))
         if problems:
             self.problems[item.nodeid] = "\n".join(problems)
 
@@ -435,7 +464,7 @@ class LeakChecker:
             self.problems[item.nodeid] = (
                 f"{item.name} left {format_bytes(net)} of GPU memory held"
                 f"{' (allowed: ' + format_bytes(allowed) + ')' if allowed else ''}:\n"
-                + describe(after_report, grown))
+                + describe(after_report, grown, holders=self.tracer.report(holders=True)))
             return
         if self.repeat:
             self.check_growth(item, after_report, after, allowed)
@@ -454,7 +483,7 @@ class LeakChecker:
             self.problems[item.nodeid] = (
                 f"{item.name} holds more GPU memory at each of {self.repeat} more runs: "
                 f"{format_bytes(net // self.repeat)} a run, {format_bytes(net)} in all:\n"
-                + describe(reports[-1], every or grown))
+                + describe(reports[-1], every or grown, holders=self.tracer.report(holders=True)))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):

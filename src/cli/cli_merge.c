@@ -316,13 +316,14 @@ static void write_distribution(struct out *out, uint32_t count, double median, d
     }
 }
 
-/* What `rank` holds at stack `st` as one of its outliers; 0 if it is none. */
-static uint64_t held_by(const struct fold_stack *st, uint32_t rank)
+/* `rank` at stack `st` as one of its outliers: its bytes and who holds
+ * them there; NULL if it is none. */
+static const struct fold_pick *outlier_of(const struct fold_stack *st, uint32_t rank)
 {
     for (uint32_t o = 0; o < st->outlier_count; o++)
         if (st->outliers[o].rank == rank)
-            return st->outliers[o].bytes;
-    return 0;
+            return &st->outliers[o];
+    return NULL;
 }
 
 /* Up to `limit` of the shown-or-not stacks where fold rank `rank` is an
@@ -416,11 +417,15 @@ static void write_answer_text(struct out *out, struct merge *m)
         size_t n = stacks_of_rank(f, m->divergent[i], found, ANSWER_STACKS);
         for (size_t s = 0; s < n; s++) {
             const struct fold_stack *st = &f->stacks[found[s]];
-            uint64_t held = held_by(st, m->divergent[i]);
-            format_bytes(held, bytes, sizeof(bytes));
+            const struct fold_pick *here = outlier_of(st, m->divergent[i]);
+            format_bytes(here->bytes, bytes, sizeof(bytes));
             format_bytes((uint64_t)(st->usual_median + 0.5), centre, sizeof(centre));
-            out_printf(out, "    %s here, %s on the others: %s%s%s%s\n", bytes, centre, st->site,
+            out_printf(out, "    %s here, %s on the others: %s%s%s%s", bytes, centre, st->site,
                        st->label ? " [" : "", st->label ? st->label : "", st->label ? "]" : "");
+            char holder[4 * (REPORT_CLASS_TEXT + 64)];
+            if (here->holder)
+                out_printf(out, " — held by %s", output_text(here->holder, holder, sizeof(holder)));
+            out_str(out, "\n");
         }
     }
     if (m->divergent_count > ANSWER_RANKS)
@@ -697,10 +702,13 @@ static void write_stack_json(struct out *out, struct merge *m, const struct fold
                (unsigned long long)(s->present == f->rank_count ? s->min : 0),
                (unsigned long long)s->max, s->median, s->mad, f->rank_count - s->outlier_count,
                s->usual_median, s->usual_mad);
-    for (uint32_t i = 0; i < s->outlier_count; i++)
-        out_printf(out, "%s{\"rank\":%d,\"bytes\":%llu}", i ? "," : "",
+    for (uint32_t i = 0; i < s->outlier_count; i++) {
+        out_printf(out, "%s{\"rank\":%d,\"bytes\":%llu,\"held_by\":", i ? "," : "",
                    f->ranks[s->outliers[i].rank].number,
                    (unsigned long long)s->outliers[i].bytes);
+        out_json_string(out, s->outliers[i].holder);
+        out_str(out, "}");
+    }
     out_str(out, "],\"bytes_by_rank\":");
     if (s->by_rank) {
         out_str(out, "[");
@@ -820,13 +828,13 @@ static void write_json(struct out *out, struct merge *m)
         size_t n = stacks_of_rank(f, m->divergent[i], found, ANSWER_STACKS);
         for (size_t s = 0; s < n; s++) {
             const struct fold_stack *st = &f->stacks[found[s]];
-            uint64_t held = held_by(st, m->divergent[i]);
+            const struct fold_pick *here = outlier_of(st, m->divergent[i]);
             long listed = -1;
             for (size_t j = 0; j < m->shown_count && listed < 0; j++)
                 if (m->shown[j] == found[s])
                     listed = (long)j;
             out_printf(out, "%s{\"bytes\":%llu,\"usual_bytes\":%.0f,\"stack\":", s ? "," : "",
-                       (unsigned long long)held, st->usual_median);
+                       (unsigned long long)here->bytes, st->usual_median);
             if (listed >= 0)
                 out_printf(out, "%ld", listed);
             else
@@ -835,6 +843,8 @@ static void write_json(struct out *out, struct merge *m)
             out_json_string(out, st->site);
             out_str(out, ",\"label\":");
             out_json_string(out, st->label);
+            out_str(out, ",\"held_by\":");
+            out_json_string(out, here->holder);
             out_str(out, "}");
         }
         out_str(out, "]}");
@@ -984,6 +994,62 @@ static void merge_free(struct merge *m)
     job_free(&m->job);
 }
 
+/* The job of the files and folders `o` names, surveyed, its readings
+ * folded and the answer chosen, into `m`. CLI_OK, or CLI_UNREADABLE after a
+ * line on stderr. */
+static int merge_read(struct merge *m, const struct compare_options *o)
+{
+    m->options = &o->report;
+    m->top = (size_t)o->top;
+    m->frames = (int)o->frames;
+    for (int i = 0; i < o->file_count; i++)
+        if (job_add(&m->job, o->files[i]) < 0)
+            return CLI_UNREADABLE;
+    if (job_survey(&m->job) < 0 || job_shape(m) < 0) {
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        return CLI_UNREADABLE;
+    }
+    if (m->job.count == 0) {
+        fprintf(stderr, "cumemtrace: no report in %s%s\n", o->files[0],
+                o->file_count > 1 ? " and the other folders" : "");
+        return CLI_UNREADABLE;
+    }
+    int status = fold_readings(m);
+    if (status == CLI_OK && choose(m) < 0) {
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        status = CLI_UNREADABLE;
+    }
+    return status;
+}
+
+/* `m` written as `format` says (text, json, html) to `path` (NULL:
+ * stdout). CLI_OK, or the output's failure. */
+static int merge_write(struct merge *m, const char *format, const char *path)
+{
+    struct cli_output *output = malloc(sizeof(*output));
+    if (!output) {
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        return CLI_UNREADABLE;
+    }
+    int status = cli_output_open(output, path);
+    if (status != CLI_OK) {
+        free(output);
+        return status;
+    }
+    int json = strcmp(format, "json") == 0, html = strcmp(format, "html") == 0;
+    if (html)
+        write_page_start(&output->out);
+    if (json || html)
+        write_json(&output->out, m);
+    if (html)
+        write_page_end(&output->out);
+    if (!json && !html)
+        write_text(&output->out, m);
+    status = cli_output_close(output);
+    free(output);
+    return status;
+}
+
 int command_merge(int argc, char **argv)
 {
     char **paths = calloc((size_t)argc + 1, sizeof(char *));
@@ -995,58 +1061,18 @@ int command_merge(int argc, char **argv)
     int status = cli_parse_compare("merge", merge_usage, argc, argv, &o);
     if (status == CLI_OK && !o.help && o.file_count == 0)
         status = cli_usage_error("merge", "no report files given", NULL);
-    if (status != CLI_OK || o.help) {
-        free(paths);
-        return status;
-    }
-    struct merge *m = calloc(1, sizeof(*m));
-    struct cli_output *output = malloc(sizeof(*output));
-    status = CLI_UNREADABLE;
-    if (!m || !output) {
+    struct merge *m = status == CLI_OK && !o.help ? calloc(1, sizeof(*m)) : NULL;
+    if (status == CLI_OK && !o.help && !m) {
         fprintf(stderr, "cumemtrace: out of memory\n");
-        goto done;
+        status = CLI_UNREADABLE;
     }
-    m->options = &o.report;
-    m->top = (size_t)o.top;
-    m->frames = (int)o.frames;
-    for (int i = 0; i < o.file_count; i++)
-        if (job_add(&m->job, paths[i]) < 0)
-            goto done;
-    if (job_survey(&m->job) < 0 || job_shape(m) < 0) {
-        fprintf(stderr, "cumemtrace: out of memory\n");
-        goto done;
-    }
-    if (m->job.count == 0) {
-        fprintf(stderr, "cumemtrace: no report in %s%s\n", paths[0],
-                o.file_count > 1 ? " and the other folders" : "");
-        goto done;
-    }
-    status = fold_readings(m);
-    if (status != CLI_OK)
-        goto done;
-    status = CLI_UNREADABLE;
-    if (choose(m) < 0) {
-        fprintf(stderr, "cumemtrace: out of memory\n");
-        goto done;
-    }
-    status = cli_output_open(output, o.output);
-    if (status != CLI_OK)
-        goto done;
-    int json = strcmp(o.format, "json") == 0, html = strcmp(o.format, "html") == 0;
-    if (html)
-        write_page_start(&output->out);
-    if (json || html)
-        write_json(&output->out, m);
-    if (html)
-        write_page_end(&output->out);
-    if (!json && !html)
-        write_text(&output->out, m);
-    status = cli_output_close(output);
-done:
+    if (m)
+        status = merge_read(m, &o);
+    if (m && status == CLI_OK)
+        status = merge_write(m, o.format, o.output);
     if (m)
         merge_free(m);
     free(m);
-    free(output);
     free(paths);
     return status;
 }

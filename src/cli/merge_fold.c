@@ -170,15 +170,21 @@ static int sketch_add(struct fold_stack *s, double value)
 }
 
 /* Keep `pick` among the FOLD_KEEP most (high) or least of a list sorted
- * that way; the earlier rank stays ahead on a tie. */
+ * that way; the earlier rank stays ahead on a tie. The list owns the
+ * holders of its picks: the one that falls off, or `pick`'s when it is not
+ * kept, is freed. */
 static void keep_pick(struct fold_pick *list, uint32_t *count, struct fold_pick pick, int high)
 {
     uint32_t at = *count;
     while (at > 0 && (high ? list[at - 1].bytes < pick.bytes : list[at - 1].bytes > pick.bytes))
         at--;
-    if (at == FOLD_KEEP)
+    if (at == FOLD_KEEP) {
+        free(pick.holder);
         return;
+    }
     uint32_t n = *count < FOLD_KEEP ? *count : FOLD_KEEP - 1;
+    if (*count == FOLD_KEEP)
+        free(list[FOLD_KEEP - 1].holder);
     memmove(&list[at + 1], &list[at], (n - at) * sizeof(*list));
     list[at] = pick;
     if (*count < FOLD_KEEP)
@@ -201,7 +207,9 @@ static void count_absent(struct fold_stack *s, uint32_t upto)
 static int take_value(struct fold_stack *s, uint32_t rank)
 {
     uint64_t bytes = s->pending;
+    const struct report_holder_path *holder = s->pending_holder;
     s->pending = 0;
+    s->pending_holder = NULL;
     s->touched = 0;
     if (bytes == 0)
         return 0;               /* held nothing: counted as lacking it */
@@ -213,9 +221,14 @@ static int take_value(struct fold_stack *s, uint32_t rank)
     s->max = bytes > s->max ? bytes : s->max;
     if (s->by_rank)
         s->by_rank[rank] = bytes;
-    struct fold_pick pick = {rank, bytes};
+    char text[REPORT_CLASS_TEXT + 64];
+    if (holder)
+        report_holder_text(holder, text, sizeof(text));
+    struct fold_pick pick = {rank, bytes, holder ? strdup(text) : NULL};
+    if (holder && !pick.holder)
+        return -1;
     keep_pick(s->high, &s->high_count, pick, 1);
-    keep_pick(s->low, &s->low_count, pick, 0);
+    keep_pick(s->low, &s->low_count, (struct fold_pick){rank, bytes, NULL}, 0);
     return sketch_add(s, (double)bytes);
 }
 
@@ -342,6 +355,11 @@ int fold_add(struct fold *f, const struct report *r, int number, int file)
             return -1;
         struct fold_stack *s = &f->stacks[index];
         s->pending += bytes;
+        /* One key may be several of the report's stacks: the holder of the
+         * most bytes speaks for them. */
+        const struct report_holder_path *holder = report_holder_of(r, id);
+        if (holder && (!s->pending_holder || holder->bytes > s->pending_holder->bytes))
+            s->pending_holder = holder;
         if (bytes > s->most_in_source) {
             s->most_in_source = bytes;
             s->source = rank;
@@ -422,14 +440,14 @@ static uint64_t robust(const struct fold_value *v, size_t n, uint64_t zeros, con
     return total;
 }
 
-static int add_outlier(struct fold_stack *s, uint32_t rank, uint64_t bytes)
+static int add_outlier(struct fold_stack *s, uint32_t rank, uint64_t bytes, char *holder)
 {
     for (uint32_t i = 0; i < s->outlier_count; i++)
         if (s->outliers[i].rank == rank)
             return 0;
     if (s->outlier_count == sizeof(s->outliers) / sizeof(s->outliers[0]))
         return 0;
-    s->outliers[s->outlier_count++] = (struct fold_pick){rank, bytes};
+    s->outliers[s->outlier_count++] = (struct fold_pick){rank, bytes, holder};
     return 1;
 }
 
@@ -447,7 +465,7 @@ static void finish_stack(struct fold *f, struct fold_stack *s, struct fold_value
     for (uint32_t i = 0; i < s->high_count; i++)
         candidates[n++] = s->high[i];
     for (uint32_t i = 0; i < s->absent_count && i < FOLD_KEEP; i++)
-        candidates[n++] = (struct fold_pick){s->absent[i], 0};
+        candidates[n++] = (struct fold_pick){s->absent[i], 0, NULL};
     for (uint32_t i = 0; i < s->low_count; i++)
         candidates[n++] = s->low[i];
     int verdicts[3 * FOLD_KEEP];
@@ -459,7 +477,7 @@ static void finish_stack(struct fold *f, struct fold_stack *s, struct fold_value
     for (int side = FOLD_HIGH; side >= FOLD_LOW; side -= 2)
         for (uint32_t i = 0; i < n; i++)
             if (verdicts[i] == side)
-                add_outlier(s, candidates[i].rank, candidates[i].bytes);
+                add_outlier(s, candidates[i].rank, candidates[i].bytes, candidates[i].holder);
     for (uint32_t i = 0; i < s->outlier_count; i++)
         skipped[i] = (double)s->outliers[i].bytes;
     robust(s->values, s->value_count, zeros, skipped, s->outlier_count, scratch,
@@ -559,6 +577,8 @@ int fold_finish(struct fold *f)
 void fold_free(struct fold *f)
 {
     for (uint32_t i = 0; f->stacks && i < f->keys.count; i++) {
+        for (uint32_t k = 0; k < f->stacks[i].high_count; k++)
+            free(f->stacks[i].high[k].holder);
         free(f->stacks[i].site);
         free(f->stacks[i].values);
         free(f->stacks[i].by_rank);

@@ -13,7 +13,10 @@
  * amounts (identical ranks hold one), beyond that the two closest pairs
  * merged into their weighted mean, so the median and the MAD stay close
  * and a lone outlier, far from the rest, stays exact. A job of at most
- * FOLD_BY_RANK ranks also keeps each rank's bytes per stack.
+ * FOLD_BY_RANK ranks also keeps each rank's bytes per stack. Where a
+ * report names who holds a stack's arrays (its holders walk), the ranks
+ * holding most of the stack keep those words: what a divergent rank's
+ * answer says, at one string per kept rank.
  *
  * The rule (fold_rule): a value is an outlier when it lies more than
  * FOLD_SPREADS spreads from the median of the other ranks', the spread
@@ -42,10 +45,13 @@ struct fold_value {
     uint64_t count;
 };
 
-/* A rank and its bytes of a stack (rank: an index into fold.ranks). */
+/* A rank and its bytes of a stack (rank: an index into fold.ranks); in the
+ * ranks holding most, who holds them there ("model.outs, a list of 3
+ * tensors"), owned by the pick; NULL: not known. */
 struct fold_pick {
     uint32_t rank;
     uint64_t bytes;
+    char *holder;
 };
 
 struct fold_growth {
@@ -77,6 +83,7 @@ struct fold_stack {
     const char *label;           /* "nccl", ...: report_stack_label; NULL */
     uint32_t source, stack_id;   /* the rank holding most of it, its id there */
     uint64_t pending;            /* bytes in the report being folded */
+    const struct report_holder_path *pending_holder;   /* its holder there, if named */
     uint32_t present;            /* ranks holding some of it */
     uint32_t next_rank;          /* ranks before this one are counted */
     uint64_t sum, min, max;      /* of the ranks holding it */
@@ -98,7 +105,8 @@ struct fold_stack {
     double usual_median, usual_mad;    /* of the ranks that are not outliers */
     uint64_t spread;             /* most less least, over every rank */
     uint64_t excess;             /* how far its outliers lie from usual_median, summed */
-    struct fold_pick outliers[3 * FOLD_KEEP];  /* above the others, then below */
+    struct fold_pick outliers[3 * FOLD_KEEP];  /* above the others, then below;
+                                                  * holders: the high picks' */
     uint32_t outlier_count;
 };
 

@@ -109,6 +109,7 @@
       var link = item.appendChild(element(s.stack === null ? "span" : "a",
           s.stack === null ? {"class": "site"} : {"class": "site", "href": "#stack-" + (s.stack + 1)}, s.site));
       if (s.label) link.textContent += " [" + s.label + "]";
+      if (s.held_by) item.appendChild(element("span", {"class": "held-by"}, " \u2014 held by " + s.held_by));
     });
   });
   if (data.divergent_ranks.length > 8)
@@ -178,7 +179,8 @@
     row.appendChild(element("td", {"class": "num"}, bytes(s.total_bytes) + (s.label ? " [" + s.label + "]" : "")));
     row.appendChild(element("td", {"class": "num"}, distribution(s.usual.ranks, s.usual.median_bytes, s.usual.mad_bytes)));
     row.appendChild(element("td", {"class": "outliers"}, s.outliers.map(function (o) {
-      return "rank " + o.rank + " " + bytes(o.bytes); }).join("; ")));
+      return "rank " + o.rank + " " + bytes(o.bytes) + (o.held_by ? " (held by " + o.held_by + ")" : "");
+    }).join("; ")));
     var frames = row.appendChild(element("td", {"class": "stack"}));
     var details = frames.appendChild(element("details"));
     details.appendChild(element("summary", {}, s.site));

@@ -272,7 +272,10 @@ const struct report_holder_path *report_holder_of(const struct report *r, uint32
 
 void report_holder_text(const struct report_holder_path *p, char *text, size_t size)
 {
-    const char *path = strncmp(p->path, "__main__.", 9) == 0 ? p->path + 9 : p->path;
+    static const char graph[] = "the graph of ";
+    int of_graph = strncmp(p->path, graph, sizeof(graph) - 1) == 0;
+    const char *path = p->path + (of_graph ? sizeof(graph) - 1 : 0);
+    path += strncmp(path, "__main__.", 9) == 0 ? 9 : 0;
     size_t length = strlen(path);
     const char *noun = report_holder_noun(p);
     if (length > 3 && strcmp(path + length - 3, "[*]") == 0 && p->container[0]) {
@@ -280,7 +283,8 @@ void report_holder_text(const struct report_holder_path *p, char *text, size_t s
         snprintf(text, size, "%.*s, %s %s of %llu %s", (int)(length - 3), path, article,
                  p->container, (unsigned long long)p->tensors, noun);
     } else {
-        snprintf(text, size, "%s (%llu %s)", path, (unsigned long long)p->tensors, noun);
+        snprintf(text, size, "%s%s (%llu %s)", of_graph ? graph : "", path,
+                 (unsigned long long)p->tensors, noun);
     }
 }
 

@@ -573,6 +573,10 @@ static void write_holders(const struct report *r, struct out *out)
         out_json_string(out, p->path);
         out_str(out, ",\"container\":");
         out_json_string(out, p->container);
+        char text[REPORT_CLASS_TEXT + 64];
+        report_holder_text(p, text, sizeof(text));
+        out_str(out, ",\"text\":");
+        out_json_string(out, text);
         out_printf(out, ",\"kind\":\"%s\"", kind_name(p->kind));
         out_printf(out, ",\"tensors\":%llu,\"blocks\":%llu,\"bytes\":%llu}", U(p->tensors),
                    U(p->blocks), U(p->bytes));

@@ -38,9 +38,10 @@ PUBLIC int cumemtrace_snapshot(const char *path)
     return result;
 }
 
-PUBLIC int cumemtrace_write_json(int fd)
+/* The JSON report of now into `fd`, with whatever framework reading the
+ * caller made for it. */
+static int write_json(int fd)
 {
-    tracker_init();
     int entered = tracker_enter();
     int result = -1;
     struct report *r = report_new("snapshot");
@@ -57,6 +58,20 @@ PUBLIC int cumemtrace_write_json(int fd)
     if (entered)
         tracker_leave();
     return result;
+}
+
+PUBLIC int cumemtrace_write_json(int fd)
+{
+    tracker_init();
+    return write_json(fd);
+}
+
+PUBLIC int cumemtrace_write_json_holders(int fd)
+{
+    tracker_init();
+    if (tracker.traced)
+        torch_stats_refresh(250);   /* before entering, as a snapshot's */
+    return write_json(fd);
 }
 
 PUBLIC void cumemtrace_mark(const char *label)

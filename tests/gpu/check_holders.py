@@ -14,6 +14,15 @@ object on the growing line ("— held by model.outs, a list of 200 tensors"):
                 whose past_key_values are kept in a dict: "held by kept[*]";
   cupy          a list of CuPy arrays: "held by arrays, a list of 200 arrays";
   jax           a dict of JAX arrays: "held by kept, a dict of 200 arrays";
+  graph         losses kept with their autograd graphs (no backward): the
+                activations only the graphs keep (Linear's saved input,
+                relu's saved output) "held by the graph of losses[*]";
+  checkpoint    the same through torch.utils.checkpoint (non-reentrant): its
+                saved tensors are behind an unpack hook that runs the
+                forward pass again; the walk must never run it (the forward
+                runs once per step, counted at the snapshot and after the
+                exit report's walk), and still names what the graphs keep
+                outside the hook (the checkpoint's output h, the leaf x);
   heap          a 1 M-object heap beside a leaking list: the walk's time and
                 objects at the default budget (CUMEMTRACE_HOLDERS_MS=1000)
                 and with a budget it fits in, printed for the notes.
@@ -125,6 +134,50 @@ def jax_child():
     return "jax " + jax.__version__
 
 
+def graph_child():
+    import torch
+    from torch import nn
+    global net, losses
+    net = nn.Linear(1024, 1024).cuda()
+    losses = []
+    for _ in range(200):
+        x = torch.randn(64, 1024, device="cuda")  # LEAK-graph (Linear saves it)
+        h = torch.relu(net(x))                    # relu saves its output
+        losses.append((h * h).mean())             # the graph, never backward
+        del x, h
+        time.sleep(0.005)
+    return "torch " + torch.__version__
+
+
+CHECKPOINT_CALLS = [0]
+
+
+def checkpoint_child():
+    import atexit
+    # Registered before the first CUDA call, so after the tracer's exit hook:
+    # runs once the exit report's walk is done.
+    atexit.register(lambda: print("forward calls at exit:", CHECKPOINT_CALLS[0], flush=True))
+    import ctypes
+    import torch
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+    global net, losses
+    net = nn.Linear(1024, 1024).cuda()
+
+    def block(x):
+        CHECKPOINT_CALLS[0] += 1
+        return torch.relu(net(x))
+    losses = []
+    for _ in range(100):
+        x = torch.randn(64, 1024, device="cuda", requires_grad=True)
+        h = checkpoint(block, x, use_reentrant=False)
+        losses.append((h * h).mean())  # the graph keeps h (and x, a leaf)
+        del x, h
+        time.sleep(0.005)
+    ctypes.CDLL(None).cumemtrace_snapshot(None)
+    return f"forward calls at the snapshot: {CHECKPOINT_CALLS[0]} for 100 steps"
+
+
 class Record:
     def __init__(self, i):
         self.i = i
@@ -145,16 +198,19 @@ def heap_child():
 
 
 CHILDREN = {"lightning": lightning_child, "transformers": transformers_child,
-            "cupy": cupy_child, "jax": jax_child, "heap": heap_child}
+            "cupy": cupy_child, "jax": jax_child, "graph": graph_child,
+            "checkpoint": checkpoint_child, "heap": heap_child}
 # CuPy's and JAX's first array can come before the tracer sees the framework
 # (CuPy's pool is ours from the bridge's first reading on): 199 of the 200 on
 # the H200.
 EXPECTED = {"lightning": r"held by model\.outs, a list of 200 tensors",
             "transformers": r"held by kept\[\*\]", "cupy": r"held by arrays, a list of (199|200) arrays",
             "jax": r"held by kept, a dict of (199|200) arrays",
+            "graph": r"held by the graph of losses\[\*\] \(\d+ tensors\)",
+            "checkpoint": r"held by the graph of losses\[\*\] \(\d+ tensors\)",
             "heap": r"held by outs, a list of 100 tensors"}
 LIBRARY = {"lightning": "torch", "transformers": "transformers", "cupy": "cupy", "jax": "jax",
-           "heap": "torch"}
+           "graph": "torch", "checkpoint": "torch", "heap": "torch"}
 
 
 # ---- the checks ---------------------------------------------------------------
@@ -195,6 +251,13 @@ def run_check(check, build, out):
     figures = (f"{ran[0][5:]}; walk: {walk.get('objects')} objects in {walk.get('ms')} ms, "
                f"cut short: {walk.get('cut_short')}, why not: {walk.get('why')}; "
                f"growing: {growing}")
+    if check == "checkpoint":
+        calls = [line for line in done.stdout.splitlines()
+                 if line.startswith("forward calls at exit: ")]
+        figures += f"; {ran[0][5:]}; {calls}"
+        if "forward calls at the snapshot: 100 for" not in ran[0] or \
+                calls != ["forward calls at exit: 100"]:
+            misses.append("an unpack hook ran: the forward ran more than once a step")
     if check == "heap":
         _, fitted, _ = run_child(check, build, out, CUMEMTRACE_HOLDERS_MS="20000")
         whole = (fitted or {}).get("holders") or {}

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 import support
 from support import check, validate, only, one_dump, traced_environment, line_of, tool, rank_reports
 
@@ -522,7 +524,8 @@ def test_merge_job(traced):
           f"rank 37 diverges, at the first stack: {merged['divergent_ranks']}")
     first = merged["stacks"][0]
     by_rank = dict(zip([r["rank"] for r in merged["ranks"]], first["bytes_by_rank"]))
-    check(first["outliers"] == [{"rank": 37, "bytes": by_rank[37]}] and first["usual"]["ranks"] == 62 and
+    check(first["outliers"] == [{"rank": 37, "bytes": by_rank[37], "held_by": None}] and
+          first["usual"]["ranks"] == 62 and
           abs(by_rank[37] - first["usual"]["median_bytes"] - 200 * MiB) <= 200 << 10,
           f"the first stack's one outlier and the distribution of the rest: {first['outliers']} {first['usual']}")
     others = [r["live_bytes"] for r in merged["ranks"] if r["rank"] != 37]
@@ -531,6 +534,54 @@ def test_merge_job(traced):
           merged["distribution"]["max_bytes"] == max(others) and
           [r["rank"] for r in merged["ranks"] if r["verdict"] != "usual"] == [37],
           f"the other ranks' distribution: {merged['distribution']}")
+
+
+def test_merge_holders(traced):
+    """Who holds a divergent rank's memory, read from that rank's own report
+    as it streams by: a job of 8 ranks made from a Python program's exit
+    report that names its holders (torch_holders.py on the stand-in for
+    PyTorch), rank 3 holding 64 MiB more at the list's line: its line in the
+    answer says who holds it there, as the JSON does (the divergent rank's
+    stacks, the stack's outliers); with the holders taken out of rank 3's
+    report, none is said."""
+    sim = os.path.join(support.BUILD, "sim")
+    if not os.path.exists(os.path.join(sim, "torch", "lib", "libc10_cuda.so")):
+        pytest.skip("no C++ compiler: the stand-in for PyTorch was not built")
+    import job_reports
+    script = os.path.join(support.SOURCE, "tests", "integration", "torch_holders.py")
+    env = {"LD_LIBRARY_PATH": f"{sim}:{sim}/torch/lib", "CUMEMTRACE_QUIET": "1",
+           "CUMEMTRACE_TORCH_TRACKER": f"{sim}/torch/libcumemtrace_torch.so"}
+    _, _, reports, _ = traced.run(sys.executable, [script, "everything"], env=env)
+    end = [r for r in reports if r["reason"] == "exit"]
+    if not check(len(end) == 1, f"one exit report: {[r['reason'] for r in reports]}"):
+        return
+    source = os.path.join(traced.dir, "exit.json")
+    with open(source, "w") as handle:
+        json.dump(end[0], handle)
+    folder = tempfile.mkdtemp(prefix="cumemtrace-job-")
+    job_reports.make(source, folder, 8, outliers={3: 64})
+    words = "model.outs, a list of 30 tensors"
+    completed = tool("merge", folder)
+    answer = completed.stdout.split("\n\n")[0]
+    outs = line_of(script, "HOLD-outs")
+    check(re.search(r"^  Divergent rank: 3 on node-000 .*\n +\S+ \S+ here, \S+ \S+ on the others: "
+                    rf".* < everything:{outs} — held by " + re.escape(words) + "$", answer, re.M),
+          f"rank 3's line says who holds it: {answer}")
+    merged = json.loads(tool("merge", folder, "--format", "json").stdout)
+    stack = merged["divergent_ranks"][0]["stacks"][0]
+    check(stack["held_by"] == words and merged["stacks"][0]["outliers"][0]["held_by"] == words,
+          f"the JSON says it: {stack}, {merged['stacks'][0]['outliers']}")
+    rank_3 = os.path.join(folder, "node-000", "rank-3.json")
+    with open(rank_3) as handle:
+        report = json.load(handle)
+    report["holders"]["paths"] = []
+    with open(rank_3, "w") as handle:
+        json.dump(report, handle)
+    completed = tool("merge", folder)
+    merged = json.loads(tool("merge", folder, "--format", "json").stdout)
+    check("held by" not in completed.stdout and
+          merged["divergent_ranks"][0]["stacks"][0]["held_by"] is None,
+          f"rank 3's own report names no holder: none said: {completed.stdout}")
 
 
 def test_merge_identical(traced):

@@ -422,7 +422,7 @@ def test_torch_blocks_live(traced):
 def test_torch_blocks_pytest(traced):
     """The pytest plugin on the stand-in allocator: a test that fills the
     cache passes (the cache keeps its segment, the tensor is gone), one that
-    keeps a tensor fails, naming its line."""
+    keeps a tensor fails, naming its line and the list that holds it."""
     suite = os.path.join(support.SOURCE, "tests", "integration", "pytest_tensors")
     command = ["run", "--quiet", "--format=none", "--", sys.executable, "-m", "pytest",
                "-p", "no:cacheprovider", "-p", "cumemtrace_pytest", "-q", "--cuda-leaks", suite]
@@ -434,8 +434,9 @@ def test_torch_blocks_pytest(traced):
     check("1 failed, 1 passed" in text and "test_fills_the_cache" not in text.split("FAILURES")[-1],
           f"the cache filled once passes, the kept tensor fails:\n{text}")
     check("test_keeps_a_tensor left 4.00 MiB of GPU memory held:" in text and
-          f"< test_keeps_a_tensor:{keep} (torch_tensor via torch_caching_allocator)" in text,
-          f"the kept tensor's line:\n{text}")
+          f"< test_keeps_a_tensor:{keep} (torch_tensor via torch_caching_allocator) — held by "
+          "test_tensors.kept, a list of 1 tensor\n" in text,
+          f"the kept tensor's line, and its holder:\n{text}")
 
 
 def test_torch_blocks_html(traced):
@@ -1830,6 +1831,41 @@ def test_torch_holders(traced):
                             glob.glob(os.path.join(traced.dir, "report-*[0-9].json"))[0]],
                            capture_output=True, text=True).stdout
     check(again == text, "read back from the JSON, the same text")
+
+
+def test_torch_holders_graph(traced):
+    """Losses kept with their graphs: the activations only a graph keeps
+    (a node's saved tensors, another node's through next_functions) are
+    held by "the graph of" the losses' path, at a snapshot and at the end,
+    and the findings say so; a saved tensor behind an unpack hook is never
+    read (the hook never runs) and the program's output is as untraced."""
+    if not os.path.exists(os.path.join(support.BUILD, "sim", "torch", "lib",
+                                       "libc10_cuda.so")):
+        pytest.skip("no C++ compiler: the stand-in for PyTorch was not built")
+    out, _, reports, _ = run_scenario(traced, "torch_holders.py", "graphs", (), torch_env())
+    held = next((json.loads(line[6:]) for line in out.splitlines() if line.startswith("held: ")),
+                {})
+    graph = "the graph of __main__.losses[*]"
+    paths = {"graph_act": graph, "graph_hidden": graph, "losses": "__main__.losses[*]"}
+    for report in reports.get("snapshot", []) + reports.get("exit", []):
+        walk = report["holders"]
+        by_line = {site_line(report, p["stack"], "torch_holders.py"): p for p in walk["paths"]}
+        for name, path in paths.items():
+            p = by_line.get(min(marked_lines("HOLD", name, "torch_holders.py")))
+            check(p is not None and p["path"] == path and [p["tensors"], p["bytes"]] == held[name],
+                  f"{report['reason']}: {name} held by {path}, {held.get(name)}: {p}")
+        growing = [f["text"] for f in report["findings"] if f["verdict"] == "growing"]
+        check(any(g.endswith("— held by the graph of losses[*] (30 tensors)") for g in growing),
+              f"{report['reason']}: a growing line names the graph: {growing}")
+    check(len(reports.get("snapshot", [])) == 1 and len(reports.get("exit", [])) == 1,
+          f"a snapshot and the end: {out}")
+    check("unpacked: 0" in out, f"no unpack hook ran: {out}")
+    plain, _, _, _ = run_scenario(traced, "torch_holders.py", "graphs", (), torch_env(),
+                                  preload=False)
+    results = [[line for line in o.splitlines() if line.startswith(("held:", "result:"))]
+               for o in (out, plain)]
+    check(results[0] == results[1] and len(results[0]) == 2,
+          f"the program's output as untraced: {results}")
 
 
 def test_torch_holders_untouched(traced):

@@ -20,7 +20,7 @@ import threading
 import time
 
 import torch_model
-from torch_model import KiB, Model, Tensor, c10
+from torch_model import KiB, Model, Tensor, c10, mul
 
 
 class View(Tensor):
@@ -112,7 +112,58 @@ def everything():
     return local, stop
 
 
-SCENARIOS = {f.__name__: f for f in (everything,)}
+class Unpack:
+    """A saved-tensor hook's unpack function, as torch.utils.checkpoint's
+    (which runs the forward pass again) or save_on_cpu's (which copies back
+    to the device): it allocates, and counts its calls."""
+    calls = 0
+
+    @property
+    def __isabstractmethod__(self):
+        Unpack.calls += 1
+        UNPACKED.append(Tensor(8 * KiB))
+        return False
+
+
+class HookedBackward(staticmethod):
+    """A node whose saved tensor is behind an unpack hook: PyTorch's C getter
+    calls the hook. Modelled by a C getter that calls Python code:
+    staticmethod's __isabstractmethod__ reads its callable's attribute of
+    that name, here Unpack's property."""
+    _saved_self = staticmethod.__dict__["__isabstractmethod__"]
+
+
+def graphs():
+    """Losses kept with their graphs: each loss holds, through its
+    grad_fn's saved tensors and next_functions, the activations nothing
+    else holds. A graph's saved tensor behind an unpack hook is never read."""
+    global model, losses
+    model = Model(width=32, depth=1)
+    weight = model.embedding.weight
+    losses = []
+    for _ in range(30):
+        act = Tensor(48 * KiB)  # HOLD-graph_act
+        hidden = mul(act, weight)  # HOLD-graph_hidden
+        losses.append(mul(hidden, hidden))  # HOLD-losses
+        del act, hidden
+        time.sleep(0.005)
+    hooked = Tensor(KiB)
+    hooked.grad_fn = HookedBackward(Unpack())
+    losses.append(hooked)
+    size = lambda n: n * 4
+    print("held:", json.dumps({
+        "graph_act": [30, 30 * size(48 * KiB)],
+        "graph_hidden": [30, 30 * size(48 * KiB)],
+        "losses": [30, 30 * size(48 * KiB)]}), flush=True)
+    process = ctypes.CDLL(None)
+    if hasattr(process, "cumemtrace_snapshot"):     # untraced: no snapshot
+        process.cumemtrace_snapshot(b"holders")
+    atexit.register(lambda: print("unpacked:", Unpack.calls, flush=True))
+    print("result:", len(losses), Unpack.calls, flush=True)
+
+
+SCENARIOS = {f.__name__: f for f in (everything, graphs)}
+UNPACKED = []
 KEPT = None
 record = {}
 HEAP = [[i] for i in range(int(os.environ.get("SIMTORCH_HOLDERS_HEAP", "0")))]

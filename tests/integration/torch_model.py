@@ -7,8 +7,9 @@ under the tracer on the simulator.
 A minimal `torch` module goes into sys.modules, with the parts the tracer
 reads: torch.cuda.memory_stats() from the stand-in's own figures,
 torch.nn.Module with named_parameters() and children(), torch.Tensor with
-data_ptr(), numel(), element_size() and is_cuda, Parameter with .grad, and
-torch.optim.Optimizer with param_groups and state. Each scenario prints what
+data_ptr(), numel(), element_size(), is_cuda and grad_fn, Parameter with
+.grad, torch.optim.Optimizer with param_groups and state, and autograd's
+graph (mul() records one: nodes with next_functions and saved tensors). Each scenario prints what
 those objects hold ("held: {...}") and the stand-in's figures ("stats:"),
 which test_frameworks.py compares with the reports; `untouched` also prints
 the interpreter's state before and after, and which attributes of a
@@ -41,10 +42,14 @@ def stats(device=0):
 
 
 class Tensor:
-    """float32 on the stand-in's device 0; freed when the last reference goes."""
+    """float32 on the stand-in's device 0; freed when the last reference goes.
+    grad_fn is a slot: a getter of the type's own, as PyTorch's C one."""
+    __slots__ = ("grad_fn", "__dict__")
     is_cuda = True
+    requires_grad = False
 
     def __init__(self, count):
+        self.grad_fn = None
         self.count = count
         self.pointer = c10.c10sim_malloc(0, 4 * count)
         if not self.pointer:
@@ -66,6 +71,47 @@ class Tensor:
 
 class Parameter(Tensor):
     grad = None
+    requires_grad = True
+
+
+class Node:
+    """A function of autograd's graph, as PyTorch's C++ nodes are: the
+    functions of its inputs in next_functions ((node, index) pairs), the
+    tensors it saved for the backward pass in _saved_* attributes, all read
+    through the type's own descriptors (slots here, C getters there)."""
+    __slots__ = ("next_functions",)
+
+
+class AccumulateGrad(Node):
+    """A leaf's node: its tensor in .variable."""
+    __slots__ = ("variable",)
+
+
+class MulBackward0(Node):
+    __slots__ = ("_saved_self", "_saved_other")
+
+
+def edge(t):
+    """The (node, index) by which a graph reaches its input `t`."""
+    if getattr(t, "grad_fn", None) is not None:
+        return (t.grad_fn, 0)
+    if t.requires_grad:
+        leaf = AccumulateGrad()
+        leaf.variable = t
+        return (leaf, 0)
+    return (None, 0)
+
+
+def mul(a, b):
+    """a * b; its graph when an operand requires a gradient: the product's
+    grad_fn saves both operands."""
+    out = Tensor(a.count)
+    if a.requires_grad or b.requires_grad:
+        node = MulBackward0()
+        node.next_functions = (edge(a), edge(b))
+        node._saved_self, node._saved_other = a, b
+        out.requires_grad, out.grad_fn = True, node
+    return out
 
 
 class Module:
