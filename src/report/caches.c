@@ -193,5 +193,5 @@ int report_caches(struct report *r, int live)
 
 int report_caches_at_end(const struct report *r)
 {
-    return r->state.program_ended && strcmp(r->reason, "exit") == 0;
+    return r->end.ended && strcmp(r->reason, "exit") == 0;
 }

@@ -52,7 +52,7 @@ static int same_api(const struct report *ra, int a, const struct report *rb, int
 
 static uint64_t handle_value(const struct report *r, uint32_t handle)
 {
-    return handle && handle <= r->state.handles_used ? r->state.handles[handle - 1] : 0;
+    return handle && handle <= r->handles.count ? r->handles.list[handle - 1] : 0;
 }
 
 #define same_hex(ra, a, rb, b) same_value(a, b)
@@ -102,7 +102,7 @@ static int same_text(const char *a, const char *b)
 
 /* A mark's fields written by hand (records.h, REPORT_MARK_FIELDS) alike in
  * *a and *b, or each different; says which are not. */
-static void check_mark_by_hand(const char *what, const struct mark *a, const struct mark *b,
+static void check_mark_by_hand(const char *what, const struct report_mark *a, const struct report_mark *b,
                                int alike)
 {
     if (same_text(a->label, b->label) != alike)
@@ -163,8 +163,8 @@ static void change(struct report *r)
     b->thread = 7;
     b->sequence = 987654321;
     b->time_ms = 4242;
-    r->state.handles[r->state.handles_used++] = 0x7f00beef0000ull;
-    b->handle = (uint16_t)r->state.handles_used;
+    r->handles.list[r->handles.count++] = 0x7f00beef0000ull;
+    b->handle = (uint16_t)r->handles.count;
     b->held_at_end = !b->held_at_end;
     change_group(r, &r->groups[0]);
     change_group(r, &r->held[0]);
@@ -173,8 +173,8 @@ static void change(struct report *r)
 #define X(key, member) stats->member = figure++ * 7919;
     STACK_STATS_FIELDS(X)
 #undef X
-    struct failure *f =
-        RING_ENTRY(r->state.failures, RING_FIRST(r->state.failures, r->state.failures_total));
+    struct report_failure *f =
+        RING_ENTRY(r->failures.ring, RING_FIRST(r->failures.ring, r->failures.total));
     f->size = 234567891;
     f->kind = (f->kind + 1) % KIND_COUNT;
     f->api = (f->api + 1) % r->api_count;
@@ -182,11 +182,11 @@ static void change(struct report *r)
     f->code = -217;                 /* no CUDA code, but the form is signed */
     f->oom = !f->oom;
     f->oom_number = 4242;
-    r->state.ooms_total = 4243;
+    r->failures.ooms = 4243;
     f->stack_id = f->stack_id % r->stack_count + 1;
     f->thread = 9;
     f->time_ms = 4343;
-    struct mark *m = RING_ENTRY(r->state.marks, RING_FIRST(r->state.marks, r->state.marks_total));
+    struct report_mark *m = RING_ENTRY(r->marks.ring, RING_FIRST(r->marks.ring, r->marks.total));
     snprintf(m->label, sizeof(m->label), "%s", "a \"changed\" mark\\");   /* to escape */
     m->time_ms = 4444;
     m->sequence = 876543219;
@@ -304,22 +304,22 @@ int main(int argc, char **argv)
     CHECK(usable);          /* a report with each record, two entry points, two stacks */
     if (!usable)
         return check_done("report_fields");
-    if (!r->state.failures_total)
-        r->state.failures_total = 1;        /* a failure of zeros, for change() to fill */
-    if (!r->state.marks_total)
-        r->state.marks_total = 1;
+    if (!r->failures.total)
+        r->failures.total = 1;        /* a failure of zeros, for change() to fill */
+    if (!r->marks.total)
+        r->marks.total = 1;
     if (r->event.type != EVENT_OOM)
         r->event = (struct report_event){.type = EVENT_OOM};
-    const struct failure *failure =
-        RING_ENTRY(r->state.failures, RING_FIRST(r->state.failures, r->state.failures_total));
-    const struct mark *mark =
-        RING_ENTRY(r->state.marks, RING_FIRST(r->state.marks, r->state.marks_total));
+    const struct report_failure *failure =
+        RING_ENTRY(r->failures.ring, RING_FIRST(r->failures.ring, r->failures.total));
+    const struct report_mark *mark =
+        RING_ENTRY(r->marks.ring, RING_FIRST(r->marks.ring, r->marks.total));
     struct report_block block = r->blocks[0];
     struct report_group live = r->groups[0], held = r->held[0];
     uint32_t shown = r->shown[0];
     struct stack_stats stats = r->stacks[shown - 1].stats;
-    struct failure failure_was = *failure;
-    struct mark mark_was = *mark;
+    struct report_failure failure_was = *failure;
+    struct report_mark mark_was = *mark;
     struct report_event event_was = r->event;
     struct symbol frame_was = r->symbols[0];
     change(r);
@@ -364,23 +364,23 @@ int main(int argc, char **argv)
             check_stats("stack read back", &r->stacks[id - 1].stats, &back->stacks[id - 1].stats,
                         1);
     }
-    const struct tracker_state *was = &r->state, *now = &back->state;
-    CHECK_EQ(now->failures_total, was->failures_total);
-    CHECK_EQ(now->ooms_total, was->ooms_total);
-    CHECK_EQ(now->marks_total, was->marks_total);
-    for (uint64_t n = RING_FIRST(was->failures, was->failures_total);
-         loaded == 0 && n <= was->failures_total; n++) {
-        CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "failure read back", r,
-                     RING_ENTRY(was->failures, n), back, RING_ENTRY(now->failures, n), 1);
+    CHECK_EQ(back->failures.total, r->failures.total);
+    CHECK_EQ(back->failures.ooms, r->failures.ooms);
+    CHECK_EQ(back->marks.total, r->marks.total);
+    const struct report_failures *was = &r->failures, *now = &back->failures;
+    for (uint64_t n = RING_FIRST(was->ring, was->total); loaded == 0 && n <= was->total; n++) {
+        CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "failure read back", r, RING_ENTRY(was->ring, n),
+                     back, RING_ENTRY(now->ring, n), 1);
         CHECK_FIELDS(REPORT_FAILURE_CONTEXT_FIELDS, "failure read back", r,
-                     RING_ENTRY(was->failures, n), back, RING_ENTRY(now->failures, n), 1);
+                     RING_ENTRY(was->ring, n), back, RING_ENTRY(now->ring, n), 1);
     }
-    for (uint64_t n = RING_FIRST(was->marks, was->marks_total);
-         loaded == 0 && n <= was->marks_total; n++) {
-        CHECK_FIELDS(REPORT_MARK_FIELDS, "mark read back", r, RING_ENTRY(was->marks, n), back,
-                     RING_ENTRY(now->marks, n), 1);
-        check_mark_by_hand("mark read back", RING_ENTRY(was->marks, n), RING_ENTRY(now->marks, n),
-                           1);
+    const struct report_marks *marks_was = &r->marks, *marks_now = &back->marks;
+    for (uint64_t n = RING_FIRST(marks_was->ring, marks_was->total);
+         loaded == 0 && n <= marks_was->total; n++) {
+        CHECK_FIELDS(REPORT_MARK_FIELDS, "mark read back", r, RING_ENTRY(marks_was->ring, n), back,
+                     RING_ENTRY(marks_now->ring, n), 1);
+        check_mark_by_hand("mark read back", RING_ENTRY(marks_was->ring, n),
+                           RING_ENTRY(marks_now->ring, n), 1);
     }
     CHECK_EQ(back->event.type, EVENT_OOM);
     if (loaded == 0)
