@@ -468,7 +468,7 @@ int dump_parse(struct report *r, const struct report_options *options, const cha
     for (size_t i = 0; i < r->block_count; i++)
         if (kind_in_cache(r->blocks[i].kind))
             r->cache_views[r->blocks[i].kind - KIND_TORCH_TENSOR].view = CACHE_BLOCKS;
-    if (report_caches(r, 0) < 0 || report_held_at_end(r) < 0 ||
+    if (report_caches(r) < 0 || report_held_at_end(r) < 0 ||
         report_finish(r, symbolizer_open_maps(maps, maps_length, dlsym)) < 0 ||
         frames_read_lines(r) < 0 || frames_tell_apart(r) < 0) {
         errno = ENOMEM;

@@ -299,8 +299,7 @@ static int symbolize_frames(struct report *r)
         }
         uint32_t id = (uint32_t)(address & ~PYTHON_FRAME_MASK);
         const struct python_location *l =
-            r->python ? (id >= 1 && id <= r->python_count ? &r->python[id - 1] : NULL)
-                      : python_location(address);
+            r->python && id >= 1 && id <= r->python_count ? &r->python[id - 1] : NULL;
         struct symbol *s = &r->symbols[i];
         memset(s, 0, sizeof(*s));
         s->address = address;

@@ -242,7 +242,7 @@ struct report {
     char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;
     int dump_complete;                   /* read from a dump that ends properly */
-    struct python_location *python;      /* from a dump; NULL: this process's table */
+    struct python_location *python;      /* Python frames' locations, by id - 1 */
     uint32_t python_count;
     /* The event timeline (CUMEMTRACE_EVENTS), oldest first, times never
      * decreasing; has_timeline 0: it was off (or this is a dump). */
@@ -352,10 +352,10 @@ int report_emit(const struct report *r, const char *template_, int summary,
 void report_write_format(const struct report *r, int format, struct out *out);
 
 /* caches.c: r->caches, from the live blocks (all of them: a report collected
- * or read from a dump); `live` also marks, in this process's stack table,
- * the driver allocations found to hold a framework's blocks. 0, or -1 when
- * out of memory. */
-int report_caches(struct report *r, int live);
+ * or read from a dump), and the stacks of the driver allocations found to
+ * hold a framework's blocks flagged (STACK_CACHE_SEGMENT) in r->stacks. 0,
+ * or -1 when out of memory. */
+int report_caches(struct report *r);
 /* Whether r->caches are as they were when the program ended: the exit
  * report of a program whose end was seen (src/runtime/collect.c keeps that view,
  * report_keep_end; a report read back carries it). */

@@ -253,6 +253,36 @@ static int copy_state(struct report *r)
     return 0;
 }
 
+/* The Python frames' locations this process knows, into r->python: every
+ * id a copied stack holds was made before the copy. 0, or -1 when out of
+ * memory. */
+static int copy_python_locations(struct report *r)
+{
+    uint32_t count = python_location_count();
+    r->python = report_alloc(r, (count + 1) * sizeof(struct python_location));
+    if (!r->python)
+        return -1;
+    for (uint32_t id = 1; id <= count; id++) {
+        const struct python_location *l = python_location(PYTHON_FRAME_TAG | id);
+        if (l)
+            r->python[id - 1] = *l;
+    }
+    r->python_count = count;
+    return 0;
+}
+
+/* The cache segments report_caches found, flagged in this process's stack
+ * table too, for good: the next reports' copies, and the verdicts made in
+ * the process, know them from there. */
+static void keep_segment_flags(const struct report *r)
+{
+    for (uint32_t id = 1; id <= r->stack_count; id++) {
+        uint32_t flags = r->stacks[id - 1].flags & STACK_CACHE_ANY;
+        if (flags & ~__atomic_load_n(&stack_get(id)->flags, __ATOMIC_RELAXED))
+            stack_flag(id, flags);
+    }
+}
+
 /* A rank variable set by torchrun, mpirun, ...; -1 if not set or not a number. */
 static int rank_variable(const char *name)
 {
@@ -310,7 +340,7 @@ static int collect(struct report *r, const char *reason)
     r->reason = reason;
     report_options_of(&config, &r->options);
     read_process_info(r);
-    if (copy_state(r) < 0)
+    if (copy_state(r) < 0 || copy_python_locations(r) < 0)
         return -1;
     r->api_names = host.api_names;
     r->api_count = host.api_count < MAX_APIS ? host.api_count : MAX_APIS;
@@ -320,7 +350,9 @@ static int collect(struct report *r, const char *reason)
     torch_stats_for_report(&r->torch, at_end, end_seen ? NULL : match_classes, r);
     r->classes.read = r->torch.read;
     pthread_mutex_lock(&finishing);
-    int result = report_caches(r, 1);
+    int result = report_caches(r);
+    if (result == 0)
+        keep_segment_flags(r);
     if (result == 0 && report_caches_at_end(r) && end_cache_count >= 0) {
         memcpy(r->caches, end_caches, (size_t)end_cache_count * sizeof(*end_caches));
         r->cache_count = end_cache_count;
@@ -360,7 +392,8 @@ void report_keep_end(void)
     if (r->stacks && r->blocks)
         torch_stats_for_report(&reading, 1, match_classes, r);
     pthread_mutex_lock(&finishing);
-    if (r->stacks && r->blocks && report_caches(r, 1) == 0) {
+    if (r->stacks && r->blocks && report_caches(r) == 0) {
+        keep_segment_flags(r);
         memcpy(end_caches, r->caches, (size_t)r->cache_count * sizeof(*end_caches));
         end_cache_count = r->cache_count;
         end_classes = r->classes;
