@@ -17,7 +17,10 @@
  *
  * The fields written by hand are compared too: a mark's label and self
  * time, and a frame's, which has no list (its strings and optional keys
- * outnumber its scalars). */
+ * outnumber its scalars); and the run's sections (run.h) that no list
+ * covers: the lost events, the failures per entry point, the failures'
+ * retries and the last OOM's verdict, the threads, the caches' views and
+ * the program's end. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -211,6 +214,80 @@ static void change(struct report *r)
     s->python = !s->python;
 }
 
+/* The run's sections no list covers (run.h): how many of their fields are
+ * alike in `a` and `b`, out of *fields. */
+#define RUN_FIELD(same) (++*fields, (same) ? 1 : 0)
+static int run_fields_alike(const struct report *a, const struct report *b, int *fields)
+{
+    int alike = 0;
+    *fields = 0;
+    for (int i = 0; i < LOST_COUNT; i++)
+        alike += RUN_FIELD(a->lost[i] == b->lost[i]);
+    for (int api = 0; api < a->api_count; api++)
+        if (a->api_calls[api] || a->api_allocations[api]) {    /* the entry points written */
+            int other = -1;
+            for (int k = 0; k < b->api_count && other < 0; k++)
+                if (same_api(a, api, b, k))
+                    other = k;
+            alike += RUN_FIELD(other >= 0 && a->api_failures[api] == b->api_failures[other]);
+        }
+    alike += RUN_FIELD(a->failures.retries_succeeded == b->failures.retries_succeeded);
+    alike += RUN_FIELD(a->failures.retries_failed == b->failures.retries_failed);
+    alike += RUN_FIELD(strcmp(a->last_oom.verdict, b->last_oom.verdict) == 0);
+    alike += RUN_FIELD(strcmp(a->last_oom.text, b->last_oom.text) == 0);
+    alike += RUN_FIELD(a->last_oom.size == b->last_oom.size);
+    alike += RUN_FIELD(a->last_oom.stack_id == b->last_oom.stack_id);
+    alike += RUN_FIELD(a->last_oom.time_ms == b->last_oom.time_ms);
+    alike += RUN_FIELD(a->threads.count == b->threads.count);
+    for (uint32_t i = 0; i < a->threads.count && i < b->threads.count; i++) {
+        alike += RUN_FIELD(a->threads.list[i].tid == b->threads.list[i].tid);
+        alike += RUN_FIELD(strcmp(a->threads.list[i].name, b->threads.list[i].name) == 0);
+    }
+    for (int k = 0; k < CACHE_KINDS; k++) {
+        alike += RUN_FIELD(a->cache_views[k].view == b->cache_views[k].view);
+        alike += RUN_FIELD(strcmp(a->cache_views[k].why, b->cache_views[k].why) == 0);
+        if (a->cache_views[k].view == CACHE_BLOCKS)     /* else written null */
+            alike += RUN_FIELD(a->cache_views[k].since_ms == b->cache_views[k].since_ms);
+    }
+    alike += RUN_FIELD(a->end.ended == b->end.ended);
+    alike += RUN_FIELD(a->end.time_ms == b->end.time_ms);
+    alike += RUN_FIELD(a->end.has_device_bytes == b->end.has_device_bytes);
+    for (int d = 0; d < a->device_count; d++) {
+        int slot = a->devices[d].slot;
+        alike += RUN_FIELD(a->end.device_bytes[slot] == b->end.device_bytes[slot]);
+    }
+    return alike;
+}
+#undef RUN_FIELD
+
+/* Every field run_fields_alike compares a new value. */
+static void change_run(struct report *r)
+{
+    for (int i = 0; i < LOST_COUNT; i++)
+        r->lost[i] += 1000 + (uint64_t)i;
+    for (int api = 0; api < r->api_count; api++)
+        r->api_failures[api] += 2000 + (uint64_t)api;
+    r->failures.retries_succeeded += 31;
+    r->failures.retries_failed += 37;
+    snprintf(r->last_oom.verdict, sizeof(r->last_oom.verdict), "%s", "a \"changed\" verdict");
+    snprintf(r->last_oom.text, sizeof(r->last_oom.text), "%s", "changed text\n");
+    r->last_oom.size += 4567;
+    r->last_oom.stack_id = r->last_oom.stack_id % r->stack_count + 1;
+    r->last_oom.time_ms += 4646;
+    r->threads.list[0].tid += 10;
+    snprintf(r->threads.list[0].name, sizeof(r->threads.list[0].name), "%s", "changed");
+    for (int k = 0; k < CACHE_KINDS; k++) {
+        struct report_cache_view *v = &r->cache_views[k];
+        v->view = v->view == CACHE_BLOCKS ? CACHE_BLOCKS : CACHE_SEGMENTS;
+        snprintf(v->why, sizeof(v->why), "changed why %d", k);
+        v->since_ms += 4747;
+    }
+    r->end.time_ms += 4848;
+    r->end.has_device_bytes = 1;
+    for (int d = 0; d < r->device_count; d++)
+        r->end.device_bytes[r->devices[d].slot] += 4949 + (uint64_t)d;
+}
+
 /* The report as report_json writes it, NUL-terminated; NULL on failure. */
 static char *written(const struct report *r, size_t *length)
 {
@@ -322,7 +399,19 @@ int main(int argc, char **argv)
     struct report_mark mark_was = *mark;
     struct report_event event_was = r->event;
     struct symbol frame_was = r->symbols[0];
+    /* The run's sections, their lists copied: change_run changes them. */
+    static struct report run_was;
+    run_was = *r;
+    struct report_thread threads_was[1] = {r->threads.list[0]};
+    run_was.threads.list = threads_was;
+    run_was.threads.count = 1;
+    CHECK(r->threads.count == 1 && r->end.ended && r->cache_views[0].view == CACHE_BLOCKS);
     change(r);
+    change_run(r);
+    int run_fields = 0;
+    /* All changed but three, kept so that what depends on them is written:
+     * the count of threads, the end seen, PyTorch's view (its since_ms). */
+    CHECK_EQ(run_fields_alike(&run_was, r, &run_fields), 3);
     check_stats("stack", &stats, &r->stacks[shown - 1].stats, 0);
     CHECK_FIELDS(REPORT_BLOCK_FIELDS, "block", r, &block, r, &r->blocks[0], 0);
     CHECK_FIELDS(REPORT_LIVE_GROUP_FIELDS, "live", r, &live, r, &r->groups[0], 0);
@@ -386,6 +475,9 @@ int main(int argc, char **argv)
     if (loaded == 0)
         CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "event read back", r, &r->event, back,
                      &back->event, 1);
+    int run_alike = run_fields_alike(r, back, &run_fields);
+    CHECK_EQ(run_alike, run_fields);
+    CHECK(run_fields > 20);
     CHECK_EQ(back->address_count, r->address_count);
     for (size_t i = 0; loaded == 0 && i < r->address_count && i < back->address_count; i++)
         check_frame("frame read back", &r->symbols[i], &back->symbols[i], 1);
