@@ -4,11 +4,13 @@
 #   cmake -DNM=nm -DCOMMAND=<build>/cumemtrace -DOBJECTS="a.o|b.o|..." \
 #         -DOWN="c.o|d.o|..." -P tests/check_command_symbols.cmake
 #
-# OBJECTS are src/runtime's and src/frameworks' objects: no symbol they
-# define for other files may be in the command's binary (its symbol table
-# keeps the hidden ones too). OWN are the command's own objects (src/cli,
-# src/report, src/record): a name one of them defines, even a static one of
-# the same spelling (record's `py`, frameworks' `py`), proves nothing.
+# OBJECTS are src/runtime's and src/frameworks' objects and the recorder's
+# (src/record but its plain modules: the tracker, the stack walk, the
+# CPython walker, the registry): no symbol they define for other files may
+# be in the command's binary (its symbol table keeps the hidden ones too).
+# OWN are the command's own objects (src/cli, src/report, src/record's plain
+# modules): a name one of them defines, even a static one of the same
+# spelling (record's `py`, frameworks' `py`), proves nothing.
 cmake_minimum_required(VERSION 3.20)
 
 # The names `objects` define: `types` is nm's letters for them.
@@ -61,6 +63,8 @@ foreach(name ${defined})
 endforeach()
 if(found)
   list(JOIN found " " text)
-  message(FATAL_ERROR "the command links code of src/runtime or src/frameworks: ${text}")
+  message(FATAL_ERROR "the command links code of src/runtime, src/frameworks or the "
+                      "recorder: ${text}")
 endif()
-message(STATUS "${count} symbols of src/runtime and src/frameworks, none in the command")
+message(STATUS "${count} symbols of src/runtime, src/frameworks and the recorder, none in the "
+               "command")

@@ -441,7 +441,7 @@ const char *const cli_moment_names[] = {[CLI_AT_END] = "end", [CLI_AT_PEAK] = "p
 
 int cli_moment_for(const struct report *r, int wanted)
 {
-    return wanted == CLI_AT_END && !r->state.program_ended ? CLI_AT_EXIT : wanted;
+    return wanted == CLI_AT_END && !r->end.ended ? CLI_AT_EXIT : wanted;
 }
 
 const char *cli_moment_text(const struct report *r, int moment)
@@ -452,7 +452,7 @@ const char *cli_moment_text(const struct report *r, int moment)
         return "at each stack's own peak";
     if (strcmp(r->reason, "exit") != 0)
         return "live when the report was written";
-    return r->state.program_ended ? "live at exit, after the interpreter's teardown"
+    return r->end.ended ? "live at exit, after the interpreter's teardown"
                                   : "live at exit";
 }
 
@@ -461,8 +461,8 @@ uint64_t cli_device_bytes(const struct report *r, int slot, int moment)
     const struct counters *c = report_counters(r, slot, COUNTER_DEVICE_MEMORY);
     if (moment == CLI_AT_PEAK)
         return c->bytes_peak;
-    if (moment == CLI_AT_END && r->state.program_ended && r->has_end_devices)
-        return r->state.end_device_bytes[slot];
+    if (moment == CLI_AT_END && r->end.ended && r->end.has_device_bytes)
+        return r->end.device_bytes[slot];
     return c->bytes_current;
 }
 

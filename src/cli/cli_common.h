@@ -82,7 +82,7 @@ void cli_write_frames_json(struct out *out, const struct report *r, uint32_t sta
  * interpreter's exit hooks run) before its process does: the interpreter's
  * teardown then frees what module globals held, so what is live at exit is
  * mostly what the teardown left. CLI_AT_END reads what was held when the
- * program ended (report.h: r->held, state.end_device_bytes); CLI_AT_PEAK
+ * program ended (report.h: r->held, r->end.device_bytes); CLI_AT_PEAK
  * each stack at its own highest live bytes and each device at its peak;
  * CLI_AT_EXIT what was live when the report was written. */
 enum cli_moment { CLI_AT_END, CLI_AT_PEAK, CLI_AT_EXIT };

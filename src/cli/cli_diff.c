@@ -212,7 +212,7 @@ static void write_side_json(struct out *out, const char *path, const struct repo
                r->pid, r->now_ms / 1000.0, cli_moment_names[moment],
                (unsigned long long)cli_bytes_at(r, moment),
                (unsigned long long)cli_bytes_at(r, CLI_AT_EXIT),
-               r->state.program_ended ? "true" : "false");
+               r->end.ended ? "true" : "false");
 }
 
 static void write_json(struct out *out, char **paths, struct loaded_report *const *inputs,
@@ -307,7 +307,7 @@ int command_diff(int argc, char **argv)
     if (o.at)
         at.asked = strcmp(o.at, "end") == 0 ? CLI_AT_END : strcmp(o.at, "peak") == 0 ? CLI_AT_PEAK
                                                                                      : CLI_AT_EXIT;
-    else if (!inputs[0]->report.state.program_ended || !inputs[1]->report.state.program_ended)
+    else if (!inputs[0]->report.end.ended || !inputs[1]->report.end.ended)
         at.asked = CLI_AT_EXIT;
     for (int i = 0; i < 2; i++)
         at.moments[i] = cli_moment_for(&inputs[i]->report, at.asked);

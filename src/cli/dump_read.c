@@ -140,14 +140,14 @@ static void read_block(struct report *r, struct fields *f)
  * before the crash, and device memory then. */
 static void read_program_end(struct report *r, struct fields *f)
 {
-    r->state.program_ended = 1;
-    r->state.program_end_ms = (uint32_t)number(f);
-    r->has_end_devices = 1;
+    r->end.ended = 1;
+    r->end.time_ms = (uint32_t)number(f);
+    r->end.has_device_bytes = 1;
     for (char *slot; (slot = next_field(f));) {
         uint64_t n = strtoull(slot, NULL, 10);
         uint64_t bytes = number(f);
         if (n <= COUNTER_NO_DEVICE)
-            r->state.end_device_bytes[n] = bytes;
+            r->end.device_bytes[n] = bytes;
     }
 }
 
@@ -155,24 +155,24 @@ static void read_program_end(struct report *r, struct fields *f)
 static void read_end_stack(struct report *r, struct fields *f)
 {
     uint32_t id = (uint32_t)number(f);
-    if (id == 0 || id > r->state.end_stacks)
+    if (id == 0 || id > r->end.stack_count)
         return;
-    struct end_totals *e = &r->state.end_totals[id - 1];
+    struct report_end_stack *e = &r->end.stacks[id - 1];
     e->bytes = number(f);
     e->blocks = number(f);
     e->device = (int8_t)signed_number(f);
     e->kind = (uint8_t)number(f);
     e->api = (uint8_t)number(f);
     if (e->kind >= KIND_COUNT)
-        *e = (struct end_totals){0};
+        *e = (struct report_end_stack){0};
 }
 
 /* The next of the failures kept, oldest first: entry *next of the ring. */
 static void read_failure(struct report *r, struct fields *f, uint64_t *next)
 {
-    if (*next == 0 || *next > r->state.failures_total)
+    if (*next == 0 || *next > r->failures.total)
         return;                 /* none kept, or more lines than failures */
-    struct failure *x = RING_ENTRY(r->state.failures, *next);
+    struct report_failure *x = RING_ENTRY(r->failures.ring, *next);
     ++*next;
     x->size = number(f);
     x->device = (int32_t)signed_number(f);
@@ -208,15 +208,15 @@ static void read_lost(struct report *r, struct fields *f)
 {
     uint64_t index = number(f);
     if (index < LOST_COUNT)
-        r->state.lost[index] = number(f);
+        r->lost[index] = number(f);
 }
 
 static void read_thread(struct report *r, struct fields *f)
 {
     uint64_t n = number(f);
-    if (n >= 1 && n <= r->state.threads_used) {
-        r->state.threads[n - 1].tid = (int)signed_number(f);
-        hex_bytes(f, r->state.threads[n - 1].name, sizeof(r->state.threads[0].name));
+    if (n >= 1 && n <= r->threads.count) {
+        r->threads.list[n - 1].tid = (int)signed_number(f);
+        hex_bytes(f, r->threads.list[n - 1].name, sizeof(r->threads.list[0].name));
     }
 }
 
@@ -239,8 +239,8 @@ static void read_python_location(struct report *r, struct fields *f)
 static void read_handle(struct report *r, struct fields *f)
 {
     uint64_t n = number(f);
-    if (n >= 1 && n <= r->state.handles_used)
-        r->state.handles[n - 1] = hex_number(f);
+    if (n >= 1 && n <= r->handles.count)
+        r->handles.list[n - 1] = hex_number(f);
 }
 
 /* From the line after "maps": the process's maps, up to "end-maps"; the
@@ -312,11 +312,11 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
             read_block(r, &f);
             break;
         case DUMP_FAILURES_TOTAL:
-            r->state.failures_total = number(&f);
-            if (r->state.failures_total > INPUT_MAX_COUNT)
-                r->state.failures_total = INPUT_MAX_COUNT;
-            failure_number = RING_FIRST(r->state.failures, r->state.failures_total);
-            r->state.ooms_total = (uint32_t)number(&f);
+            r->failures.total = number(&f);
+            if (r->failures.total > INPUT_MAX_COUNT)
+                r->failures.total = INPUT_MAX_COUNT;
+            failure_number = RING_FIRST(r->failures.ring, r->failures.total);
+            r->failures.ooms = (uint32_t)number(&f);
             break;
         case DUMP_FAILURE:
             read_failure(r, &f, &failure_number);
@@ -434,16 +434,16 @@ int dump_parse(struct report *r, const struct report_options *options, const cha
     r->blocks = report_alloc(r, (c.blocks + 1) * sizeof(struct report_block));
     r->api_names = report_alloc(r, (c.apis + 1) * sizeof(char *));
     r->api_count = (int)(c.apis < MAX_APIS ? c.apis : MAX_APIS);
-    r->state.threads = report_alloc(r, (c.threads + 1) * sizeof(struct thread_info));
-    r->state.threads_used = (uint32_t)c.threads;
-    r->state.handles = report_alloc(r, (c.handles + 1) * sizeof(uint64_t));
-    r->state.handles_used = (uint32_t)c.handles;
+    r->threads.list = report_alloc(r, (c.threads + 1) * sizeof(struct report_thread));
+    r->threads.count = (uint32_t)c.threads;
+    r->handles.list = report_alloc(r, (c.handles + 1) * sizeof(uint64_t));
+    r->handles.count = (uint32_t)c.handles;
     r->python_count = (uint32_t)c.python;
     r->python = report_alloc(r, (c.python + 1) * sizeof(struct python_location));
-    r->state.end_stacks = (uint32_t)c.stacks;
-    r->state.end_totals = report_alloc(r, (c.stacks + 1) * sizeof(struct end_totals));
+    r->end.stack_count = (uint32_t)c.stacks;
+    r->end.stacks = report_alloc(r, (c.stacks + 1) * sizeof(struct report_end_stack));
     if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->api_names ||
-        !r->state.threads || !r->state.handles || !r->python || !r->state.end_totals) {
+        !r->threads.list || !r->handles.list || !r->python || !r->end.stacks) {
         errno = ENOMEM;
         return -1;
     }
@@ -467,8 +467,8 @@ int dump_parse(struct report *r, const struct report_options *options, const cha
      * cache's segments are the ones holding them (report_caches). */
     for (size_t i = 0; i < r->block_count; i++)
         if (kind_in_cache(r->blocks[i].kind))
-            r->state.caches[r->blocks[i].kind - KIND_TORCH_TENSOR].view = CACHE_BLOCKS;
-    if (report_caches(r, 0) < 0 || report_held_at_end(r) < 0 ||
+            r->cache_views[r->blocks[i].kind - KIND_TORCH_TENSOR].view = CACHE_BLOCKS;
+    if (report_caches(r) < 0 || report_held_at_end(r) < 0 ||
         report_finish(r, symbolizer_open_maps(maps, maps_length, dlsym)) < 0 ||
         frames_read_lines(r) < 0 || frames_tell_apart(r) < 0) {
         errno = ENOMEM;

@@ -337,7 +337,7 @@ int fold_add(struct fold *f, const struct report *r, int number, int file)
     k->peak = cli_bytes_at(r, CLI_AT_PEAK);
     k->has_leaked = r->reason && strcmp(r->reason, "exit") == 0;
     for (size_t g = 0; g < r->group_count; g++)
-        if (!(r->state.program_ended && r->groups[g].held_at_end))
+        if (!(r->end.ended && r->groups[g].held_at_end))
             k->leaked += r->groups[g].bytes;
     k->has_growth = r->has_growth;
     k->growing = r->has_growth ? r->growing_count : 0;

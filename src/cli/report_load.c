@@ -167,11 +167,11 @@ static uint32_t read_stack(struct loader *l, const struct json_value *object, co
  * handle added to it (0: null, or the table full). */
 static uint16_t read_handle(struct loader *l, const struct json_value *object, const char *key)
 {
-    struct tracker_state *state = &l->r->state;
-    if (!json_string(json_get(object, key)) || state->handles_used == UINT16_MAX)
+    struct report_handles *handles = &l->r->handles;
+    if (!json_string(json_get(object, key)) || handles->count == UINT16_MAX)
         return 0;
-    state->handles[state->handles_used++] = get_hex(object, key);
-    return (uint16_t)state->handles_used;
+    handles->list[handles->count++] = get_hex(object, key);
+    return (uint16_t)handles->count;
 }
 
 static int read_flag(struct loader *l, const struct json_value *object, const char *key)
@@ -299,7 +299,7 @@ static void load_tracer(struct loader *l, const struct json_value *root)
     r->all_frames = r->options.all_frames || (all_frames && all_frames->type == JSON_TRUE);
     const struct json_value *lost = json_get(tracer, "lost");
     for (int i = 0; i < LOST_COUNT; i++)
-        r->state.lost[i] = get_u64(lost, lost_names[i]);
+        r->lost[i] = get_u64(lost, lost_names[i]);
     const struct json_value *entries = json_get(root, "entry_points");
     for (const struct json_value *e = entries ? entries->first : NULL; e; e = e->next) {
         int api = api_index(l, json_string(json_get(e, "name")));
@@ -307,7 +307,7 @@ static void load_tracer(struct loader *l, const struct json_value *root)
             continue;
         r->api_calls[api] = get_u64(e, "calls");
         r->api_allocations[api] = get_u64(e, "allocations");
-        r->state.api_failures[api] = get_u64(e, "failures");
+        r->api_failures[api] = get_u64(e, "failures");
     }
 }
 
@@ -644,8 +644,8 @@ static void load_live(struct loader *l, const struct json_value *root)
     const struct json_value *items = json_get(json_get(root, "blocks"), "items");
     size_t count = items && items->type == JSON_ARRAY ? items->length : 0;
     r->blocks = alloc_array(l, count, sizeof(*r->blocks));
-    r->state.handles = alloc_array(l, count, sizeof(uint64_t));
-    if (!r->blocks || !r->state.handles)
+    r->handles.list = alloc_array(l, count, sizeof(uint64_t));
+    if (!r->blocks || !r->handles.list)
         return;
     for (const struct json_value *b = count ? items->first : NULL; b; b = b->next) {
         READ_RECORD(REPORT_BLOCK_FIELDS, &r->blocks[r->block_count++], b);
@@ -653,47 +653,56 @@ static void load_live(struct loader *l, const struct json_value *root)
     }
 }
 
-static void load_failures_and_marks(struct loader *l, const struct json_value *root)
+/* The failures section (run.h, struct report_failures) and the last OOM's
+ * verdict. */
+static void load_failures(struct loader *l, const struct json_value *root)
 {
-    struct tracker_state *state = &l->r->state;
-    const struct json_value *failures = json_get(root, "failures");
-    state->failures_total = get_u64(failures, "total");
-    if (state->failures_total > INPUT_MAX_COUNT)
-        state->failures_total = INPUT_MAX_COUNT;
-    state->oom_retries_succeeded = get_u64(failures, "oom_retries_succeeded");
-    state->oom_retries_failed = get_u64(failures, "oom_retries_failed");
-    state->ooms_total = (uint32_t)get_u64(failures, "ooms");
+    struct report_failures *failures = &l->r->failures;
+    const struct json_value *section = json_get(root, "failures");
+    failures->total = get_u64(section, "total");
+    if (failures->total > INPUT_MAX_COUNT)
+        failures->total = INPUT_MAX_COUNT;
+    failures->retries_succeeded = get_u64(section, "oom_retries_succeeded");
+    failures->retries_failed = get_u64(section, "oom_retries_failed");
+    failures->ooms = (uint32_t)get_u64(section, "ooms");
     /* An older report does not number its OOMs: each failed call is one. */
-    int numbered = json_get(failures, "ooms") != NULL;
-    const struct json_value *recent = json_get(failures, "recent");
-    uint64_t n = RING_FIRST(state->failures, state->failures_total);
-    for (const struct json_value *f = recent ? recent->first : NULL;
-         f && n <= state->failures_total; f = f->next, n++) {
-        struct failure *x = RING_ENTRY(state->failures, n);
+    int numbered = json_get(section, "ooms") != NULL;
+    const struct json_value *recent = json_get(section, "recent");
+    uint64_t n = RING_FIRST(failures->ring, failures->total);
+    for (const struct json_value *f = recent ? recent->first : NULL; f && n <= failures->total;
+         f = f->next, n++) {
+        struct report_failure *x = RING_ENTRY(failures->ring, n);
         READ_RECORD(REPORT_FAILURE_CALL_FIELDS, x, f);      /* "error": the code's name */
         READ_RECORD(REPORT_FAILURE_CONTEXT_FIELDS, x, f);
         if (!numbered && x->oom)
-            x->oom_number = ++state->ooms_total;
+            x->oom_number = ++failures->ooms;
     }
-    const struct json_value *oom = json_get(failures, "last_oom");
+    struct report_last_oom *last = &l->r->last_oom;
+    const struct json_value *oom = json_get(section, "last_oom");
     const char *verdict = json_string(json_get(oom, "verdict"));
     const char *text = json_string(json_get(oom, "text"));
     if (verdict && text) {
-        snprintf(state->oom.verdict, sizeof(state->oom.verdict), "%s", verdict);
-        snprintf(state->oom.text, sizeof(state->oom.text), "%s", text);
-        state->oom.size = get_u64(oom, "size");
-        state->oom.stack_id = read_stack(l, oom, "stack");
-        state->oom.time_ms = (uint32_t)get_u64(oom, "time_ms");
+        snprintf(last->verdict, sizeof(last->verdict), "%s", verdict);
+        snprintf(last->text, sizeof(last->text), "%s", text);
+        last->size = get_u64(oom, "size");
+        last->stack_id = read_stack(l, oom, "stack");
+        last->time_ms = (uint32_t)get_u64(oom, "time_ms");
     }
-    const struct json_value *marks = json_get(root, "marks");
-    state->marks_total = get_u64(marks, "total");
-    if (state->marks_total > INPUT_MAX_COUNT)
-        state->marks_total = INPUT_MAX_COUNT;
-    recent = json_get(marks, "recent");
-    n = RING_FIRST(state->marks, state->marks_total);
-    for (const struct json_value *m = recent ? recent->first : NULL;
-         m && n <= state->marks_total; m = m->next, n++) {
-        struct mark *x = RING_ENTRY(state->marks, n);
+}
+
+/* The marks section (run.h, struct report_marks). */
+static void load_marks(struct loader *l, const struct json_value *root)
+{
+    struct report_marks *marks = &l->r->marks;
+    const struct json_value *section = json_get(root, "marks");
+    marks->total = get_u64(section, "total");
+    if (marks->total > INPUT_MAX_COUNT)
+        marks->total = INPUT_MAX_COUNT;
+    const struct json_value *recent = json_get(section, "recent");
+    uint64_t n = RING_FIRST(marks->ring, marks->total);
+    for (const struct json_value *m = recent ? recent->first : NULL; m && n <= marks->total;
+         m = m->next, n++) {
+        struct report_mark *x = RING_ENTRY(marks->ring, n);
         const char *label = json_string(json_get(m, "label"));
         snprintf(x->label, sizeof(x->label), "%s", label ? label : "");
         READ_RECORD(REPORT_MARK_FIELDS, x, m);
@@ -770,14 +779,14 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
             fail(l, "a cache of a kind that is not a framework's");
             return;
         }
-        struct cache_state *state = &r->state.caches[kind - KIND_TORCH_TENSOR];
+        struct report_cache_view *seen = &r->cache_views[kind - KIND_TORCH_TENSOR];
         const char *view = json_string(json_get(c, "view"));
         for (int i = 0; view && i < 3; i++)
             if (strcmp(view, views[i]) == 0)
-                state->view = i;
+                seen->view = i;
         const char *why = json_string(json_get(c, "why"));
-        snprintf(state->why, sizeof(state->why), "%s", why ? why : "");
-        state->since_ms = (uint32_t)get_u64(c, "since_ms");
+        snprintf(seen->why, sizeof(seen->why), "%s", why ? why : "");
+        seen->since_ms = (uint32_t)get_u64(c, "since_ms");
         const struct json_value *devices = json_get(c, "devices");
         for (const struct json_value *d = devices ? devices->first : NULL; d; d = d->next) {
             if (r->cache_count == REPORT_MAX_CACHES)
@@ -801,17 +810,17 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
     const struct json_value *end = json_get(root, "program_end");
     if (!end || end->type != JSON_OBJECT)
         return;
-    r->state.program_ended = 1;
-    r->state.program_end_ms = (uint32_t)get_u64(end, "time_ms");
+    r->end.ended = 1;
+    r->end.time_ms = (uint32_t)get_u64(end, "time_ms");
     r->growth.ended = 1;
     /* A report from before blocks said whether they were held at the end:
      * one allocated by then was (it is still live). */
     for (size_t i = 0; l->blocks_unmarked && i < r->block_count; i++)
-        r->blocks[i].held_at_end = r->blocks[i].time_ms <= r->state.program_end_ms;
+        r->blocks[i].held_at_end = r->blocks[i].time_ms <= r->end.time_ms;
     const struct json_value *devices = json_get(end, "devices");
-    r->has_end_devices = devices && devices->type == JSON_ARRAY;
-    for (const struct json_value *d = r->has_end_devices ? devices->first : NULL; d; d = d->next)
-        r->state.end_device_bytes[counters_slot(read_device(l, d, "device"))] =
+    r->end.has_device_bytes = devices && devices->type == JSON_ARRAY;
+    for (const struct json_value *d = r->end.has_device_bytes ? devices->first : NULL; d; d = d->next)
+        r->end.device_bytes[counters_slot(read_device(l, d, "device"))] =
             get_u64(d, "live_bytes");
     const struct json_value *held = get_array(l, root, "held_at_end");
     size_t older = l->unmarked ? r->group_count : 0;
@@ -830,7 +839,7 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
      * teardown did not free it; held_at_end gets it too, as now. */
     for (size_t i = 0; r->held && i < older; i++) {
         struct report_group *g = &r->groups[i];
-        if (g->oldest_ms > r->state.program_end_ms || report_cache_segment(r, g->stack_id))
+        if (g->oldest_ms > r->end.time_ms || report_cache_segment(r, g->stack_id))
             continue;
         g->held_at_end = 1;
         r->held[r->held_count] = *g;
@@ -935,11 +944,11 @@ static void load_threads(struct loader *l, const struct json_value *root)
     struct report *r = l->r;
     const struct json_value *threads = json_get(root, "threads");
     size_t count = threads && threads->type == JSON_ARRAY ? threads->length : 0;
-    r->state.threads = alloc_array(l, count, sizeof(struct thread_info));
-    if (!r->state.threads)
+    r->threads.list = alloc_array(l, count, sizeof(struct report_thread));
+    if (!r->threads.list)
         return;
     for (const struct json_value *t = count ? threads->first : NULL; t; t = t->next) {
-        struct thread_info *info = &r->state.threads[r->state.threads_used++];
+        struct report_thread *info = &r->threads.list[r->threads.count++];
         info->tid = (int)get_long(t, "tid", 0);
         const char *name = json_string(json_get(t, "name"));
         snprintf(info->name, sizeof(info->name), "%s", name ? name : "");
@@ -953,7 +962,7 @@ static void load_timeline_end(struct loader *l, const struct json_value *root)
 {
     struct report *r = l->r;
     r->timeline_end = r->timeline_count;
-    if (!r->state.program_ended)
+    if (!r->end.ended)
         return;
     const struct json_value *index = json_get(json_get(root, "program_end"), "timeline_index");
     uint64_t at;
@@ -962,7 +971,7 @@ static void load_timeline_end(struct loader *l, const struct json_value *root)
             r->timeline_end = (size_t)at;
         return;
     }
-    uint64_t end_us = ((uint64_t)r->state.program_end_ms + 1) * 1000;
+    uint64_t end_us = ((uint64_t)r->end.time_ms + 1) * 1000;
     for (size_t k = 0; !index && k < r->timeline_count; k++)
         if (r->timeline[k].time_us >= end_us) {
             r->timeline_end = k;
@@ -1011,7 +1020,8 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
     load_classes(&l, root);
     load_holders(&l, root);
     load_live(&l, root);
-    load_failures_and_marks(&l, root);
+    load_failures(&l, root);
+    load_marks(&l, root);
     load_growth(&l, root);
     load_caches_and_end(&l, root);
     load_threads(&l, root);

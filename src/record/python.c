@@ -204,10 +204,7 @@ static void choose_layout(void)
     void *free_threaded;   /* 3.13t: another object header, no GIL at all */
     if (resolve(&free_threaded, "_Py_MergeZeroLocalRefcount"))
         return;
-    const struct python_layout *row = NULL;
-    for (size_t i = 0; i < sizeof(python_layouts) / sizeof(python_layouts[0]); i++)
-        if (python_layouts[i].major == major && python_layouts[i].minor == minor)
-            row = &python_layouts[i];
+    const struct python_layout *row = python_layout_row(major, minor);
     void *runtime;
     if (resolve(&runtime, "_PyRuntime"))
         python_runtime = runtime;
@@ -239,20 +236,6 @@ static void choose_layout(void)
         log_line("CPython %d.%d: Python frames only for threads that hold the GIL "
                  "(frame layouts known for 3.10 to 3.12, and from the interpreter itself "
                  "from 3.13 on)", major, minor);
-}
-
-int python_layout_known(int major, int minor, char *known, size_t size)
-{
-    const size_t count = sizeof(python_layouts) / sizeof(python_layouts[0]);
-    snprintf(known, size, "%d.%d to %d.%d by their known layouts, 3.13 on by the offsets the "
-             "interpreter publishes", python_layouts[0].major, python_layouts[0].minor,
-             python_layouts[count - 1].major, python_layouts[count - 1].minor);
-    if (major > 3 || (major == 3 && minor >= 13))
-        return 2;   /* as choose_layout() reads them: checked when it starts */
-    for (size_t i = 0; i < count; i++)
-        if (python_layouts[i].major == major && python_layouts[i].minor == minor)
-            return 1;
-    return 0;
 }
 
 static void look_up(void)

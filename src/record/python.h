@@ -68,6 +68,10 @@ void python_fork_child(void);
  * at all (only where the thread holds the GIL). `known` gets what is read
  * for which versions. For `cumemtrace doctor`. */
 int python_layout_known(int major, int minor, char *known, size_t size);
+/* The known layout's row (python_layout.h) of CPython major.minor; NULL if
+ * none. */
+struct python_layout;
+const struct python_layout *python_layout_row(int major, int minor);
 
 /* The location of a tagged frame; NULL if it is not one we know. */
 const struct python_location *python_location(uintptr_t tagged);

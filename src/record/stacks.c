@@ -690,34 +690,9 @@ size_t stack_table_bytes(void)
     return table_bytes;
 }
 
-static void note_use(uint32_t *flags, int kind, int api)
-{
-    uint32_t old = __atomic_load_n(flags, __ATOMIC_RELAXED);
-    uint32_t use = STACK_USE_SET | (uint32_t)(kind & 0xff) << STACK_USE_KIND_SHIFT |
-                   (uint32_t)(api & 0xff) << STACK_USE_API_SHIFT;
-    /* a compare-and-swap, so that bits stack_flag adds meanwhile stay */
-    while (!(old & STACK_USE_SET) &&
-           !__atomic_compare_exchange_n(flags, &old, old | use, 1, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED))
-        ;
-}
-
 void stack_record_note_use(struct stack_record *stack, int kind, int api)
 {
-    note_use(&stack->flags, kind, api);
-}
-
-void stack_note_use(struct stack *stack, int kind, int api)
-{
-    note_use(&stack->flags, kind, api);
-}
-
-int stack_first_use(const struct stack *stack, int *kind, int *api)
-{
-    uint32_t flags = __atomic_load_n(&stack->flags, __ATOMIC_RELAXED);
-    *kind = (int)(flags >> STACK_USE_KIND_SHIFT & 0xff);
-    *api = (int)(flags >> STACK_USE_API_SHIFT & 0xff);
-    return (flags & STACK_USE_SET) != 0;
+    stack_flags_note_use(&stack->flags, kind, api);
 }
 
 /* A signal frame stops libgcc's walk: libgcc steps through the kernel's

@@ -193,9 +193,33 @@ const uintptr_t *stack_frames(const struct stack_record *stack);
  * so the line lookups read is not written again. On the record or on a
  * report's copy (a report read back). */
 void stack_record_note_use(struct stack_record *stack, int kind, int api);
-void stack_note_use(struct stack *stack, int kind, int api);
+/* Inline: a report's copy is read and written by the command too, which
+ * links none of the table's code. */
+static inline void stack_flags_note_use(uint32_t *flags, int kind, int api)
+{
+    uint32_t old = __atomic_load_n(flags, __ATOMIC_RELAXED);
+    uint32_t use = STACK_USE_SET | (uint32_t)(kind & 0xff) << STACK_USE_KIND_SHIFT |
+                   (uint32_t)(api & 0xff) << STACK_USE_API_SHIFT;
+    /* a compare-and-swap, so that bits stack_flag adds meanwhile stay */
+    while (!(old & STACK_USE_SET) &&
+           !__atomic_compare_exchange_n(flags, &old, old | use, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
+static inline void stack_note_use(struct stack *stack, int kind, int api)
+{
+    stack_flags_note_use(&stack->flags, kind, api);
+}
+
 /* 1 and the kind and entry point, or 0 when the stack never allocated. */
-int stack_first_use(const struct stack *stack, int *kind, int *api);
+static inline int stack_first_use(const struct stack *stack, int *kind, int *api)
+{
+    uint32_t flags = __atomic_load_n(&stack->flags, __ATOMIC_RELAXED);
+    *kind = (int)(flags >> STACK_USE_KIND_SHIFT & 0xff);
+    *api = (int)(flags >> STACK_USE_API_SHIFT & 0xff);
+    return (flags & STACK_USE_SET) != 0;
+}
 uint32_t stack_count(void);             /* ids run from 1 to stack_count() */
 size_t stack_table_bytes(void);
 

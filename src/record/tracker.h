@@ -19,10 +19,8 @@
 #include "host.h"
 #include "registry.h"
 #include "ring.h"
+#include "run_facts.h"
 
-#define CACHE_KINDS 3        /* KIND_TORCH_TENSOR, KIND_CUPY_BLOCK, KIND_JAX_ARRAY */
-
-#define MAX_APIS 128
 #define MAX_CONTEXTS 255
 
 struct allocation {
@@ -38,17 +36,6 @@ struct allocation {
     uint64_t (*operation)(void);
 };
 
-/* Why an event could not be recorded (counted, and shown in reports). */
-enum lost_reason {
-    LOST_REENTRY,        /* a CUDA call made from inside the tracer */
-    LOST_NO_MEMORY,      /* the tracer's own tables could not grow */
-    LOST_UNRESOLVED,     /* a real function could not be found */
-    LOST_UNKNOWN_FREE,   /* a free of something never seen allocated */
-    LOST_MISSED_FREE,    /* an address handed out again while still recorded */
-    LOST_UNWRAPPED,      /* a lookup returned the real function unwrapped */
-    LOST_COUNT
-};
-
 struct failure {
     uint64_t size;
     int32_t device, kind, api, code, oom;
@@ -56,7 +43,6 @@ struct failure {
     uint32_t oom_number;       /* which of the process's OOMs it is part of; 0 if none */
     uint16_t thread;
 };
-#define FAILURE_RING 64
 
 struct mark {
     char label[64];
@@ -65,7 +51,6 @@ struct mark {
     uint64_t device_bytes;     /* device memory live at the mark, all devices */
     uint64_t self_time_ns;     /* our own time in CUDA calls so far (SELF_TIME) */
 };
-#define MARK_RING 256
 
 struct thread_info {
     int tid;
@@ -109,7 +94,6 @@ void tracker_oom_retried(int succeeded);
 /* The final verdict of an OOM report (runtime/triggers.c, from inside the
  * tracer), kept for the reports after it (the exit report's findings repeat
  * it): `verdict` a word of report_verdict's, `text` its finding's. */
-#define OOM_VERDICT_TEXT 480
 struct oom_verdict {
     char verdict[24];        /* "" while no OOM was reported */
     char text[OOM_VERDICT_TEXT];
@@ -201,11 +185,6 @@ int tracker_cache_holder(int cache_kind, uint64_t address, uint64_t *start, uint
  * Returns the kind set before, to be put back (allocators may nest). */
 int tracker_cache_allocating(int cache_kind);
 
-enum cache_view {
-    CACHE_UNSEEN,        /* the framework did not show up */
-    CACHE_BLOCKS,        /* its blocks are recorded */
-    CACHE_SEGMENTS,      /* only its segments are: `why` says why */
-};
 struct cache_state {
     int view;                /* enum cache_view */
     uint32_t since_ms;       /* when blocks began to be recorded */

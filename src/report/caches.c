@@ -60,8 +60,8 @@ static struct report_cache *cache_of(struct report *r, int kind, int device)
 }
 
 /* Mark as segments of `kind`'s cache the driver allocations its blocks lie
- * in, here and, in this process, for good (`live`). */
-static void mark_holders(struct report *r, struct range *driver, size_t n, int live)
+ * in. */
+static void mark_holders(struct report *r, struct range *driver, size_t n)
 {
     for (size_t i = 0; i < r->block_count; i++) {
         const struct report_block *b = &r->blocks[i];
@@ -72,11 +72,8 @@ static void mark_holders(struct report *r, struct range *driver, size_t n, int l
             continue;
         struct stack *s = &r->stacks[h->stack_id - 1];
         uint32_t flag = STACK_CACHE_SEGMENT(b->kind);
-        if (!(s->flags & flag) && s->depth > 0) {
+        if (!(s->flags & flag) && s->depth > 0)
             s->flags |= flag;
-            if (live)
-                stack_flag(h->stack_id, flag);
-        }
     }
 }
 
@@ -136,7 +133,7 @@ static void measure(struct report *r, const struct range *segments, size_t n_seg
     }
 }
 
-int report_caches(struct report *r, int live)
+int report_caches(struct report *r)
 {
     size_t n_driver = 0, n_blocks = 0;
     for (size_t i = 0; i < r->block_count; i++) {
@@ -170,7 +167,7 @@ int report_caches(struct report *r, int live)
     }
     qsort(driver, d, sizeof(*driver), by_start);
     qsort(blocks, k, sizeof(*blocks), by_start);
-    mark_holders(r, driver, d, live);
+    mark_holders(r, driver, d);
 
     /* The segments of each cache: its kind where the stack says one. */
     size_t s = 0;
@@ -193,5 +190,5 @@ int report_caches(struct report *r, int live)
 
 int report_caches_at_end(const struct report *r)
 {
-    return r->state.program_ended && strcmp(r->reason, "exit") == 0;
+    return r->end.ended && strcmp(r->reason, "exit") == 0;
 }

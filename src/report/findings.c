@@ -101,7 +101,7 @@ static void add_oom(const struct report *r, struct findings *f)
  * in the words its own report said it (tracker_oom_verdict). */
 static void add_last_oom(const struct report *r, struct findings *f)
 {
-    const struct oom_verdict *oom = &r->state.oom;
+    const struct report_last_oom *oom = &r->last_oom;
     if (r->event.type != EVENT_OOM && oom->verdict[0])
         add(f, "oom", "out of memory", oom->stack_id, oom->size, "%s", oom->text);
 }
@@ -176,7 +176,7 @@ static void add_live(const struct report *r, struct findings *f)
         add(f, "live", "live now", most->stack_id, bytes, "%s in %llu blocks from %zu site%s%s",
             total, (unsigned long long)blocks, sites, sites == 1 ? "" : "s", also);
     else
-        add(f, "leaked", r->state.program_ended ? "leaked by the interpreter's teardown"
+        add(f, "leaked", r->end.ended ? "leaked by the interpreter's teardown"
                                                 : "leaked",
             most->stack_id, bytes, "%s in %llu blocks nobody freed, from %zu site%s%s", total,
             (unsigned long long)blocks, sites, sites == 1 ? "" : "s", also);
@@ -237,12 +237,12 @@ static void add_fragmentation(const struct report *r, struct findings *f)
  * line. */
 static void add_failures(const struct report *r, struct findings *f)
 {
-    uint64_t total = r->state.failures_total;
+    uint64_t total = r->failures.total;
     if (!total || r->event.type == EVENT_OOM)
         return;
-    const struct failure *last = RING_ENTRY(r->state.failures, total);
-    if (last->oom && r->state.oom.verdict[0] && last->stack_id == r->state.oom.stack_id &&
-        (uint64_t)last->size == r->state.oom.size)
+    const struct report_failure *last = RING_ENTRY(r->failures.ring, total);
+    if (last->oom && r->last_oom.verdict[0] && last->stack_id == r->last_oom.stack_id &&
+        (uint64_t)last->size == r->last_oom.size)
         return;                        /* the OOM's line (add_last_oom) says it */
     char size[24], error[32];
     snprintf(error, sizeof(error), last->oom ? "out of memory" : "error %d", last->code);
@@ -255,7 +255,7 @@ static void add_failures(const struct report *r, struct findings *f)
  * its memory went (the weights, a data set): the total and the top sites. */
 static void add_held(const struct report *r, struct findings *f)
 {
-    if (!r->state.program_ended || !r->held_count)
+    if (!r->end.ended || !r->held_count)
         return;
     uint64_t bytes = 0, blocks = 0;
     for (size_t i = 0; i < r->held_count; i++) {

@@ -24,7 +24,7 @@ static int by_bytes(const void *a, const void *b)
 int report_held_at_end(struct report *r)
 {
     r->held_count = 0;
-    uint32_t n = r->state.program_ended && r->state.end_totals ? r->state.end_stacks : 0;
+    uint32_t n = r->end.ended && r->end.stacks ? r->end.stack_count : 0;
     if (n == 0)
         return 0;
     uint64_t *still_bytes = report_alloc(r, n * sizeof(uint64_t));
@@ -37,7 +37,7 @@ int report_held_at_end(struct report *r)
             still_bytes[b->stack_id - 1] += b->size;
     }
     for (uint32_t id = 1; id <= n; id++) {
-        const struct end_totals *e = &r->state.end_totals[id - 1];
+        const struct report_end_stack *e = &r->end.stacks[id - 1];
         if (e->bytes == 0 || report_cache_segment(r, id))
             continue;
         struct report_group *g = &r->held[r->held_count++];

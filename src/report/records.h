@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "counters.h"
-#include "tracker.h"
+#include "run_facts.h"
 
 /* ---- the JSON report (docs/report.schema.json) ---------------------------- */
 
@@ -124,7 +124,7 @@ static inline uint64_t counter_value(const struct counters *c, int key)
     X("freed_at_teardown_bytes", freed_at_teardown, u64)
 
 /* A failed allocation of the JSON report's failures.recent list (struct
- * failure) in the forms above, and int, a signed number: first the call as
+ * report_failure) in the forms above, and int, a signed number: first the call as
  * it failed, then whether it was out of memory, its stack, thread and time.
  * Between the two the writer puts "error", the code's name, by hand: it is
  * worked out of the api and the code, no member of its own, and not read
@@ -142,7 +142,8 @@ static inline uint64_t counter_value(const struct counters *c, int key)
     X("thread", thread, u64)                                                                 \
     X("time_ms", time_ms, u64)
 
-/* A mark of the JSON report's marks.recent list (struct mark) in the forms
+/* A mark of the JSON report's marks.recent list (struct report_mark) in the
+ * forms
  * above. Its "label" comes before them and its "self_time_ns" after, both
  * by hand: the label is a string to escape (and to cut to the mark's size
  * when read), and self_time_ns is written only when the report has self
@@ -153,7 +154,7 @@ static inline uint64_t counter_value(const struct counters *c, int key)
     X("sequence", sequence, u64)                                                             \
     X("device_bytes", device_bytes, u64)
 
-/* The names of the tracker's reasons for a lost event (tracker.h), as the
+/* The names of the reasons for a lost event (run_facts.h), as the
  * JSON report's tracer.lost writes them. */
 extern const char *const lost_names[LOST_COUNT];
 

@@ -185,14 +185,14 @@ static int choose_stacks(struct report *r)
         if (s->live_blocks || s->implicit_blocks)
             wanted[id] = 1;
     }
-    uint64_t total = r->state.failures_total;
-    for (uint64_t n = RING_FIRST(r->state.failures, total); n <= total; n++) {
-        const struct failure *f = RING_ENTRY(r->state.failures, n);
+    uint64_t total = r->failures.total;
+    for (uint64_t n = RING_FIRST(r->failures.ring, total); n <= total; n++) {
+        const struct report_failure *f = RING_ENTRY(r->failures.ring, n);
         if (f->stack_id <= r->stack_count)
             wanted[f->stack_id] = 1;
     }
-    if (r->state.oom.stack_id <= r->stack_count)
-        wanted[r->state.oom.stack_id] = 1;
+    if (r->last_oom.stack_id <= r->stack_count)
+        wanted[r->last_oom.stack_id] = 1;
     for (size_t i = 0; i < r->held_count; i++)
         if (r->held[i].stack_id <= r->stack_count)
             wanted[r->held[i].stack_id] = 1;
@@ -299,8 +299,7 @@ static int symbolize_frames(struct report *r)
         }
         uint32_t id = (uint32_t)(address & ~PYTHON_FRAME_MASK);
         const struct python_location *l =
-            r->python ? (id >= 1 && id <= r->python_count ? &r->python[id - 1] : NULL)
-                      : python_location(address);
+            r->python && id >= 1 && id <= r->python_count ? &r->python[id - 1] : NULL;
         struct symbol *s = &r->symbols[i];
         memset(s, 0, sizeof(*s));
         s->address = address;
@@ -427,9 +426,9 @@ size_t report_ranges_below(const void *ranges, size_t count, size_t size, size_t
 
 const char *report_mark_label(const struct report *r, uint64_t number)
 {
-    uint64_t total = r->state.marks_total;
-    return number >= RING_FIRST(r->state.marks, total) && number <= total
-               ? RING_ENTRY(r->state.marks, number)->label
+    uint64_t total = r->marks.total;
+    return number >= RING_FIRST(r->marks.ring, total) && number <= total
+               ? RING_ENTRY(r->marks.ring, number)->label
                : NULL;
 }
 
@@ -450,7 +449,7 @@ int report_cache_segment(const struct report *r, uint32_t stack_id)
     uint32_t flags = r->stacks[stack_id - 1].flags;
     for (int i = 0; i < CACHE_KINDS; i++)
         if ((flags & STACK_CACHE_SEGMENT(KIND_TORCH_TENSOR + i)) &&
-            r->state.caches[i].view == CACHE_BLOCKS)
+            r->cache_views[i].view == CACHE_BLOCKS)
             return 1;
     return 0;
 }

@@ -14,6 +14,7 @@
 
 #include "counters.h"
 #include "growth.h"
+#include "host.h"             /* struct pool_figures */
 #include "output.h"
 #include "python.h"
 #include "records.h"
@@ -21,8 +22,8 @@
 #include "stacks.h"
 #include "symbolize.h"
 #include "timeline.h"
+#include "run.h"
 #include "torch_figures.h"
-#include "tracker.h"
 
 struct report_block {
     uint64_t value, size, sequence;
@@ -117,7 +118,8 @@ struct report_classes {
     char why[REPORT_CLASS_TEXT];
     uint32_t modules, optimizers;
     uint64_t bytes[REPORT_CLASSES], blocks[REPORT_CLASSES];
-    /* The parameters holding the most, with their gradients and state. */
+    /* The parameters holding the most, each with its gradient and what its
+     * optimizer keeps for it. */
     struct report_class_holder {
         char name[REPORT_CLASS_TEXT];
         uint64_t bytes[CLASS_REST];      /* as a parameter, its gradient, its optimizer state */
@@ -183,10 +185,18 @@ struct report {
     double start_unix, now_unix;
     uint32_t now_ms;
     struct counter_table *counters;
-    struct tracker_state state;          /* copy; its pointers are replaced by ours */
     const char *const *api_names;        /* entry points, by index */
     int api_count;
-    uint64_t api_calls[MAX_APIS], api_allocations[MAX_APIS];   /* failures: in state */
+    uint64_t api_calls[MAX_APIS], api_allocations[MAX_APIS], api_failures[MAX_APIS];
+    uint64_t lost[LOST_COUNT];           /* events not recorded, by enum lost_reason */
+    /* The run's sections (run.h). */
+    struct report_failures failures;
+    struct report_last_oom last_oom;
+    struct report_marks marks;
+    struct report_threads threads;
+    struct report_handles handles;
+    struct report_end end;
+    struct report_cache_view cache_views[CACHE_KINDS];   /* by kind - KIND_TORCH_TENSOR */
     struct growth_state growth;          /* copy; has_growth 0: not known (a dump) */
     int has_growth;
     uint32_t *growing;                   /* leak suspects' stack ids, fastest first */
@@ -208,12 +218,10 @@ struct report {
     int pool_count;
     struct report_cache *caches;         /* caches.c */
     int cache_count;
-    /* What was live when the program ended, by stack (state.program_ended):
-     * held to the end, whether the interpreter's teardown freed it or not. */
+    /* What was live when the program ended, by stack (end.ended): held to
+     * the end, whether the interpreter's teardown freed it or not. */
     struct report_group *held;           /* most bytes first */
     size_t held_count;
-    int has_end_devices;                 /* state.end_device_bytes known (an older
-                                          * report read back has none) */
     size_t registry_bytes, stacks_bytes;
     int64_t self_time_ns;                /* our own time in CUDA calls; -1: not timed */
     uint32_t *shown;                     /* stack ids written out, by live bytes */
@@ -234,7 +242,7 @@ struct report {
     char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;
     int dump_complete;                   /* read from a dump that ends properly */
-    struct python_location *python;      /* from a dump; NULL: this process's table */
+    struct python_location *python;      /* Python frames' locations, by id - 1 */
     uint32_t python_count;
     /* The event timeline (CUMEMTRACE_EVENTS), oldest first, times never
      * decreasing; has_timeline 0: it was off (or this is a dump). */
@@ -344,10 +352,10 @@ int report_emit(const struct report *r, const char *template_, int summary,
 void report_write_format(const struct report *r, int format, struct out *out);
 
 /* caches.c: r->caches, from the live blocks (all of them: a report collected
- * or read from a dump); `live` also marks, in this process's stack table,
- * the driver allocations found to hold a framework's blocks. 0, or -1 when
- * out of memory. */
-int report_caches(struct report *r, int live);
+ * or read from a dump), and the stacks of the driver allocations found to
+ * hold a framework's blocks flagged (STACK_CACHE_SEGMENT) in r->stacks. 0,
+ * or -1 when out of memory. */
+int report_caches(struct report *r);
 /* Whether r->caches are as they were when the program ended: the exit
  * report of a program whose end was seen (src/runtime/collect.c keeps that view,
  * report_keep_end; a report read back carries it). */
@@ -367,7 +375,7 @@ const char *report_holder_noun(const struct report_holder_path *p);
 /* `p` in words, as the findings say it: "model.outs, a list of 3 tensors". */
 void report_holder_text(const struct report_holder_path *p, char *text, size_t size);
 const char *report_class_name(int report_class);   /* "parameters", ..., "rest" */
-/* held.c: r->held, from state.end_totals and the live blocks. */
+/* held.c: r->held, from end.stacks and the live blocks. */
 int report_held_at_end(struct report *r);
 
 /* verdicts.c */

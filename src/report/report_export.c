@@ -78,7 +78,7 @@ static void folded_frame_name(const struct symbol *s, uintptr_t address, char *t
 #define AT_END_ROOT ", at the program's end"
 static int at_end(const struct report *r)
 {
-    return r->state.program_ended;
+    return r->end.ended;
 }
 
 void report_folded(const struct report *r, struct out *out)
@@ -113,7 +113,7 @@ void report_folded(const struct report *r, struct out *out)
      * only what they hold besides is left to show, once per cache. */
     for (int i = 0; i < r->cache_count; i++) {
         const struct report_cache *c = &r->caches[i];
-        if (c->unused && r->state.caches[c->kind - KIND_TORCH_TENSOR].view == CACHE_BLOCKS)
+        if (c->unused && r->cache_views[c->kind - KIND_TORCH_TENSOR].view == CACHE_BLOCKS)
             out_printf(out, "[device%s];[%s cache: reserved, unused] %llu\n",
                        at_end(r) ? AT_END_ROOT : "", kind_name(c->kind), U(c->unused));
     }
@@ -207,7 +207,7 @@ static void write_program_end(const struct report *r, struct out *out)
     format_bytes(total, bytes, sizeof(bytes));
     out_printf(out, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,"
                     "\"name\":\"program end: %s held\",\"args\":{\"held_bytes\":%llu,\"held\":[",
-               r->pid, U((uint64_t)r->state.program_end_ms * 1000), bytes, U(total));
+               r->pid, U((uint64_t)r->end.time_ms * 1000), bytes, U(total));
     for (size_t i = 0; i < r->held_count && i < 20; i++) {
         const struct report_group *g = &r->held[i];
         char site[OUTPUT_PATH_MAX + 1024];
@@ -312,15 +312,15 @@ void report_perfetto(const struct report *r, struct out *out)
             last_us = (uint64_t)r->series->samples[r->series->count - 1].time_ms * 1000;
     }
     if (!r->has_timeline) {
-        uint64_t total = r->state.failures_total;
-        for (uint64_t n = RING_FIRST(r->state.failures, total); n <= total; n++) {
-            const struct failure *f = RING_ENTRY(r->state.failures, n);
+        uint64_t total = r->failures.total;
+        for (uint64_t n = RING_FIRST(r->failures.ring, total); n <= total; n++) {
+            const struct report_failure *f = RING_ENTRY(r->failures.ring, n);
             write_instant(r, out, (uint64_t)f->time_ms * 1000, f->oom ? "OOM" : "failed",
                           f->size, f->device, f->kind, f->api);
         }
-        total = r->state.marks_total;
-        for (uint64_t n = RING_FIRST(r->state.marks, total); n <= total; n++) {
-            const struct mark *m = RING_ENTRY(r->state.marks, n);
+        total = r->marks.total;
+        for (uint64_t n = RING_FIRST(r->marks.ring, total); n <= total; n++) {
+            const struct report_mark *m = RING_ENTRY(r->marks.ring, n);
             write_mark(r, out, (uint64_t)m->time_ms * 1000, m->label);
         }
     }
@@ -746,7 +746,7 @@ void report_memviz(const struct report *r, struct out *out)
         pickle_str(out, "cumemtrace");
         pickle_begin_dict(out);
         pickle_key_str(out, "moment", "program_end");
-        pickle_key_int(out, "time_ms", r->state.program_end_ms);
+        pickle_key_int(out, "time_ms", r->end.time_ms);
         pickle_key_int(out, "unplaced_bytes", unplaced);
         pickle_end_dict(out);
     }

@@ -11,6 +11,7 @@
 #include "frames.h"
 #include "kinds.h"
 #include "report.h"
+#include "registry.h"           /* block_record_bytes: the size of a block record */
 
 #define U(x) ((unsigned long long)(x))
 
@@ -76,7 +77,7 @@ static void write_tracer(const struct report *r, struct out *out)
                symbolizer_has_lines(r->symbolizer) ? "built-in" : "dladdr",
                r->all_frames ? "true" : "false");
     for (int i = 0; i < LOST_COUNT; i++)
-        out_printf(out, "%s\"%s\":%llu", i ? "," : "", lost_names[i], U(r->state.lost[i]));
+        out_printf(out, "%s\"%s\":%llu", i ? "," : "", lost_names[i], U(r->lost[i]));
     out_str(out, "}");
     if (r->user_packages && r->user_packages[0]) {
         out_str(out, ",\"user_packages\":");
@@ -100,7 +101,7 @@ static void write_entry_points(const struct report *r, struct out *out)
         out_json_string(out, r->api_names[api]);
         out_printf(out, ",\"calls\":%llu,\"allocations\":%llu,\"failures\":%llu}",
                    U(r->api_calls[api]), U(r->api_allocations[api]),
-                   U(r->state.api_failures[api]));
+                   U(r->api_failures[api]));
     }
     out_str(out, "]");
 }
@@ -279,8 +280,8 @@ static void put_stack(const struct report *r, struct out *out, uint32_t id)
 /* A handle's number in the report's table: the stream or pool, or null. */
 static void put_handle(const struct report *r, struct out *out, uint32_t handle)
 {
-    if (handle && handle <= r->state.handles_used)
-        out_printf(out, "\"0x%llx\"", U(r->state.handles[handle - 1]));
+    if (handle && handle <= r->handles.count)
+        out_printf(out, "\"0x%llx\"", U(r->handles.list[handle - 1]));
     else
         out_str(out, "null");
 }
@@ -342,13 +343,13 @@ static void write_live(const struct report *r, struct out *out)
 
 static void write_failures(const struct report *r, struct out *out)
 {
-    uint64_t total = r->state.failures_total, first = RING_FIRST(r->state.failures, total);
+    uint64_t total = r->failures.total, first = RING_FIRST(r->failures.ring, total);
     out_printf(out, ",\"failures\":{\"total\":%llu,\"ooms\":%llu,\"oom_retries_succeeded\":%llu,"
                     "\"oom_retries_failed\":%llu,\"recent\":[",
-               U(total), U(r->state.ooms_total), U(r->state.oom_retries_succeeded),
-               U(r->state.oom_retries_failed));
+               U(total), U(r->failures.ooms), U(r->failures.retries_succeeded),
+               U(r->failures.retries_failed));
     for (uint64_t n = first; n <= total; n++) {
-        const struct failure *f = RING_ENTRY(r->state.failures, n);
+        const struct report_failure *f = RING_ENTRY(r->failures.ring, n);
         const char *before = n > first ? ",{" : "{";
         PUT_FIELDS(REPORT_FAILURE_CALL_FIELDS, f);
         out_str(out, ",\"error\":");
@@ -357,7 +358,7 @@ static void write_failures(const struct report *r, struct out *out)
         out_str(out, "}");
     }
     out_str(out, "]");
-    const struct oom_verdict *oom = &r->state.oom;
+    const struct report_last_oom *oom = &r->last_oom;
     if (oom->verdict[0]) {
         out_str(out, ",\"last_oom\":{\"verdict\":");
         out_json_string(out, oom->verdict);
@@ -371,10 +372,10 @@ static void write_failures(const struct report *r, struct out *out)
 
 static void write_marks(const struct report *r, struct out *out)
 {
-    uint64_t total = r->state.marks_total, first = RING_FIRST(r->state.marks, total);
+    uint64_t total = r->marks.total, first = RING_FIRST(r->marks.ring, total);
     out_printf(out, ",\"marks\":{\"total\":%llu,\"recent\":[", U(total));
     for (uint64_t n = first; n <= total; n++) {
-        const struct mark *m = RING_ENTRY(r->state.marks, n);
+        const struct report_mark *m = RING_ENTRY(r->marks.ring, n);
         out_str(out, n > first ? ",{\"label\":" : "{\"label\":");
         out_json_string(out, m->label);
         const char *before = ",";
@@ -706,18 +707,18 @@ static void write_caches(const struct report *r, struct out *out)
     out_str(out, ",\"caches\":[");
     int first = 1;
     for (int i = 0; i < CACHE_KINDS; i++) {
-        const struct cache_state *state = &r->state.caches[i];
+        const struct report_cache_view *seen = &r->cache_views[i];
         int kind = KIND_TORCH_TENSOR + i, devices = 0;
         for (int c = 0; c < r->cache_count; c++)
             devices += r->caches[c].kind == kind;
-        if (state->view == CACHE_UNSEEN && !devices)
+        if (seen->view == CACHE_UNSEEN && !devices)
             continue;
         out_printf(out, "%s{\"kind\":\"%s\",\"view\":\"%s\",\"why\":", first ? "" : ",",
-                   kind_name(kind), view_names[state->view]);
+                   kind_name(kind), view_names[seen->view]);
         first = 0;
-        out_json_string(out, state->why);
-        if (state->view == CACHE_BLOCKS)
-            out_printf(out, ",\"since_ms\":%u,\"devices\":[", state->since_ms);
+        out_json_string(out, seen->why);
+        if (seen->view == CACHE_BLOCKS)
+            out_printf(out, ",\"since_ms\":%u,\"devices\":[", seen->since_ms);
         else
             out_str(out, ",\"since_ms\":null,\"devices\":[");
         for (int c = 0, n = 0; c < r->cache_count; c++) {
@@ -749,19 +750,19 @@ static void write_caches(const struct report *r, struct out *out)
  * held then and freed by the teardown (held.c). */
 static void write_program_end(const struct report *r, struct out *out)
 {
-    if (!r->state.program_ended) {
+    if (!r->end.ended) {
         out_str(out, ",\"program_end\":null,\"held_at_end\":[]");
         return;
     }
-    out_printf(out, ",\"program_end\":{\"time_ms\":%u", r->state.program_end_ms);
-    if (r->has_end_devices) {           /* not known in a report read back from an older one */
+    out_printf(out, ",\"program_end\":{\"time_ms\":%u", r->end.time_ms);
+    if (r->end.has_device_bytes) {           /* not known in a report read back from an older one */
         out_str(out, ",\"devices\":[");
         for (int d = 0; d < r->device_count; d++) {
             int slot = r->devices[d].slot;
             out_str(out, d ? "," : "");
             out_printf(out, slot == COUNTER_NO_DEVICE ? "{\"device\":null" : "{\"device\":%d",
                        slot);
-            out_printf(out, ",\"live_bytes\":%llu}", U(r->state.end_device_bytes[slot]));
+            out_printf(out, ",\"live_bytes\":%llu}", U(r->end.device_bytes[slot]));
         }
         out_str(out, "]");
     }
@@ -777,10 +778,10 @@ static void write_program_end(const struct report *r, struct out *out)
 static void write_threads(const struct report *r, struct out *out)
 {
     out_str(out, ",\"threads\":[");
-    for (uint32_t i = 0; i < r->state.threads_used; i++) {
+    for (uint32_t i = 0; i < r->threads.count; i++) {
         out_printf(out, "%s{\"number\":%u,\"tid\":%d,\"name\":", i ? "," : "", i + 1,
-                   r->state.threads[i].tid);
-        out_json_string(out, r->state.threads[i].name);
+                   r->threads.list[i].tid);
+        out_json_string(out, r->threads.list[i].name);
         out_str(out, "}");
     }
     out_str(out, "]");

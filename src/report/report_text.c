@@ -231,15 +231,15 @@ static void write_caches_device(const struct report *r, struct out *out, int dev
         int k = c->kind - KIND_TORCH_TENSOR;
         if (c->device != device || k < 0 || k >= CACHE_KINDS)
             continue;
-        const struct cache_state *state = &r->state.caches[k];
+        const struct report_cache_view *seen = &r->cache_views[k];
         out_printf(out, "    %s's cache%s: reserved ", cache_words[k].framework,
                    report_caches_at_end(r) ? " (at the program's end)" : "");
         out_bytes(out, c->reserved);
         out_printf(out, " in %llu segment%s", (unsigned long long)c->segments,
                    c->segments == 1 ? "" : "s");
-        if (state->view != CACHE_BLOCKS) {
+        if (seen->view != CACHE_BLOCKS) {
             out_printf(out, "; its %s are not traced one by one%s%s\n", cache_words[k].blocks,
-                       state->why[0] ? ": " : "", state->why);
+                       seen->why[0] ? ": " : "", seen->why);
             continue;
         }
         out_printf(out, "; %s ", cache_words[k].blocks);
@@ -378,7 +378,7 @@ static const char *live_title(const struct report *r)
 {
     if (strcmp(r->reason, "exit") != 0)
         return "Live now";
-    return r->state.program_ended ? "Leaked (allocated after the program ended, by the "
+    return r->end.ended ? "Leaked (allocated after the program ended, by the "
                                     "interpreter's teardown, and never freed)"
                                   : "Leaked (live at exit)";
 }
@@ -407,7 +407,7 @@ static void write_holders(const struct report *r, struct out *out, uint32_t stac
  * or left it to the process's exit. */
 static void write_held(const struct report *r, struct out *out, int brief)
 {
-    if (!r->state.program_ended || !r->held_count)
+    if (!r->end.ended || !r->held_count)
         return;
     uint64_t bytes = 0, blocks = 0, freed = 0;
     for (size_t i = 0; i < r->held_count; i++) {
@@ -612,15 +612,15 @@ static void write_error(const struct report *r, struct out *out, int api, int co
 
 static void write_failures(const struct report *r, struct out *out, int brief)
 {
-    uint64_t total = r->state.failures_total;
+    uint64_t total = r->failures.total;
     if (!total)
         return;
     out_printf(out, "\n  Failed allocations: %llu\n", (unsigned long long)total);
-    uint64_t first = RING_FIRST(r->state.failures, total);
+    uint64_t first = RING_FIRST(r->failures.ring, total);
     if (brief && total - first >= 3)
         first = total - 2;                          /* the newest three */
     for (uint64_t n = total; n >= first; n--) {
-        const struct failure *f = RING_ENTRY(r->state.failures, n);
+        const struct report_failure *f = RING_ENTRY(r->failures.ring, n);
         out_str(out, "   ");
         out_bytes(out, f->size);
         out_printf(out, " %s via %s", kind_name(f->kind), report_api_name(r, f->api));
@@ -632,7 +632,7 @@ static void write_failures(const struct report *r, struct out *out, int brief)
         write_stack(r, out, f->stack_id, brief ? STACK_BRIEF : STACK_FULL);
     }
     /* The one failure a newcomer meets first: no GPU, or no driver for it. */
-    const struct failure *last = &r->state.failures[(total - 1) % FAILURE_RING];
+    const struct report_failure *last = &r->failures.ring[(total - 1) % FAILURE_RING];
     if (cuda_error_no_driver(report_api_name(r, last->api), last->code))
         out_str(out, "   CUDA found no usable driver or GPU here. Without a GPU, the CUDA "
                      "simulator built with the tests stands in: LD_LIBRARY_PATH=build/sim\n");
@@ -662,8 +662,8 @@ static void write_lost(const struct report *r, struct out *out)
         [LOST_UNWRAPPED] = "lookups passed through unwrapped (unsupported version)",
     };
     for (int i = 0; i < LOST_COUNT; i++)
-        if (r->state.lost[i])
-            out_printf(out, "  note: %llu %s\n", (unsigned long long)r->state.lost[i], what[i]);
+        if (r->lost[i])
+            out_printf(out, "  note: %llu %s\n", (unsigned long long)r->lost[i], what[i]);
     if (any_frame_left_out(r))
         out_str(out, "  note: frames of start-up, the runtimes, the interpreter and frameworks, "
                      "and CUDA's inner ones, are hidden; CUMEMTRACE_ALL_FRAMES=1 (or cumemtrace "
@@ -775,7 +775,7 @@ static void write_classes(const struct report *r, struct out *out, int brief)
         return;
     }
     out_str(out, "\n  What the tensors are");
-    if (r->state.program_ended && strcmp(r->reason, "exit") == 0)
+    if (r->end.ended && strcmp(r->reason, "exit") == 0)
         out_str(out, " (at the program's end)");
     out_printf(out, ", from %u module%s and %u optimizer%s: ", k->modules,
                k->modules == 1 ? "" : "s", k->optimizers, k->optimizers == 1 ? "" : "s");

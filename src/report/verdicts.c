@@ -112,7 +112,7 @@ const char *report_hole_why(const struct report *r, const struct report_cache *c
  * (exact, and there at every report), else as memory_stats() last said. */
 static void torch_fragmentation(const struct report *r, struct report_fragmentation *f)
 {
-    if (r->state.caches[0].view == CACHE_BLOCKS) {
+    if (r->cache_views[0].view == CACHE_BLOCKS) {
         for (int i = 0; i < r->cache_count; i++) {
             const struct report_cache *c = &r->caches[i];
             if (c->kind != KIND_TORCH_TENSOR)

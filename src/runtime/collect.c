@@ -29,6 +29,7 @@
 #include "log.h"
 #include "registry.h"
 #include "torch_stats.h"
+#include "tracker.h"
 
 static pthread_mutex_t finishing = PTHREAD_MUTEX_INITIALIZER;
 
@@ -91,11 +92,102 @@ static void copy_blocks(struct report *r)
         report_block_of(b, &r->blocks[i]);
 }
 
-/* Copy under the lock: counters, stacks with their frames, live blocks. */
+/* The recorder's bookkeeping, `t`, into the report's sections (run.h): the
+ * one place that knows both. Their text fields are the same size on both
+ * sides, so that nothing is cut on the way. Tracker lock held; the lists
+ * (threads, handles, end stacks) allocated for t's counts. */
+_Static_assert(sizeof(((struct mark *)0)->label) == sizeof(((struct report_mark *)0)->label),
+               "a mark's label");
+_Static_assert(sizeof(((struct thread_info *)0)->name) ==
+                   sizeof(((struct report_thread *)0)->name), "a thread's name");
+_Static_assert(sizeof(((struct cache_state *)0)->why) ==
+                   sizeof(((struct report_cache_view *)0)->why), "a cache view's why");
+_Static_assert(sizeof(((struct oom_verdict *)0)->verdict) ==
+                   sizeof(((struct report_last_oom *)0)->verdict), "an OOM's verdict");
+_Static_assert(sizeof(((struct oom_verdict *)0)->text) ==
+                   sizeof(((struct report_last_oom *)0)->text), "an OOM verdict's text");
+
+static void translate_failures(const struct tracker_state *t, struct report *r)
+{
+    struct report_failures *out = &r->failures;
+    out->total = t->failures_total;
+    out->ooms = t->ooms_total;
+    out->retries_succeeded = t->oom_retries_succeeded;
+    out->retries_failed = t->oom_retries_failed;
+    for (uint64_t n = RING_FIRST(t->failures, t->failures_total); n <= t->failures_total; n++) {
+        const struct failure *f = RING_ENTRY(t->failures, n);
+        *RING_ENTRY(out->ring, n) = (struct report_failure){
+            .size = f->size, .device = f->device, .kind = f->kind, .api = f->api,
+            .code = f->code, .oom = f->oom, .stack_id = f->stack_id, .time_ms = f->time_ms,
+            .oom_number = f->oom_number, .thread = f->thread};
+    }
+    const struct oom_verdict *v = &t->oom;
+    struct report_last_oom *last = &r->last_oom;
+    memcpy(last->verdict, v->verdict, sizeof(last->verdict));
+    memcpy(last->text, v->text, sizeof(last->text));
+    last->size = v->size;
+    last->stack_id = v->stack_id;
+    last->time_ms = v->time_ms;
+}
+
+static void translate_marks(const struct tracker_state *t, struct report_marks *out)
+{
+    out->total = t->marks_total;
+    for (uint64_t n = RING_FIRST(t->marks, t->marks_total); n <= t->marks_total; n++) {
+        const struct mark *m = RING_ENTRY(t->marks, n);
+        struct report_mark *x = RING_ENTRY(out->ring, n);
+        memcpy(x->label, m->label, sizeof(x->label));
+        x->time_ms = m->time_ms;
+        x->sequence = m->sequence;
+        x->device_bytes = m->device_bytes;
+        x->self_time_ns = m->self_time_ns;
+    }
+}
+
+static void translate_end(const struct tracker_state *t, struct report_end *out)
+{
+    out->ended = t->program_ended;
+    out->time_ms = t->program_end_ms;
+    out->stack_count = t->end_stacks;
+    for (uint32_t i = 0; i < t->end_stacks; i++) {
+        const struct end_totals *e = &t->end_totals[i];
+        out->stacks[i] = (struct report_end_stack){.bytes = e->bytes, .blocks = e->blocks,
+                                                   .device = e->device, .kind = e->kind,
+                                                   .api = e->api};
+    }
+    out->has_device_bytes = t->program_ended;
+    memcpy(out->device_bytes, t->end_device_bytes, sizeof(out->device_bytes));
+}
+
+static void translate(const struct tracker_state *t, struct report *r)
+{
+    r->start_unix = t->start_unix;
+    memcpy(r->lost, t->lost, sizeof(r->lost));
+    memcpy(r->api_failures, t->api_failures, sizeof(r->api_failures));
+    translate_failures(t, r);
+    translate_marks(t, &r->marks);
+    r->threads.count = t->threads_used;
+    for (uint32_t i = 0; i < t->threads_used; i++) {
+        r->threads.list[i].tid = t->threads[i].tid;
+        memcpy(r->threads.list[i].name, t->threads[i].name, sizeof(r->threads.list[i].name));
+    }
+    r->handles.count = t->handles_used;
+    memcpy(r->handles.list, t->handles, t->handles_used * sizeof(uint64_t));
+    translate_end(t, &r->end);
+    for (int k = 0; k < CACHE_KINDS; k++) {
+        const struct cache_state *c = &t->caches[k];
+        struct report_cache_view *v = &r->cache_views[k];
+        v->view = c->view;
+        v->since_ms = c->since_ms;
+        memcpy(v->why, c->why, sizeof(v->why));
+    }
+}
+
+/* Copy under the lock: counters, stacks with their frames, live blocks, the
+ * recorder's bookkeeping. */
 static int copy_state(struct report *r)
 {
     tracker_lock();
-    r->state = tracker;
     tracker_api_totals(r->api_calls, r->api_allocations);
     r->now_ms = tracker_now_ms();
     growth_view(&r->growth, r->now_ms);
@@ -117,20 +209,17 @@ static int copy_state(struct report *r)
     r->frames = report_alloc(r, frame_count * sizeof(uintptr_t));
     r->block_count = registry_count();
     r->blocks = report_alloc(r, r->block_count * sizeof(struct report_block));
-    r->state.threads = report_alloc(r, tracker.threads_used * sizeof(struct thread_info));
-    r->state.handles = report_alloc(r, tracker.handles_used * sizeof(uint64_t));
-    r->state.end_totals = report_alloc(r, tracker.end_stacks * sizeof(struct end_totals));
-    if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->state.threads ||
-        !r->state.handles || !r->state.end_totals) {
+    r->threads.list = report_alloc(r, tracker.threads_used * sizeof(struct report_thread));
+    r->handles.list = report_alloc(r, tracker.handles_used * sizeof(uint64_t));
+    r->end.stacks = report_alloc(r, tracker.end_stacks * sizeof(struct report_end_stack));
+    if (!r->counters || !r->stacks || !r->frames || !r->blocks || !r->threads.list ||
+        !r->handles.list || !r->end.stacks) {
         tracker_unlock();
         return -1;
     }
     counters_snapshot(r->counters);
-    memcpy(r->state.threads, tracker.threads, tracker.threads_used * sizeof(struct thread_info));
-    memcpy(r->state.handles, tracker.handles, tracker.handles_used * sizeof(uint64_t));
-    if (tracker.end_stacks)
-        memcpy(r->state.end_totals, tracker.end_totals,
-               tracker.end_stacks * sizeof(struct end_totals));
+    translate(&tracker, r);
+    uint64_t end_timeline = tracker.end_timeline;
     uint64_t at = 0;
     for (uint32_t id = 1; id <= r->stack_count; id++) {
         const struct stack_record *s = stack_get(id);
@@ -150,10 +239,9 @@ static int copy_state(struct report *r)
         }
     }
     tracker_unlock();
-    r->has_end_devices = r->state.program_ended;
     r->timeline_end = r->timeline_count;
-    for (size_t k = 0; r->state.program_ended && k < r->timeline_count; k++)
-        if (r->timeline[k].stamp > r->state.end_timeline) {
+    for (size_t k = 0; r->end.ended && k < r->timeline_count; k++)
+        if (r->timeline[k].stamp > end_timeline) {
             r->timeline_end = k;
             break;
         }
@@ -163,6 +251,36 @@ static int copy_state(struct report *r)
         if (r->timeline[k].time_us < r->timeline[k - 1].time_us)
             r->timeline[k].time_us = r->timeline[k - 1].time_us;
     return 0;
+}
+
+/* The Python frames' locations this process knows, into r->python: every
+ * id a copied stack holds was made before the copy. 0, or -1 when out of
+ * memory. */
+static int copy_python_locations(struct report *r)
+{
+    uint32_t count = python_location_count();
+    r->python = report_alloc(r, (count + 1) * sizeof(struct python_location));
+    if (!r->python)
+        return -1;
+    for (uint32_t id = 1; id <= count; id++) {
+        const struct python_location *l = python_location(PYTHON_FRAME_TAG | id);
+        if (l)
+            r->python[id - 1] = *l;
+    }
+    r->python_count = count;
+    return 0;
+}
+
+/* The cache segments report_caches found, flagged in this process's stack
+ * table too, for good: the next reports' copies, and the verdicts made in
+ * the process, know them from there. */
+static void keep_segment_flags(const struct report *r)
+{
+    for (uint32_t id = 1; id <= r->stack_count; id++) {
+        uint32_t flags = r->stacks[id - 1].flags & STACK_CACHE_ANY;
+        if (flags & ~__atomic_load_n(&stack_get(id)->flags, __ATOMIC_RELAXED))
+            stack_flag(id, flags);
+    }
 }
 
 /* A rank variable set by torchrun, mpirun, ...; -1 if not set or not a number. */
@@ -222,18 +340,19 @@ static int collect(struct report *r, const char *reason)
     r->reason = reason;
     report_options_of(&config, &r->options);
     read_process_info(r);
-    if (copy_state(r) < 0)
+    if (copy_state(r) < 0 || copy_python_locations(r) < 0)
         return -1;
-    r->start_unix = r->state.start_unix;
     r->api_names = host.api_names;
     r->api_count = host.api_count < MAX_APIS ? host.api_count : MAX_APIS;
     read_device_memory(r);
     int at_end = strcmp(reason, "exit") == 0 || strcmp(reason, "exec") == 0;
-    int end_seen = at_end && r->state.program_ended;
+    int end_seen = at_end && r->end.ended;
     torch_stats_for_report(&r->torch, at_end, end_seen ? NULL : match_classes, r);
     r->classes.read = r->torch.read;
     pthread_mutex_lock(&finishing);
-    int result = report_caches(r, 1);
+    int result = report_caches(r);
+    if (result == 0)
+        keep_segment_flags(r);
     if (result == 0 && report_caches_at_end(r) && end_cache_count >= 0) {
         memcpy(r->caches, end_caches, (size_t)end_cache_count * sizeof(*end_caches));
         r->cache_count = end_cache_count;
@@ -273,7 +392,8 @@ void report_keep_end(void)
     if (r->stacks && r->blocks)
         torch_stats_for_report(&reading, 1, match_classes, r);
     pthread_mutex_lock(&finishing);
-    if (r->stacks && r->blocks && report_caches(r, 1) == 0) {
+    if (r->stacks && r->blocks && report_caches(r) == 0) {
+        keep_segment_flags(r);
         memcpy(end_caches, r->caches, (size_t)r->cache_count * sizeof(*end_caches));
         end_cache_count = r->cache_count;
         end_classes = r->classes;

@@ -17,7 +17,10 @@
  *
  * The fields written by hand are compared too: a mark's label and self
  * time, and a frame's, which has no list (its strings and optional keys
- * outnumber its scalars). */
+ * outnumber its scalars); and the run's sections (run.h) that no list
+ * covers: the lost events, the failures per entry point, the failures'
+ * retries and the last OOM's verdict, the threads, the caches' views and
+ * the program's end. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,7 +55,7 @@ static int same_api(const struct report *ra, int a, const struct report *rb, int
 
 static uint64_t handle_value(const struct report *r, uint32_t handle)
 {
-    return handle && handle <= r->state.handles_used ? r->state.handles[handle - 1] : 0;
+    return handle && handle <= r->handles.count ? r->handles.list[handle - 1] : 0;
 }
 
 #define same_hex(ra, a, rb, b) same_value(a, b)
@@ -102,7 +105,7 @@ static int same_text(const char *a, const char *b)
 
 /* A mark's fields written by hand (records.h, REPORT_MARK_FIELDS) alike in
  * *a and *b, or each different; says which are not. */
-static void check_mark_by_hand(const char *what, const struct mark *a, const struct mark *b,
+static void check_mark_by_hand(const char *what, const struct report_mark *a, const struct report_mark *b,
                                int alike)
 {
     if (same_text(a->label, b->label) != alike)
@@ -163,8 +166,8 @@ static void change(struct report *r)
     b->thread = 7;
     b->sequence = 987654321;
     b->time_ms = 4242;
-    r->state.handles[r->state.handles_used++] = 0x7f00beef0000ull;
-    b->handle = (uint16_t)r->state.handles_used;
+    r->handles.list[r->handles.count++] = 0x7f00beef0000ull;
+    b->handle = (uint16_t)r->handles.count;
     b->held_at_end = !b->held_at_end;
     change_group(r, &r->groups[0]);
     change_group(r, &r->held[0]);
@@ -173,8 +176,8 @@ static void change(struct report *r)
 #define X(key, member) stats->member = figure++ * 7919;
     STACK_STATS_FIELDS(X)
 #undef X
-    struct failure *f =
-        RING_ENTRY(r->state.failures, RING_FIRST(r->state.failures, r->state.failures_total));
+    struct report_failure *f =
+        RING_ENTRY(r->failures.ring, RING_FIRST(r->failures.ring, r->failures.total));
     f->size = 234567891;
     f->kind = (f->kind + 1) % KIND_COUNT;
     f->api = (f->api + 1) % r->api_count;
@@ -182,11 +185,11 @@ static void change(struct report *r)
     f->code = -217;                 /* no CUDA code, but the form is signed */
     f->oom = !f->oom;
     f->oom_number = 4242;
-    r->state.ooms_total = 4243;
+    r->failures.ooms = 4243;
     f->stack_id = f->stack_id % r->stack_count + 1;
     f->thread = 9;
     f->time_ms = 4343;
-    struct mark *m = RING_ENTRY(r->state.marks, RING_FIRST(r->state.marks, r->state.marks_total));
+    struct report_mark *m = RING_ENTRY(r->marks.ring, RING_FIRST(r->marks.ring, r->marks.total));
     snprintf(m->label, sizeof(m->label), "%s", "a \"changed\" mark\\");   /* to escape */
     m->time_ms = 4444;
     m->sequence = 876543219;
@@ -209,6 +212,80 @@ static void change(struct report *r)
     s->file = "changed/file.c";
     s->line += 17;
     s->python = !s->python;
+}
+
+/* The run's sections no list covers (run.h): how many of their fields are
+ * alike in `a` and `b`, out of *fields. */
+#define RUN_FIELD(same) (++*fields, (same) ? 1 : 0)
+static int run_fields_alike(const struct report *a, const struct report *b, int *fields)
+{
+    int alike = 0;
+    *fields = 0;
+    for (int i = 0; i < LOST_COUNT; i++)
+        alike += RUN_FIELD(a->lost[i] == b->lost[i]);
+    for (int api = 0; api < a->api_count; api++)
+        if (a->api_calls[api] || a->api_allocations[api]) {    /* the entry points written */
+            int other = -1;
+            for (int k = 0; k < b->api_count && other < 0; k++)
+                if (same_api(a, api, b, k))
+                    other = k;
+            alike += RUN_FIELD(other >= 0 && a->api_failures[api] == b->api_failures[other]);
+        }
+    alike += RUN_FIELD(a->failures.retries_succeeded == b->failures.retries_succeeded);
+    alike += RUN_FIELD(a->failures.retries_failed == b->failures.retries_failed);
+    alike += RUN_FIELD(strcmp(a->last_oom.verdict, b->last_oom.verdict) == 0);
+    alike += RUN_FIELD(strcmp(a->last_oom.text, b->last_oom.text) == 0);
+    alike += RUN_FIELD(a->last_oom.size == b->last_oom.size);
+    alike += RUN_FIELD(a->last_oom.stack_id == b->last_oom.stack_id);
+    alike += RUN_FIELD(a->last_oom.time_ms == b->last_oom.time_ms);
+    alike += RUN_FIELD(a->threads.count == b->threads.count);
+    for (uint32_t i = 0; i < a->threads.count && i < b->threads.count; i++) {
+        alike += RUN_FIELD(a->threads.list[i].tid == b->threads.list[i].tid);
+        alike += RUN_FIELD(strcmp(a->threads.list[i].name, b->threads.list[i].name) == 0);
+    }
+    for (int k = 0; k < CACHE_KINDS; k++) {
+        alike += RUN_FIELD(a->cache_views[k].view == b->cache_views[k].view);
+        alike += RUN_FIELD(strcmp(a->cache_views[k].why, b->cache_views[k].why) == 0);
+        if (a->cache_views[k].view == CACHE_BLOCKS)     /* else written null */
+            alike += RUN_FIELD(a->cache_views[k].since_ms == b->cache_views[k].since_ms);
+    }
+    alike += RUN_FIELD(a->end.ended == b->end.ended);
+    alike += RUN_FIELD(a->end.time_ms == b->end.time_ms);
+    alike += RUN_FIELD(a->end.has_device_bytes == b->end.has_device_bytes);
+    for (int d = 0; d < a->device_count; d++) {
+        int slot = a->devices[d].slot;
+        alike += RUN_FIELD(a->end.device_bytes[slot] == b->end.device_bytes[slot]);
+    }
+    return alike;
+}
+#undef RUN_FIELD
+
+/* Every field run_fields_alike compares a new value. */
+static void change_run(struct report *r)
+{
+    for (int i = 0; i < LOST_COUNT; i++)
+        r->lost[i] += 1000 + (uint64_t)i;
+    for (int api = 0; api < r->api_count; api++)
+        r->api_failures[api] += 2000 + (uint64_t)api;
+    r->failures.retries_succeeded += 31;
+    r->failures.retries_failed += 37;
+    snprintf(r->last_oom.verdict, sizeof(r->last_oom.verdict), "%s", "a \"changed\" verdict");
+    snprintf(r->last_oom.text, sizeof(r->last_oom.text), "%s", "changed text\n");
+    r->last_oom.size += 4567;
+    r->last_oom.stack_id = r->last_oom.stack_id % r->stack_count + 1;
+    r->last_oom.time_ms += 4646;
+    r->threads.list[0].tid += 10;
+    snprintf(r->threads.list[0].name, sizeof(r->threads.list[0].name), "%s", "changed");
+    for (int k = 0; k < CACHE_KINDS; k++) {
+        struct report_cache_view *v = &r->cache_views[k];
+        v->view = v->view == CACHE_BLOCKS ? CACHE_BLOCKS : CACHE_SEGMENTS;
+        snprintf(v->why, sizeof(v->why), "changed why %d", k);
+        v->since_ms += 4747;
+    }
+    r->end.time_ms += 4848;
+    r->end.has_device_bytes = 1;
+    for (int d = 0; d < r->device_count; d++)
+        r->end.device_bytes[r->devices[d].slot] += 4949 + (uint64_t)d;
 }
 
 /* The report as report_json writes it, NUL-terminated; NULL on failure. */
@@ -304,25 +381,37 @@ int main(int argc, char **argv)
     CHECK(usable);          /* a report with each record, two entry points, two stacks */
     if (!usable)
         return check_done("report_fields");
-    if (!r->state.failures_total)
-        r->state.failures_total = 1;        /* a failure of zeros, for change() to fill */
-    if (!r->state.marks_total)
-        r->state.marks_total = 1;
+    if (!r->failures.total)
+        r->failures.total = 1;        /* a failure of zeros, for change() to fill */
+    if (!r->marks.total)
+        r->marks.total = 1;
     if (r->event.type != EVENT_OOM)
         r->event = (struct report_event){.type = EVENT_OOM};
-    const struct failure *failure =
-        RING_ENTRY(r->state.failures, RING_FIRST(r->state.failures, r->state.failures_total));
-    const struct mark *mark =
-        RING_ENTRY(r->state.marks, RING_FIRST(r->state.marks, r->state.marks_total));
+    const struct report_failure *failure =
+        RING_ENTRY(r->failures.ring, RING_FIRST(r->failures.ring, r->failures.total));
+    const struct report_mark *mark =
+        RING_ENTRY(r->marks.ring, RING_FIRST(r->marks.ring, r->marks.total));
     struct report_block block = r->blocks[0];
     struct report_group live = r->groups[0], held = r->held[0];
     uint32_t shown = r->shown[0];
     struct stack_stats stats = r->stacks[shown - 1].stats;
-    struct failure failure_was = *failure;
-    struct mark mark_was = *mark;
+    struct report_failure failure_was = *failure;
+    struct report_mark mark_was = *mark;
     struct report_event event_was = r->event;
     struct symbol frame_was = r->symbols[0];
+    /* The run's sections, their lists copied: change_run changes them. */
+    static struct report run_was;
+    run_was = *r;
+    struct report_thread threads_was[1] = {r->threads.list[0]};
+    run_was.threads.list = threads_was;
+    run_was.threads.count = 1;
+    CHECK(r->threads.count == 1 && r->end.ended && r->cache_views[0].view == CACHE_BLOCKS);
     change(r);
+    change_run(r);
+    int run_fields = 0;
+    /* All changed but three, kept so that what depends on them is written:
+     * the count of threads, the end seen, PyTorch's view (its since_ms). */
+    CHECK_EQ(run_fields_alike(&run_was, r, &run_fields), 3);
     check_stats("stack", &stats, &r->stacks[shown - 1].stats, 0);
     CHECK_FIELDS(REPORT_BLOCK_FIELDS, "block", r, &block, r, &r->blocks[0], 0);
     CHECK_FIELDS(REPORT_LIVE_GROUP_FIELDS, "live", r, &live, r, &r->groups[0], 0);
@@ -364,28 +453,31 @@ int main(int argc, char **argv)
             check_stats("stack read back", &r->stacks[id - 1].stats, &back->stacks[id - 1].stats,
                         1);
     }
-    const struct tracker_state *was = &r->state, *now = &back->state;
-    CHECK_EQ(now->failures_total, was->failures_total);
-    CHECK_EQ(now->ooms_total, was->ooms_total);
-    CHECK_EQ(now->marks_total, was->marks_total);
-    for (uint64_t n = RING_FIRST(was->failures, was->failures_total);
-         loaded == 0 && n <= was->failures_total; n++) {
-        CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "failure read back", r,
-                     RING_ENTRY(was->failures, n), back, RING_ENTRY(now->failures, n), 1);
+    CHECK_EQ(back->failures.total, r->failures.total);
+    CHECK_EQ(back->failures.ooms, r->failures.ooms);
+    CHECK_EQ(back->marks.total, r->marks.total);
+    const struct report_failures *was = &r->failures, *now = &back->failures;
+    for (uint64_t n = RING_FIRST(was->ring, was->total); loaded == 0 && n <= was->total; n++) {
+        CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "failure read back", r, RING_ENTRY(was->ring, n),
+                     back, RING_ENTRY(now->ring, n), 1);
         CHECK_FIELDS(REPORT_FAILURE_CONTEXT_FIELDS, "failure read back", r,
-                     RING_ENTRY(was->failures, n), back, RING_ENTRY(now->failures, n), 1);
+                     RING_ENTRY(was->ring, n), back, RING_ENTRY(now->ring, n), 1);
     }
-    for (uint64_t n = RING_FIRST(was->marks, was->marks_total);
-         loaded == 0 && n <= was->marks_total; n++) {
-        CHECK_FIELDS(REPORT_MARK_FIELDS, "mark read back", r, RING_ENTRY(was->marks, n), back,
-                     RING_ENTRY(now->marks, n), 1);
-        check_mark_by_hand("mark read back", RING_ENTRY(was->marks, n), RING_ENTRY(now->marks, n),
-                           1);
+    const struct report_marks *marks_was = &r->marks, *marks_now = &back->marks;
+    for (uint64_t n = RING_FIRST(marks_was->ring, marks_was->total);
+         loaded == 0 && n <= marks_was->total; n++) {
+        CHECK_FIELDS(REPORT_MARK_FIELDS, "mark read back", r, RING_ENTRY(marks_was->ring, n), back,
+                     RING_ENTRY(marks_now->ring, n), 1);
+        check_mark_by_hand("mark read back", RING_ENTRY(marks_was->ring, n),
+                           RING_ENTRY(marks_now->ring, n), 1);
     }
     CHECK_EQ(back->event.type, EVENT_OOM);
     if (loaded == 0)
         CHECK_FIELDS(REPORT_FAILURE_CALL_FIELDS, "event read back", r, &r->event, back,
                      &back->event, 1);
+    int run_alike = run_fields_alike(r, back, &run_fields);
+    CHECK_EQ(run_alike, run_fields);
+    CHECK(run_fields > 20);
     CHECK_EQ(back->address_count, r->address_count);
     for (size_t i = 0; loaded == 0 && i < r->address_count && i < back->address_count; i++)
         check_frame("frame read back", &r->symbols[i], &back->symbols[i], 1);
