@@ -29,7 +29,7 @@
  *   inside a shard lock, and only for a thread's first event or a new handle.
  * Lock order: the queue's lock, shards (in index order), then the stack
  * table's insert lock or tables_lock. Nothing here decides about reports: the
- * interposer tells report/triggers.c what happened once the event is
+ * interposer tells runtime/triggers.c what happened once the event is
  * recorded. */
 #include <errno.h>
 #include <pthread.h>
