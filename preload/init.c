@@ -28,6 +28,7 @@
 #include "arena.h"
 #include "collect.h"
 #include "config.h"
+#include "framework_hooks.h"
 #include "live.h"
 #include "log.h"
 #include "modules.h"
@@ -80,6 +81,10 @@ static const struct host interposer = {
     .memory_info = context_memory_info,
     .pool_info = pool_default_info,
     .created_pool_info = pool_created_info,
+};
+
+/* What the frameworks' bridge tells the reports of (framework_hooks.h). */
+static const struct framework_hooks reports = {
     .cache_oom = trigger_cache_oom,
     .program_ended = report_keep_end,
 };
@@ -104,6 +109,7 @@ static void init_once(void)
     log_descriptors_check();
     log_reserve();
     tracker_start(&interposer);
+    framework_hooks_lend(&reports);
     uintptr_t low, high;
     if (module_range((const void *)&preload_init, &low, &high) == 0)
         stack_set_skip_range(low, high);

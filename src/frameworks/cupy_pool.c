@@ -36,6 +36,7 @@
 #include "cache_blocks.h"
 #include "config.h"
 #include "cupy_pool.h"
+#include "framework_hooks.h"
 #include "host.h"
 #include "kinds.h"
 #include "log.h"
@@ -125,8 +126,8 @@ static void report_oom(PyObject *size)
     uint64_t free_bytes = 0, total;
     if (device < 0 || !host.memory_info || host.memory_info((int)device, &free_bytes, &total) < 0)
         free_bytes = 0;
-    if (!bad && host.cache_oom)
-        host.cache_oom(KIND_CUPY_BLOCK, (int)device, bytes, free_bytes);
+    if (!bad && framework_hooks.cache_oom)
+        framework_hooks.cache_oom(KIND_CUPY_BLOCK, (int)device, bytes, free_bytes);
     py.restore(type, value, traceback);
 }
 

@@ -45,7 +45,7 @@
 
 #include "config.h"
 #include "cupy_pool.h"
-#include "host.h"
+#include "framework_hooks.h"
 #include "jax_arrays.h"
 #include "py_api.h"
 #include "python.h"
@@ -167,7 +167,7 @@ static uint64_t publish(const struct torch_stats *reading, int read,
 /* Python's exit hooks: the program has ended, its interpreter is about to
  * tear down what module globals held. The counters are read a last time,
  * the tracker told (tracker_program_end), and the caches' view kept
- * (host.program_ended). */
+ * (framework_hooks.program_ended). */
 static PyObject *exit_hook(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -183,8 +183,8 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     python_unwatch_code();
     publish(&reading, TORCH_READ_EXIT, classes);
     tracker_program_end();
-    if (host.program_ended)
-        host.program_ended();
+    if (framework_hooks.program_ended)
+        framework_hooks.program_ended();
     py.restore(type, value, traceback);
     return py.build_value("");   /* None */
 }

@@ -3,7 +3,7 @@
  * The core knows neither CUDA nor how the process's own dlsym is shadowed;
  * the interposer (preload/) knows both. So once, at its first event, it
  * lends the core the few things only it can do, in this one struct
- * (tracker_start), and wires two of the reports' own to the Python bridge. Nothing resets it: a forked child calls the same
+ * (tracker_start). Nothing resets it: a forked child calls the same
  * functions. Until it is lent (a program that calls cumemtrace_snapshot()
  * before any CUDA call, the unit tests) every field is zero, and each user
  * does without: no Python frames, no driver figures, "unknown" entry points. */
@@ -36,13 +36,6 @@ struct host {
      * when the driver would not say); -1 past the last. */
     int (*created_pool_info)(int index, uint64_t *handle, int *device,
                              struct pool_figures *figures);
-    /* Passed on from the reports (src/report) to the Python bridge below
-     * them (torch_stats.c, cupy_pool.c), which cannot call them by name
-     * without a circle: a framework's cache gave up (triggers.c writes the
-     * OOM report in its terms), and the program ended (collect.c keeps the
-     * caches' view for the exit report). */
-    void (*cache_oom)(int cache_kind, int device, uint64_t request, uint64_t driver_free);
-    void (*program_ended)(void);
 };
 
 extern struct host host;

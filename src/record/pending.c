@@ -1,9 +1,13 @@
-/* pending.c - the ring of framework block events waiting to be entered (see
- * pending.h). */
+/* pending.c - the framework event queue (see pending.h): the ring of
+ * framework block events waiting to be entered, and its reader's chunks. */
 #include "pending.h"
+
+#include <pthread.h>
+#include <string.h>
 
 #include "arena.h"
 #include "hot_path.h"
+#include "registry.h"
 
 /* 8192 events: 512 KiB, some 13 steps of a transformer's 614 tensors. */
 #define PENDING_CAPACITY 8192u
@@ -105,5 +109,96 @@ const struct pending_event *pending_next(void)
 void pending_done(void)
 {
     __atomic_store_n(&ring.tail, __atomic_load_n(&ring.tail, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELEASE);
+}
+
+/* ---- the reader: its lock, and the events a chunk at a time ---------------- */
+
+static pthread_mutex_t reader_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void pending_lock(void)
+{
+    pthread_mutex_lock(&reader_lock);
+}
+
+int pending_trylock(void)
+{
+    return pthread_mutex_trylock(&reader_lock) == 0;
+}
+
+void pending_unlock(void)
+{
+    pthread_mutex_unlock(&reader_lock);
+}
+
+void pending_fork_child(void)
+{
+    pthread_mutex_init(&reader_lock, NULL);
+}
+
+/* The chunk being read, guarded by reader_lock. */
+static struct pending_chunk chunk;
+
+/* The chunk's latest event at each address while it is looked over: open
+ * addressing by address, twice the chunk's slots, so probes stay short and
+ * end. A slot belongs to the current look only if its round is this
+ * one's, so the table is cleared only when the round wraps. */
+#define OPEN_SLOTS (2 * PENDING_CHUNK)
+static struct {
+    uint16_t round;
+    uint16_t index;                          /* into chunk.events[] */
+} latest[OPEN_SLOTS];
+static uint16_t latest_round;
+
+static uint32_t latest_slot(uint64_t value)
+{
+    uint32_t i = (uint32_t)((value >> 9) * 0x9e3779b97f4a7c15ull >> 40) & (OPEN_SLOTS - 1);
+    while (latest[i].round == latest_round && chunk.events[latest[i].index]->value != value)
+        i = (i + 1) & (OPEN_SLOTS - 1);
+    return i;
+}
+
+/* Pair each free in the chunk with the allocation of its address just
+ * before it in the chunk (pending.h), and note the allocations whose
+ * address the chunk freed before. */
+static void pair_chunk(void)
+{
+    if (++latest_round == 0) {       /* wrapped: no slot may look current */
+        memset(latest, 0, sizeof(latest));
+        latest_round = 1;
+    }
+    for (uint32_t i = 0; i < chunk.count; i++) {
+        const struct pending_event *e = chunk.events[i];
+        chunk.partner[i] = PENDING_UNPAIRED;
+        uint32_t at = latest_slot(e->value);
+        const struct pending_event *before =
+            latest[at].round == latest_round ? chunk.events[latest[at].index] : NULL;
+        if (e->type == PENDING_ALLOC) {
+            chunk.freed_before[i] = before && before->type == PENDING_FREE;
+        } else if (before && before->type == PENDING_ALLOC && before->size <= BLOCK_SIZE_MAX) {
+            uint16_t j = latest[at].index;
+            chunk.partner[i] = j;
+            chunk.partner[j] = (uint16_t)i;
+        }
+        latest[at].round = latest_round;
+        latest[at].index = (uint16_t)i;
+    }
+}
+
+const struct pending_chunk *pending_chunk(void)
+{
+    uint32_t n = 0;
+    while (n < PENDING_CHUNK && (chunk.events[n] = pending_peek(n)))
+        n++;
+    chunk.count = n;
+    if (n == 0)
+        return NULL;
+    pair_chunk();
+    return &chunk;
+}
+
+void pending_chunk_done(void)
+{
+    __atomic_store_n(&ring.tail, __atomic_load_n(&ring.tail, __ATOMIC_RELAXED) + chunk.count,
                      __ATOMIC_RELEASE);
 }

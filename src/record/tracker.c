@@ -8,27 +8,28 @@
  *   resolved only when a report is written.
  * - Counters (counters.c), per-stack totals (stack_totals.c) and the figures
  *   in `tracker` that the hot path changes are changed only while holding a
- *   shard lock (or apply_lock, below, for a queued block that never enters
- *   the registry): in per-thread stripes where they can be put together
+ *   shard lock (or the queue's lock, below, for a queued block that never
+ *   enters the registry): in per-thread stripes where they can be put together
  *   later (pending changes of current bytes and of a stack's totals, freed
  *   totals, calls per API, batches of allocation numbers), atomically where
  *   every thread must see one figure (the peaks, and the stripes' overflow).
- * - tracker_lock() takes apply_lock and every shard lock, in order: with it
- *   held, nothing above moves. Reports, growth samples, marks, failures,
+ * - tracker_lock() takes the queue's lock and every shard lock, in order:
+ *   with it held, nothing above moves. Reports, growth samples, marks, failures,
  *   context teardown and unmaps of address ranges take it; the crash dump
  *   tries it.
  * - A framework's tensors, hundreds a step, are not entered by the thread
- *   that makes them: it takes the stack and queues the event (pending.h).
- *   apply_lock's holder enters queued events in order: the tracer's thread
- *   (tracker_apply), a thread finding the queue long, or tracker_lock()
- *   before it takes the shards, so whoever holds that lock sees them all,
- *   in batches (a block that ends within its batch never enters the
- *   registry: apply_chunk_event).
+ *   that makes them: it takes the stack and queues the event (pending.h,
+ *   the framework event queue). The queue's lock (pending_lock) makes its
+ *   holder the one reader, who enters queued events in order: the tracer's
+ *   thread (tracker_apply), a thread finding the queue long, or
+ *   tracker_lock() before it takes the shards, so whoever holds that lock
+ *   sees them all, a chunk at a time (a block that ends within its chunk
+ *   never enters the registry: apply_chunk_event).
  * - tables_lock guards adding to the thread and handle tables; it is taken
  *   inside a shard lock, and only for a thread's first event or a new handle.
- * Lock order: apply_lock, shards (in index order), then the stack table's
- * insert lock or tables_lock. Nothing here decides about reports: the
- * interposer tells report/triggers.c what happened once the event is
+ * Lock order: the queue's lock, shards (in index order), then the stack
+ * table's insert lock or tables_lock. Nothing here decides about reports: the
+ * interposer tells runtime/triggers.c what happened once the event is
  * recorded. */
 #include <errno.h>
 #include <pthread.h>
@@ -71,7 +72,7 @@ struct thread_state {
     uint8_t inside;        /* inside the tracer: CUDA calls pass through */
     uint8_t cache_allocating;        /* tracker_cache_allocating: a cache kind, or 0 */
     uint8_t sweeping;                /* tracker_cache_sweep: no growth sample until it ends */
-    uint8_t applying;                /* holds apply_lock: counts in STRIPE_APPLY */
+    uint8_t applying;                /* enters the queue's events: counts in STRIPE_APPLY */
     uint8_t traced;                  /* has set tracker.traced: note_traced */
     uint32_t physical_stack;         /* of this thread's last cuMemCreate, until a
                                       * framework event: tracker_cache_segment */
@@ -103,7 +104,7 @@ static struct api_stripe api_stripes[STRIPE_COUNT];
 static int framework_recorded;
 
 /* The stripe this thread counts in now: the queue's while it enters the
- * framework events (one thread at a time holds apply_lock, so one writer),
+ * framework events (one thread at a time reads the queue, so one writer),
  * else its own, if its number has one (STRIPE_APPLY is no thread's). The
  * tracer's own thread, which enters most of them, has no number: without
  * that stripe, every count it made was an atomic add to a shared line. */
@@ -234,20 +235,17 @@ static int enter_to_record(void)
     return 0;
 }
 
-/* Held by whoever enters pending events, so they are entered one at a time,
- * in order, and by tracker_lock's holder. Taken before any shard. */
-static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static void enter_pending(void);
 
 /* With every shard held, the threads' pending stack totals are still: they
  * are moved into the stacks, so whoever holds the lock reads exact totals.
- * The framework events made before it are entered first, and apply_lock is
- * kept: the end of a block that never entered the registry is counted
- * under apply_lock alone (pass_free), so no figure moves under this lock. */
+ * The framework events made before it are entered first, and the queue's
+ * lock is kept: the end of a block that never entered the registry is
+ * counted under the queue's lock alone (pass_free), so no figure moves
+ * under this lock. */
 void tracker_lock(void)
 {
-    pthread_mutex_lock(&apply_lock);
+    pending_lock();
     enter_pending();
     registry_lock_all();
     stack_totals_flush();
@@ -256,17 +254,17 @@ void tracker_lock(void)
 void tracker_unlock(void)
 {
     registry_unlock_all();
-    pthread_mutex_unlock(&apply_lock);
+    pending_unlock();
 }
 
 /* From the crash dump's signal handler: tries, never waits. */
 int tracker_trylock(void)
 {
-    if (pthread_mutex_trylock(&apply_lock) != 0)
+    if (!pending_trylock())
         return 0;
     enter_pending();
     if (!registry_trylock_all()) {
-        pthread_mutex_unlock(&apply_lock);
+        pending_unlock();
         return 0;
     }
     stack_totals_flush();
@@ -278,7 +276,7 @@ int tracker_inside(void)
     return this_thread.inside;
 }
 
-/* Called with a shard lock or apply_lock held: this thread's number,
+/* Called with a shard lock or the queue's lock held: this thread's number,
  * registering it on first use. The tables only grow, and only with one of
  * those and tables_lock held, so they are still while tracker_lock() (which
  * holds all of them) is held. */
@@ -307,7 +305,7 @@ static uint16_t find_handle(uint64_t handle, uint32_t used)
     return 0;
 }
 
-/* Called with a shard lock or apply_lock held (thread_number says why): a
+/* Called with a shard lock or the queue's lock held (thread_number says why): a
  * small number for a stream or pool handle.
  * Handles once added never change: a known one is found without tables_lock. */
 static uint16_t handle_number(uint64_t handle)
@@ -384,7 +382,8 @@ void tracker_lost(enum lost_reason reason)
 }
 
 /* Account for the end of block `b`, whether or not it is in the registry.
- * Its shard's lock held, or, for a queued block never entered, apply_lock. */
+ * Its shard's lock held, or, for a queued block never entered, the queue's
+ * lock. */
 static void account_free(const struct block *b, int implicit)
 {
     struct stack_record *s = stack_get(b->stack_id);
@@ -453,7 +452,7 @@ static void fill_block(struct block *b, const struct pending_event *e, uint32_t 
 }
 
 /* Count a block just added. Its shard's lock held, or, for a queued block
- * never entered, apply_lock. */
+ * never entered, the queue's lock. */
 static void account_alloc(const struct block *b, int api)
 {
     counters_on_alloc(stripe_number(), b->device, block_kind(b), b->size);
@@ -923,76 +922,10 @@ uint64_t tracker_alloc_with_frames(const struct allocation *a, const uintptr_t *
  * finds them waiting: they are otherwise left to tracker_apply's caller. */
 #define APPLY_BATCH 2048
 
-/* Events are entered a chunk at a time (512: the chunk's slots, read twice,
- * stay in the first caches). Most of a training step's tensors end within
- * a few hundred events (a layer's temporaries), so a chunk is looked over
- * first: an allocation whose free comes later in the same chunk is
- * counted, and its free counted, each at its place in the order, exactly
- * as entering and forgetting its record would (counters, peaks, stack
- * totals, allocation number, handle, the timeline), but no record is made:
- * the registry's probes, its record slab and a second look-up were most of
- * the tracer's thread's time, their lines cold after its sleep
- * (bench/run.py --only tensors). Only the check for a missed free at the
- * allocation's address stays. The chunk's state is guarded by apply_lock. */
-#define APPLY_CHUNK 512
-#define NO_PARTNER UINT16_MAX
-_Static_assert(APPLY_CHUNK < NO_PARTNER, "a chunk's index fits a partner");
-
-static const struct pending_event *chunk[APPLY_CHUNK];
-static uint16_t partner[APPLY_CHUNK];      /* the other event of a pair, or NO_PARTNER */
-static uint8_t freed_before[APPLY_CHUNK];  /* an allocation whose address the chunk freed */
-
-/* The chunk's latest event at each address while it is looked over: open
- * addressing by address, twice the chunk's slots, so probes stay short and
- * end. A slot belongs to the current look only if its round is this
- * one's, so the table is cleared only when the round wraps. */
-#define OPEN_SLOTS (2 * APPLY_CHUNK)
-static struct {
-    uint16_t round;
-    uint16_t index;                          /* into chunk[] */
-} latest[OPEN_SLOTS];
-static uint16_t latest_round;
-
-static uint32_t latest_slot(uint64_t value)
-{
-    uint32_t i = (uint32_t)((value >> 9) * 0x9e3779b97f4a7c15ull >> 40) & (OPEN_SLOTS - 1);
-    while (latest[i].round == latest_round && chunk[latest[i].index]->value != value)
-        i = (i + 1) & (OPEN_SLOTS - 1);
-    return i;
-}
-
-/* Pair each free in chunk[0..n) with the allocation of its address just
- * before it in the chunk, if there is one (not another free). An
- * allocation too large for a record is left unpaired, to be refused as it
- * would be. Note the allocations whose address the chunk freed before. */
-static void pair_chunk(uint32_t n)
-{
-    if (++latest_round == 0) {       /* wrapped: no slot may look current */
-        memset(latest, 0, sizeof(latest));
-        latest_round = 1;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        const struct pending_event *e = chunk[i];
-        partner[i] = NO_PARTNER;
-        uint32_t at = latest_slot(e->value);
-        const struct pending_event *before =
-            latest[at].round == latest_round ? chunk[latest[at].index] : NULL;
-        if (e->type == PENDING_ALLOC) {
-            freed_before[i] = before && before->type == PENDING_FREE;
-        } else if (before && before->type == PENDING_ALLOC && before->size <= BLOCK_SIZE_MAX) {
-            uint16_t j = latest[at].index;
-            partner[i] = j;
-            partner[j] = (uint16_t)i;
-        }
-        latest[at].round = latest_round;
-        latest[at].index = (uint16_t)i;
-    }
-}
-
 /* Allocation event `e`, whose free comes later in its chunk, at `time_ms`:
  * counted as enter_block would. With `absent`, its address is known to
  * hold no record: nothing of the registry is touched; what is counted
- * moves under apply_lock, which tracker_lock's holder holds too. */
+ * moves under the queue's lock, which tracker_lock's holder holds too. */
 static void pass_alloc(const struct pending_event *e, uint32_t time_ms, int absent)
 {
     struct block b;
@@ -1011,8 +944,8 @@ static void pass_alloc(const struct pending_event *e, uint32_t time_ms, int abse
 }
 
 /* The free of allocation event `e`, passed: no shard is taken, as no record
- * is touched; what is counted moves under apply_lock, which tracker_lock's
- * holder holds too. What account_free reads is the event's, as fill_block
+ * is touched; what is counted moves under the queue's lock, which
+ * tracker_lock's holder holds too. What account_free reads is the event's, as fill_block
  * made the block. */
 static void pass_free(const struct pending_event *e)
 {
@@ -1037,39 +970,41 @@ static void apply_event(const struct pending_event *e, uint32_t time_ms)
         forget_at(key, 0, &saved);
 }
 
-/* Chunk[i], paired or not; `alone`: no framework block was recorded but
- * through the queue when the chunk began (framework_recorded). */
-static void apply_chunk_event(uint32_t i, uint32_t time_ms, int alone)
+/* Event i of chunk `c`, paired or not; `alone`: no framework block was
+ * recorded but through the queue when the chunk began (framework_recorded).
+ * A block that ends within its chunk is counted, and its end counted, each
+ * at its place in the order, exactly as entering and forgetting its record
+ * would (counters, peaks, stack totals, allocation number, handle, the
+ * timeline), but no record is made: the registry's probes, its record slab
+ * and a second look-up were most of the tracer's thread's time, their lines
+ * cold after its sleep (bench/run.py --only tensors). Only the check for a
+ * missed free at the allocation's address stays. */
+static void apply_chunk_event(const struct pending_chunk *c, uint32_t i, uint32_t time_ms,
+                              int alone)
 {
-    const struct pending_event *e = chunk[i];
-    if (partner[i] == NO_PARTNER)
+    const struct pending_event *e = c->events[i];
+    if (c->partner[i] == PENDING_UNPAIRED)
         apply_event(e, time_ms);
     else if (e->type == PENDING_ALLOC)
-        pass_alloc(e, time_ms, alone && freed_before[i]);
+        pass_alloc(e, time_ms, alone && c->freed_before[i]);
     else
-        pass_free(chunk[partner[i]]);
+        pass_free(c->events[c->partner[i]]);
 }
 
-/* Enter every published pending event, in order, all at the time the batch
- * begins. apply_lock held, no shard. */
+/* Enter every published pending event, in order, a chunk at a time, all at
+ * the time the batch begins. The queue's lock held, no shard. */
 static void enter_pending(void)
 {
     if (pending_count() == 0)
         return;
     this_thread.applying = 1;
     uint32_t now = tracker_now_ms();
-    for (;;) {
-        uint32_t n = 0;
-        while (n < APPLY_CHUNK && (chunk[n] = pending_peek(n)))
-            n++;
-        if (n == 0)
-            break;
-        pair_chunk(n);
+    const struct pending_chunk *c;
+    while ((c = pending_chunk())) {
         int alone = !__atomic_load_n(&framework_recorded, __ATOMIC_ACQUIRE);
-        for (uint32_t i = 0; i < n; i++)
-            apply_chunk_event(i, now, alone);
-        for (uint32_t i = 0; i < n; i++)
-            pending_done();         /* a paired free read its allocation's slot */
+        for (uint32_t i = 0; i < c->count; i++)
+            apply_chunk_event(c, i, now, alone);
+        pending_chunk_done();
     }
     this_thread.applying = 0;
 }
@@ -1081,11 +1016,11 @@ static int apply_pending(int wait)
     if (pending_count() == 0)
         return 0;
     if (wait)
-        pthread_mutex_lock(&apply_lock);
-    else if (pthread_mutex_trylock(&apply_lock) != 0)
+        pending_lock();
+    else if (!pending_trylock())
         return -1;
     enter_pending();
-    pthread_mutex_unlock(&apply_lock);
+    pending_unlock();
     return 0;
 }
 
@@ -1469,7 +1404,7 @@ void tracker_oom_verdict(const char *verdict, const char *text, uint64_t size,
 void tracker_fork_prepare(void)
 {
     stacks_fork_prepare();  /* first: a capture is made before a shard is taken */
-    pthread_mutex_lock(&apply_lock);
+    pending_lock();
     registry_lock_all();
     python_fork_prepare();  /* after: a report holds the shards, then the table */
 }
@@ -1478,7 +1413,7 @@ void tracker_fork_parent(void)
 {
     python_fork_parent();
     registry_unlock_all();
-    pthread_mutex_unlock(&apply_lock);
+    pending_unlock();
     stacks_fork_parent();
 }
 
@@ -1487,7 +1422,7 @@ void tracker_fork_parent(void)
 void tracker_fork_child(void)
 {
     pthread_mutex_init(&tables_lock, NULL);
-    pthread_mutex_init(&apply_lock, NULL);
+    pending_fork_child();
     if (initialized)
         reset_state();
     else

@@ -89,7 +89,7 @@ void tracker_put_back(const struct block *saved);
 void tracker_take_range(int space, uint64_t start, uint64_t size);
 /* Returns the id of the failed allocation's stack (0: none, or not recorded). */
 uint32_t tracker_failure(const struct allocation *a, int code, int oom);
-/* PyTorch's retry of a reported OOM was seen (report/triggers.c). */
+/* PyTorch's retry of a reported OOM was seen (runtime/triggers.c). */
 void tracker_oom_retried(int succeeded);
 /* The final verdict of an OOM report (runtime/triggers.c, from inside the
  * tracer), kept for the reports after it (the exit report's findings repeat
@@ -196,7 +196,7 @@ void tracker_cache_view(int cache_kind, int view, const char *why);
  *
  * A Python program ends before its process does: the interpreter then tears
  * down module globals, which frees what they held (model weights, a list of
- * kept tensors). At the interpreter's exit hooks (report/python_bridge.c)
+ * kept tensors). At the interpreter's exit hooks (frameworks/torch_stats.c)
  * the program has ended: what is live then is held at the end (blocks get
  * BLOCK_HELD_AT_END, each stack's live totals are kept), the growth samples
  * stop, and what is freed afterwards is the teardown's doing. */

@@ -3,7 +3,7 @@
  * entered, events are entered in the order they were made whichever thread
  * made them, a block's time is when it is entered, a full ring is emptied
  * by the thread that finds it full, and with the timeline on an event is
- * entered at once. errno is kept throughout. */
+ * entered at once; the reader's chunks pair each free with its allocation. errno is kept throughout. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 #include "counters.h"
 #include "kinds.h"
 #include "pending.h"
+#include "registry.h"
 #include "tracker.h"
 
 #define CAPACITY 8192       /* pending.c's */
@@ -63,6 +64,68 @@ static void ring_alone(void)
     CHECK(pending_claim(&number) != NULL);
     CHECK_EQ(number, 0);
     CHECK(pending_next() == NULL);
+    CHECK_EQ(pending_reset(), 0);
+}
+
+/* Queue an event of `type` at `value`, `size` bytes. */
+static void queue_event(int type, uint64_t value, uint64_t size)
+{
+    uint64_t number;
+    struct pending_event *slot = pending_claim(&number);
+    CHECK(slot != NULL);
+    slot->value = value;
+    slot->size = size;
+    slot->type = (uint8_t)type;
+    pending_publish(slot, number, CAPACITY);
+}
+
+/* The reader's chunks: a free is paired with the allocation of its address
+ * just before it in the chunk, not with one in an earlier chunk, nor with
+ * an allocation too large for a record; an allocation at an address the
+ * chunk freed before is noted. A chunk is as long as PENDING_CHUNK at most,
+ * and its slots are freed only when it is done. */
+static void chunks_paired(void)
+{
+    CHECK_EQ(pending_reset(), 0);
+    pending_lock();
+    CHECK(pending_chunk() == NULL);
+    queue_event(PENDING_ALLOC, 0x1000, 8);     /* 0 */
+    queue_event(PENDING_ALLOC, 0x2000, 8);     /* 1 */
+    queue_event(PENDING_FREE, 0x1000, 0);      /* 2: ends 0 */
+    queue_event(PENDING_ALLOC, 0x1000, 8);     /* 3: at an address freed before */
+    queue_event(PENDING_ALLOC, 0x3000, BLOCK_SIZE_MAX + 1);   /* 4: too large */
+    queue_event(PENDING_FREE, 0x3000, 0);      /* 5: unpaired */
+    queue_event(PENDING_FREE, 0x4000, 0);      /* 6: nothing of it in the chunk */
+    const struct pending_chunk *c = pending_chunk();
+    CHECK(c != NULL);
+    CHECK_EQ(c->count, 7);
+    CHECK_EQ(c->partner[0], 2);
+    CHECK_EQ(c->partner[2], 0);
+    CHECK_EQ(c->partner[1], PENDING_UNPAIRED);
+    CHECK_EQ(c->partner[3], PENDING_UNPAIRED);
+    CHECK_EQ(c->partner[4], PENDING_UNPAIRED);
+    CHECK_EQ(c->partner[5], PENDING_UNPAIRED);
+    CHECK_EQ(c->partner[6], PENDING_UNPAIRED);
+    CHECK(!c->freed_before[0] && !c->freed_before[1] && c->freed_before[3]);
+    CHECK_EQ(pending_count(), 7);             /* not freed until done */
+    pending_chunk_done();
+    CHECK_EQ(pending_count(), 0);
+
+    queue_event(PENDING_FREE, 0x2000, 0);      /* its allocation was in the last chunk */
+    c = pending_chunk();
+    CHECK(c && c->count == 1 && c->partner[0] == PENDING_UNPAIRED);
+    pending_chunk_done();
+
+    for (int i = 0; i < PENDING_CHUNK + 3; i++)
+        queue_event(PENDING_ALLOC, 0x100000 + (uint64_t)i * 0x1000, 8);
+    c = pending_chunk();
+    CHECK(c && c->count == PENDING_CHUNK);
+    pending_chunk_done();
+    c = pending_chunk();
+    CHECK(c && c->count == 3 && c->events[0]->value == 0x100000 + PENDING_CHUNK * 0x1000);
+    pending_chunk_done();
+    CHECK(pending_chunk() == NULL);
+    pending_unlock();
     CHECK_EQ(pending_reset(), 0);
 }
 
@@ -279,6 +342,7 @@ int main(void)
     CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
     ring_alone();
+    chunks_paired();
     tracker_init();
     through_the_tracker();
     pairs_in_a_batch();
