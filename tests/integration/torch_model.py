@@ -10,7 +10,7 @@ torch.nn.Module with named_parameters() and children(), torch.Tensor with
 data_ptr(), numel(), element_size() and is_cuda, Parameter with .grad, and
 torch.optim.Optimizer with param_groups and state. Each scenario prints what
 those objects hold ("held: {...}") and the stand-in's figures ("stats:"),
-which test_frameworks.py compares with the reports; `untouched` also prints
+which test_torch_model.py compares with the reports; `untouched` also prints
 the interpreter's state before and after, and which attributes of a
 deprecated object (every read warns, as torch.distributed.reduce_op's) were
 read ("state:"). Markers as in torch_blocks.py:
