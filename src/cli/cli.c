@@ -40,7 +40,7 @@ static const char run_usage[] =
     "Runs COMMAND with libcumemtrace.so preloaded (found next to this program or in\n"
     "../lib). Each option sets the CUMEMTRACE_* variable of the same name (README.md,\n"
     "Settings); the first argument that is not an option is COMMAND.\n";
-/* After the options, which come from config.h's CONFIG_SETTINGS. */
+/* After the options, which come from the rows of settings.def. */
 static const char run_usage_end[] =
     "It also puts the Python packages (cumemtrace, the pytest plugin cumemtrace_pytest)\n"
     "on PYTHONPATH, and first builds PyTorch's tracker for COMMAND's Python (COMMAND\n"
@@ -61,10 +61,10 @@ static const struct run_option {
     const char *help;
     const char *variable;
 } run_options[] = {
-#define X(field, NAME, type, min, max, initial, shown, short_, option, argument, help, doc) \
+#define SETTING(field, NAME, type, min, max, initial, shown, short_, option, argument, help, doc)  \
     {short_, option, argument, help, "CUMEMTRACE_" #NAME},
-    CONFIG_SETTINGS(X)
-#undef X
+#include "settings.def"
+#undef SETTING
 };
 #define RUN_OPTION_COUNT (sizeof(run_options) / sizeof(run_options[0]))
 

@@ -54,15 +54,27 @@ static int by_growth(const void *a, const void *b)
     return strcmp(x->sum->key, y->sum->key);
 }
 
-static const char *status_of(const struct stack_sum *s)
+/* What became of a stack from A to B; the text counts them in this order. */
+enum stack_status {
+    STACK_GREW,
+    STACK_NEW,
+    STACK_SHRANK,
+    STACK_VANISHED,
+    STACK_UNCHANGED,
+    STACK_STATUSES
+};
+static const char *const status_names[STACK_STATUSES] = {"grew", "new", "shrank", "vanished",
+                                                         "unchanged"};
+
+static enum stack_status status_of(const struct stack_sum *s)
 {
     if (s->bytes[0] == 0 && s->bytes[1] > 0)
-        return "new";
+        return STACK_NEW;
     if (s->bytes[0] > 0 && s->bytes[1] == 0)
-        return "vanished";
+        return STACK_VANISHED;
     if (s->bytes[1] > s->bytes[0])
-        return "grew";
-    return s->bytes[1] < s->bytes[0] ? "shrank" : "unchanged";
+        return STACK_GREW;
+    return s->bytes[1] < s->bytes[0] ? STACK_SHRANK : STACK_UNCHANGED;
 }
 
 static void describe(struct out *out, const char *label, const char *path, const struct report *r,
@@ -95,10 +107,27 @@ static int collect_devices(const struct report *a, const struct report *b, const
     return count;
 }
 
-/* What the diff compared, for both writers. */
+/* The moment the diff compared. */
 struct compared {
     int moments[2];             /* each report's (cli_moment_for) */
     int asked, explicit;        /* the moment asked for; by --at */
+};
+
+/* What a diff found, made by diff_build, written by write_text or
+ * write_json, released by diff_free. */
+struct diff {
+    const char *paths[2]; /* A's and B's files, as given */
+    const struct report *reports[2];
+    struct compared at;
+    struct device_change devices[MAX_DEVICES + 1];
+    int device_count;
+    struct {
+        uint64_t a, b;
+    } total;                /* every device's */
+    struct stack_sums sums; /* A's and B's bytes per stack key */
+    struct change *changes; /* one per sum, the largest growth first */
+    size_t count;
+    size_t statuses[STACK_STATUSES]; /* stacks per enum stack_status */
 };
 
 /* Why the moment is not the program's end, in a line of the text; "" when it is
@@ -130,69 +159,63 @@ static const char *device_heading(int moment)
                                                                : "Device memory live";
 }
 
-static void write_text(struct out *out, char **paths, struct loaded_report *const *inputs,
-                       const struct compared *at, const struct device_change *devices,
-                       int device_count, const struct change *changes, size_t count, size_t top,
-                       int frames)
+/* A diff's text: the sides, the device memory, the stacks that changed by
+ * growth (the first `top`, 0: all) with `frames` frames each. */
+static void write_text(struct out *out, const struct diff *d, size_t top, int frames)
 {
-    const struct report *a = &inputs[0]->report, *b = &inputs[1]->report;
+    const struct report *a = d->reports[0], *b = d->reports[1];
+    const struct compared *at = &d->at;
     char x[24], y[24], z[24];
     out_str(out, "==== cumemtrace diff ====\n");
-    describe(out, "A", paths[0], a, at->moments[0]);
-    describe(out, "B", paths[1], b, at->moments[1]);
+    describe(out, "A", d->paths[0], a, at->moments[0]);
+    describe(out, "B", d->paths[1], b, at->moments[1]);
     out_str(out, moment_note(at, a, b));
     out_printf(out, "  %-20s %10s %10s %11s\n",
                device_heading(at->moments[0] == at->moments[1] ? at->moments[0] : CLI_AT_EXIT),
                "A", "B", "change");
-    uint64_t total_a = 0, total_b = 0;
-    for (int d = 0; d < device_count; d++) {
+    for (int i = 0; i < d->device_count; i++) {
+        const struct device_change *device = &d->devices[i];
         char label[32];
-        if (devices[d].slot == COUNTER_NO_DEVICE)
+        if (device->slot == COUNTER_NO_DEVICE)
             snprintf(label, sizeof(label), "device unknown");
         else
-            snprintf(label, sizeof(label), "device %d", devices[d].slot);
-        format_bytes(devices[d].a, x, sizeof(x));
-        format_bytes(devices[d].b, y, sizeof(y));
-        cli_format_change((long long)(devices[d].b - devices[d].a), z, sizeof(z));
+            snprintf(label, sizeof(label), "device %d", device->slot);
+        format_bytes(device->a, x, sizeof(x));
+        format_bytes(device->b, y, sizeof(y));
+        cli_format_change((long long)(device->b - device->a), z, sizeof(z));
         out_printf(out, "    %-18s %10s %10s %11s\n", label, x, y, z);
-        total_a += devices[d].a;
-        total_b += devices[d].b;
     }
-    format_bytes(total_a, x, sizeof(x));
-    format_bytes(total_b, y, sizeof(y));
-    cli_format_change((long long)(total_b - total_a), z, sizeof(z));
+    format_bytes(d->total.a, x, sizeof(x));
+    format_bytes(d->total.b, y, sizeof(y));
+    cli_format_change((long long)(d->total.b - d->total.a), z, sizeof(z));
     out_printf(out, "    %-18s %10s %10s %11s\n", "total", x, y, z);
 
-    size_t counts[5] = {0};
-    static const char *statuses[5] = {"grew", "new", "shrank", "vanished", "unchanged"};
-    for (size_t i = 0; i < count; i++)
-        for (int k = 0; k < 5; k++)
-            if (strcmp(status_of(changes[i].sum), statuses[k]) == 0)
-                counts[k]++;
-    out_printf(out, "\n  Stacks by growth (%s, A -> B): %zu grew, %zu new, %zu shrank, "
-                    "%zu vanished, %zu unchanged\n",
+    out_printf(out,
+               "\n  Stacks by growth (%s, A -> B): %zu grew, %zu new, %zu shrank, "
+               "%zu vanished, %zu unchanged\n",
                at->moments[0] == at->moments[1] && at->moments[0] == CLI_AT_END
                    ? "bytes held at the end"
-               : at->moments[0] == at->moments[1] && at->moments[0] == CLI_AT_PEAK
-                   ? "peak bytes"
-                   : "live bytes",
-               counts[0], counts[1], counts[2], counts[3], counts[4]);
+               : at->moments[0] == at->moments[1] && at->moments[0] == CLI_AT_PEAK ? "peak bytes"
+                                                                                   : "live bytes",
+               d->statuses[STACK_GREW], d->statuses[STACK_NEW], d->statuses[STACK_SHRANK],
+               d->statuses[STACK_VANISHED], d->statuses[STACK_UNCHANGED]);
     size_t shown = 0;
-    for (size_t i = 0; i < count && (top == 0 || shown < top); i++) {
-        const struct stack_sum *s = changes[i].sum;
-        if (changes[i].change == 0)
+    for (size_t i = 0; i < d->count && (top == 0 || shown < top); i++) {
+        const struct stack_sum *s = d->changes[i].sum;
+        const struct report *r = d->reports[s->report];
+        if (d->changes[i].change == 0)
             continue;
         format_bytes(s->bytes[0], x, sizeof(x));
         format_bytes(s->bytes[1], y, sizeof(y));
-        cli_format_change(changes[i].change, z, sizeof(z));
-        const char *label = report_stack_label(&inputs[s->report]->report, s->stack_id);
-        out_printf(out, "   #%zu %s %s%s%s%s: %s -> %s\n", ++shown, z, status_of(s),
+        cli_format_change(d->changes[i].change, z, sizeof(z));
+        const char *label = report_stack_label(r, s->stack_id);
+        out_printf(out, "   #%zu %s %s%s%s%s: %s -> %s\n", ++shown, z, status_names[status_of(s)],
                    label ? " [" : "", label ? label : "", label ? "]" : "", x, y);
         char site[OUTPUT_PATH_MAX + 1024], escaped[sizeof(site) * 4];
-        frames_site_text(&inputs[s->report]->report, s->stack_id, site, sizeof(site));
+        frames_site_text(r, s->stack_id, site, sizeof(site));
         if (site[0])
             out_printf(out, "      at %s\n", output_text(site, escaped, sizeof(escaped)));
-        cli_write_frames(out, &inputs[s->report]->report, s->stack_id, frames, "      ");
+        cli_write_frames(out, r, s->stack_id, frames, "      ");
     }
     if (shown == 0)
         out_str(out, "   no stack changed\n");
@@ -215,58 +238,101 @@ static void write_side_json(struct out *out, const char *path, const struct repo
                r->end.ended ? "true" : "false");
 }
 
-static void write_json(struct out *out, char **paths, struct loaded_report *const *inputs,
-                       const struct compared *at, const struct device_change *devices,
-                       int device_count, const struct change *changes, size_t count, size_t top,
-                       int frames)
+/* A diff's JSON: the sides, the device memory, the stacks that changed by
+ * growth (the first `top`, 0: all) with `frames` frames each. */
+static void write_json(struct out *out, const struct diff *d, size_t top, int frames)
 {
     out_printf(out, "{\"format\":\"cumemtrace-diff\",\"version\":1,\"at\":\"%s\",\"a\":",
-               cli_moment_names[at->asked]);
-    write_side_json(out, paths[0], &inputs[0]->report, at->moments[0]);
+               cli_moment_names[d->at.asked]);
+    write_side_json(out, d->paths[0], d->reports[0], d->at.moments[0]);
     out_str(out, ",\"b\":");
-    write_side_json(out, paths[1], &inputs[1]->report, at->moments[1]);
+    write_side_json(out, d->paths[1], d->reports[1], d->at.moments[1]);
     out_str(out, ",\"devices\":[");
-    for (int d = 0; d < device_count; d++) {
-        out_str(out, d ? ",{" : "{");
-        if (devices[d].slot == COUNTER_NO_DEVICE)
+    for (int i = 0; i < d->device_count; i++) {
+        const struct device_change *device = &d->devices[i];
+        out_str(out, i ? ",{" : "{");
+        if (device->slot == COUNTER_NO_DEVICE)
             out_str(out, "\"device\":null");
         else
-            out_printf(out, "\"device\":%d", devices[d].slot);
+            out_printf(out, "\"device\":%d", device->slot);
         out_printf(out, ",\"a_bytes\":%llu,\"b_bytes\":%llu,\"change\":%lld}",
-                   (unsigned long long)devices[d].a, (unsigned long long)devices[d].b,
-                   (long long)(devices[d].b - devices[d].a));
-    }
-    uint64_t total_a = 0, total_b = 0;
-    for (int d = 0; d < device_count; d++) {
-        total_a += devices[d].a;
-        total_b += devices[d].b;
+                   (unsigned long long)device->a, (unsigned long long)device->b,
+                   (long long)(device->b - device->a));
     }
     out_printf(out, "],\"total\":{\"a_bytes\":%llu,\"b_bytes\":%llu,\"change\":%lld}",
-               (unsigned long long)total_a, (unsigned long long)total_b,
-               (long long)(total_b - total_a));
+               (unsigned long long)d->total.a, (unsigned long long)d->total.b,
+               (long long)(d->total.b - d->total.a));
     out_str(out, ",\"stacks\":[");
     size_t shown = 0;
-    for (size_t i = 0; i < count && (top == 0 || shown < top); i++) {
-        const struct stack_sum *s = changes[i].sum;
-        if (changes[i].change == 0)
+    for (size_t i = 0; i < d->count && (top == 0 || shown < top); i++) {
+        const struct stack_sum *s = d->changes[i].sum;
+        const struct report *r = d->reports[s->report];
+        if (d->changes[i].change == 0)
             continue;
-        out_printf(out, "%s{\"status\":\"%s\",\"a_bytes\":%llu,\"b_bytes\":%llu,\"change\":%lld,"
-                        "\"frames\":",
-                   shown++ ? "," : "", status_of(s), (unsigned long long)s->bytes[0],
-                   (unsigned long long)s->bytes[1], changes[i].change);
-        cli_write_frames_json(out, &inputs[s->report]->report, s->stack_id, frames);
+        out_printf(out,
+                   "%s{\"status\":\"%s\",\"a_bytes\":%llu,\"b_bytes\":%llu,\"change\":%lld,"
+                   "\"frames\":",
+                   shown++ ? "," : "", status_names[status_of(s)], (unsigned long long)s->bytes[0],
+                   (unsigned long long)s->bytes[1], d->changes[i].change);
+        cli_write_frames_json(out, r, s->stack_id, frames);
         char site[OUTPUT_PATH_MAX + 1024];
-        frames_site_text(&inputs[s->report]->report, s->stack_id, site, sizeof(site));
+        frames_site_text(r, s->stack_id, site, sizeof(site));
         out_str(out, ",\"site\":");
         out_json_string(out, site[0] ? site : NULL);
         out_str(out, ",\"label\":");
-        out_json_string(out, report_stack_label(&inputs[s->report]->report, s->stack_id));
+        out_json_string(out, report_stack_label(r, s->stack_id));
         out_str(out, "}");
     }
-    size_t unchanged = 0;
-    for (size_t i = 0; i < count; i++)
-        unchanged += changes[i].change == 0;
-    out_printf(out, "],\"stacks_compared\":%zu,\"stacks_unchanged\":%zu}\n", count, unchanged);
+    out_printf(out, "],\"stacks_compared\":%zu,\"stacks_unchanged\":%zu}\n", d->count,
+               d->statuses[STACK_UNCHANGED]);
+}
+
+/* The diff of two loaded reports, in `d` (which then owns its sums; the
+ * reports and the paths stay the caller's): read at `at` ("end", "peak",
+ * "exit"; NULL: end when both saw it, else exit), its stacks by growth, its
+ * devices. 0, or -1 when it could not be made (said on stderr). */
+static int diff_build(struct diff *d, char *const *paths, struct loaded_report *const *inputs,
+                      const char *at)
+{
+    *d = (struct diff){.paths = {paths[0], paths[1]},
+                       .reports = {&inputs[0]->report, &inputs[1]->report},
+                       .at = {{CLI_AT_EXIT, CLI_AT_EXIT}, CLI_AT_END, at != NULL}};
+    if (at)
+        d->at.asked = strcmp(at, "end") == 0    ? CLI_AT_END
+                      : strcmp(at, "peak") == 0 ? CLI_AT_PEAK
+                                                : CLI_AT_EXIT;
+    else if (!inputs[0]->report.end.ended || !inputs[1]->report.end.ended)
+        d->at.asked = CLI_AT_EXIT;
+    for (int i = 0; i < 2; i++)
+        d->at.moments[i] = cli_moment_for(d->reports[i], d->at.asked);
+    if (cli_sum_stacks(&d->sums, inputs, 2, d->at.moments) < 0)
+        return -1;
+    d->count = d->sums.count;
+    d->changes = calloc(d->count + 1, sizeof(*d->changes));
+    if (!d->changes) {
+        fprintf(stderr, "cumemtrace: out of memory\n");
+        return -1;
+    }
+    for (size_t i = 0; i < d->count; i++) {
+        const struct stack_sum *s = &d->sums.items[i];
+        d->changes[i].sum = s;
+        d->changes[i].change = (long long)(s->bytes[1] - s->bytes[0]);
+        d->statuses[status_of(s)]++;
+    }
+    qsort(d->changes, d->count, sizeof(*d->changes), by_growth);
+    d->device_count = collect_devices(d->reports[0], d->reports[1], d->at.moments, d->devices);
+    for (int i = 0; i < d->device_count; i++) {
+        d->total.a += d->devices[i].a;
+        d->total.b += d->devices[i].b;
+    }
+    return 0;
+}
+
+/* Release what diff_build allocated; `d` may be half built. */
+static void diff_free(struct diff *d)
+{
+    free(d->changes);
+    cli_free_sums(&d->sums);
 }
 
 int command_diff(int argc, char **argv)
@@ -284,17 +350,14 @@ int command_diff(int argc, char **argv)
         free(paths);
         return status;
     }
-    int json = strcmp(o.format, "json") == 0;
 
     struct loaded_report *inputs[2] = {calloc(1, sizeof(struct loaded_report)),
                                        calloc(1, sizeof(struct loaded_report))};
-    struct device_change *devices = calloc(MAX_DEVICES + 1, sizeof(*devices));
+    struct diff *diff = calloc(1, sizeof(*diff));
     struct cli_output *output = malloc(sizeof(*output));
-    struct stack_sums sums = {NULL, 0};
-    struct change *changes = NULL;
     int loaded = 0;
     status = CLI_UNREADABLE;
-    if (!inputs[0] || !inputs[1] || !devices || !output) {
+    if (!inputs[0] || !inputs[1] || !diff || !output) {
         fprintf(stderr, "cumemtrace: out of memory\n");
         goto done;
     }
@@ -303,47 +366,25 @@ int command_diff(int argc, char **argv)
             loaded++;           /* release what it did read */
             goto done;
         }
-    struct compared at = {{CLI_AT_EXIT, CLI_AT_EXIT}, CLI_AT_END, o.at != NULL};
-    if (o.at)
-        at.asked = strcmp(o.at, "end") == 0 ? CLI_AT_END : strcmp(o.at, "peak") == 0 ? CLI_AT_PEAK
-                                                                                     : CLI_AT_EXIT;
-    else if (!inputs[0]->report.end.ended || !inputs[1]->report.end.ended)
-        at.asked = CLI_AT_EXIT;
-    for (int i = 0; i < 2; i++)
-        at.moments[i] = cli_moment_for(&inputs[i]->report, at.asked);
-    if (cli_sum_stacks(&sums, inputs, 2, at.moments) < 0)
+    if (diff_build(diff, paths, inputs, o.at) < 0)
         goto done;
-    changes = calloc(sums.count + 1, sizeof(*changes));
-    if (!changes) {
-        fprintf(stderr, "cumemtrace: out of memory\n");
-        goto done;
-    }
-    for (size_t i = 0; i < sums.count; i++) {
-        changes[i].sum = &sums.items[i];
-        changes[i].change = (long long)(sums.items[i].bytes[1] - sums.items[i].bytes[0]);
-    }
-    qsort(changes, sums.count, sizeof(*changes), by_growth);
-    int device_count = collect_devices(&inputs[0]->report, &inputs[1]->report, at.moments,
-                                       devices);
     status = cli_output_open(output, o.output);
     if (status != CLI_OK)
         goto done;
-    if (json)
-        write_json(&output->out, paths, inputs, &at, devices, device_count, changes,
-                   sums.count, (size_t)o.top, (int)o.frames);
+    if (strcmp(o.format, "json") == 0)
+        write_json(&output->out, diff, (size_t)o.top, (int)o.frames);
     else
-        write_text(&output->out, paths, inputs, &at, devices, device_count, changes,
-                   sums.count, (size_t)o.top, (int)o.frames);
+        write_text(&output->out, diff, (size_t)o.top, (int)o.frames);
     status = cli_output_close(output);
 done:
+    if (diff)
+        diff_free(diff);
     for (int i = 0; i < loaded; i++)
         report_unload(inputs[i]);
     free(inputs[0]);
     free(inputs[1]);
-    free(devices);
+    free(diff);
     free(output);
-    free(changes);
-    cli_free_sums(&sums);
     free(paths);
     return status;
 }

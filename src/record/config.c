@@ -14,9 +14,9 @@
 #include "log.h"
 
 struct config config = {
-#define X(field, NAME, type, min, max, initial, ...) .field = initial,
-    CONFIG_SETTINGS(X)
-#undef X
+#define SETTING(field, NAME, type, min, max, initial, ...) .field = initial,
+#include "settings.def"
+#undef SETTING
 };
 
 int config_parse_bool(const char *text, int *out)
@@ -225,7 +225,7 @@ static const char *env(const char *name)
     return value && value[0] ? value : NULL;
 }
 
-/* The rows of CONFIG_SETTINGS, as config_load reads them. */
+/* The rows of settings.def, as config_load reads them. */
 enum setting_type {
     SETTING_BOOL, SETTING_INT, SETTING_SIZE, SETTING_EVENTS, SETTING_FORMATS, SETTING_SIGNAL,
     SETTING_MODE, SETTING_OOM, SETTING_TEXT, SETTING_TEMPLATE
@@ -237,10 +237,10 @@ static const struct setting {
     void *field;
     long min, max;
 } settings[] = {
-#define X(field, NAME, type, min, max, ...) \
+#define SETTING(field, NAME, type, min, max, ...)                                                  \
     {"CUMEMTRACE_" #NAME, SETTING_##type, &config.field, min, max},
-    CONFIG_SETTINGS(X)
-#undef X
+#include "settings.def"
+#undef SETTING
 };
 
 /* `value` as a message shows it, in `shown`: within one line, and nothing
@@ -374,9 +374,9 @@ void config_load(void)
  * loaded with, before the first CUDA call reads it (config_load). */
 
 const struct config config_defaults = {
-#define X(field, NAME, type, min, max, initial, ...) .field = initial,
-    CONFIG_SETTINGS(X)
-#undef X
+#define SETTING(field, NAME, type, min, max, initial, ...) .field = initial,
+#include "settings.def"
+#undef SETTING
 };
 
 /* The variables of the project that are not settings: read by its tools

@@ -1,6 +1,6 @@
-"""The HTML report in headless Chromium, for test_exports.py and
-test_frameworks.py: the page loaded, or driven by a script added at its
-end."""
+"""The HTML report in headless Chromium, for test_exports.py and the
+frameworks' tests (test_torch_*.py): the page loaded, or driven by a script
+added at its end."""
 
 import json
 import os

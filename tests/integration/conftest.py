@@ -11,6 +11,7 @@ was skipped (no valgrind, no Chromium, no C++ compiler, no such CPython) ends
 with status 77, which ctest counts as skipped.
 """
 import os
+import re
 import shutil
 import tempfile
 
@@ -51,7 +52,10 @@ def scratch(request):
     """Every temporary directory of the test inside one, removed if it passes:
     a failed test keeps its programs' reports and dumps for a look."""
     support.FAILED.clear()
-    directory = tempfile.mkdtemp(prefix=f"cumemtrace-test-{request.node.name[5:]}-")
+    # A parametrized test's name, test_NAME[ID], without the brackets, which
+    # the tests' globs of their files would read as a pattern.
+    name = re.sub(r"\W", "-", request.node.name[5:])
+    directory = tempfile.mkdtemp(prefix=f"cumemtrace-test-{name}-")
     tempfile.tempdir = directory
     yield directory
     tempfile.tempdir = None

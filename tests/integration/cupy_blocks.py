@@ -6,7 +6,7 @@
 The stand-in hands out blocks carved from chunks it takes with cudaMalloc,
 as CuPy's pool does, so the driver sees what it sees under CuPy's default
 mode. Scenarios mix real leaks with innocent temporaries; lines carry
-markers test_frameworks.py checks:
+markers test_cupy.py checks:
   LEAK-<scenario>  kept every step: growing, this line named
   HELD-<scenario>  held by a module global until the interpreter's teardown
   TEMP-<scenario>  a temporary: never growing, never held

@@ -4,7 +4,7 @@ stand-in package (tests/sim/python/jax), under the tracer on the simulator.
     jax_blocks.py SCENARIO [SNAPSHOT]
 
 The driver sees one region; the arrays carved out of it are seen only by
-sweeping jax.live_arrays(). Lines carry markers test_frameworks.py checks:
+sweeping jax.live_arrays(). Lines carry markers test_jax.py checks:
   LEAK-<scenario>  kept every step: growing, this line named
   HELD-<scenario>  held by a module global until the interpreter's teardown
   TEMP-<scenario>  a temporary: never growing, never held

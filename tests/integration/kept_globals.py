@@ -1,7 +1,7 @@
 """Buffers kept in a module global to the end of the program, which the
 interpreter's teardown frees before the process exits: what merge, diff,
 the exports, live and the pytest plugin must read at the program's end
-(test_frameworks.py's end_state tests), on the simulator.
+(test_end_state.py), on the simulator.
 
     kept_globals.py MODE KEEP_MIB [PAUSE_S | crash]
 

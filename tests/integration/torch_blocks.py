@@ -6,7 +6,7 @@
 The stand-in hands out blocks carved from cached segments exactly where
 PyTorch would, and tells trace trackers what it does, so the tracer sees
 what it sees under PyTorch's default mode. Scenarios mix real leaks with
-innocent temporaries; lines carry markers test_frameworks.py checks:
+innocent temporaries; lines carry markers test_torch_*.py check:
   LEAK-<scenario>  kept every step: growing, this line named
   FREED-<scenario> kept every step, freed just before the program ends:
                    grew, then freed near the end (released), this line named
@@ -359,7 +359,7 @@ def threads_and_snapshots(seconds=1.5, most=50):
 
 def watched():
     """Holds tensors, and a cache keeping a freed 32 MiB, while `cumemtrace
-    live` looks (test_frameworks.py, test_torch_blocks_live): writes the pid to
+    live` looks (test_torch_blocks.py, test_torch_blocks_live): writes the pid to
     $TORCH_BLOCKS_READY, then waits until that file is gone."""
     weights = [Tensor(4 * MiB) for _ in range(4)]  # HELD-watched
     scratch = Tensor(32 * MiB)  # TEMP-watched

@@ -7,7 +7,7 @@ tracer on the simulator.
 Each line that allocates a held group is marked `# HOLD-<name>`; the
 program prints what it holds ("held: {name: [tensors, bytes]}") and the
 garbage collector's state around its snapshot and at its end ("gc:"),
-which test_frameworks.py compares with the reports. SIMTORCH_HOLDERS_HEAP=N
+which test_holders.py compares with the reports. SIMTORCH_HOLDERS_HEAP=N
 adds N small objects to the heap the walk must cross.
 """
 import atexit

@@ -11,7 +11,7 @@ data_ptr(), numel(), element_size(), is_cuda and grad_fn, Parameter with
 .grad, torch.optim.Optimizer with param_groups and state, and autograd's
 graph (mul() records one: nodes with next_functions and saved tensors). Each scenario prints what
 those objects hold ("held: {...}") and the stand-in's figures ("stats:"),
-which test_frameworks.py compares with the reports; `untouched` also prints
+which test_torch_model.py compares with the reports; `untouched` also prints
 the interpreter's state before and after, and which attributes of a
 deprecated object (every read warns, as torch.distributed.reduce_op's) were
 read ("state:"). Markers as in torch_blocks.py:

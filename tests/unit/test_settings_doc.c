@@ -1,12 +1,12 @@
-/* test_settings_doc.c - the README's table of settings is CONFIG_SETTINGS.
+/* test_settings_doc.c - the README's table of settings is settings.def.
  *
  * The table (from its "| variable | default | meaning |" line to the first
  * line that is not a row) must be, byte for byte, what the rows of
- * config.h make: a setting added, renamed or given another default without
+ * settings.def make: a setting added, renamed or given another default without
  * the README, or the other way round, is a failure here.
  *
  *   test_settings_doc README.md           check
- *   test_settings_doc --write README.md   put the table made from config.h in */
+ *   test_settings_doc --write README.md   put the table made from settings.def in */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +20,12 @@ static const char header[] = "| variable | default | meaning |\n";
 static void make_table(char *text, size_t size)
 {
     size_t used = (size_t)snprintf(text, size, "%s|---|---|---|\n", header);
-#define X(field, NAME, type, min, max, initial, shown, short_, option, argument, help, doc) \
-    if (used < size)                                                                      \
-        used += (size_t)snprintf(text + used, size - used,                                \
+#define SETTING(field, NAME, type, min, max, initial, shown, short_, option, argument, help, doc)  \
+    if (used < size)                                                                               \
+        used += (size_t)snprintf(text + used, size - used,                                         \
                                  "| `CUMEMTRACE_" #NAME "` | %s | %s |\n", shown, doc);
-    CONFIG_SETTINGS(X)
-#undef X
+#include "settings.def"
+#undef SETTING
 }
 
 int main(int argc, char **argv)
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     }
     int same = n == strlen(table) && memcmp(start, table, n) == 0;
     if (!same)
-        fprintf(stderr, "%s: the table of settings is not config.h's CONFIG_SETTINGS; "
+        fprintf(stderr, "%s: the table of settings is not settings.def's; "
                         "test_settings_doc --write %s puts it in. It should be:\n%s",
                 path, path, table);
     CHECK(same);

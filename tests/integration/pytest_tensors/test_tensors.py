@@ -1,5 +1,5 @@
 """A test suite for the pytest plugin on PyTorch's caching allocator, played
-by the stand-in libc10_cuda.so (test_frameworks.py, test_torch_blocks_pytest): one test
+by the stand-in libc10_cuda.so (test_torch_blocks.py, test_torch_blocks_pytest): one test
 fills the cache and frees its tensor, which the cache keeps; one keeps a
 tensor, which its failure names by the list that holds it. Lines the checks
 name are marked."""
