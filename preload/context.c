@@ -14,6 +14,7 @@
 
 #include "counters.h"
 #include "preload.h"
+#include "run_events.h"
 
 struct context_entry {
     CUcontext handle;
@@ -126,7 +127,7 @@ static void context_gone(CUcontext handle)
         contexts[number].alive = 0;
     __atomic_add_fetch(&generation, 1, __ATOMIC_ACQ_REL);
     pthread_mutex_unlock(&contexts_lock);
-    tracker_context_gone(number);
+    run_context_gone(number);
 }
 
 int context_destroyed(CUresult result, CUcontext ctx)

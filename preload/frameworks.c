@@ -36,12 +36,14 @@
 #include <unistd.h>
 
 #include "cache_blocks.h"
+#include "cache_segments.h"
 #include "config.h"
 #include "hot_path.h"
 #include "log.h"
 #include "modules.h"
 #include "output.h"
 #include "preload.h"
+#include "run_events.h"
 #include "threads.h"
 #include "torch_stats.h"
 #include "torch_tracker.h"
@@ -113,7 +115,7 @@ static void torch_record(const struct torch_tracker_event *e)
     switch (e->action) {
     case TORCH_SEGMENT_ALLOC:
     case TORCH_SEGMENT_MAP:
-        tracker_cache_segment(KIND_TORCH_TENSOR, e->address, e->size);
+        segments_taken(KIND_TORCH_TENSOR, e->address, e->size);
         return;
     case TORCH_OOM:
         given_up.waiting = 1;
@@ -342,7 +344,7 @@ static int beside_us(char *path, size_t size)
 
 static void segments_only(const char *why)
 {
-    tracker_cache_view(KIND_TORCH_TENSOR, CACHE_SEGMENTS, why);
+    run_cache_view(KIND_TORCH_TENSOR, CACHE_SEGMENTS, why);
     log_line("PyTorch's tensors are not traced one by one: %s; reports show its cache "
              "segments", why);
 }
@@ -388,7 +390,7 @@ static void attach_torch(const char *c10)
 {
     char why[1024], path[4096], loaded[256], git[64];
     if (!config.frameworks) {
-        tracker_cache_view(KIND_TORCH_TENSOR, CACHE_SEGMENTS, "CUMEMTRACE_FRAMEWORKS=0");
+        run_cache_view(KIND_TORCH_TENSOR, CACHE_SEGMENTS, "CUMEMTRACE_FRAMEWORKS=0");
         return;
     }
     if (loaded_torch_version(c10, loaded, sizeof(loaded), git, sizeof(git)) < 0) {
@@ -442,7 +444,7 @@ static void attach_torch(const char *c10)
     torch_operation = t.operation;
     int status = t.attach(torch_event);
     if (status == TORCH_TRACKER_ATTACHED) {
-        tracker_cache_view(KIND_TORCH_TENSOR, CACHE_BLOCKS, "");
+        run_cache_view(KIND_TORCH_TENSOR, CACHE_BLOCKS, "");
         if (thread_start(apply_events, NULL, "cumemtrace-rec") != 0)
             log_debug("no thread to enter tensors: the allocating threads enter them");
         log_debug("tracing PyTorch %s's tensors through its trace tracker", loaded);

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "live.h"
 #include "preload.h"
+#include "run_events.h"
 #include "signals.h"
 #include "triggers.h"
 
@@ -86,7 +87,7 @@ void hook_failure(int api, int kind, uint64_t size, int code, int oom, int devic
     a.device = resolve_device(device, &a.context);
     a.kind = kind;
     a.api = take_label(api);
-    uint32_t stack_id = tracker_failure(&a, code, oom);
+    uint32_t stack_id = run_failure(&a, code, oom);
     trigger_on_failure(&a, code, oom, stack_id);
     errno = saved_errno;
 }
@@ -114,6 +115,6 @@ void hook_take_range(int space, uint64_t start, uint64_t size)
     if (!tracker_enabled())
         return;
     int saved_errno = errno;
-    tracker_take_range(space, start, size);
+    run_range_freed(space, start, size);
     errno = saved_errno;
 }

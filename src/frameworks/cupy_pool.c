@@ -26,7 +26,7 @@
  * traced, and shows the pool's segments. Blocks allocated before ours went
  * in (before CuPy was seen imported) are not recorded; the chunks the pool
  * took then are known as its segments once it hands a block out at a
- * chunk's start (tracker_cache_segment_at), as it does when one is reused.
+ * chunk's start (segments_handed_out), as it does when one is reused.
  *
  * Install and check run with the GIL, which Python may let go between the
  * calls they make: `lock` is only tried. */
@@ -34,6 +34,7 @@
 #include <stdio.h>
 
 #include "cache_blocks.h"
+#include "cache_segments.h"
 #include "config.h"
 #include "cupy_pool.h"
 #include "framework_hooks.h"
@@ -41,6 +42,7 @@
 #include "kinds.h"
 #include "log.h"
 #include "py_api.h"
+#include "run_events.h"
 #include "tracker.h"
 
 #define TOKEN_NAME "cumemtrace.cupy_block"
@@ -99,7 +101,7 @@ static void record(PyObject *pointer, PyObject *size)
     if (token && py.set_attr_object(memory, s_token, token) == 0) {
         uint64_t number = cache_blocks_alloc(KIND_CUPY_BLOCK, (int)ordinal, at, bytes, 0, NULL);
         py.capsule_set_context(token, (void *)(uintptr_t)number);
-        tracker_cache_segment_at(KIND_CUPY_BLOCK, at);   /* a chunk from before we were in */
+        segments_handed_out(KIND_CUPY_BLOCK, at);   /* a chunk from before we were in */
     }
     py_release(token);
     py_release(memory);
@@ -152,9 +154,9 @@ static struct py_method_def malloc_def = {
 static void say_view(void)
 {
     if (state == INSTALLED)
-        tracker_cache_view(KIND_CUPY_BLOCK, CACHE_BLOCKS, "");
+        run_cache_view(KIND_CUPY_BLOCK, CACHE_BLOCKS, "");
     else if (why)
-        tracker_cache_view(KIND_CUPY_BLOCK, CACHE_SEGMENTS, why);
+        run_cache_view(KIND_CUPY_BLOCK, CACHE_SEGMENTS, why);
 }
 
 /* The process-wide allocator, if it is a MemoryPool's malloc: ours goes over

@@ -19,7 +19,7 @@ struct framework_hooks {
      * `driver_free` (0: not known). */
     void (*cache_oom)(int cache_kind, int device, uint64_t request, uint64_t driver_free);
     /* The program ended (its interpreter's exit hooks ran), after
-     * tracker_program_end. */
+     * run_program_end. */
     void (*program_ended)(void);
 };
 

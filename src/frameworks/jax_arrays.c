@@ -15,7 +15,7 @@
  * The driver allocations that hold arrays (JAX's preallocated region, the
  * regions a growing pool adds) are its cache's segments: JAX says nothing
  * of them, so the first array seen in each marks its holder
- * (tracker_cache_holder), which reports then keep apart from the lines'
+ * (segments_holder), which reports then keep apart from the lines'
  * own memory, also once the arrays are gone.
  *
  * Cost: a sweep holds the GIL for a few calls into JAX per live array. Its
@@ -40,6 +40,7 @@
 
 #include "arena.h"
 #include "cache_blocks.h"
+#include "cache_segments.h"
 #include "clock.h"
 #include "config.h"
 #include "jax_arrays.h"
@@ -48,6 +49,7 @@
 #include "map.h"
 #include "py_api.h"
 #include "python.h"
+#include "run_events.h"
 #include "tracker.h"
 
 struct entry {
@@ -139,7 +141,7 @@ static void claim_segment(uint64_t address)
         if (address >= segments[i].start && address < segments[i].end)
             return;
     uint64_t start, size;
-    if (looked_in_vain || tracker_cache_holder(KIND_JAX_ARRAY, address, &start, &size) < 0) {
+    if (looked_in_vain || segments_holder(KIND_JAX_ARRAY, address, &start, &size) < 0) {
         looked_in_vain = 1;
         return;
     }
@@ -361,7 +363,7 @@ static void sweep(PyObject *jax)
     py_release(arrays);
     if (state == UNSEEN) {
         __atomic_store_n(&state, ACTIVE, __ATOMIC_RELAXED);
-        tracker_cache_view(KIND_JAX_ARRAY, CACHE_BLOCKS, "");
+        run_cache_view(KIND_JAX_ARRAY, CACHE_BLOCKS, "");
     }
     uint64_t cost = monotonic_ns() - start;
     budget_ns -= (int64_t)cost;
@@ -441,7 +443,7 @@ void jax_arrays_sweep(int when)
     }
     if (!config.frameworks) {
         __atomic_store_n(&state, OFF, __ATOMIC_RELAXED);
-        tracker_cache_view(KIND_JAX_ARRAY, CACHE_SEGMENTS, "CUMEMTRACE_FRAMEWORKS=0");
+        run_cache_view(KIND_JAX_ARRAY, CACHE_SEGMENTS, "CUMEMTRACE_FRAMEWORKS=0");
     } else {
         if (!end_hook_registered && when != JAX_SWEEP_END)
             register_end_hook();
@@ -470,7 +472,7 @@ void jax_arrays_after_fork(void)
     budget_ns = BUDGET_CAP_NS;
     budget_at_ns = 0;
     if (state == ACTIVE)
-        tracker_cache_view(KIND_JAX_ARRAY, CACHE_BLOCKS, "");
+        run_cache_view(KIND_JAX_ARRAY, CACHE_BLOCKS, "");
     else if (state == OFF)
-        tracker_cache_view(KIND_JAX_ARRAY, CACHE_SEGMENTS, "CUMEMTRACE_FRAMEWORKS=0");
+        run_cache_view(KIND_JAX_ARRAY, CACHE_SEGMENTS, "CUMEMTRACE_FRAMEWORKS=0");
 }

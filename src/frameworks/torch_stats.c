@@ -49,6 +49,7 @@
 #include "jax_arrays.h"
 #include "py_api.h"
 #include "python.h"
+#include "run_events.h"
 #include "threads.h"
 #include "torch_classes.h"
 #include "torch_stats.h"
@@ -166,7 +167,7 @@ static uint64_t publish(const struct torch_stats *reading, int read,
 
 /* Python's exit hooks: the program has ended, its interpreter is about to
  * tear down what module globals held. The counters are read a last time,
- * the tracker told (tracker_program_end), and the caches' view kept
+ * the tracker told (run_program_end), and the caches' view kept
  * (framework_hooks.program_ended). */
 static PyObject *exit_hook(PyObject *self, PyObject *unused)
 {
@@ -182,7 +183,7 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
     python_unwatch_code();
     publish(&reading, TORCH_READ_EXIT, classes);
-    tracker_program_end();
+    run_program_end();
     if (framework_hooks.program_ended)
         framework_hooks.program_ended();
     py.restore(type, value, traceback);

@@ -68,7 +68,7 @@ void growth_tick(uint64_t work, uint32_t now_ms);
 /* A mark: from the first on, observations are taken at marks only (every
  * `every`-th), reading each stack's bytes at that moment. Lock held. */
 void growth_mark(uint32_t now_ms);
-/* The program ended (tracker_program_end): a last observation, at the
+/* The program ended (run_program_end): a last observation, at the
  * moment, then none. What the interpreter's teardown frees afterwards is not
  * the program's doing, so a site that grew to the end stays a suspect. */
 void growth_end(uint32_t now_ms);

@@ -32,7 +32,7 @@
 
 #define BLOCK_KIND_MASK 0x0f
 #define BLOCK_FROM_RUNTIME 0x10   /* recorded by a runtime wrapper, not the driver */
-#define BLOCK_HELD_AT_END 0x20    /* live when the program ended (tracker_program_end) */
+#define BLOCK_HELD_AT_END 0x20    /* live when the program ended (run_program_end) */
 #define BLOCK_RELEASED 0xff       /* kind of a record back in the slab */
 
 #define REGISTRY_SHARDS 64

@@ -57,6 +57,7 @@
 #include "stripes.h"
 #include "timeline.h"
 #include "tracker.h"
+#include "tracker_thread.h"
 
 #define MAX_THREADS 65535
 #define MAX_HANDLES 65535
@@ -75,12 +76,8 @@ struct thread_state {
     uint8_t applying;                /* enters the queue's events: counts in STRIPE_APPLY */
     uint8_t traced;                  /* has set tracker.traced: note_traced */
     uint32_t physical_stack;         /* of this thread's last cuMemCreate, until a
-                                      * framework event: tracker_cache_segment */
+                                      * framework event: segments_taken */
     uint64_t sequence_next, sequence_end;   /* this thread's batch of numbers */
-    struct {                         /* this thread's OOM that may go on: oom_number */
-        uint32_t number;
-        uint64_t size, sequence;
-    } oom;
 };
 static __thread struct thread_state this_thread;
 enum { SWEEP_RUNNING = 1, SWEEP_RECORDED = 2 };     /* this_thread.sweeping */
@@ -235,6 +232,11 @@ static int enter_to_record(void)
     return 0;
 }
 
+int tracker_enter_to_record(void)
+{
+    return enter_to_record();
+}
+
 static void enter_pending(void);
 
 /* With every shard held, the threads' pending stack totals are still: they
@@ -297,6 +299,11 @@ static uint16_t thread_number(void)
     return this_thread.number;
 }
 
+uint16_t tracker_thread_number(void)
+{
+    return thread_number();
+}
+
 static uint16_t find_handle(uint64_t handle, uint32_t used)
 {
     for (uint32_t i = used; i > 0; i--)
@@ -343,6 +350,11 @@ static void note_traced(void)
     this_thread.traced = 1;
     if (!__atomic_load_n(&tracker.traced, __ATOMIC_RELAXED))
         __atomic_store_n(&tracker.traced, 1, __ATOMIC_RELAXED);
+}
+
+void tracker_note_traced(void)
+{
+    note_traced();
 }
 
 void tracker_count_call(int api)
@@ -403,6 +415,12 @@ static void forget_block(struct block *b, int implicit)
     account_free(b, implicit);
 }
 
+void tracker_forget_locked(struct block *b, int implicit)
+{
+    forget_block(b, implicit);
+    registry_release(b);
+}
+
 static uint64_t work_done(void)
 {
     return pending_claimed() + __atomic_load_n(&driver_events, __ATOMIC_RELAXED);
@@ -434,6 +452,11 @@ static uint64_t next_sequence(void)
         this_thread.sequence_end = start + 1 + SEQUENCE_BATCH;
     }
     return this_thread.sequence_next++;
+}
+
+uint64_t tracker_thread_allocations(void)
+{
+    return this_thread.sequence_next;
 }
 
 /* A new record's fields, entered at `time_ms`. Its shard's lock held. */
@@ -502,7 +525,7 @@ HOT_PATH __attribute__((noinline)) static int native_frames(int kind,
 }
 
 /* A driver allocation made inside a framework's allocator is a segment of
- * its cache; a framework's own block ends what tracker_cache_segment may
+ * its cache; a framework's own block ends what segments_taken may
  * still claim of this thread's allocations. */
 static void note_cache_role(int kind, uint32_t stack_id, int depth)
 {
@@ -764,133 +787,6 @@ void tracker_put_back(const struct block *saved)
             count(&tracker.runtime_blocks, 1);
     }
     registry_unlock(saved->key);
-    tracker_leave();
-}
-
-void tracker_take_range(int space, uint64_t start, uint64_t size)
-{
-    uint64_t end = start + size;
-    if (!enter_to_record())
-        return;
-    tracker_lock();         /* the range may span shards */
-    uint64_t at = start;
-    while (at < end) {
-        struct block *b = registry_find(block_key(at, space));
-        if (!b)
-            break;
-        at += b->size ? b->size : 1;
-        forget_block(b, 0);
-        registry_release(b);
-    }
-    if (at < end) {         /* not back to back: look at every block */
-        struct registry_cursor cursor;
-        for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
-            uint64_t value = block_value(b);
-            if (kind_space(block_kind(b)) == space && value >= at && value < end) {
-                forget_block(b, 0);
-                registry_release(b);
-            }
-        }
-    }
-    tracker_unlock();
-    tracker_leave();
-}
-
-/* The number of the OOM that this thread's failed allocation of `size`
- * (`kind`) belongs to, with the tracker locked. One OOM is what the program
- * met once: a driver's refusal, its retry of the same size, and then a
- * caching allocator's own failure when it gives up, all on one thread with
- * no allocation recorded on that thread between them (its sequence numbers
- * have not moved). Told by what happened, not by how close in time: a slow
- * retry is still the same OOM, and a second OOM right after a recovered one
- * is another. */
-static uint32_t oom_number(int kind, uint64_t size)
-{
-    int framework = kind_space(kind) == SPACE_FRAMEWORK;
-    int goes_on = this_thread.oom.number && this_thread.oom.sequence == this_thread.sequence_next &&
-                  (framework || this_thread.oom.size == size);
-    uint32_t number = goes_on ? this_thread.oom.number : ++tracker.ooms_total;
-    this_thread.oom.number = framework ? 0 : number;    /* a framework's failure ends it */
-    this_thread.oom.size = size;
-    this_thread.oom.sequence = this_thread.sequence_next;
-    return number;
-}
-
-uint32_t tracker_failure(const struct allocation *a, int code, int oom)
-{
-    if (!enter_to_record())
-        return 0;
-    uintptr_t frames[CONFIG_MAX_DEPTH];
-    int depth = config.depth > 0
-                    ? python_capture(frames, config.native ? stack_capture(frames, config.depth) : 0,
-                                     CONFIG_MAX_DEPTH)
-                    : 0;
-    int kind = a->kind & BLOCK_KIND_MASK;
-    uint32_t stack_id = stack_intern(
-        frames, depth,
-        stack_hash_in(frames, depth, kind_space(kind) == SPACE_FRAMEWORK ? 0 : STACK_DRIVER));
-    note_traced();
-
-    tracker_lock();         /* rare: the failure ring and its counters, all at once */
-    counters_on_failure(a->device, kind, oom);
-    if (a->api >= 0 && a->api < MAX_APIS)
-        tracker.api_failures[a->api]++;
-    uint64_t number = ++tracker.failures_total;
-    struct failure *f = RING_ENTRY(tracker.failures, number);
-    f->size = a->size;
-    f->device = a->device;
-    f->kind = kind;
-    f->api = a->api;
-    f->code = code;
-    f->oom = oom;
-    f->oom_number = oom ? oom_number(kind, a->size) : 0;
-    f->stack_id = stack_id;
-    f->time_ms = tracker_now_ms();
-    f->thread = thread_number();
-    timeline_record(oom ? TIMELINE_OOM : TIMELINE_FAILURE, a->value, a->size, a->device, kind,
-                    a->api, stack_id);
-    tracker_unlock();
-    tracker_leave();
-    return stack_id;
-}
-
-void tracker_context_gone(int context)
-{
-    if (context <= 0 || !enter_to_record())
-        return;
-    tracker_lock();
-    struct registry_cursor cursor;
-    for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
-        if (b->context == context && kind_freed_by_context(block_kind(b))) {
-            forget_block(b, 1);
-            registry_release(b);
-        }
-    }
-    tracker_unlock();
-    tracker_leave();
-}
-
-void tracker_mark(const char *label)
-{
-    if (!enter_to_record())
-        return;
-    tracker_lock();
-    uint64_t number = ++tracker.marks_total;
-    struct mark *m = RING_ENTRY(tracker.marks, number);
-    snprintf(m->label, sizeof(m->label), "%s", label);
-    m->time_ms = tracker_now_ms();
-    uint64_t calls[MAX_APIS], allocations[MAX_APIS];
-    tracker_api_totals(calls, allocations);
-    m->sequence = 0;
-    for (int api = 0; api < MAX_APIS; api++)
-        m->sequence += allocations[api];
-    m->self_time_ns = tracker_self_time_ns();
-    m->device_bytes = 0;
-    for (int slot = 0; slot <= MAX_DEVICES; slot++)
-        m->device_bytes += counters_current_bytes(slot, COUNTER_DEVICE_MEMORY);
-    growth_mark(m->time_ms);
-    timeline_record(TIMELINE_MARK, 0, tracker.marks_total, -1, 0, 0, 0);
-    tracker_unlock();
     tracker_leave();
 }
 
@@ -1233,91 +1129,11 @@ void tracker_cache_sweep(int on)
     }
 }
 
-/* The stack of the live block at `key`, or 0. */
-static uint32_t stack_of(uint64_t key, uint64_t *size)
+uint32_t tracker_take_physical_stack(void)
 {
-    registry_lock(key);
-    struct block *b = registry_find(key);
-    uint32_t id = b ? b->stack_id : 0;
-    *size = b ? b->size : 0;
-    registry_unlock(key);
-    return id;
-}
-
-static void flag_cache_stack(uint32_t id, uint32_t flag)
-{
-    struct stack_record *s = stack_get(id);
-    if (s && s->depth > 0)
-        stack_flag(id, flag);
-}
-
-void tracker_cache_segment(int cache_kind, uint64_t address, uint64_t size)
-{
-    if (!kind_in_cache(cache_kind) || !enter_to_record())
-        return;
-    uint32_t flag = STACK_CACHE_SEGMENT(cache_kind);
-    uint64_t bytes;
-    flag_cache_stack(stack_of(block_key(address, SPACE_MEMORY), &bytes), flag);
-    /* Expandable segments: the range is mapped page by page, back to back. */
-    for (uint64_t at = address; at < address + size && at >= address; at += bytes) {
-        uint32_t id = stack_of(block_key(at, SPACE_VMM_MAPPING), &bytes);
-        if (!id || !bytes)
-            break;
-        flag_cache_stack(id, flag);
-    }
-    if (this_thread.physical_stack)
-        flag_cache_stack(this_thread.physical_stack, flag);
+    uint32_t id = this_thread.physical_stack;
     this_thread.physical_stack = 0;
-    tracker_leave();
-}
-
-void tracker_cache_segment_at(int cache_kind, uint64_t address)
-{
-    if (!kind_in_cache(cache_kind) || !enter_to_record())
-        return;
-    uint64_t bytes;
-    flag_cache_stack(stack_of(block_key(address, SPACE_MEMORY), &bytes),
-                     STACK_CACHE_SEGMENT(cache_kind));
-    tracker_leave();
-}
-
-/* Whether a driver allocation's record `b` holds `address`. */
-static int holds(const struct block *b, uint64_t address)
-{
-    int kind = block_kind(b);
-    uint64_t start = block_value(b);
-    return (kind_space(kind) == SPACE_MEMORY || kind == KIND_VMM_MAPPING) &&
-           !kind_in_cache(kind) && address >= start && address - start < b->size;
-}
-
-int tracker_cache_holder(int cache_kind, uint64_t address, uint64_t *start, uint64_t *size)
-{
-    if (!kind_in_cache(cache_kind) || !enter_to_record())
-        return -1;
-    struct block found = {0};
-    uint64_t keys[] = {block_key(address, SPACE_MEMORY), block_key(address, SPACE_VMM_MAPPING)};
-    for (int i = 0; i < 2 && !found.size; i++) {
-        registry_lock(keys[i]);
-        struct block *b = registry_find(keys[i]);
-        if (b && holds(b, address))
-            found = *b;
-        registry_unlock(keys[i]);
-    }
-    if (!found.size) {
-        tracker_lock();
-        struct registry_cursor cursor;
-        for (struct block *b = registry_first(&cursor); b && !found.size; b = registry_next(&cursor))
-            if (holds(b, address))
-                found = *b;
-        tracker_unlock();
-    }
-    if (found.size) {
-        flag_cache_stack(found.stack_id, STACK_CACHE_SEGMENT(cache_kind));
-        *start = block_value(&found);
-        *size = found.size;
-    }
-    tracker_leave();
-    return found.size ? 0 : -1;
+    return id;
 }
 
 int tracker_cache_allocating(int cache_kind)
@@ -1325,76 +1141,6 @@ int tracker_cache_allocating(int cache_kind)
     int previous = this_thread.cache_allocating;
     this_thread.cache_allocating = (uint8_t)(kind_in_cache(cache_kind) ? cache_kind : 0);
     return previous;
-}
-
-void tracker_cache_view(int cache_kind, int view, const char *why)
-{
-    if (!kind_in_cache(cache_kind) || !enter_to_record())
-        return;
-    tracker_lock();         /* reports copy `tracker` whole under it */
-    struct cache_state *c = &tracker.caches[cache_kind - KIND_TORCH_TENSOR];
-    c->view = view;
-    if (view == CACHE_BLOCKS)
-        c->since_ms = tracker_now_ms();
-    snprintf(c->why, sizeof(c->why), "%s", why ? why : "");
-    tracker_unlock();
-    tracker_leave();
-}
-
-void tracker_program_end(void)
-{
-    if (!enter_to_record())
-        return;
-    tracker_lock();
-    if (!tracker.program_ended) {
-        uint32_t now = tracker_now_ms();
-        growth_end(now);
-        uint32_t count = stack_count();
-        tracker.end_totals = count ? pages_alloc(count * sizeof(struct end_totals)) : NULL;
-        tracker.end_stacks = tracker.end_totals ? count : 0;
-        for (uint32_t id = 1; id <= tracker.end_stacks; id++) {
-            const struct stack_record *t = stack_get(id);
-            tracker.end_totals[id - 1] = (struct end_totals){t->live_bytes, t->live_blocks, -2, 0, 0};
-        }
-        struct registry_cursor cursor;
-        for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
-            b->kind |= BLOCK_HELD_AT_END;
-            if (b->stack_id == 0 || b->stack_id > tracker.end_stacks)
-                continue;
-            struct end_totals *e = &tracker.end_totals[b->stack_id - 1];
-            if (e->device == -2) {
-                e->device = b->device;
-                e->kind = (uint8_t)block_kind(b);
-                e->api = b->api;
-            } else if (e->device != b->device) {
-                e->device = -1;
-            }
-        }
-        for (int slot = 0; slot <= COUNTER_NO_DEVICE; slot++)
-            tracker.end_device_bytes[slot] = counters_current_bytes(slot, COUNTER_DEVICE_MEMORY);
-        tracker.end_timeline = __atomic_load_n(&timeline.next, __ATOMIC_ACQUIRE);
-        tracker.program_end_ms = now;
-        tracker.program_ended = 1;
-    }
-    tracker_unlock();
-    tracker_leave();
-}
-
-void tracker_oom_retried(int succeeded)
-{
-    count(succeeded ? &tracker.oom_retries_succeeded : &tracker.oom_retries_failed, 1);
-}
-
-void tracker_oom_verdict(const char *verdict, const char *text, uint64_t size,
-                         uint32_t stack_id)
-{
-    tracker_lock();         /* reports copy `tracker` whole under it */
-    snprintf(tracker.oom.verdict, sizeof(tracker.oom.verdict), "%s", verdict);
-    snprintf(tracker.oom.text, sizeof(tracker.oom.text), "%s", text);
-    tracker.oom.size = size;
-    tracker.oom.stack_id = stack_id;
-    tracker.oom.time_ms = tracker_now_ms();
-    tracker_unlock();
 }
 
 /* No stack capture is in flight across fork (stacks.c says why), and every
@@ -1434,7 +1180,6 @@ void tracker_fork_child(void)
     this_thread.traced = 0;
     this_thread.physical_stack = 0;
     this_thread.sequence_next = this_thread.sequence_end = 0;
-    this_thread.oom.number = 0;
     python_fork_child();
     stacks_fork_child();
 }

@@ -86,25 +86,15 @@ int tracker_take(uint64_t value, int space, struct block *saved);
 int tracker_take_if(uint64_t value, int space, int flag, struct block *saved);
 int tracker_device_of(uint64_t value, int space);   /* -1 if unknown */
 void tracker_put_back(const struct block *saved);
-void tracker_take_range(int space, uint64_t start, uint64_t size);
-/* Returns the id of the failed allocation's stack (0: none, or not recorded). */
-uint32_t tracker_failure(const struct allocation *a, int code, int oom);
-/* PyTorch's retry of a reported OOM was seen (runtime/triggers.c). */
-void tracker_oom_retried(int succeeded);
-/* The final verdict of an OOM report (runtime/triggers.c, from inside the
- * tracer), kept for the reports after it (the exit report's findings repeat
- * it): `verdict` a word of report_verdict's, `text` its finding's. */
+/* The final verdict of an OOM report, kept for the reports after it
+ * (run_oom_verdict). */
 struct oom_verdict {
     char verdict[24];        /* "" while no OOM was reported */
     char text[OOM_VERDICT_TEXT];
     uint64_t size;
     uint32_t stack_id, time_ms;
 };
-void tracker_oom_verdict(const char *verdict, const char *text, uint64_t size,
-                         uint32_t stack_id);
-void tracker_context_gone(int context);
 void tracker_lost(enum lost_reason reason);
-void tracker_mark(const char *label);
 int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live */
 
 /* ---- frameworks' caches ----------------------------------------------------
@@ -163,23 +153,6 @@ int tracker_take_numbered(uint64_t value, int space, uint64_t number);
  * are taken at allocations, never while a program only waits. */
 void tracker_cache_sweep(int on);
 
-/* The driver memory at [address, address + size) is a segment of the cache of
- * `cache_kind` (KIND_TORCH_TENSOR, ...), just taken on this thread: mark the
- * stacks that allocated it (a cudaMalloc at that address, the VMM mappings
- * of the range, and the physical memory this thread created for them). */
-void tracker_cache_segment(int cache_kind, uint64_t address, uint64_t size);
-/* A block of `cache_kind` was handed out at `address`: a driver allocation
- * starting there is a segment of that cache. CuPy's pool may take chunks
- * before its blocks are traced (before our allocator goes in), and hands a
- * chunk out from its start again: one look-up, no walk. */
-void tracker_cache_segment_at(int cache_kind, uint64_t address);
-/* The driver allocation (device memory, or a VMM mapping) that holds
- * `address` is a segment of the cache of `cache_kind`: its stack is marked,
- * for good, and its range given; -1 if no recorded allocation holds it. For
- * a framework whose segments are known only by what they hold (JAX's
- * region): an allocation starting at `address` is found at once, any other
- * by a walk of every record. */
-int tracker_cache_holder(int cache_kind, uint64_t address, uint64_t *start, uint64_t *size);
 /* While a framework's allocator runs on this thread (`cache_kind`, or 0 when
  * it returns), every driver allocation it makes is a segment of its cache.
  * Returns the kind set before, to be put back (allocators may nest). */
@@ -190,17 +163,8 @@ struct cache_state {
     uint32_t since_ms;       /* when blocks began to be recorded */
     char why[160];
 };
-void tracker_cache_view(int cache_kind, int view, const char *why);
 
-/* ---- the end of the program ------------------------------------------------
- *
- * A Python program ends before its process does: the interpreter then tears
- * down module globals, which frees what they held (model weights, a list of
- * kept tensors). At the interpreter's exit hooks (frameworks/torch_stats.c)
- * the program has ended: what is live then is held at the end (blocks get
- * BLOCK_HELD_AT_END, each stack's live totals are kept), the growth samples
- * stop, and what is freed afterwards is the teardown's doing. */
-void tracker_program_end(void);
+/* A stack's figures when the program ended (run_program_end). */
 struct end_totals {
     uint64_t bytes, blocks;  /* a stack's live totals when the program ended */
     int8_t device;           /* of its live blocks then; -1 when they were on several */

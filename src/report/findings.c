@@ -98,7 +98,7 @@ static void add_oom(const struct report *r, struct findings *f)
 }
 
 /* In a report after an OOM (the exit report), that OOM's final verdict,
- * in the words its own report said it (tracker_oom_verdict). */
+ * in the words its own report said it (run_oom_verdict). */
 static void add_last_oom(const struct report *r, struct findings *f)
 {
     const struct report_last_oom *oom = &r->last_oom;

@@ -31,7 +31,7 @@ struct report_block {
     uint16_t thread, handle;
     int8_t device;
     uint8_t kind, api, context;
-    uint8_t held_at_end;      /* live when the program ended (tracker_program_end) */
+    uint8_t held_at_end;      /* live when the program ended (run_program_end) */
 };
 
 /* Live blocks with the same stack, kind, entry point and device, and

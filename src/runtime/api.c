@@ -6,6 +6,7 @@
 #include "collect.h"
 #include "config.h"
 #include "cumemtrace.h"
+#include "run_events.h"
 #include "torch_stats.h"
 #include "tracker.h"
 
@@ -78,5 +79,5 @@ PUBLIC void cumemtrace_mark(const char *label)
 {
     tracker_init();
     torch_stats_before_mark();
-    tracker_mark(label ? label : "");
+    run_mark(label ? label : "");
 }

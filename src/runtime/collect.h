@@ -27,7 +27,7 @@ char *report_template(char template_[REPORT_TEMPLATE_MAX], const char *kind, int
 /* This process's report for `reason`, written as report_emit does (no
  * `files`); collected only when something would be written. 0, or -1. */
 int report_write_to(const char *reason, const char *template_, int summary);
-/* The program ended (tracker_program_end has been told): keep the caches'
+/* The program ended (run_program_end has been told): keep the caches'
  * view as it is now for the exit report (report_caches_at_end). */
 void report_keep_end(void);
 /* Around fork, before the tracker's prepare and after its parent and child:

@@ -15,6 +15,7 @@
 #include "collect.h"
 #include "config.h"
 #include "crashdump.h"
+#include "run_events.h"
 #include "signals.h"
 #include "stacks.h"
 #include "torch_stats.h"
@@ -35,7 +36,7 @@
  * (owed), and is printed with it, or with the next OOM or at exit when no
  * outcome came. Without it the driver's verdict is the final one, printed at
  * once. The final verdict is kept for the reports after it
- * (tracker_oom_verdict): the exit report's findings repeat it. */
+ * (run_oom_verdict): the exit report's findings repeat it. */
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 struct oom_report {
     pid_t pid;                   /* the process it describes: a forked child's are not */
@@ -69,7 +70,7 @@ static void keep_verdict(const struct report *r)
 {
     struct report_finding finding;
     if (report_findings(r, &finding, 1) == 1 && strcmp(finding.verdict, "oom") == 0)
-        tracker_oom_verdict(report_verdict(r), finding.text, r->event.size, r->event.stack_id);
+        run_oom_verdict(report_verdict(r), finding.text, r->event.size, r->event.stack_id);
 }
 
 /* The owed summary of the report that waited for its framework's OOM, which
@@ -127,7 +128,7 @@ static void check_retry(uint64_t size, int succeeded)
     if (!__atomic_load_n(&pending_active, __ATOMIC_ACQUIRE) ||
         !pthread_equal(pending_oom.thread, pthread_self()) || pending_oom.size != size)
         return;
-    tracker_oom_retried(succeeded);
+    run_oom_retried(succeeded);
     finish_pending_oom(succeeded ? RETRY_SUCCEEDED : RETRY_FAILED);
 }
 
@@ -178,12 +179,12 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
 {
     struct allocation a = {.size = request, .device = device, .kind = cache_kind,
                            .api = host.cache_api[cache_kind - KIND_TORCH_TENSOR]};
-    uint32_t stack_id = tracker_failure(&a, 0, 1);
+    uint32_t stack_id = run_failure(&a, 0, 1);
     if (config.oom == OOM_OFF || !tracker_enter())
         return;
     if (__atomic_load_n(&pending_active, __ATOMIC_ACQUIRE) &&
         pthread_equal(pending_oom.thread, pthread_self())) {
-        tracker_oom_retried(0);
+        run_oom_retried(0);
         finish_pending_oom(RETRY_FAILED);
     }
     char template_[sizeof(last_oom.oom.template_)];

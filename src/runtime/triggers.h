@@ -14,7 +14,7 @@
 
 /* After tracker_alloc: the retry of a reported OOM, if this is one. */
 void trigger_on_alloc(uint64_t size);
-/* After tracker_failure, which gave `stack_id`: the OOM report. */
+/* After run_failure, which gave `stack_id`: the OOM report. */
 void trigger_on_failure(const struct allocation *a, int code, int oom, uint32_t stack_id);
 /* A framework's allocator gave up on `request` bytes of `cache_kind` on
  * `device`, with `driver_free` bytes free on the device (from inside its

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "counters.h"
 #include "kinds.h"
+#include "run_events.h"
 #include "series.h"
 #include "timeline.h"
 #include "tracker.h"
@@ -29,10 +30,10 @@ static void test_tracker_events(void)
     allocate(0x2000, 200, KIND_DEVICE, 1);
     CHECK(tracker_take(0x1000, SPACE_MEMORY, &saved) == 1);
     tracker_put_back(&saved);                   /* the real free failed */
-    tracker_mark("step");
+    run_mark("step");
     struct allocation failed = {0, 1 << 30, 0, 0, KIND_DEVICE, 0, 1, NULL};
-    tracker_failure(&failed, 2, 1);
-    tracker_context_gone(1);                    /* frees both implicitly */
+    run_failure(&failed, 2, 1);
+    run_context_gone(1);                    /* frees both implicitly */
 
     size_t n = timeline_copy(copy, &total);
     static const int expected[] = {TIMELINE_ALLOC, TIMELINE_ALLOC, TIMELINE_FREE, TIMELINE_ALLOC,

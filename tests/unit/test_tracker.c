@@ -6,6 +6,7 @@
 #include "check.h"
 #include "counters.h"
 #include "kinds.h"
+#include "run_events.h"
 #include "stacks.h"
 #include "tracker.h"
 
@@ -59,7 +60,7 @@ int main(void)
 
     /* Context 1 goes away: its device and pinned blocks are freed implicitly,
      * the stream-ordered block of context 2 stays. */
-    tracker_context_gone(1);
+    run_context_gone(1);
     CHECK_EQ(set(0, KIND_DEVICE)->bytes_current, 0);
     CHECK_EQ(set(0, KIND_DEVICE)->implicit_bytes, 3000);
     CHECK_EQ(set(0, KIND_PINNED_HOST)->implicit_blocks, 1);
@@ -70,13 +71,13 @@ int main(void)
     allocate(0x101000, 0x1000, KIND_VMM_MAPPING, 0, 0);
     allocate(0x104000, 0x1000, KIND_VMM_MAPPING, 0, 0);
     allocate(0x200000, 0x1000, KIND_VMM_MAPPING, 0, 0);
-    tracker_take_range(SPACE_VMM_MAPPING, 0x100000, 0x10000);
+    run_range_freed(SPACE_VMM_MAPPING, 0x100000, 0x10000);
     CHECK_EQ(set(0, KIND_VMM_MAPPING)->blocks_current, 1);
 
     /* Failures are counted per kind and device; OOMs separately. */
     struct allocation failed = {0, 1 << 30, 0, 0, KIND_DEVICE, 0, 1, NULL};
-    tracker_failure(&failed, 2, 1);
-    tracker_failure(&failed, 1, 0);
+    run_failure(&failed, 2, 1);
+    run_failure(&failed, 1, 0);
     CHECK_EQ(set(0, KIND_DEVICE)->failures, 2);
     CHECK_EQ(set(0, KIND_DEVICE)->ooms, 1);
     CHECK_EQ(set(0, COUNTER_DEVICE_MEMORY)->ooms, 1);
@@ -88,7 +89,7 @@ int main(void)
         live += stack_get(id)->live_bytes;
     CHECK_EQ(live, 7000 + 0x1000);
 
-    tracker_mark("after");
+    run_mark("after");
     CHECK_EQ(tracker.marks_total, 1);
     CHECK_EQ(tracker.marks[0].device_bytes, 7000);
     CHECK(strcmp(tracker.marks[0].label, "after") == 0);
