@@ -68,6 +68,8 @@
 #endif
 
 /* ---- driver: lookups ---------------------------------------------------- */
+/* One row per symbol, its arguments grouped as the table above says. */
+/* clang-format off */
 DRIVER_LOOKUP(cuGetProcAddress, "cuGetProcAddress", 11030, ANY)
 DRIVER_LOOKUP(cuGetProcAddress_v2, "cuGetProcAddress", 12000, ANY)
 
@@ -225,6 +227,7 @@ RUNTIME_CALL(cudaDeviceReset, (void), ())
 CACHE_ALLOCATOR(torch_caching_allocator)
 CACHE_ALLOCATOR(cupy_memory_pool)
 CACHE_ALLOCATOR(jax_array)
+/* clang-format on */
 
 #undef DRIVER_ALLOC
 #undef DRIVER_FREE

@@ -22,7 +22,7 @@
 
 enum format_index {
 #define X(id, name, extension) FORMAT_INDEX_##id,
-    REPORT_FORMATS(X)
+    REPORT_FORMATS(X) /* FORMAT_name, one a format */
 #undef X
     FORMAT_COUNT
 };

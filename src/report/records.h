@@ -37,7 +37,7 @@
 
 enum {
 #define X(field, group, key) COUNTER_KEY_##field,
-    COUNTER_KEYS(X)
+    COUNTER_KEYS(X) /* COUNTER_KEY_field, one a figure */
 #undef X
     COUNTER_KEY_COUNT
 };
@@ -215,7 +215,7 @@ extern const char *const retry_names[RETRY_COUNT];
 
 enum dump_record {
 #define X(id, name) DUMP_##id,
-    DUMP_RECORDS(X)
+    DUMP_RECORDS(X) /* DUMP_id, one a record */
 #undef X
     DUMP_RECORD_COUNT
 };

@@ -45,6 +45,7 @@
 
 /* ---- call counters ------------------------------------------------------ */
 
+/* clang-format off */
 #define SIM_FUNCTIONS(X)                                                                      \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)     \
     X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)                \
@@ -64,10 +65,11 @@
     X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuMemGetInfo_v2) \
     X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemsetD8_v2)                 \
     X(cuGetProcAddress) X(cuGetProcAddress_v2)
+/* clang-format on */
 
 enum {
 #define ENUM(name) F_##name,
-    SIM_FUNCTIONS(ENUM)
+    SIM_FUNCTIONS(ENUM) /* F_name, one a function */
 #undef ENUM
     F_COUNT
 };
