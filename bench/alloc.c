@@ -33,7 +33,7 @@ static double now_ns(void)
 
 struct result {
     double total_ns, first_tenth_ns, last_tenth_ns;
-    int site;                 /* which of the call sites below allocates */
+    int site; /* which of the call sites below allocates */
 };
 
 /* Eight cudaMalloc call sites: each has its own return address, so each is
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(extra, "crash") == 0)
-        signal(SIGSEGV, crash_handler);     /* before the tracer's: it chains to ours */
+        signal(SIGSEGV, crash_handler); /* before the tracer's: it chains to ours */
 
     void **kept = malloc((size_t)(live ? live : 1) * sizeof(void *));
     for (long i = 0; i < live; i++)
@@ -148,7 +148,8 @@ int main(int argc, char **argv)
     memset(results, 0, sizeof(results));
     double start = now_ns();
     struct thread_arg args[64];
-    site_per_thread = getenv("BENCH_SITE_PER_THREAD") && strcmp(getenv("BENCH_SITE_PER_THREAD"), "1") == 0;
+    site_per_thread =
+        getenv("BENCH_SITE_PER_THREAD") && strcmp(getenv("BENCH_SITE_PER_THREAD"), "1") == 0;
     for (int t = 0; t < threads; t++) {
         args[t] = (struct thread_arg){&results[t], t};
         pthread_create(&ids[t], NULL, thread_main, &args[t]);
@@ -163,8 +164,8 @@ int main(int argc, char **argv)
         last += results[t].last_tenth_ns / threads;
     }
     printf("{\"ns_per_pair\": %.1f, \"pairs_per_s\": %.0f, \"first_tenth_ms\": %.3f, "
-           "\"last_tenth_ms\": %.3f", per_pair, threads * pairs / (wall / 1e9), first / 1e6,
-           last / 1e6);
+           "\"last_tenth_ms\": %.3f",
+           per_pair, threads * pairs / (wall / 1e9), first / 1e6, last / 1e6);
     if (strcmp(extra, "snapshot") == 0 && argc > 6) {
         int (*snapshot)(const char *) =
             (int (*)(const char *))dlsym(RTLD_DEFAULT, "cumemtrace_snapshot");

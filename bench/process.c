@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 static volatile int stop;
-static int started;     /* threads that have allocated once */
+static int started; /* threads that have allocated once */
 
 static double now_ms(void)
 {
@@ -79,8 +79,7 @@ static int forks(int children)
     stop = 1;
     for (int t = 0; t < 4; t++)
         pthread_join(threads[t], NULL);
-    printf("{\"ms_per_child\": %.3f, \"cpu_ms_per_child\": %.3f}\n", per_child,
-           cpu / children);
+    printf("{\"ms_per_child\": %.3f, \"cpu_ms_per_child\": %.3f}\n", per_child, cpu / children);
     return 0;
 }
 

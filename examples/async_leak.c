@@ -17,7 +17,7 @@ static int __attribute__((noinline)) handle_request(cudaStream_t stream, int req
         return -1;
     cudaMemset(buffer, 0, 1 << 20);
     if (request % 3 == 0)
-        return 0;                   /* early exit: the free below is skipped */
+        return 0; /* early exit: the free below is skipped */
     cudaFreeAsync(buffer, stream);
     return 1;
 }

@@ -34,7 +34,7 @@ int main(int argc, char **argv)
         float *staging = load_batch(batch, bytes);
         cudaMemcpy(device, staging, bytes, cudaMemcpyHostToDevice);
         if (batch % 4 == 0)
-            cudaFreeHost(staging);  /* the others are kept "for later" and forgotten */
+            cudaFreeHost(staging); /* the others are kept "for later" and forgotten */
     }
     cudaFree(device);
     printf("pinned_pileup: %d batches of %zu bytes staged\n", batches, bytes);

@@ -12,20 +12,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(call)                                                              \
-    do {                                                                         \
-        CUresult r_ = (call);                                                    \
-        if (r_ != CUDA_SUCCESS) {                                                \
-            fprintf(stderr, "%s failed: %d\n", #call, (int)r_);                  \
-            return 1;                                                            \
-        }                                                                        \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            fprintf(stderr, "%s failed: %d\n", #call, (int)r_);                                    \
+            return 1;                                                                              \
+        }                                                                                          \
     } while (0)
 
-static CUresult __attribute__((noinline)) create_spare(CUmemGenericAllocationHandle *handle,
-                                                       size_t size,
-                                                       const CUmemAllocationProp *prop)
+static CUresult __attribute__((noinline))
+create_spare(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop)
 {
-    return cuMemCreate(handle, size, prop, 0);   /* never released: the leak */
+    return cuMemCreate(handle, size, prop, 0); /* never released: the leak */
 }
 
 int main(void)
@@ -51,7 +50,8 @@ int main(void)
     CHECK(cuMemAddressReserve(&va, size, 0, 0, 0));
     CHECK(cuMemCreate(&used, size, &prop, 0));
     CHECK(cuMemMap(va, size, 0, used, 0));
-    CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, device}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, device},
+                              CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     CHECK(cuMemSetAccess(va, size, &access, 1));
     CHECK(cuMemsetD8(va, 1, size));
     CHECK(create_spare(&spare, 2 * granularity, &prop));

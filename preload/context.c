@@ -23,7 +23,7 @@ struct context_entry {
 };
 
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct context_entry contexts[MAX_CONTEXTS + 1];   /* [0] unused */
+static struct context_entry contexts[MAX_CONTEXTS + 1]; /* [0] unused */
 static int contexts_used;
 static CUcontext primary[MAX_DEVICES];
 static unsigned generation;
@@ -75,7 +75,8 @@ int context_current(int *device)
     }
     if (!get_current || get_current(&handle) != CUDA_SUCCESS || !handle)
         return 0;
-    if (cache.handle == handle && cache.generation == __atomic_load_n(&generation, __ATOMIC_ACQUIRE)) {
+    if (cache.handle == handle &&
+        cache.generation == __atomic_load_n(&generation, __ATOMIC_ACQUIRE)) {
         *device = cache.device;
         return cache.number;
     }
@@ -107,7 +108,7 @@ int device_of_vmm_handle(CUmemGenericAllocationHandle handle)
     if (device >= 0)
         return device;
     CUresult (*properties)(CUmemAllocationProp *, CUmemGenericAllocationHandle) =
-        (CUresult (*)(CUmemAllocationProp *, CUmemGenericAllocationHandle))driver(
+        (CUresult(*)(CUmemAllocationProp *, CUmemGenericAllocationHandle))driver(
             "cuMemGetAllocationPropertiesFromHandle");
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof(prop));
@@ -168,7 +169,7 @@ int context_primary_reset(CUresult result, CUdevice device)
 int context_primary_released(CUresult result, CUdevice device)
 {
     CUresult (*get_state)(CUdevice, unsigned *, int *) =
-        (CUresult (*)(CUdevice, unsigned *, int *))driver("cuDevicePrimaryCtxGetState");
+        (CUresult(*)(CUdevice, unsigned *, int *))driver("cuDevicePrimaryCtxGetState");
     unsigned flags;
     int active = 1;
     if (result == CUDA_SUCCESS && get_state && get_state(device, &flags, &active) == CUDA_SUCCESS &&
@@ -182,15 +183,15 @@ int context_primary_released(CUresult result, CUdevice device)
 int context_memory_info(int device, uint64_t *free_bytes, uint64_t *total_bytes)
 {
     CUresult (*get_state)(CUdevice, unsigned *, int *) =
-        (CUresult (*)(CUdevice, unsigned *, int *))driver("cuDevicePrimaryCtxGetState");
+        (CUresult(*)(CUdevice, unsigned *, int *))driver("cuDevicePrimaryCtxGetState");
     CUresult (*retain)(CUcontext *, CUdevice) =
-        (CUresult (*)(CUcontext *, CUdevice))real_function(API_cuDevicePrimaryCtxRetain);
-    CUresult (*release)(CUdevice) = (CUresult (*)(CUdevice))real_function(
-        API_cuDevicePrimaryCtxRelease_v2);
-    CUresult (*push)(CUcontext) = (CUresult (*)(CUcontext))driver("cuCtxPushCurrent_v2");
-    CUresult (*pop)(CUcontext *) = (CUresult (*)(CUcontext *))driver("cuCtxPopCurrent_v2");
+        (CUresult(*)(CUcontext *, CUdevice))real_function(API_cuDevicePrimaryCtxRetain);
+    CUresult (*release)(CUdevice) =
+        (CUresult(*)(CUdevice))real_function(API_cuDevicePrimaryCtxRelease_v2);
+    CUresult (*push)(CUcontext) = (CUresult(*)(CUcontext))driver("cuCtxPushCurrent_v2");
+    CUresult (*pop)(CUcontext *) = (CUresult(*)(CUcontext *))driver("cuCtxPopCurrent_v2");
     CUresult (*get_info)(size_t *, size_t *) =
-        (CUresult (*)(size_t *, size_t *))real_function(API_cuMemGetInfo_v2);
+        (CUresult(*)(size_t *, size_t *))real_function(API_cuMemGetInfo_v2);
     get_current_fn get_current = (get_current_fn)driver("cuCtxGetCurrent");
     get_device_fn get_device = (get_device_fn)driver("cuCtxGetDevice");
     if (!get_state || !retain || !release || !push || !pop || !get_info || !get_current ||

@@ -22,7 +22,7 @@ PUBLIC void *dlsym(void *handle, const char *name)
      * libc_dlsym (uninstrumented too). */
     int api = name[0] == 'c' && name[1] == 'u' ? entry_by_symbol(name) : -1;
     if (api < 0)
-        return real(handle, name);          /* a tail call: see the top */
+        return real(handle, name); /* a tail call: see the top */
     void *function = real(handle, name);
     if (!function)
         return NULL;

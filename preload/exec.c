@@ -25,32 +25,32 @@
 #include "triggers.h"
 
 /* The exec family, one row each: name, parameters, arguments. */
-#define EXEC_FUNCTIONS(X)                                                                      \
-    X(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))  \
-    X(execv, (const char *path, char *const argv[]), (path, argv))                             \
-    X(execvp, (const char *file, char *const argv[]), (file, argv))                            \
-    X(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp)) \
-    X(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))             \
-    X(execveat, (int dirfd, const char *path, char *const argv[], char *const envp[],         \
-                 int flags), (dirfd, path, argv, envp, flags))
+#define EXEC_FUNCTIONS(X)                                                                          \
+    X(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))      \
+    X(execv, (const char *path, char *const argv[]), (path, argv))                                 \
+    X(execvp, (const char *file, char *const argv[]), (file, argv))                                \
+    X(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))     \
+    X(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))                 \
+    X(execveat, (int dirfd, const char *path, char *const argv[], char *const envp[], int flags),  \
+      (dirfd, path, argv, envp, flags))
 
-#define SLOT(name, params, args) int (*name) params;
+#define SLOT(name, params, args) int(*name) params;
 static struct {
     EXEC_FUNCTIONS(SLOT)
 } real;
 
-#define WRAPPER(name, params, args)                                                             \
-    PUBLIC int name params;                                                                     \
-    PUBLIC int name params                                                                      \
-    {                                                                                           \
-        if (!real.name) {                                                                       \
-            errno = ENOSYS;                                                                     \
-            return -1;                                                                          \
-        }                                                                                       \
-        int written = trigger_exec_report();                                                    \
-        int result = real.name args;                                                            \
-        trigger_exec_failed(written);                                                           \
-        return result;                                                                          \
+#define WRAPPER(name, params, args)                                                                \
+    PUBLIC int name params;                                                                        \
+    PUBLIC int name params                                                                         \
+    {                                                                                              \
+        if (!real.name) {                                                                          \
+            errno = ENOSYS;                                                                        \
+            return -1;                                                                             \
+        }                                                                                          \
+        int written = trigger_exec_report();                                                       \
+        int result = real.name args;                                                               \
+        trigger_exec_failed(written);                                                              \
+        return result;                                                                             \
     }
 EXEC_FUNCTIONS(WRAPPER)
 
@@ -63,17 +63,17 @@ void exec_init(void)
 /* execl's arguments, `first` (never NULL: the C library says so) and those
  * after it up to the NULL, as the array `argv`, the NULL included; `ap` is
  * then past the NULL. */
-#define GATHER(first, ap, argv)                                                  \
-    size_t count = 1;                                                            \
-    va_start(ap, first);                                                         \
-    while (va_arg(ap, char *))                                                   \
-        count++;                                                                 \
-    va_end(ap);                                                                  \
-    char *argv[count + 1];                                                       \
-    argv[0] = (char *)(first);                                                   \
-    va_start(ap, first);                                                         \
-    for (size_t i = 1; i <= count; i++)                                          \
-        argv[i] = va_arg(ap, char *)
+#define GATHER(first, ap, argv)                                                                    \
+    size_t count = 1;                                                                              \
+    va_start(ap, first);                                                                           \
+    while (va_arg(ap, char *))                                                                     \
+        count++;                                                                                   \
+    va_end(ap);                                                                                    \
+    char *argv[count + 1];                                                                         \
+    argv[0] = (char *)(first);                                                                     \
+    va_start(ap, first);                                                                           \
+    for (size_t i = 1; i <= count; i++)                                                            \
+    argv[i] = va_arg(ap, char *)
 
 PUBLIC int execl(const char *path, const char *arg, ...)
 {

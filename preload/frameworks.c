@@ -60,7 +60,7 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- the tracker's events ------------------------------------------------- */
 
-static uint64_t (*torch_operation)(void);  /* torch_tracker_operation, once attached */
+static uint64_t (*torch_operation)(void); /* torch_tracker_operation, once attached */
 
 /* The operation this thread runs, as torch_operation says, or 0. A tensor's
  * event passes this function, whose address is a constant, not the
@@ -99,7 +99,7 @@ static inline __attribute__((always_inline)) int torch_tensor(const struct torch
                                  running_operation);
         return 1;
     }
-    if (e->action == TORCH_FREE_COMPLETED) {   /* as memory_stats()'s requested_bytes */
+    if (e->action == TORCH_FREE_COMPLETED) { /* as memory_stats()'s requested_bytes */
         cache_blocks_defer_free(e->address);
         return 1;
     }
@@ -114,17 +114,14 @@ static void torch_record(const struct torch_tracker_event *e)
         return;
     switch (e->action) {
     case TORCH_SEGMENT_ALLOC:
-    case TORCH_SEGMENT_MAP:
-        segments_taken(KIND_TORCH_TENSOR, e->address, e->size);
-        return;
+    case TORCH_SEGMENT_MAP: segments_taken(KIND_TORCH_TENSOR, e->address, e->size); return;
     case TORCH_OOM:
         given_up.waiting = 1;
         given_up.device = e->device;
         given_up.size = e->size;
         given_up.driver_free = e->address;
         return;
-    default:
-        return;
+    default: return;
     }
 }
 
@@ -284,8 +281,8 @@ static void cache_key(const char *version, const char *git, const char *python, 
  * within the cache directory opened first, neither through a link, each
  * checked on its descriptor); 1 with `path` when it is not there; -1 with
  * `why` when the cache is not ours alone. */
-static int cached_tracker(const char *version, const char *git, char *path, size_t size,
-                          int *fd, char *why, size_t why_size)
+static int cached_tracker(const char *version, const char *git, char *path, size_t size, int *fd,
+                          char *why, size_t why_size)
 {
     const char *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char folder[3072];
@@ -338,15 +335,18 @@ static int beside_us(char *path, size_t size)
         return -1;
     const char *slash = strrchr(self.dli_fname, '/');
     int dir = slash ? (int)(slash - self.dli_fname) : 1;
-    return snprintf(path, size, "%.*s/libcumemtrace_torch.so", dir,
-                    slash ? self.dli_fname : ".") < (int)size ? 0 : -1;
+    return snprintf(path, size, "%.*s/libcumemtrace_torch.so", dir, slash ? self.dli_fname : ".") <
+                   (int)size
+               ? 0
+               : -1;
 }
 
 static void segments_only(const char *why)
 {
     run_cache_view(KIND_TORCH_TENSOR, CACHE_SEGMENTS, why);
     log_line("PyTorch's tensors are not traced one by one: %s; reports show its cache "
-             "segments", why);
+             "segments",
+             why);
 }
 
 struct tracker_library {
@@ -364,8 +364,7 @@ static int load_tracker(const char *path, int fd, const char *loaded, struct tra
 {
     char proc[40];
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-    void *library = dlopen(fd >= 0 && access(proc, R_OK) == 0 ? proc : path,
-                           RTLD_NOW | RTLD_LOCAL);
+    void *library = dlopen(fd >= 0 && access(proc, R_OK) == 0 ? proc : path, RTLD_NOW | RTLD_LOCAL);
     t->version = library ? real_dlsym(library, "torch_tracker_version") : NULL;
     *(void **)&t->attach = library ? real_dlsym(library, "torch_tracker_attach") : NULL;
     *(void **)&t->operation = library ? real_dlsym(library, "torch_tracker_operation") : NULL;
@@ -375,8 +374,8 @@ static int load_tracker(const char *path, int fd, const char *loaded, struct tra
         return -1;
     }
     if (strcmp(loaded, t->version()) != 0) {
-        snprintf(why, size, "%.200s was built for PyTorch %.60s, this is %.60s", path,
-                 t->version(), loaded);
+        snprintf(why, size, "%.200s was built for PyTorch %.60s, this is %.60s", path, t->version(),
+                 loaded);
         return -1;
     }
     return 0;
@@ -420,22 +419,23 @@ static void attach_torch(const char *c10)
         char beside[4096], beside_why[1024] = "";
         if (cached == 1 && beside_us(beside, sizeof(beside)) == 0 && access(beside, R_OK) == 0 &&
             load_tracker(beside, -1, loaded, &t, beside_why, sizeof(beside_why)) == 0) {
-            cached = 2;     /* the one beside us fits */
+            cached = 2; /* the one beside us fits */
         } else if (cached == 1) {
             char exe[4096] = "", command[4200] = "cumemtrace doctor";
             ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
             const char *base = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
             if (base && strncmp(base + 1, "python", 6) == 0)
                 snprintf(command, sizeof(command), "cumemtrace doctor --python %s", exe);
-            snprintf(why, sizeof(why), "no tracker for PyTorch %.60s in %.300s%s%.200s "
-                     "(`%.200s` builds it, as `cumemtrace run` does)", loaded, path,
-                     beside_why[0] ? "; " : "", beside_why, command);
+            snprintf(why, sizeof(why),
+                     "no tracker for PyTorch %.60s in %.300s%s%.200s "
+                     "(`%.200s` builds it, as `cumemtrace run` does)",
+                     loaded, path, beside_why[0] ? "; " : "", beside_why, command);
             segments_only(why);
             return;
         }
         int failed = cached == 0 && load_tracker(path, fd, loaded, &t, why, sizeof(why)) < 0;
         if (fd >= 0)
-            close(fd);      /* loaded or not: the loader holds its own mapping */
+            close(fd); /* loaded or not: the loader holds its own mapping */
         if (failed) {
             segments_only(why);
             return;

@@ -19,8 +19,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,7 +102,8 @@ static void init_once(void)
         if (!dladdr((void *)&preload_init, &own) || !own.dli_fname)
             own.dli_fname = "?";
         log_line("another copy of the tracer (%s, %s) traces this process; this one (%s) "
-                 "stands aside", other.dli_fname, version ? version : "?", own.dli_fname);
+                 "stands aside",
+                 other.dli_fname, version ? version : "?", own.dli_fname);
         tracker_stand_aside();
         return;
     }
@@ -118,8 +119,8 @@ static void init_once(void)
         signals_start();
         live_start();
     }
-    log_debug("cumemtrace %s active in pid %d (%d entry points)", CUMEMTRACE_VERSION,
-              (int)getpid(), API_COUNT);
+    log_debug("cumemtrace %s active in pid %d (%d entry points)", CUMEMTRACE_VERSION, (int)getpid(),
+              API_COUNT);
 }
 
 void preload_init(void)
@@ -201,7 +202,7 @@ static int parent_traced(void)
     for (ssize_t n; !found && (n = read(fd, chunk + kept, sizeof(chunk) - 1 - kept)) > 0;) {
         size_t used = kept + (size_t)n;
         found = memmem(chunk, used, "libcumemtrace.so", 16) != NULL;
-        kept = used < 15 ? used : 15;   /* a name cut between two reads */
+        kept = used < 15 ? used : 15; /* a name cut between two reads */
         memmove(chunk, chunk + used - kept, kept);
     }
     close(fd);
@@ -230,8 +231,8 @@ static void check_settings(void)
     config_load();
     log_once_per_line(0);
     if (unusable)
-        log_line("no report can be written where CUMEMTRACE_OUTPUT says ('%s'): %s",
-                 template_, why);
+        log_line("no report can be written where CUMEMTRACE_OUTPUT says ('%s'): %s", template_,
+                 why);
 }
 
 /* A process that detaches from its session (a daemon, a server started by
@@ -258,10 +259,10 @@ __attribute__((constructor)) static void cumemtrace_load(void)
     exec_init();
     const char *(*first)(void);
     *(void **)&first = real_dlsym(RTLD_DEFAULT, "cumemtrace_version");
-    Dl_info found, own;     /* by module: our own name may be bound to the other's */
+    Dl_info found, own; /* by module: our own name may be bound to the other's */
     if (first && dladdr((void *)first, &found) && dladdr((void *)&preload_init, &own) &&
         found.dli_fbase != own.dli_fbase && first()) {
-        first_copy = first;         /* nothing of ours to keep: the other's */
+        first_copy = first; /* nothing of ours to keep: the other's */
         return;
     }
     log_keep_stderr();

@@ -22,7 +22,7 @@ static int created_pool_count;
 static int read_figures(CUmemoryPool pool, struct pool_figures *figures)
 {
     CUresult (*attribute)(CUmemoryPool, CUmemPool_attribute, void *) =
-        (CUresult (*)(CUmemoryPool, CUmemPool_attribute, void *))real_driver_symbol(
+        (CUresult(*)(CUmemoryPool, CUmemPool_attribute, void *))real_driver_symbol(
             "cuMemPoolGetAttribute");
     const struct {
         CUmemPool_attribute attribute;
@@ -48,7 +48,7 @@ static int read_figures(CUmemoryPool pool, struct pool_figures *figures)
 int pool_default_info(int device, struct pool_figures *figures)
 {
     CUresult (*default_pool)(CUmemoryPool *, CUdevice) =
-        (CUresult (*)(CUmemoryPool *, CUdevice))real_driver_symbol("cuDeviceGetDefaultMemPool");
+        (CUresult(*)(CUmemoryPool *, CUdevice))real_driver_symbol("cuDeviceGetDefaultMemPool");
     CUmemoryPool pool;
     if (!default_pool || default_pool(&pool, device) != CUDA_SUCCESS)
         return -1;

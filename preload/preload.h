@@ -59,11 +59,11 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
                              CUdriverProcAddressQueryResult *status);
 
 struct entry {
-    const char *symbol;     /* exported name */
-    const char *base;       /* name given to cuGetProcAddress; NULL for runtime */
-    int version;            /* lowest cudaVersion that maps base to symbol */
+    const char *symbol; /* exported name */
+    const char *base;   /* name given to cuGetProcAddress; NULL for runtime */
+    int version;        /* lowest cudaVersion that maps base to symbol */
     int flavour;
-    void *wrapper;          /* our function */
+    void *wrapper; /* our function */
 };
 extern const struct entry entries[API_COUNT];
 extern const char *const entry_names[API_COUNT];
@@ -87,10 +87,10 @@ void preload_init(void);
  * needs), and real_call_in_progress says so to the core. */
 extern __thread int in_cuda_call;
 int real_call_in_progress(void);
-void *real_function(int api);                 /* NULL if it cannot be found */
-void real_offer(int api, void *function);     /* a real pointer seen by a lookup */
-void *real_driver_symbol(const char *name);   /* any libcuda function, unwrapped */
-int entry_by_symbol(const char *name);        /* -1 if not ours */
+void *real_function(int api);               /* NULL if it cannot be found */
+void real_offer(int api, void *function);   /* a real pointer seen by a lookup */
+void *real_driver_symbol(const char *name); /* any libcuda function, unwrapped */
+int entry_by_symbol(const char *name);      /* -1 if not ours */
 int entry_for_lookup(const char *base, int version, uint64_t flags, int *name_known);
 CUresult driver_unresolved(int api);
 cudaError_t runtime_unresolved(int api);
@@ -129,10 +129,10 @@ void hook_failure(int api, int kind, uint64_t size, int code, int oom, int devic
 int hook_take(uint64_t value, int space, struct block *saved);
 void hook_take_range(int space, uint64_t start, uint64_t size);
 struct runtime_label {
-    int api;                /* runtime entry point in progress, -1: none */
-    int used;               /* a driver wrapper recorded under this label */
+    int api;  /* runtime entry point in progress, -1: none */
+    int used; /* a driver wrapper recorded under this label */
 };
-struct runtime_label runtime_label_push(int api);   /* returns the one it replaces */
+struct runtime_label runtime_label_push(int api);     /* returns the one it replaces */
 int runtime_label_pop(struct runtime_label previous); /* 1 if a driver wrapper used it */
 int hook_take_runtime(uint64_t value, int space, struct block *saved);
 
@@ -161,7 +161,7 @@ static inline void frameworks_check(const void *caller)
 }
 
 /* context.c: contexts, their devices, and their teardown. */
-int context_current(int *device);             /* interned context, 0 if none */
+int context_current(int *device); /* interned context, 0 if none */
 int device_of_location(const CUmemAllocationProp *prop);
 int device_of_vmm_handle(CUmemGenericAllocationHandle handle);
 int context_destroyed(CUresult result, CUcontext ctx);

@@ -45,8 +45,7 @@ PUBLIC CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 
 PUBLIC CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
-    CUresult (*real)(const char *, void **, int, cuuint64_t) =
-        real_function(API_cuGetProcAddress);
+    CUresult (*real)(const char *, void **, int, cuuint64_t) = real_function(API_cuGetProcAddress);
     if (!real)
         return driver_unresolved(API_cuGetProcAddress);
     hook_call(API_cuGetProcAddress);

@@ -13,7 +13,7 @@
 #include "log.h"
 #include "preload.h"
 
-#define DRIVER_ALLOC(symbol, base, version, flavour, ...) \
+#define DRIVER_ALLOC(symbol, base, version, flavour, ...)                                          \
     [API_##symbol] = {#symbol, base, version, flavour, (void *)symbol},
 #define DRIVER_FREE DRIVER_ALLOC
 #define DRIVER_UNMAP DRIVER_ALLOC
@@ -87,7 +87,8 @@ void real_offer(int api, void *function)
         return;
     void *expected = NULL;
     if (!__atomic_compare_exchange_n(&real_slots[api], &expected, function, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE) && expected != function)
+                                     __ATOMIC_ACQUIRE) &&
+        expected != function)
         log_debug("%s: keeping %p, a lookup also returned %p", entries[api].symbol, expected,
                   function);
 }
@@ -162,8 +163,10 @@ CUresult driver_unresolved(int api)
 {
     static int once;
     tracker_lost(LOST_UNRESOLVED);
-    log_once(&once, "cannot find the real %s (is libcuda.so.1 loaded?); returning "
-                    "CUDA_ERROR_NOT_FOUND", entries[api].symbol);
+    log_once(&once,
+             "cannot find the real %s (is libcuda.so.1 loaded?); returning "
+             "CUDA_ERROR_NOT_FOUND",
+             entries[api].symbol);
     return CUDA_ERROR_NOT_FOUND;
 }
 
@@ -171,7 +174,9 @@ cudaError_t runtime_unresolved(int api)
 {
     static int once;
     tracker_lost(LOST_UNRESOLVED);
-    log_once(&once, "cannot find the real %s (is libcudart loaded?); returning "
-                    "cudaErrorSymbolNotFound", entries[api].symbol);
+    log_once(&once,
+             "cannot find the real %s (is libcudart loaded?); returning "
+             "cudaErrorSymbolNotFound",
+             entries[api].symbol);
     return cudaErrorSymbolNotFound;
 }

@@ -11,9 +11,9 @@
 #include "clock.h"
 #include "preload.h"
 
-static __thread uint64_t self_time_since;   /* 0: this thread's clock is stopped */
+static __thread uint64_t self_time_since; /* 0: this thread's clock is stopped */
 
-static uint64_t clock_read_ns = UINT64_MAX;   /* not measured yet */
+static uint64_t clock_read_ns = UINT64_MAX; /* not measured yet */
 
 static uint64_t one_clock_read(void)
 {

@@ -13,14 +13,11 @@ static unsigned format_bytes_per_element(CUarray_format format)
 {
     switch (format) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-        return 1;
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-        return 2;
-    default:
-        return 4;
+    case CU_AD_FORMAT_HALF: return 2;
+    default: return 4;
     }
 }
 

@@ -14,23 +14,23 @@
 
 /* PyTorch's TraceEntry::Action values, in its order. */
 enum torch_tracker_action {
-    TORCH_ALLOC,            /* a block handed to a tensor: address, requested size */
-    TORCH_FREE_REQUESTED,   /* the tensor let go; the block may wait for its streams
+    TORCH_ALLOC,          /* a block handed to a tensor: address, requested size */
+    TORCH_FREE_REQUESTED, /* the tensor let go; the block may wait for its streams
                              * (dropped in the tracker, as TORCH_SNAPSHOT is) */
-    TORCH_FREE_COMPLETED,   /* the block is back in the cache */
-    TORCH_SEGMENT_ALLOC,    /* a segment from cudaMalloc: address, size */
-    TORCH_SEGMENT_FREE,     /* a segment given back, before its cudaFree */
-    TORCH_SEGMENT_MAP,      /* expandable segments: pages mapped at address */
+    TORCH_FREE_COMPLETED, /* the block is back in the cache */
+    TORCH_SEGMENT_ALLOC,  /* a segment from cudaMalloc: address, size */
+    TORCH_SEGMENT_FREE,   /* a segment given back, before its cudaFree */
+    TORCH_SEGMENT_MAP,    /* expandable segments: pages mapped at address */
     TORCH_SEGMENT_UNMAP,
-    TORCH_SNAPSHOT,         /* someone took torch.cuda.memory._snapshot() */
-    TORCH_OOM,              /* the allocator gave up: address = the driver's free bytes */
+    TORCH_SNAPSHOT, /* someone took torch.cuda.memory._snapshot() */
+    TORCH_OOM,      /* the allocator gave up: address = the driver's free bytes */
     /* Not PyTorch's: its out-of-memory observer, called after TORCH_OOM on
      * the same thread, with the allocator's lock let go (so Python may run). */
     TORCH_OOM_OBSERVED = 64
 };
 
 struct torch_tracker_event {
-    int action;             /* enum torch_tracker_action */
+    int action; /* enum torch_tracker_action */
     int device;
     uint64_t address;
     uint64_t size;
@@ -43,8 +43,8 @@ typedef void (*torch_tracker_sink)(const struct torch_tracker_event *event);
 
 enum torch_tracker_status {
     TORCH_TRACKER_ATTACHED = 0,
-    TORCH_TRACKER_NOT_READY = -1,   /* no allocator, or not initialized yet */
-    TORCH_TRACKER_REFUSED = -2,     /* the allocator refused (cudaMallocAsync backend, ...) */
+    TORCH_TRACKER_NOT_READY = -1, /* no allocator, or not initialized yet */
+    TORCH_TRACKER_REFUSED = -2,   /* the allocator refused (cudaMallocAsync backend, ...) */
 };
 
 #ifdef __cplusplus

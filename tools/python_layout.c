@@ -48,7 +48,7 @@ int main(void)
     size_t code_name = offsetof(PyCodeObject, co_name);
 #endif
 #if PY_VERSION_HEX >= 0x030c0000
-    code_version = offsetof(PyCodeObject, co_version);   /* a new one at each code object made */
+    code_version = offsetof(PyCodeObject, co_version); /* a new one at each code object made */
 #endif
     /* Where each thread's state is kept for PyGILState_GetThisThreadState. */
 #if PY_VERSION_HEX >= 0x030c0000
@@ -58,15 +58,15 @@ int main(void)
 #endif
     /* From 3.14 f_executable is a _PyStackRef, whose low two bits are flags. */
     int code_tag_bits = PY_VERSION_HEX >= 0x030e0000 ? 3 : 0;
-    printf("    {%d, %d, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, "
-           "%d, %zu, %zu},\n",
-           PY_MAJOR_VERSION, PY_MINOR_VERSION, tstate_frame, cframe_frame, frame_code,
-           frame_previous, frame_instruction, frame_owner, offsetof(PyCodeObject, co_filename),
-           code_name, offsetof(PyCodeObject, co_firstlineno), code_start, code_first_traceable,
-           code_version,
-           sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject),
-           offsetof(PyCompactUnicodeObject, utf8), offsetof(PyASCIIObject, state),
-           offsetof(PyASCIIObject, length), code_tag_bits, runtime_tss,
-           offsetof(_PyRuntimeState, initialized));
+    printf(
+        "    {%d, %d, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, %zu, "
+        "%d, %zu, %zu},\n",
+        PY_MAJOR_VERSION, PY_MINOR_VERSION, tstate_frame, cframe_frame, frame_code, frame_previous,
+        frame_instruction, frame_owner, offsetof(PyCodeObject, co_filename), code_name,
+        offsetof(PyCodeObject, co_firstlineno), code_start, code_first_traceable, code_version,
+        sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject),
+        offsetof(PyCompactUnicodeObject, utf8), offsetof(PyASCIIObject, state),
+        offsetof(PyASCIIObject, length), code_tag_bits, runtime_tss,
+        offsetof(_PyRuntimeState, initialized));
     return 0;
 }

@@ -55,9 +55,9 @@ static const char run_usage_end[] =
 
 /* The settings that `cumemtrace run` has an option for. */
 static const struct run_option {
-    int short_;                 /* 0: none */
-    const char *option;         /* "": not an option of run */
-    const char *argument;       /* "": a flag, which sets the variable to 1 */
+    int short_;           /* 0: none */
+    const char *option;   /* "": not an option of run */
+    const char *argument; /* "": a flag, which sets the variable to 1 */
     const char *help;
     const char *variable;
 } run_options[] = {
@@ -100,8 +100,7 @@ static const char report_usage[] =
     "                          it is; a regular file is replaced (mode CUMEMTRACE_FILE_MODE)\n"
     "  --top N                 the summary the run printed on stderr, N entries per\n"
     "                          section (text)\n"
-    "  --all-frames            hide no frame (start-up, interpreter, frameworks)\n"
-    CLI_EXIT_STATUS;
+    "  --all-frames            hide no frame (start-up, interpreter, frameworks)\n" CLI_EXIT_STATUS;
 
 static const char html_usage[] =
     "usage: cumemtrace html FILE -o PATH [--all-frames]\n"
@@ -110,8 +109,7 @@ static const char html_usage[] =
     "self-contained page.\n"
     "  -o, --output PATH       the page to write (.html is added when missing; the path\n"
     "                          written is said on stderr)\n"
-    "  --all-frames            its icicles and tables show every frame at first\n"
-    CLI_EXIT_STATUS;
+    "  --all-frames            its icicles and tables show every frame at first\n" CLI_EXIT_STATUS;
 
 static const char export_usage[] =
     "usage: cumemtrace export --format folded|perfetto|memviz FILE -o PATH\n"
@@ -123,8 +121,7 @@ static const char export_usage[] =
     "  memviz     a snapshot for PyTorch's memory_viz page\n"
     "  -o, --output PATH       the file to write (the format's extension is added when\n"
     "                          missing; the path written is said on stderr)\n"
-    "  --all-frames            folded: hide no frame\n"
-    CLI_EXIT_STATUS;
+    "  --all-frames            folded: hide no frame\n" CLI_EXIT_STATUS;
 
 static const char symbolize_usage[] =
     "usage: cumemtrace symbolize DUMP [--output BASE] [--format LIST] [--all-frames]\n"
@@ -133,13 +130,14 @@ static const char symbolize_usage[] =
     "maps name, and prints the text report.\n"
     "  -o, --output BASE       also write BASE.json, BASE.txt, ... (--format)\n"
     "  -f, --format LIST       the files --output writes (default json)\n"
-    "  --all-frames            hide no frame\n"
-    CLI_EXIT_STATUS;
+    "  --all-frames            hide no frame\n" CLI_EXIT_STATUS;
 
-static const struct option file_options[] = {
-    {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
-    {"all-frames", no_argument, NULL, 'a'},   {"help", no_argument, NULL, 'h'},
-    {"top", required_argument, NULL, 't'},    {NULL, 0, NULL, 0}};
+static const struct option file_options[] = {{"format", required_argument, NULL, 'f'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"all-frames", no_argument, NULL, 'a'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"top", required_argument, NULL, 't'},
+                                             {NULL, 0, NULL, 0}};
 
 /* The Python packages (the pytest plugin cumemtrace_pytest, cumemtrace's
  * mark() and snapshot()) on PYTHONPATH for the traced program, after what
@@ -151,8 +149,7 @@ static void add_python_path(void)
         return;
     const char *old = getenv("PYTHONPATH");
     char path[PATH_MAX * 4];
-    snprintf(path, sizeof(path), "%s%s%s", old && *old ? old : "", old && *old ? ":" : "",
-             folder);
+    snprintf(path, sizeof(path), "%s%s%s", old && *old ? old : "", old && *old ? ":" : "", folder);
     setenv("PYTHONPATH", path, 1);
     /* pytest loads the plugin, whichever way cumemtrace was installed (a
      * pip install registers it too, by the same name: loaded once). */
@@ -190,14 +187,13 @@ static int check_values(const char *const *given)
     for (size_t i = 0; i < RUN_OPTION_COUNT; i++) {
         const char *value = getenv(run_options[i].variable);
         if (!value || (!value[0] && !given[i]))
-            continue;       /* unset, or set empty outside run: the library's default */
+            continue; /* unset, or set empty outside run: the library's default */
         if (config_check(run_options[i].variable, value, why, sizeof(why)) == 0)
             continue;
         if (given[i])
             fprintf(stderr, "cumemtrace run: %s '%s' %s\n", given[i], value, why);
         else
-            fprintf(stderr, "cumemtrace run: %s='%s' %s\n", run_options[i].variable, value,
-                    why);
+            fprintf(stderr, "cumemtrace run: %s='%s' %s\n", run_options[i].variable, value, why);
         return CLI_UNREADABLE;
     }
     return CLI_OK;
@@ -216,21 +212,21 @@ static int check_output(const char *option)
     const char *enable = getenv("CUMEMTRACE_ENABLE");
     int formats = config_defaults.formats, on = 1, snapshot_signal = SIGUSR2;
     if (enable && *enable && config_parse_bool(enable, &on) == 0 && !on)
-        return CLI_OK;      /* every call passed through: nothing is written */
+        return CLI_OK; /* every call passed through: nothing is written */
     if (format && *format)
         config_parse_formats(format, &formats);
     if (signal && *signal)
         config_parse_signal(signal, &snapshot_signal);
     if (!formats && snapshot_signal)
         fprintf(stderr, "cumemtrace run: --format none: the snapshot signal (--signal) and "
-                "out-of-memory reports will write no file either; crash dumps still do\n");
+                        "out-of-memory reports will write no file either; crash dumps still do\n");
     char template_[2 * CONFIG_TEXT_MAX], why[OUTPUT_PATH_MAX + 80];
     config_output_template(template_, sizeof(template_));
     if (output_check(template_, why, sizeof(why)) == 0)
         return CLI_OK;
     fprintf(stderr, "cumemtrace run: %s '%s' cannot hold the reports: %s\n",
-            option ? option : "CUMEMTRACE_OUTPUT",
-            value && *value ? value : config_defaults.output, why);
+            option ? option : "CUMEMTRACE_OUTPUT", value && *value ? value : config_defaults.output,
+            why);
     return CLI_UNREADABLE;
 }
 
@@ -305,8 +301,7 @@ static int command_run(int argc, char **argv)
     /* After what is already preloaded: a sanitizer runtime must stay first. */
     const char *old = getenv("LD_PRELOAD");
     char preload[PATH_MAX * 2];
-    snprintf(preload, sizeof(preload), "%s%s%s", old ? old : "", old && *old ? " " : "",
-             library);
+    snprintf(preload, sizeof(preload), "%s%s%s", old ? old : "", old && *old ? " " : "", library);
     ensure_torch_tracker(argv[optind]);
     setenv("LD_PRELOAD", preload, 1);
     add_python_path();
@@ -327,8 +322,10 @@ static int command_symbolize(int argc, char **argv)
         case 'a': options.all_frames = 1; break;
         case 'f':
             if (config_parse_formats(optarg, &options.formats) < 0)
-                return cli_usage_error("symbolize", "--format takes a list of text, json, html, "
-                                       "folded, perfetto, memviz, or none", optarg);
+                return cli_usage_error("symbolize",
+                                       "--format takes a list of text, json, html, "
+                                       "folded, perfetto, memviz, or none",
+                                       optarg);
             break;
         case 'h': fputs(symbolize_usage, stdout); return CLI_OK;
         default: return CLI_USAGE;
@@ -350,8 +347,10 @@ static int command_symbolize(int argc, char **argv)
         return CLI_UNREADABLE;
     }
     if (!r->dump_complete)
-        fprintf(stderr, "cumemtrace: '%s' is incomplete (the process died while writing it); "
-                        "showing what it holds\n", dump);
+        fprintf(stderr,
+                "cumemtrace: '%s' is incomplete (the process died while writing it); "
+                "showing what it holds\n",
+                dump);
     struct out out;
     out_fd(&out, STDOUT_FILENO);
     report_text(r, &out);
@@ -371,9 +370,9 @@ static int command_symbolize(int argc, char **argv)
  * `usage` printed for --help (then *help is set). */
 struct file_options {
     const char *file, *format, *output;
-    const char *top;                /* report's --top N, as given; NULL: none */
+    const char *top; /* report's --top N, as given; NULL: none */
     int help;
-    struct report_options report;   /* the report's (--all-frames) */
+    struct report_options report; /* the report's (--all-frames) */
 };
 
 static int parse_file_options(const char *command, const char *usage, int argc, char **argv,
@@ -429,8 +428,8 @@ static void say_written(const struct cli_output *output, const char *typed)
     if (strcmp(output->path, typed) == 0)
         fprintf(stderr, "cumemtrace: wrote %s\n", output->path);
     else
-        fprintf(stderr, "cumemtrace: wrote %s (-o %s with the format's extension)\n",
-                output->path, typed);
+        fprintf(stderr, "cumemtrace: wrote %s (-o %s with the format's extension)\n", output->path,
+                typed);
 }
 
 /* The summary a run printed, its last line naming `file` as the full report. */
@@ -453,8 +452,9 @@ static int command_report(int argc, char **argv)
         return cli_usage_error("report", "--format takes text or json", o.format);
     long top = 0;
     if (o.top && (json || config_parse_int(o.top, 1, 100000, &top) < 0))
-        return cli_usage_error("report", json ? "--top is for the text summary"
-                                              : "--top takes a whole number from 1 to 100000",
+        return cli_usage_error("report",
+                               json ? "--top is for the text summary"
+                                    : "--top takes a whole number from 1 to 100000",
                                o.top);
     if (top)
         o.report.top = (int)top;
@@ -462,8 +462,10 @@ static int command_report(int argc, char **argv)
     if (!loaded)
         return CLI_UNREADABLE;
     if (loaded->from_dump && !loaded->report.dump_complete)
-        fprintf(stderr, "cumemtrace: '%s' is incomplete (the process died while writing it); "
-                        "showing what it holds\n", o.file);
+        fprintf(stderr,
+                "cumemtrace: '%s' is incomplete (the process died while writing it); "
+                "showing what it holds\n",
+                o.file);
     struct cli_output *output = malloc(sizeof(*output));
     status = output ? cli_output_open(output, o.output) : CLI_UNREADABLE;
     if (status == CLI_OK) {
@@ -486,8 +488,8 @@ static int command_report(int argc, char **argv)
 /* The formats html and export write (report writes text and JSON); their
  * names and extensions are config.h's. */
 static const struct emitted_format {
-    const char *command;        /* "html" or "export" */
-    int format;                 /* FORMAT_INDEX_* */
+    const char *command; /* "html" or "export" */
+    int format;          /* FORMAT_INDEX_* */
 } emitted_formats[] = {
     {"html", FORMAT_INDEX_HTML},
     {"export", FORMAT_INDEX_FOLDED},
@@ -564,7 +566,7 @@ static int command_export(int argc, char **argv)
 
 static const struct command {
     const char *name;
-    const char *usage;              /* its first line is the synopsis */
+    const char *usage; /* its first line is the synopsis */
     const char *summary;
     int (*run)(int argc, char **argv);
 } commands[] = {
@@ -575,8 +577,7 @@ static const struct command {
     {"export", export_usage, "a report for flame graphs, Perfetto, PyTorch's memory_viz",
      command_export},
     {"diff", diff_usage, "what grew between two reports, by stack", command_diff},
-    {"merge", merge_usage, "the ranks of a job side by side, the one that diverges",
-     command_merge},
+    {"merge", merge_usage, "the ranks of a job side by side, the one that diverges", command_merge},
     {"live", live_usage, "a traced process's memory, refreshed every second", command_live},
     {"symbolize", symbolize_usage, "a crash dump made a report", command_symbolize},
     {"doctor", doctor_usage, "what a run here records, and why", command_doctor},
@@ -601,7 +602,8 @@ static void print_usage(FILE *to)
     fputs("\nFILE is a JSON report (cumemtrace-*.json) or a crash dump (*.dump).\n"
           "exit status: run: the command's own (127 if it cannot be started);\n"
           "             others: 0 success, 1 usage error, 2 unreadable input or unwritable "
-          "output\n", to);
+          "output\n",
+          to);
 }
 
 int main(int argc, char **argv)

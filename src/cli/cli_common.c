@@ -14,14 +14,12 @@
 
 int cli_usage_error(const char *command, const char *message, const char *detail)
 {
-    fprintf(stderr, "cumemtrace: %s%s%s (see cumemtrace %s%s--help)\n", message,
-            detail ? ": " : "", detail ? detail : "", command ? command : "",
-            command ? " " : "");
+    fprintf(stderr, "cumemtrace: %s%s%s (see cumemtrace %s%s--help)\n", message, detail ? ": " : "",
+            detail ? detail : "", command ? command : "", command ? " " : "");
     return CLI_USAGE;
 }
 
-int cli_load(const char *path, const struct report_options *options,
-             struct loaded_report *loaded)
+int cli_load(const char *path, const struct report_options *options, struct loaded_report *loaded)
 {
     char error[512];
     if (report_load(path, options, loaded, error, sizeof(error)) == 0)
@@ -45,8 +43,10 @@ int cli_file_mode(void)
     const char *text = getenv("CUMEMTRACE_FILE_MODE");
     int mode = OUTPUT_DEFAULT_MODE;
     if (text && *text && config_parse_mode(text, &mode) < 0)
-        fprintf(stderr, "cumemtrace: CUMEMTRACE_FILE_MODE='%s' is not octal permissions such as "
-                        "0600 or 0640; using 0600\n", text);
+        fprintf(stderr,
+                "cumemtrace: CUMEMTRACE_FILE_MODE='%s' is not octal permissions such as "
+                "0600 or 0640; using 0600\n",
+                text);
     return mode;
 }
 
@@ -72,8 +72,7 @@ static int descriptor_named(const char *path)
         if (number) {
             char *end;
             long fd = strtol(number, &end, 10);
-            return *number >= '0' && *number <= '9' && *end == '\0' && fd <= 1 << 30
-                       ? (int)fd : -1;
+            return *number >= '0' && *number <= '9' && *end == '\0' && fd <= 1 << 30 ? (int)fd : -1;
         }
         ssize_t n = readlink(name, target, sizeof(target) - 1);
         if (n <= 0)
@@ -81,7 +80,7 @@ static int descriptor_named(const char *path)
         target[n] = '\0';
         if (target[0] == '/') {
             memcpy(name, target, (size_t)n + 1);
-        } else {            /* relative to the link's directory */
+        } else { /* relative to the link's directory */
             char *slash = strrchr(name, '/');
             size_t keep = slash ? (size_t)(slash - name) + 1 : 0;
             if (keep + (size_t)n >= sizeof(name))
@@ -161,8 +160,8 @@ int cli_output_close(struct cli_output *output)
         }
         if (failed) {
             fprintf(stderr, "cumemtrace: cannot write %s%s%s: %s\n",
-                    output->path[0] ? "'" : "to stdout", output->path,
-                    output->path[0] ? "'" : "", strerror(errno));
+                    output->path[0] ? "'" : "to stdout", output->path, output->path[0] ? "'" : "",
+                    strerror(errno));
             return CLI_UNREADABLE;
         }
         return CLI_OK;
@@ -189,7 +188,7 @@ static const struct stack *stack_at(const struct report *r, uint32_t stack_id)
 void cli_path_normal(const char *path, char *normal, size_t size)
 {
     size_t used = 0;
-    int absolute = path[0] == '/', kept = 0;   /* kept: named parts that ".." can undo */
+    int absolute = path[0] == '/', kept = 0; /* kept: named parts that ".." can undo */
     if (size < 2) {
         if (size)
             normal[0] = '\0';
@@ -207,9 +206,9 @@ void cli_path_normal(const char *path, char *normal, size_t size)
             /* "." names where it is: nothing */
         } else if (n == 2 && p[0] == '.' && p[1] == '.' && kept) {
             while (used > (size_t)absolute && normal[used - 1] != '/')
-                used--;                             /* the part before goes */
+                used--; /* the part before goes */
             if (used > (size_t)absolute)
-                used--;                             /* and its slash */
+                used--; /* and its slash */
             kept--;
         } else if (!(n == 2 && p[0] == '.' && p[1] == '.' && absolute)) {
             if (used > (size_t)absolute && used + 1 < size)
@@ -302,10 +301,10 @@ static size_t frame_text(const struct symbol *s, const char *script, char *text,
         n = snprintf(text, size, "%s at %s:%d [python]", s->function ? s->function : "?", file,
                      s->line);
     else if (s->file)
-        n = snprintf(text, size, "%s at %s:%d", s->function ? s->function : "?", s->file,
-                     s->line);
+        n = snprintf(text, size, "%s at %s:%d", s->function ? s->function : "?", s->file, s->line);
     else if (s->function)
-        n = snprintf(text, size, "%s [%s]", s->function, s->module ? output_base_name(s->module) : "?");
+        n = snprintf(text, size, "%s [%s]", s->function,
+                     s->module ? output_base_name(s->module) : "?");
     else if (s->module)
         n = snprintf(text, size, "%s+0x%lx", output_base_name(s->module),
                      (unsigned long)s->module_offset);
@@ -327,8 +326,8 @@ static char *stack_key(const struct report *r, uint32_t stack_id, const char *sc
     key[0] = '\0';
     for (uint32_t i = 0; s && i < s->depth; i++) {
         char frame[2048];
-        size_t n = frame_text(symbol_at(r, r->frames[s->first_frame + i]), script, frame,
-                              sizeof(frame));
+        size_t n =
+            frame_text(symbol_at(r, r->frames[s->first_frame + i]), script, frame, sizeof(frame));
         if (used + n + 2 > size) {
             while (used + n + 2 > size)
                 size *= 2;
@@ -366,9 +365,7 @@ void cli_stack_site(const struct report *r, uint32_t stack_id, char *text, size_
  * inside is the same in every stack. */
 static uint32_t first_shown(const struct frame_view *view)
 {
-    long first = view->operation >= 0 ? view->operation
-                 : view->call >= 0    ? view->call
-                                      : view->site;
+    long first = view->operation >= 0 ? view->operation : view->call >= 0 ? view->call : view->site;
     return first > 0 ? (uint32_t)first : 0;
 }
 
@@ -385,8 +382,10 @@ void cli_write_frames(struct out *out, const struct report *r, uint32_t stack_id
     int written = 0, more = 0;
     for (uint32_t i = first_shown(&view); i < s->depth; i++) {
         if (frames_marker(r, r->frames[s->first_frame + i]) && written < limit) {
-            out_printf(out, "%s-- this thread runs no Python; the main thread's frames at that "
-                            "moment:\n", indent);
+            out_printf(out,
+                       "%s-- this thread runs no Python; the main thread's frames at that "
+                       "moment:\n",
+                       indent);
             continue;
         }
         if (frames_left_out(r, s, i, &view))
@@ -430,14 +429,13 @@ void cli_write_frames_json(struct out *out, const struct report *r, uint32_t sta
         out_json_string(out, symbol && symbol->module ? output_base_name(symbol->module) : NULL);
         out_printf(out, ",\"python\":%s,\"origin\":\"%s\",\"site\":%s}",
                    symbol && symbol->python ? "true" : "false",
-                   origin_name(frames_origin(r, address)),
-                   (long)i == view.site ? "true" : "false");
+                   origin_name(frames_origin(r, address)), (long)i == view.site ? "true" : "false");
     }
     out_str(out, "]");
 }
 
-const char *const cli_moment_names[] = {[CLI_AT_END] = "end", [CLI_AT_PEAK] = "peak",
-                                        [CLI_AT_EXIT] = "exit"};
+const char *const cli_moment_names[] =
+    {[CLI_AT_END] = "end", [CLI_AT_PEAK] = "peak", [CLI_AT_EXIT] = "exit"};
 
 int cli_moment_for(const struct report *r, int wanted)
 {
@@ -452,8 +450,7 @@ const char *cli_moment_text(const struct report *r, int moment)
         return "at each stack's own peak";
     if (strcmp(r->reason, "exit") != 0)
         return "live when the report was written";
-    return r->end.ended ? "live at exit, after the interpreter's teardown"
-                                  : "live at exit";
+    return r->end.ended ? "live at exit, after the interpreter's teardown" : "live at exit";
 }
 
 uint64_t cli_device_bytes(const struct report *r, int slot, int moment)
@@ -477,8 +474,8 @@ uint64_t cli_bytes_at(const struct report *r, int moment)
 void cli_format_change(long long change, char *text, size_t size)
 {
     char bytes[24];
-    unsigned long long magnitude = change < 0 ? 0ULL - (unsigned long long)change
-                                              : (unsigned long long)change;
+    unsigned long long magnitude =
+        change < 0 ? 0ULL - (unsigned long long)change : (unsigned long long)change;
     format_bytes(magnitude, bytes, sizeof(bytes));
     snprintf(text, size, "%s%s", change > 0 ? "+" : change < 0 ? "-" : "", bytes);
 }
@@ -625,7 +622,7 @@ static void refused(const struct cli_args *a, char *text, size_t size)
 int cli_getopt(struct cli_args *a)
 {
     if (!a->started) {
-        optind = 0;             /* glibc: start afresh for this argument list */
+        optind = 0; /* glibc: start afresh for this argument list */
         opterr = 0;
         a->started = 1;
     }
@@ -652,11 +649,14 @@ int cli_getopt(struct cli_args *a)
 int cli_parse_compare(const char *command, const char *usage, int argc, char **argv,
                       struct compare_options *o)
 {
-    static const struct option longs[] = {
-        {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
-        {"top", required_argument, NULL, 't'},    {"frames", required_argument, NULL, 'n'},
-        {"all-frames", no_argument, NULL, 'a'},   {"help", no_argument, NULL, 'h'},
-        {"at", required_argument, NULL, 'A'},     {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"format", required_argument, NULL, 'f'},
+                                          {"output", required_argument, NULL, 'o'},
+                                          {"top", required_argument, NULL, 't'},
+                                          {"frames", required_argument, NULL, 'n'},
+                                          {"all-frames", no_argument, NULL, 'a'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {"at", required_argument, NULL, 'A'},
+                                          {NULL, 0, NULL, 0}};
     struct cli_args args = {command, argc, argv, ":o:h", longs, 0};
     o->format = "text";
     report_options_of(&config, &o->report);
@@ -689,8 +689,9 @@ int cli_parse_compare(const char *command, const char *usage, int argc, char **a
         return cli_usage_error(command, "--at takes end, peak or exit", o->at);
     int html = strcmp(command, "merge") == 0 && strcmp(o->format, "html") == 0;
     if (strcmp(o->format, "text") != 0 && strcmp(o->format, "json") != 0 && !html)
-        return cli_usage_error(command, strcmp(command, "merge") == 0
-                                            ? "--format takes text, json or html"
-                                            : "--format takes text or json", o->format);
+        return cli_usage_error(command,
+                               strcmp(command, "merge") == 0 ? "--format takes text, json or html"
+                                                             : "--format takes text or json",
+                               o->format);
     return CLI_OK;
 }

@@ -16,7 +16,7 @@
 #include "report_load.h"
 
 enum { CLI_OK = 0, CLI_USAGE = 1, CLI_UNREADABLE = 2 };
-#define CLI_EXIT_STATUS \
+#define CLI_EXIT_STATUS                                                                            \
     "exit status: 0 success, 1 usage error, 2 unreadable input or unwritable output\n"
 
 /* "cumemtrace: MESSAGE: DETAIL (see cumemtrace COMMAND --help)"; CLI_USAGE. */
@@ -24,8 +24,7 @@ int cli_usage_error(const char *command, const char *message, const char *detail
 
 /* Load a report or dump, to be written with `options`; on failure one line
  * names the file and the reason. */
-int cli_load(const char *path, const struct report_options *options,
-             struct loaded_report *loaded);
+int cli_load(const char *path, const struct report_options *options, struct loaded_report *loaded);
 /* The same through report_load_summary: no timeline, series or blocks. */
 int cli_load_summary(const char *path, const struct report_options *options,
                      struct loaded_report *loaded);
@@ -40,10 +39,10 @@ struct cli_output {
     char path[OUTPUT_PATH_MAX]; /* "": stdout */
     int as_is;                  /* PATH is written to as it is */
 };
-int cli_output_open(struct cli_output *output, const char *path);   /* CLI_OK or CLI_UNREADABLE */
+int cli_output_open(struct cli_output *output, const char *path); /* CLI_OK or CLI_UNREADABLE */
 /* The mode of files the command makes: CUMEMTRACE_FILE_MODE, else 0600. */
 int cli_file_mode(void);
-int cli_output_close(struct cli_output *output);                    /* CLI_OK or CLI_UNREADABLE */
+int cli_output_close(struct cli_output *output); /* CLI_OK or CLI_UNREADABLE */
 
 /* Matching a Python frame's file across runs that launched the script by
  * other paths (`../train.py`, `/abs/train.py`, another checkout).
@@ -86,7 +85,7 @@ void cli_write_frames_json(struct out *out, const struct report *r, uint32_t sta
  * each stack at its own highest live bytes and each device at its peak;
  * CLI_AT_EXIT what was live when the report was written. */
 enum cli_moment { CLI_AT_END, CLI_AT_PEAK, CLI_AT_EXIT };
-extern const char *const cli_moment_names[];    /* "end", "peak", "exit" */
+extern const char *const cli_moment_names[]; /* "end", "peak", "exit" */
 /* The moment a report is read at when `wanted` is asked: CLI_AT_END only
  * for a report that saw the program's end, CLI_AT_EXIT instead. */
 int cli_moment_for(const struct report *r, int wanted);
@@ -111,8 +110,8 @@ uint32_t cli_moment_stack(const struct report *r, int moment, size_t k, uint64_t
  * (report_cache_segment): its blocks' stacks hold the same memory. */
 struct stack_sum {
     char *key;
-    uint64_t *bytes;            /* [report] */
-    int report;                 /* frames: this report's stack `stack_id` */
+    uint64_t *bytes; /* [report] */
+    int report;      /* frames: this report's stack `stack_id` */
     uint32_t stack_id;
 };
 struct stack_sums {
@@ -147,12 +146,12 @@ int cli_parse_count(const char *command, const char *text, long *out);
 /* The options diff and merge share. Files are the arguments that are not
  * options, in order, in `files` (room for argc of them). */
 struct compare_options {
-    const char *format;         /* "text" (the default) or "json" */
-    const char *output;         /* -o PATH; NULL: stdout */
-    long top, frames;           /* --top N, --frames N; set defaults before */
-    const char *at;             /* diff's --at end|peak|exit; NULL: not given */
-    struct report_options report;   /* the reports' (--all-frames) */
-    int help;                   /* --help was given: usage printed, nothing to do */
+    const char *format;           /* "text" (the default) or "json" */
+    const char *output;           /* -o PATH; NULL: stdout */
+    long top, frames;             /* --top N, --frames N; set defaults before */
+    const char *at;               /* diff's --at end|peak|exit; NULL: not given */
+    struct report_options report; /* the reports' (--all-frames) */
+    int help;                     /* --help was given: usage printed, nothing to do */
     char **files;
     int file_count;
 };
@@ -183,7 +182,7 @@ extern const char diff_usage[], merge_usage[], live_usage[], doctor_usage[];
 int command_doctor(int argc, char **argv);
 int command_diff(int argc, char **argv);
 int command_merge(int argc, char **argv);
-int command_live(int argc, char **argv);     /* cli_live.c */
+int command_live(int argc, char **argv); /* cli_live.c */
 /* One answer of a live peer (NUL-terminated `text`, whatever it holds) shown
  * as `live --once` shows it, on `to` (a message there too when it is not
  * one), against this process's maps: what the fuzzing target feeds

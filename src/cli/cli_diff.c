@@ -38,8 +38,7 @@ const char diff_usage[] =
     "  -o, --output PATH    write to PATH instead of stdout (replaced if it exists)\n"
     "  --top N              stacks listed (default 20; 0: all)\n"
     "  --frames N           frames shown per stack in the text (default 6)\n"
-    "  --all-frames         hide no frame (start-up, interpreter, frameworks)\n"
-    CLI_EXIT_STATUS;
+    "  --all-frames         hide no frame (start-up, interpreter, frameworks)\n" CLI_EXIT_STATUS;
 
 struct change {
     const struct stack_sum *sum;
@@ -109,8 +108,8 @@ static int collect_devices(const struct report *a, const struct report *b, const
 
 /* The moment the diff compared. */
 struct compared {
-    int moments[2];             /* each report's (cli_moment_for) */
-    int asked, explicit;        /* the moment asked for; by --at */
+    int moments[2];      /* each report's (cli_moment_for) */
+    int asked, explicit; /* the moment asked for; by --at */
 };
 
 /* What a diff found, made by diff_build, written by write_text or
@@ -154,9 +153,9 @@ static const char *moment_note(const struct compared *at, const struct report *a
 
 static const char *device_heading(int moment)
 {
-    return moment == CLI_AT_END ? "Device memory at end" : moment == CLI_AT_PEAK
-                                                               ? "Device memory peak"
-                                                               : "Device memory live";
+    return moment == CLI_AT_END    ? "Device memory at end"
+           : moment == CLI_AT_PEAK ? "Device memory peak"
+                                   : "Device memory live";
 }
 
 /* A diff's text: the sides, the device memory, the stacks that changed by
@@ -171,8 +170,8 @@ static void write_text(struct out *out, const struct diff *d, size_t top, int fr
     describe(out, "B", d->paths[1], b, at->moments[1]);
     out_str(out, moment_note(at, a, b));
     out_printf(out, "  %-20s %10s %10s %11s\n",
-               device_heading(at->moments[0] == at->moments[1] ? at->moments[0] : CLI_AT_EXIT),
-               "A", "B", "change");
+               device_heading(at->moments[0] == at->moments[1] ? at->moments[0] : CLI_AT_EXIT), "A",
+               "B", "change");
     for (int i = 0; i < d->device_count; i++) {
         const struct device_change *device = &d->devices[i];
         char label[32];
@@ -230,12 +229,12 @@ static void write_side_json(struct out *out, const char *path, const struct repo
     out_json_string(out, path);
     out_str(out, ",\"reason\":");
     out_json_string(out, r->reason);
-    out_printf(out, ",\"pid\":%d,\"duration_s\":%.3f,\"at\":\"%s\",\"bytes\":%llu,"
-                    "\"live_bytes\":%llu,\"program_end_seen\":%s}",
+    out_printf(out,
+               ",\"pid\":%d,\"duration_s\":%.3f,\"at\":\"%s\",\"bytes\":%llu,"
+               "\"live_bytes\":%llu,\"program_end_seen\":%s}",
                r->pid, r->now_ms / 1000.0, cli_moment_names[moment],
                (unsigned long long)cli_bytes_at(r, moment),
-               (unsigned long long)cli_bytes_at(r, CLI_AT_EXIT),
-               r->end.ended ? "true" : "false");
+               (unsigned long long)cli_bytes_at(r, CLI_AT_EXIT), r->end.ended ? "true" : "false");
 }
 
 /* A diff's JSON: the sides, the device memory, the stacks that changed by
@@ -363,7 +362,7 @@ int command_diff(int argc, char **argv)
     }
     for (; loaded < 2; loaded++)
         if (cli_load(paths[loaded], &o.report, inputs[loaded]) < 0) {
-            loaded++;           /* release what it did read */
+            loaded++; /* release what it did read */
             goto done;
         }
     if (diff_build(diff, paths, inputs, o.at) < 0)

@@ -48,8 +48,8 @@ static int loadable(const char *soname, const char *symbol, char *where, size_t 
     }
     void *address = dlsym(handle, symbol);
     Dl_info info;
-    snprintf(where, size, "%s", address && dladdr(address, &info) && info.dli_fname
-                                    ? info.dli_fname : soname);
+    snprintf(where, size, "%s",
+             address && dladdr(address, &info) && info.dli_fname ? info.dli_fname : soname);
     if (!address)
         snprintf(where, size, "%s has no %s", soname, symbol);
     return address != NULL;
@@ -59,8 +59,10 @@ static void driver_line(void)
 {
     char text[PATH_MAX + 128], where[PATH_MAX];
     if (!loadable("libcuda.so.1", "cuDriverGetVersion", where, sizeof(where))) {
-        snprintf(text, sizeof(text), "libcuda.so.1 not loadable (%.200s): CUDA programs find "
-                 "no driver here, and the tracer records only their failed calls", where);
+        snprintf(text, sizeof(text),
+                 "libcuda.so.1 not loadable (%.200s): CUDA programs find "
+                 "no driver here, and the tracer records only their failed calls",
+                 where);
         line("CUDA driver", text);
         return;
     }
@@ -82,9 +84,13 @@ static void python_lines(const char *python, int build)
     int status = cli_tracker_helper(python, args, facts, sizeof(facts));
     char text[PATH_MAX + 512];
     if (status != 0) {
-        snprintf(text, sizeof(text), "%s %s: no Python frames to tell of, nor PyTorch, CuPy, JAX "
-                 "in it", python, status < 0 ? "cannot be run (not on PATH, or no helper "
-                 "installed)" : "failed to answer");
+        snprintf(text, sizeof(text),
+                 "%s %s: no Python frames to tell of, nor PyTorch, CuPy, JAX "
+                 "in it",
+                 python,
+                 status < 0 ? "cannot be run (not on PATH, or no helper "
+                              "installed)"
+                            : "failed to answer");
         line("Python", text);
         return;
     }
@@ -94,8 +100,8 @@ static void python_lines(const char *python, int build)
             char known[128];
             int how = python_layout_known(major, minor, known, sizeof(known));
             snprintf(text, sizeof(text), "%d.%d.%d (%s): %s", major, minor, micro, fact + n,
-                     how == 2 ? "Python frames on every thread, the GIL held or not, at the "
-                                "offsets this interpreter publishes (checked as it starts)"
+                     how == 2   ? "Python frames on every thread, the GIL held or not, at the "
+                                  "offsets this interpreter publishes (checked as it starts)"
                      : how == 1 ? "Python frames on every thread, the GIL held or not"
                                 : "Python frames only where the allocating thread holds the "
                                   "GIL (read on every thread for ");
@@ -192,18 +198,25 @@ int command_doctor(int argc, char **argv)
     /* Neither libunwind nor libdw is used, installed or not: what a run
      * records does not depend on them (stacks.c, symbolize.c say why). */
     if (loadable("libgcc_s.so.1", "_Unwind_Backtrace", where, sizeof(where)))
-        snprintf(text, sizeof(text), "built-in: every allocation's native stack, walked by the "
+        snprintf(text, sizeof(text),
+                 "built-in: every allocation's native stack, walked by the "
                  "objects' own frame rules (.eh_frame), checked by and falling back to libgcc's "
-                 "unwinder (%s)", where);
+                 "unwinder (%s)",
+                 where);
     else
-        snprintf(text, sizeof(text), "none: libgcc_s.so.1 not loadable (%.200s): allocations "
-                 "are recorded without native stacks", where);
+        snprintf(text, sizeof(text),
+                 "none: libgcc_s.so.1 not loadable (%.200s): allocations "
+                 "are recorded without native stacks",
+                 where);
     line("stacks", text);
     int zlib = loadable("libz.so.1", "uncompress", where, sizeof(where));
-    snprintf(text, sizeof(text), "built-in: native frames named from the objects' symbol "
+    snprintf(text, sizeof(text),
+             "built-in: native frames named from the objects' symbol "
              "tables, file:line from their DWARF line tables (or their debug files under "
-             "/usr/lib/debug); %s%.200s", zlib ? "zlib-compressed debug sections through " :
-             "no compressed debug sections: libz.so.1 not loadable, ", where);
+             "/usr/lib/debug); %s%.200s",
+             zlib ? "zlib-compressed debug sections through "
+                  : "no compressed debug sections: libz.so.1 not loadable, ",
+             where);
     line("symbolizer", text);
     driver_line();
     fflush(stdout);

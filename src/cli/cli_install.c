@@ -114,7 +114,7 @@ int cli_tracker_helper(const char *python, const char *const *args, char *output
             if (n < 0)
                 break;
             used += (size_t)n;
-            if (used == size - 1) {          /* full: drain the rest */
+            if (used == size - 1) { /* full: drain the rest */
                 char sink[4096];
                 while (read(pipe_fds[0], sink, sizeof(sink)) > 0)
                     ;

@@ -47,10 +47,9 @@ const char live_usage[] =
     "or fewer sites, h shows them. Only the process's own user can\n"
     "watch it; nothing is written anywhere, and the process's results do not change.\n"
     "  --once               print one view as plain text and exit\n"
-    "  --top N              sites listed (default 10, at most 20)\n"
-    CLI_EXIT_STATUS;
+    "  --top N              sites listed (default 10, at most 20)\n" CLI_EXIT_STATUS;
 
-#define HISTORY 11                  /* refreshes kept: the change over 10 s */
+#define HISTORY 11 /* refreshes kept: the change over 10 s */
 
 /* A native frame's names, kept across refreshes (the strings are ours). */
 struct cached_symbol {
@@ -72,11 +71,11 @@ struct past {
 
 struct live {
     int pid, top, once, tty;
-    int help, paused;               /* the keys h and p */
-    int redraw;                     /* showing the last answer again, after a key */
-    char *last;                     /* the last answer, kept for a redraw */
+    int help, paused; /* the keys h and p */
+    int redraw;       /* showing the last answer again, after a key */
+    char *last;       /* the last answer, kept for a redraw */
     size_t last_length;
-    FILE *errors;                   /* where an answer that is not one is said */
+    FILE *errors; /* where an answer that is not one is said */
     struct cache cache;
     struct past history[HISTORY];
     int history_count;
@@ -178,7 +177,7 @@ static int fetch(int pid, char **text, size_t *length)
     int saved = errno;
     close(fd);
     if (status == 0 && used == 0) {
-        saved = EACCES;             /* closed without a word: not ours to watch */
+        saved = EACCES; /* closed without a word: not ours to watch */
         status = -1;
     }
     if (status < 0) {
@@ -325,9 +324,9 @@ static int by_address(const void *a, const void *b)
 
 /* What one refresh shows, read from the answer. */
 struct view {
-    struct report r;                 /* stacks numbered 1.. in the answer's order */
+    struct report r; /* stacks numbered 1.. in the answer's order */
     const struct json_value *root;
-    uint32_t *ids;                   /* ids[k - 1]: the process's id of stack k */
+    uint32_t *ids; /* ids[k - 1]: the process's id of stack k */
     const struct json_value **stacks;
     uint32_t time_ms;
 };
@@ -367,8 +366,8 @@ static int build(struct live *l, struct view *v)
         r->stacks[k].first_frame = at;
         for (const struct json_value *f = json_get(s, "frames")->first; f; f = f->next) {
             const char *hex = json_string(f);
-            r->frames[at] = hex ? (uintptr_t)strtoull(hex, NULL, 16)
-                                : (uintptr_t)(PYTHON_FRAME_TAG | at);
+            r->frames[at] =
+                hex ? (uintptr_t)strtoull(hex, NULL, 16) : (uintptr_t)(PYTHON_FRAME_TAG | at);
             at++;
             r->stacks[k].depth++;
         }
@@ -578,7 +577,8 @@ static void write_caches(const struct view *v, struct screen *s)
 {
     static const struct {
         const char *kind, *framework, *blocks;
-    } names[] = {{"torch_tensor", "PyTorch", "tensors"}, {"cupy_block", "CuPy", "blocks"},
+    } names[] = {{"torch_tensor", "PyTorch", "tensors"},
+                 {"cupy_block", "CuPy", "blocks"},
                  {"jax_array", "JAX", "arrays"}};
     const struct json_value *caches = json_get(v->root, "caches");
     for (const struct json_value *c = caches ? caches->first : NULL; c; c = c->next) {
@@ -596,13 +596,16 @@ static void write_caches(const struct view *v, struct screen *s)
         format_bytes(blocks, used, sizeof(used));
         format_bytes(segments > blocks ? segments - blocks : 0, unused, sizeof(unused));
         if (strcmp(view, "blocks") == 0)
-            line(s, "%s's cache: %s reserved, %s in %s, %s unused (the sites below are its "
-                    "%s', not its segments')", names[n].framework, reserved, used,
-                 names[n].blocks, unused, names[n].blocks);
+            line(s,
+                 "%s's cache: %s reserved, %s in %s, %s unused (the sites below are its "
+                 "%s', not its segments')",
+                 names[n].framework, reserved, used, names[n].blocks, unused, names[n].blocks);
         else if (strcmp(view, "segments") == 0)
-            line(s, "%s's %s are not traced one by one%s%s%s: the sites below hold its cache's "
-                    "segments", names[n].framework, names[n].blocks, why && *why ? " (" : "",
-                 why ? why : "", why && *why ? ")" : "");
+            line(s,
+                 "%s's %s are not traced one by one%s%s%s: the sites below hold its cache's "
+                 "segments",
+                 names[n].framework, names[n].blocks, why && *why ? " (" : "", why ? why : "",
+                 why && *why ? ")" : "");
     }
 }
 
@@ -625,8 +628,10 @@ static void write_top(struct live *l, const struct view *v, struct screen *s)
     const struct json_value *top = json_get(v->root, "top");
     blank(s);
     if (ended(v)) {
-        line(s, "The program ended %.1f s after its start; its interpreter's teardown is freeing "
-                "what globals held", number(json_get(v->root, "program_end"), "time_ms") / 1000.0);
+        line(s,
+             "The program ended %.1f s after its start; its interpreter's teardown is freeing "
+             "what globals held",
+             number(json_get(v->root, "program_end"), "time_ms") / 1000.0);
         line(s, "Top sites by bytes held at the program's end");
     } else {
         line(s, "Top sites by live bytes");
@@ -685,7 +690,7 @@ static void write_growing(const struct view *v, struct screen *s)
         double per = 0;
         json_number(json_get(v->stacks[k], "rate"), &per);
         rate[0] = '+';
-        format_bytes(growth_rate_bytes(per), rate + 1, sizeof(rate) - 1);   /* a peer's number */
+        format_bytes(growth_rate_bytes(per), rate + 1, sizeof(rate) - 1); /* a peer's number */
         format_bytes(stack_bytes(v, v->stacks[k]), live, sizeof(live));
         site_text(v, (uint32_t)k, site, sizeof(site));
         line(s, "  %3d %11s %10s   %s", ++shown, rate, live, site);
@@ -704,7 +709,8 @@ static void remember(struct live *l, const struct view *v)
     struct past *p = &l->history[l->history_count++];
     memset(p, 0, sizeof(*p));
     const struct json_value *top = json_get(v->root, "top");
-    for (const struct json_value *t = top ? top->first : NULL; t && p->count < LIVE_TOP; t = t->next) {
+    for (const struct json_value *t = top ? top->first : NULL; t && p->count < LIVE_TOP;
+         t = t->next) {
         uint64_t id = 0;
         json_uint(t, &id);
         long k = stack_index(v, id);
@@ -720,7 +726,7 @@ static int terminal_width(void)
     struct winsize size;
     if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 20)
         return size.ws_col;
-    return 0;     /* not a terminal: lines as long as they are */
+    return 0; /* not a terminal: lines as long as they are */
 }
 
 /* One refresh: fetch, read, show. 0; -1 with errno when the process could
@@ -776,8 +782,10 @@ static int show(struct live *l, char *text, size_t length, FILE *to)
     if (status == 0) {
         struct screen s = {NULL, 0, 0, l->once ? 0 : terminal_width()};
         line(&s, "cumemtrace live: pid %d, %.1f s after its start%s   %s", l->pid,
-             v->time_ms / 1000.0, l->once ? "" : l->paused ? ", paused (p resumes); q quits"
-                                                           : ", every second; q quits, h keys",
+             v->time_ms / 1000.0,
+             l->once     ? ""
+             : l->paused ? ", paused (p resumes); q quits"
+                         : ", every second; q quits, h keys",
              l->command);
         if (l->help && !l->once)
             line(&s, "keys: q quit   p pause/resume   + more sites   - fewer sites   h hide "
@@ -838,7 +846,7 @@ static void terminal_begin(struct live *l)
             terminal_changed = 1;
     }
     if (l->tty)
-        fputs("\033[?1049h\033[?25l", stdout);      /* the alternate screen, no cursor */
+        fputs("\033[?1049h\033[?25l", stdout); /* the alternate screen, no cursor */
 }
 
 static void terminal_end(const struct live *l)
@@ -878,7 +886,7 @@ static int wait_for_key(struct live *l, int milliseconds)
             char keys[64];
             ssize_t n = read(STDIN_FILENO, keys, sizeof(keys));
             if (n <= 0) {
-                poll(NULL, 0, (int)(milliseconds - spent));   /* input closed: keys no more */
+                poll(NULL, 0, (int)(milliseconds - spent)); /* input closed: keys no more */
                 return KEY_REFRESH;
             }
             if (memchr(keys, 'q', (size_t)n) || memchr(keys, 'Q', (size_t)n))
@@ -886,10 +894,25 @@ static int wait_for_key(struct live *l, int milliseconds)
             int changed = 0;
             for (ssize_t i = 0; i < n; i++) {
                 switch (keys[i]) {
-                case 'h': case '?': l->help = !l->help; changed = 1; break;
-                case 'p': case ' ': l->paused = !l->paused; changed = 1; break;
-                case '+': case '=': l->top += l->top < LIVE_TOP; changed = 1; break;
-                case '-': l->top -= l->top > 1; changed = 1; break;
+                case 'h':
+                case '?':
+                    l->help = !l->help;
+                    changed = 1;
+                    break;
+                case 'p':
+                case ' ':
+                    l->paused = !l->paused;
+                    changed = 1;
+                    break;
+                case '+':
+                case '=':
+                    l->top += l->top < LIVE_TOP;
+                    changed = 1;
+                    break;
+                case '-':
+                    l->top -= l->top > 1;
+                    changed = 1;
+                    break;
                 }
             }
             if (changed)
@@ -907,8 +930,10 @@ static const char *fetch_error(int error)
         return "it does not answer this user (only the user it runs as can watch it)";
     if (error == EPERM) {
         static char text[160];
-        snprintf(text, sizeof(text), "its live view's name is held by another process (pid %d, "
-                 "uid %u), not shown", (int)impostor.pid, (unsigned)impostor.uid);
+        snprintf(text, sizeof(text),
+                 "its live view's name is held by another process (pid %d, "
+                 "uid %u), not shown",
+                 (int)impostor.pid, (unsigned)impostor.uid);
         return text;
     }
     return strerror(error);
@@ -916,10 +941,10 @@ static const char *fetch_error(int error)
 
 int command_live(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"once", no_argument, NULL, '1'}, {"top", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"once", no_argument, NULL, '1'},
+                                          {"top", required_argument, NULL, 't'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
     struct cli_args args = {"live", argc, argv, ":h", longs, 0};
     struct live *l = calloc(1, sizeof(*l));
     if (!l) {
@@ -937,7 +962,10 @@ int command_live(int argc, char **argv)
             status = cli_parse_count("live", optarg, &top);
             l->top = top > 0 && top <= LIVE_TOP ? (int)top : LIVE_TOP;
             break;
-        case 'h': fputs(live_usage, stdout); free(l); return CLI_OK;
+        case 'h':
+            fputs(live_usage, stdout);
+            free(l);
+            return CLI_OK;
         default: status = CLI_USAGE;
         }
     }
@@ -957,7 +985,7 @@ int command_live(int argc, char **argv)
 
     struct sigaction action;
     memset(&action, 0, sizeof(action));
-    action.sa_handler = on_signal;      /* no SA_RESTART: poll returns, the loop sees stop */
+    action.sa_handler = on_signal; /* no SA_RESTART: poll returns, the loop sees stop */
     sigaction(SIGINT, &action, NULL);
     sigaction(SIGTERM, &action, NULL);
     sigaction(SIGHUP, &action, NULL);
@@ -973,7 +1001,7 @@ int command_live(int argc, char **argv)
     terminal_begin(l);
     for (;;) {
         int result = refresh(l, fresh);
-        if (result < 0 && stop) {         /* Ctrl-C while asking: quit as q does */
+        if (result < 0 && stop) { /* Ctrl-C while asking: quit as q does */
             terminal_end(l);
             break;
         }
@@ -983,7 +1011,8 @@ int command_live(int argc, char **argv)
             if (shown && (error == ECONNREFUSED || error == ENOENT))
                 fprintf(stderr, "cumemtrace: pid %d has ended\n", l->pid);
             else
-                fprintf(stderr, "cumemtrace: cannot watch pid %d: %s\n", l->pid, fetch_error(error));
+                fprintf(stderr, "cumemtrace: cannot watch pid %d: %s\n", l->pid,
+                        fetch_error(error));
             status = shown && (error == ECONNREFUSED || error == ENOENT) ? CLI_OK : CLI_UNREADABLE;
             break;
         }

@@ -28,9 +28,9 @@
 #include "report_html_css.h"
 
 #define FRAME_CACHE 4
-#define ANSWER_RANKS 4           /* divergent ranks told in full in the text */
-#define ANSWER_STACKS 3          /* stacks told for each */
-#define LISTED 8                 /* ranks named in one line before "and N more" */
+#define ANSWER_RANKS 4  /* divergent ranks told in full in the text */
+#define ANSWER_STACKS 3 /* stacks told for each */
+#define LISTED 8        /* ranks named in one line before "and N more" */
 
 const char merge_usage[] =
     "usage: cumemtrace merge FILES|FOLDERS... [--format text|json|html] [-o PATH]\n"
@@ -57,8 +57,7 @@ const char merge_usage[] =
     "  -o, --output PATH    write to PATH instead of stdout (replaced if it exists)\n"
     "  --top N              stacks and growing sites listed (default 10; 0: all)\n"
     "  --frames N           frames shown per stack in the text (default 6)\n"
-    "  --all-frames         hide no frame (start-up, interpreter, frameworks)\n"
-    CLI_EXIT_STATUS;
+    "  --all-frames         hide no frame (start-up, interpreter, frameworks)\n" CLI_EXIT_STATUS;
 
 struct merge {
     struct job job;
@@ -66,20 +65,20 @@ struct merge {
     const struct report_options *options;
     size_t top;
     int frames;
-    uint32_t hosts_used;         /* distinct hosts */
-    int world_size;              /* the largest the reports state; -1: none does */
+    uint32_t hosts_used; /* distinct hosts */
+    int world_size;      /* the largest the reports state; -1: none does */
     int world_sizes_differ;
-    int *missing;                /* ranks of the world with no file at all */
+    int *missing; /* ranks of the world with no file at all */
     size_t missing_count;
-    int *no_exit;                /* ranks of the world with no exit report */
+    int *no_exit; /* ranks of the world with no exit report */
     size_t no_exit_count;
-    int *beyond;                 /* ranks the reports name at or past the world size */
+    int *beyond; /* ranks the reports name at or past the world size */
     size_t beyond_count;
-    uint32_t *divergent;         /* fold ranks above the others, the most first */
+    uint32_t *divergent; /* fold ranks above the others, the most first */
     uint32_t divergent_count;
-    uint32_t *shown;             /* fold stacks listed, in order */
+    uint32_t *shown; /* fold stacks listed, in order */
     size_t shown_count;
-    uint32_t *growing;           /* fold stacks that grow somewhere, the most ranks first */
+    uint32_t *growing; /* fold stacks that grow somewhere, the most ranks first */
     size_t growing_count;
     /* reports read again for their frames */
     struct loaded_report *cache[FRAME_CACHE];
@@ -121,7 +120,8 @@ static int job_shape(struct merge *m)
         kinds[r] = -1;
     for (size_t i = 0; i < m->job.count; i++) {
         const struct job_file *f = &m->job.files[i];
-        if (f->rank >= 0 && f->rank < m->world_size && (kinds[f->rank] < 0 || f->kind < kinds[f->rank]))
+        if (f->rank >= 0 && f->rank < m->world_size &&
+            (kinds[f->rank] < 0 || f->kind < kinds[f->rank]))
             kinds[f->rank] = f->kind;
         if (f->rank >= m->world_size && f->reading)
             m->beyond[m->beyond_count++] = f->rank;
@@ -461,8 +461,8 @@ static int same_row(const struct fold_rank *a, const struct fold_rank *b)
     format_bytes(a->leaked, x[2], 24);
     format_bytes(b->leaked, y[2], 24);
     return a->moment == b->moment && strcmp(a->reason, b->reason) == 0 &&
-           a->verdict == b->verdict && a->has_leaked == b->has_leaked &&
-           a->devices == b->devices && strcmp(x[0], y[0]) == 0 && strcmp(x[1], y[1]) == 0 &&
+           a->verdict == b->verdict && a->has_leaked == b->has_leaked && a->devices == b->devices &&
+           strcmp(x[0], y[0]) == 0 && strcmp(x[1], y[1]) == 0 &&
            (!a->has_leaked || strcmp(x[2], y[2]) == 0);
 }
 
@@ -489,9 +489,10 @@ static void write_ranks_text(struct out *out, struct merge *m)
         free(on_host);
         return;
     }
-    out_printf(out, "\n  Ranks (identical ones in one row):\n  %-14s %-18s %-8s %-8s %10s %10s "
-                    "%10s  %s\n", "rank", "host", "devices", "at", "memory", "peak", "leaked",
-               "file");
+    out_printf(out,
+               "\n  Ranks (identical ones in one row):\n  %-14s %-18s %-8s %-8s %10s %10s "
+               "%10s  %s\n",
+               "rank", "host", "devices", "at", "memory", "peak", "leaked", "file");
     for (uint32_t i = 0; i < f->rank_count; i++) {
         if (grouped[i])
             continue;
@@ -528,8 +529,9 @@ static void write_ranks_text(struct out *out, struct merge *m)
             out_str(out, "ranks ");
             write_rank_list(out, numbers, n);
         }
-        out_str(out, k->verdict == FOLD_HIGH ? "  <- diverges\n"
-                     : k->verdict == FOLD_LOW ? "  <- much less\n" : "\n");
+        out_str(out, k->verdict == FOLD_HIGH  ? "  <- diverges\n"
+                     : k->verdict == FOLD_LOW ? "  <- much less\n"
+                                              : "\n");
     }
     out_str(out, "  (memory and peak: device memory, summed over the rank's devices, memory at "
                  "the moment in \"at\"; leaked: live at exit and not held at the program's end, "
@@ -649,18 +651,20 @@ static void write_page_start(struct out *out)
     out_str(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                  "<title>cumemtrace merge</title>\n<style>\n");
     out_str(out, report_html_css);
-    out_str(out, ".bar { display: inline-block; width: 160px; height: 10px; background: #eceff1; "
-                 "margin-left: 6px; vertical-align: middle; }\n"
-                 ".bar span { display: block; height: 100%; }\n"
-                 ".histogram { display: flex; align-items: flex-end; height: 90px; gap: 1px; "
-                 "border-bottom: 1px solid #90a4ae; }\n"
-                 ".histogram div { background: #1e88e5; min-width: 6px; flex: 1; }\n"
-                 ".histogram div.outlier { background: #c62828; }\n"
-                 ".heat { display: grid; gap: 1px; font-size: 10px; }\n"
-                 ".heat span { min-width: 10px; height: 12px; }\n"
-                 ".heat span.missing { background: repeating-linear-gradient(45deg, #eee, #eee 2px, #ccc 2px, #ccc 4px); }\n"
-                 "</style>\n</head>\n<body>\n<div id=\"app\"><p>This page needs JavaScript.</p>"
-                 "</div>\n<script type=\"application/json\" id=\"merge-data\">");
+    out_str(
+        out,
+        ".bar { display: inline-block; width: 160px; height: 10px; background: #eceff1; "
+        "margin-left: 6px; vertical-align: middle; }\n"
+        ".bar span { display: block; height: 100%; }\n"
+        ".histogram { display: flex; align-items: flex-end; height: 90px; gap: 1px; "
+        "border-bottom: 1px solid #90a4ae; }\n"
+        ".histogram div { background: #1e88e5; min-width: 6px; flex: 1; }\n"
+        ".histogram div.outlier { background: #c62828; }\n"
+        ".heat { display: grid; gap: 1px; font-size: 10px; }\n"
+        ".heat span { min-width: 10px; height: 12px; }\n"
+        ".heat span.missing { background: repeating-linear-gradient(45deg, #eee, #eee 2px, #ccc 2px, #ccc 4px); }\n"
+        "</style>\n</head>\n<body>\n<div id=\"app\"><p>This page needs JavaScript.</p>"
+        "</div>\n<script type=\"application/json\" id=\"merge-data\">");
     out->escape_html = 1;
 }
 
@@ -694,18 +698,18 @@ static void write_growth_json(struct out *out, const struct merge *m, const stru
 static void write_stack_json(struct out *out, struct merge *m, const struct fold_stack *s)
 {
     const struct fold *f = &m->fold;
-    out_printf(out, "{\"total_bytes\":%llu,\"spread_bytes\":%llu,\"ranks_holding\":%u,"
-                    "\"min_bytes\":%llu,\"max_bytes\":%llu,\"median_bytes\":%.0f,"
-                    "\"mad_bytes\":%.0f,\"usual\":{\"ranks\":%u,\"median_bytes\":%.0f,"
-                    "\"mad_bytes\":%.0f},\"outliers\":[",
+    out_printf(out,
+               "{\"total_bytes\":%llu,\"spread_bytes\":%llu,\"ranks_holding\":%u,"
+               "\"min_bytes\":%llu,\"max_bytes\":%llu,\"median_bytes\":%.0f,"
+               "\"mad_bytes\":%.0f,\"usual\":{\"ranks\":%u,\"median_bytes\":%.0f,"
+               "\"mad_bytes\":%.0f},\"outliers\":[",
                (unsigned long long)s->sum, (unsigned long long)s->spread, s->present,
                (unsigned long long)(s->present == f->rank_count ? s->min : 0),
                (unsigned long long)s->max, s->median, s->mad, f->rank_count - s->outlier_count,
                s->usual_median, s->usual_mad);
     for (uint32_t i = 0; i < s->outlier_count; i++) {
         out_printf(out, "%s{\"rank\":%d,\"bytes\":%llu,\"held_by\":", i ? "," : "",
-                   f->ranks[s->outliers[i].rank].number,
-                   (unsigned long long)s->outliers[i].bytes);
+                   f->ranks[s->outliers[i].rank].number, (unsigned long long)s->outliers[i].bytes);
         out_json_string(out, s->outliers[i].holder);
         out_str(out, "}");
     }
@@ -751,8 +755,10 @@ static void write_files_of_kind(struct out *out, const struct merge *m, const ch
 static void write_json(struct out *out, struct merge *m)
 {
     const struct fold *f = &m->fold;
-    out_printf(out, "{\"format\":\"cumemtrace-merge\",\"version\":2,\"ranks_from\":\"%s\","
-                    "\"world_size\":", m->job.from_order ? "file_order" : "reports");
+    out_printf(out,
+               "{\"format\":\"cumemtrace-merge\",\"version\":2,\"ranks_from\":\"%s\","
+               "\"world_size\":",
+               m->job.from_order ? "file_order" : "reports");
     if (m->world_size > 0)
         out_printf(out, "%d", m->world_size);
     else
@@ -801,8 +807,10 @@ static void write_json(struct out *out, struct merge *m)
             out_printf(out, ",\"growing_sites\":%u", k->growing);
         else
             out_str(out, ",\"growing_sites\":null");
-        out_printf(out, ",\"verdict\":\"%s\"}", k->verdict == FOLD_HIGH ? "diverges"
-                                                : k->verdict == FOLD_LOW ? "much_less" : "usual");
+        out_printf(out, ",\"verdict\":\"%s\"}",
+                   k->verdict == FOLD_HIGH  ? "diverges"
+                   : k->verdict == FOLD_LOW ? "much_less"
+                                            : "usual");
     }
     out_str(out, "],\"divergent\":");
     if (m->divergent_count) {
@@ -849,10 +857,11 @@ static void write_json(struct out *out, struct merge *m)
         }
         out_str(out, "]}");
     }
-    out_printf(out, "],\"distribution\":{\"ranks\":%u,\"median_bytes\":%.0f,\"mad_bytes\":%.0f,"
-                    "\"min_bytes\":%llu,\"max_bytes\":%llu},\"rule\":",
-               f->usual_count, f->usual_median, f->usual_mad,
-               (unsigned long long)f->usual_min, (unsigned long long)f->usual_max);
+    out_printf(out,
+               "],\"distribution\":{\"ranks\":%u,\"median_bytes\":%.0f,\"mad_bytes\":%.0f,"
+               "\"min_bytes\":%llu,\"max_bytes\":%llu},\"rule\":",
+               f->usual_count, f->usual_median, f->usual_mad, (unsigned long long)f->usual_min,
+               (unsigned long long)f->usual_max);
     out_json_string(out, fold_rule_text);
     out_str(out, ",\"stacks\":[");
     for (size_t i = 0; i < m->shown_count; i++) {
@@ -893,7 +902,8 @@ static int by_growth(const void *a, const void *b, void *fold)
     const struct fold_stack *x = &stacks[*(const uint32_t *)a], *y = &stacks[*(const uint32_t *)b];
     if (x->growing_ranks != y->growing_ranks)
         return x->growing_ranks > y->growing_ranks ? -1 : 1;
-    double rx = x->fastest_count ? x->fastest[0].rate : 0, ry = y->fastest_count ? y->fastest[0].rate : 0;
+    double rx = x->fastest_count ? x->fastest[0].rate : 0,
+           ry = y->fastest_count ? y->fastest[0].rate : 0;
     if (rx != ry)
         return rx > ry ? -1 : 1;
     return strcmp(x->key, y->key);

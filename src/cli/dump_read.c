@@ -133,7 +133,7 @@ static void read_block(struct report *r, struct fields *f)
     DUMP_BLOCK_FIELDS(X)
 #undef X
     if (b->kind >= KIND_COUNT || (b->stack_id > r->stack_count))
-        r->block_count--;   /* a torn record from a busy table: leave it out */
+        r->block_count--; /* a torn record from a busy table: leave it out */
 }
 
 /* program_end TIME_MS [SLOT BYTES]...: the end of a Python program seen
@@ -171,7 +171,7 @@ static void read_end_stack(struct report *r, struct fields *f)
 static void read_failure(struct report *r, struct fields *f, uint64_t *next)
 {
     if (*next == 0 || *next > r->failures.total)
-        return;                 /* none kept, or more lines than failures */
+        return; /* none kept, or more lines than failures */
     struct report_failure *x = RING_ENTRY(r->failures.ring, *next);
     ++*next;
     x->size = number(f);
@@ -276,41 +276,19 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
         }
         *eol = '\0';
         struct fields f = {p};
-        next_field(&f);         /* the record's name */
+        next_field(&f); /* the record's name */
         switch (record) {
-        case DUMP_PID:
-            r->pid = (int)number(&f);
-            break;
-        case DUMP_PPID:
-            r->ppid = (int)number(&f);
-            break;
-        case DUMP_SIGNAL:
-            r->event.signal = (int)number(&f);
-            break;
-        case DUMP_LOCK:
-            r->event.lock = dump_lock_name(next_field(&f));
-            break;
-        case DUMP_TIME_MS:
-            r->now_ms = (uint32_t)number(&f);
-            break;
-        case DUMP_START_UNIX_MS:
-            start_ms = number(&f);
-            break;
-        case DUMP_CMDLINE:
-            r->argv_bytes = hex_bytes(&f, r->argv, sizeof(r->argv));
-            break;
-        case DUMP_API:
-            read_api(r, &f);
-            break;
-        case DUMP_COUNTERS:
-            read_counters(r, &f);
-            break;
-        case DUMP_STACK:
-            read_stack(r, &f, &frames_used);
-            break;
-        case DUMP_BLOCK:
-            read_block(r, &f);
-            break;
+        case DUMP_PID: r->pid = (int)number(&f); break;
+        case DUMP_PPID: r->ppid = (int)number(&f); break;
+        case DUMP_SIGNAL: r->event.signal = (int)number(&f); break;
+        case DUMP_LOCK: r->event.lock = dump_lock_name(next_field(&f)); break;
+        case DUMP_TIME_MS: r->now_ms = (uint32_t)number(&f); break;
+        case DUMP_START_UNIX_MS: start_ms = number(&f); break;
+        case DUMP_CMDLINE: r->argv_bytes = hex_bytes(&f, r->argv, sizeof(r->argv)); break;
+        case DUMP_API: read_api(r, &f); break;
+        case DUMP_COUNTERS: read_counters(r, &f); break;
+        case DUMP_STACK: read_stack(r, &f, &frames_used); break;
+        case DUMP_BLOCK: read_block(r, &f); break;
         case DUMP_FAILURES_TOTAL:
             r->failures.total = number(&f);
             if (r->failures.total > INPUT_MAX_COUNT)
@@ -318,27 +296,13 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
             failure_number = RING_FIRST(r->failures.ring, r->failures.total);
             r->failures.ooms = (uint32_t)number(&f);
             break;
-        case DUMP_FAILURE:
-            read_failure(r, &f, &failure_number);
-            break;
-        case DUMP_LOST:
-            read_lost(r, &f);
-            break;
-        case DUMP_THREAD:
-            read_thread(r, &f);
-            break;
-        case DUMP_PYLOC:
-            read_python_location(r, &f);
-            break;
-        case DUMP_HANDLE:
-            read_handle(r, &f);
-            break;
-        case DUMP_PROGRAM_END:
-            read_program_end(r, &f);
-            break;
-        case DUMP_END_STACK:
-            read_end_stack(r, &f);
-            break;
+        case DUMP_FAILURE: read_failure(r, &f, &failure_number); break;
+        case DUMP_LOST: read_lost(r, &f); break;
+        case DUMP_THREAD: read_thread(r, &f); break;
+        case DUMP_PYLOC: read_python_location(r, &f); break;
+        case DUMP_HANDLE: read_handle(r, &f); break;
+        case DUMP_PROGRAM_END: read_program_end(r, &f); break;
+        case DUMP_END_STACK: read_end_stack(r, &f); break;
         }
         p = eol + 1;
     }
@@ -407,11 +371,11 @@ int dump_parse(struct report *r, const struct report_options *options, const cha
 {
     memset(r, 0, sizeof(*r));
     r->options = *options;
-    r->rank = r->local_rank = r->world_size = -1;   /* not in a dump */
+    r->rank = r->local_rank = r->world_size = -1; /* not in a dump */
     r->self_time_ns = -1;
     char header[32];
-    int header_length = snprintf(header, sizeof(header), "%s %d\n",
-                                 dump_record_names[DUMP_HEADER], DUMP_FORMAT_VERSION);
+    int header_length = snprintf(header, sizeof(header), "%s %d\n", dump_record_names[DUMP_HEADER],
+                                 DUMP_FORMAT_VERSION);
     if (length < (size_t)header_length || strncmp(input, header, (size_t)header_length) != 0) {
         errno = EPROTO;
         return -1;
@@ -455,7 +419,7 @@ int dump_parse(struct report *r, const struct report_options *options, const cha
     parse(r, text, length, &maps, &maps_length);
     /* Signal 0: exit() called during a CUDA call (crashdump.h). */
     r->event.type = r->event.signal ? EVENT_CRASH : EVENT_NONE;
-    r->reason = r->event.signal == 0 ? "exit"
+    r->reason = r->event.signal == 0                                      ? "exit"
                 : r->event.signal == SIGTERM || r->event.signal == SIGINT ? "terminated"
                                                                           : "crash";
     report_classes_unknown(&r->classes, "a crash dump: Python could not be asked what the "

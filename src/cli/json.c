@@ -27,7 +27,7 @@ struct parser {
     char *error;
     size_t error_size;
     int failed;
-    const char *const *skip;     /* the root's members left out; NULL: none */
+    const char *const *skip; /* the root's members left out; NULL: none */
 };
 
 static size_t chunk_header(void)
@@ -95,8 +95,7 @@ static void fail(struct parser *p, const char *format, ...)
 
 static void skip_space(struct parser *p)
 {
-    while (p->at < p->end && (*p->at == ' ' || *p->at == '\t' || *p->at == '\n' ||
-                              *p->at == '\r'))
+    while (p->at < p->end && (*p->at == ' ' || *p->at == '\t' || *p->at == '\n' || *p->at == '\r'))
         p->at++;
 }
 
@@ -245,7 +244,7 @@ static const char *parse_string(struct parser *p, size_t *length)
 static int parse_number(struct parser *p, struct json_value *v)
 {
     const char *start = p->at;
-    int plain = 1;              /* no sign, fraction or exponent */
+    int plain = 1; /* no sign, fraction or exponent */
     if (p->at < p->end && *p->at == '-') {
         plain = 0;
         p->at++;
@@ -395,7 +394,7 @@ static int skip_value(struct parser *p)
         } else if (depth == 0) {
             while (p->at < p->end && *p->at != ',' && *p->at != '}' && *p->at != ']' &&
                    *p->at != ' ' && *p->at != '\n' && *p->at != '\r' && *p->at != '\t')
-                p->at++;    /* a number or a word */
+                p->at++; /* a number or a word */
         }
     } while (depth > 0);
     if (depth < 0) {
@@ -459,7 +458,8 @@ static int parse_members(struct parser *p, struct json_value *v, int depth, int 
             return object ? keys_unique(p, v) : 0;
         }
         if (*p->at != ',') {
-            fail(p, object ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array");
+            fail(p,
+                 object ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array");
             return -1;
         }
         p->at++;

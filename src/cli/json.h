@@ -20,25 +20,32 @@
 
 #define JSON_MAX_DEPTH 256
 
-enum json_type { JSON_NULL, JSON_FALSE, JSON_TRUE, JSON_NUMBER, JSON_STRING, JSON_ARRAY,
-                 JSON_OBJECT };
+enum json_type {
+    JSON_NULL,
+    JSON_FALSE,
+    JSON_TRUE,
+    JSON_NUMBER,
+    JSON_STRING,
+    JSON_ARRAY,
+    JSON_OBJECT
+};
 
 struct json_value {
     enum json_type type;
-    const char *key;             /* member name, when the parent is an object */
-    double number;               /* JSON_NUMBER */
-    uint64_t integer;            /* JSON_NUMBER with is_integer */
+    const char *key;  /* member name, when the parent is an object */
+    double number;    /* JSON_NUMBER */
+    uint64_t integer; /* JSON_NUMBER with is_integer */
     int is_integer;
-    const char *string;          /* JSON_STRING, decoded, NUL-terminated */
-    size_t length;               /* JSON_STRING bytes; JSON_ARRAY/OBJECT members */
-    struct json_value *first;    /* JSON_ARRAY/OBJECT: the first member */
-    struct json_value *next;     /* the next member of the parent */
+    const char *string;       /* JSON_STRING, decoded, NUL-terminated */
+    size_t length;            /* JSON_STRING bytes; JSON_ARRAY/OBJECT members */
+    struct json_value *first; /* JSON_ARRAY/OBJECT: the first member */
+    struct json_value *next;  /* the next member of the parent */
 };
 
 struct json_chunk;
 struct json_document {
     struct json_value *root;
-    struct json_chunk *chunks;   /* the arena: every node and string */
+    struct json_chunk *chunks; /* the arena: every node and string */
 };
 
 /* Parse `length` bytes of `text`. 0, or -1 with a message such as

@@ -30,7 +30,7 @@ const char fold_rule_text[] =
 int fold_rule(double value, double median, double mad, uint64_t count)
 {
     if (count == 0)
-        return FOLD_USUAL;      /* nothing to differ from */
+        return FOLD_USUAL; /* nothing to differ from */
     double spread = 1.4826 * mad;
     if (spread < median / 20)
         spread = median / 20;
@@ -48,7 +48,7 @@ int fold_rule(double value, double median, double mad, uint64_t count)
 
 static uint64_t hash_of(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;     /* FNV-1a */
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
@@ -212,7 +212,7 @@ static int take_value(struct fold_stack *s, uint32_t rank)
     s->pending_holder = NULL;
     s->touched = 0;
     if (bytes == 0)
-        return 0;               /* held nothing: counted as lacking it */
+        return 0; /* held nothing: counted as lacking it */
     count_absent(s, rank);
     s->next_rank = rank + 1;
     s->present++;
@@ -423,8 +423,8 @@ static uint64_t robust(const struct fold_value *v, size_t n, uint64_t zeros, con
     for (size_t k = 0; k < skip_count; k++) {
         size_t best = m;
         for (size_t i = 0; i < m; i++)
-            if (scratch[i].count &&
-                (best == m || fabs(scratch[i].value - skip[k]) < fabs(scratch[best].value - skip[k])))
+            if (scratch[i].count && (best == m || fabs(scratch[i].value - skip[k]) <
+                                                      fabs(scratch[best].value - skip[k])))
                 best = i;
         if (best < m)
             scratch[best].count--;
@@ -480,8 +480,8 @@ static void finish_stack(struct fold *f, struct fold_stack *s, struct fold_value
                 add_outlier(s, candidates[i].rank, candidates[i].bytes, candidates[i].holder);
     for (uint32_t i = 0; i < s->outlier_count; i++)
         skipped[i] = (double)s->outliers[i].bytes;
-    robust(s->values, s->value_count, zeros, skipped, s->outlier_count, scratch,
-           &s->usual_median, &s->usual_mad);
+    robust(s->values, s->value_count, zeros, skipped, s->outlier_count, scratch, &s->usual_median,
+           &s->usual_mad);
     for (uint32_t i = 0; i < s->outlier_count; i++)
         s->excess += (uint64_t)fabs((double)s->outliers[i].bytes - s->usual_median);
 }

@@ -56,20 +56,20 @@ struct fold_pick {
 
 struct fold_growth {
     uint32_t rank;
-    double rate;                 /* growth_rate: bytes per second or per mark */
-    uint64_t bytes;              /* report_growth_bytes */
-    int ended;                   /* bytes when the program ended, not at the report */
+    double rate;    /* growth_rate: bytes per second or per mark */
+    uint64_t bytes; /* report_growth_bytes */
+    int ended;      /* bytes when the program ended, not at the report */
 };
 
 struct fold_rank {
-    int number;                  /* its rank */
-    int file;                    /* the file read (the caller's numbering) */
+    int number; /* its rank */
+    int file;   /* the file read (the caller's numbering) */
     int local_rank, world_size, pid;
     uint32_t host;               /* index into fold.hosts */
     int moment;                  /* CLI_AT_END or CLI_AT_EXIT */
     char reason[16];             /* the report's ("exit", "oom", ...) */
     uint64_t devices;            /* a bit per device used */
-    uint64_t live, peak, leaked;    /* live: at `moment` */
+    uint64_t live, peak, leaked; /* live: at `moment` */
     int has_leaked;              /* an exit report */
     int has_growth;              /* 0: not known (a crash dump) */
     uint32_t growing;            /* its growing sites */
@@ -78,34 +78,34 @@ struct fold_rank {
 };
 
 struct fold_stack {
-    char *key;                   /* cli_stack_key */
-    char *site;                  /* its site's frame: the user's line */
-    const char *label;           /* "nccl", ...: report_stack_label; NULL */
-    uint32_t source, stack_id;   /* the rank holding most of it, its id there */
-    uint64_t pending;            /* bytes in the report being folded */
-    const struct report_holder_path *pending_holder;   /* its holder there, if named */
-    uint32_t present;            /* ranks holding some of it */
-    uint32_t next_rank;          /* ranks before this one are counted */
-    uint64_t sum, min, max;      /* of the ranks holding it */
+    char *key;                                       /* cli_stack_key */
+    char *site;                                      /* its site's frame: the user's line */
+    const char *label;                               /* "nccl", ...: report_stack_label; NULL */
+    uint32_t source, stack_id;                       /* the rank holding most of it, its id there */
+    uint64_t pending;                                /* bytes in the report being folded */
+    const struct report_holder_path *pending_holder; /* its holder there, if named */
+    uint32_t present;                                /* ranks holding some of it */
+    uint32_t next_rank;                              /* ranks before this one are counted */
+    uint64_t sum, min, max;                          /* of the ranks holding it */
     uint64_t most_in_source;
-    struct fold_value *values;   /* the sketch, by value */
+    struct fold_value *values; /* the sketch, by value */
     uint32_t value_count, value_capacity;
-    struct fold_pick high[FOLD_KEEP], low[FOLD_KEEP];  /* most first, least first */
+    struct fold_pick high[FOLD_KEEP], low[FOLD_KEEP]; /* most first, least first */
     uint32_t high_count, low_count;
-    uint32_t absent[FOLD_KEEP];  /* the first ranks lacking it */
-    uint32_t absent_count;       /* all of them */
-    uint64_t *by_rank;           /* [rank], in a job of at most FOLD_BY_RANK ranks */
-    uint32_t growing_ranks;      /* ranks where it grows */
-    struct fold_growth fastest[FOLD_KEEP];    /* fastest first */
+    uint32_t absent[FOLD_KEEP];            /* the first ranks lacking it */
+    uint32_t absent_count;                 /* all of them */
+    uint64_t *by_rank;                     /* [rank], in a job of at most FOLD_BY_RANK ranks */
+    uint32_t growing_ranks;                /* ranks where it grows */
+    struct fold_growth fastest[FOLD_KEEP]; /* fastest first */
     uint32_t fastest_count;
-    int per_mark;                /* growth in marks, not seconds */
-    int touched;                 /* in fold.touched */
+    int per_mark; /* growth in marks, not seconds */
+    int touched;  /* in fold.touched */
     /* fold_finish: */
-    double median, mad;          /* of every rank's bytes (0 where it lacks it) */
-    double usual_median, usual_mad;    /* of the ranks that are not outliers */
-    uint64_t spread;             /* most less least, over every rank */
-    uint64_t excess;             /* how far its outliers lie from usual_median, summed */
-    struct fold_pick outliers[3 * FOLD_KEEP];  /* above the others, then below;
+    double median, mad;             /* of every rank's bytes (0 where it lacks it) */
+    double usual_median, usual_mad; /* of the ranks that are not outliers */
+    uint64_t spread;                /* most less least, over every rank */
+    uint64_t excess;                /* how far its outliers lie from usual_median, summed */
+    struct fold_pick outliers[3 * FOLD_KEEP]; /* above the others, then below;
                                                   * holders: the high picks' */
     uint32_t outlier_count;
 };
@@ -115,23 +115,23 @@ struct fold_names {
     char **names;
     uint64_t *hashes;
     uint32_t count, capacity;
-    uint32_t *slots;             /* index + 1; 0: empty */
-    uint32_t slot_count;         /* a power of two */
+    uint32_t *slots;     /* index + 1; 0: empty */
+    uint32_t slot_count; /* a power of two */
 };
 
 struct fold {
-    uint32_t expected;           /* ranks to be folded */
+    uint32_t expected; /* ranks to be folded */
     struct fold_rank *ranks;
     uint32_t rank_count;
-    struct fold_stack *stacks;   /* index = index of its key in `keys` */
+    struct fold_stack *stacks; /* index = index of its key in `keys` */
     uint32_t stack_capacity;
     struct fold_names keys, hosts;
-    uint32_t *touched;           /* stacks the report being folded holds */
+    uint32_t *touched; /* stacks the report being folded holds */
     uint32_t touched_count;
     /* fold_finish: */
-    uint32_t *order;             /* stacks, those that differ most between ranks first */
-    double median, mad;          /* of the ranks' live bytes */
-    double usual_median, usual_mad;    /* of the ranks that are not outliers */
+    uint32_t *order;                /* stacks, those that differ most between ranks first */
+    double median, mad;             /* of the ranks' live bytes */
+    double usual_median, usual_mad; /* of the ranks that are not outliers */
     uint64_t usual_min, usual_max;
     uint32_t usual_count;
 };

@@ -23,7 +23,7 @@
 #include "records.h"
 
 #define SURVEY_BYTES (64 * 1024)
-#define TREE_DEPTH 64            /* folders below a folder given, at most */
+#define TREE_DEPTH 64 /* folders below a folder given, at most */
 
 const char *job_kind_name(int kind)
 {
@@ -44,8 +44,12 @@ static int add_file(struct job *job, const char *path)
     char *copy = strdup(path);
     if (!copy)
         return -1;
-    job->files[job->count++] = (struct job_file){.path = copy, .kind = JOB_UNKNOWN, .rank = -1,
-                                                 .local_rank = -1, .world_size = -1, .pid = -1};
+    job->files[job->count++] = (struct job_file){.path = copy,
+                                                 .kind = JOB_UNKNOWN,
+                                                 .rank = -1,
+                                                 .local_rank = -1,
+                                                 .world_size = -1,
+                                                 .pid = -1};
     return 0;
 }
 
@@ -71,7 +75,7 @@ static int add_tree(struct job *job, const char *folder, int depth)
         for (int i = 0; i < n && status == 0; i++) {
             const char *name = entries[i]->d_name;
             if (name[0] == '.')
-                continue;       /* ., .., and hidden files (a report's temporary) */
+                continue; /* ., .., and hidden files (a report's temporary) */
             size_t size = strlen(folder) + strlen(name) + 2;
             char *path = malloc(size);
             if (!path) {
@@ -122,7 +126,7 @@ static long read_start(const char *path, char *text)
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return -1;              /* a pipe or FIFO: read once, by the loader */
+        return -1; /* a pipe or FIFO: read once, by the loader */
     }
     size_t used = 0;
     while (used < SURVEY_BYTES) {
@@ -174,9 +178,9 @@ static int survey_report(struct job_file *file, char *text, long length)
 {
     char *process = strstr(text, "\"process\"");
     const char *start = process ? process + strlen("\"process\"") : NULL;
-    while (start && (*start == ' ' || *start == '\n' || *start == '\r' || *start == '\t' ||
-                     *start == ':'))
-        start++;    /* a report pretty-printed (jq .) says "process": { */
+    while (start &&
+           (*start == ' ' || *start == '\n' || *start == '\r' || *start == '\t' || *start == ':'))
+        start++; /* a report pretty-printed (jq .) says "process": { */
     const char *end = start && *start == '{' ? object_end(start, text + length) : NULL;
     if (!end)
         return -1;
@@ -196,9 +200,10 @@ static int survey_report(struct job_file *file, char *text, long length)
         json_free(&doc);
         return -1;
     }
-    file->kind = strcmp(reason, "exit") == 0 ? JOB_EXIT
-                 : strcmp(reason, "oom") == 0 ? JOB_OOM
-                 : strcmp(reason, "crash") == 0 ? JOB_CRASH : JOB_OTHER;
+    file->kind = strcmp(reason, "exit") == 0    ? JOB_EXIT
+                 : strcmp(reason, "oom") == 0   ? JOB_OOM
+                 : strcmp(reason, "crash") == 0 ? JOB_CRASH
+                                                : JOB_OTHER;
     file->pid = number_of(p, "pid");
     file->rank = number_of(p, "rank");
     file->local_rank = number_of(p, "local_rank");
@@ -258,8 +263,8 @@ int job_survey(struct job *job)
         struct job_file file = job->files[i];
         long length = read_start(file.path, text);
         int surveyed = -1;
-        if (length > (long)dump_header && strncmp(text, dump_record_names[DUMP_HEADER],
-                                                  dump_header) == 0)
+        if (length > (long)dump_header &&
+            strncmp(text, dump_record_names[DUMP_HEADER], dump_header) == 0)
             surveyed = survey_dump(&file, text);
         else if (length > 0)
             surveyed = survey_report(&file, text, length);
@@ -283,7 +288,7 @@ int job_survey(struct job *job)
             if (k != i && job->files[k].pid == f->pid && job->files[k].rank >= 0)
                 f->rank = job->files[k].rank;
         int number = ends_with(f->path, ".dump") ? number_in_name(f->path) : -1;
-        if (f->rank < 0 && number != f->pid)    /* not %p's number */
+        if (f->rank < 0 && number != f->pid) /* not %p's number */
             f->rank = number;
     }
     /* Each rank's reading: its file of the lowest kind. */
@@ -299,7 +304,7 @@ int job_survey(struct job *job)
         if (first)
             order[i]->reading = 1;
         else if (order[i - 1]->reading && order[i - 1]->kind == order[i]->kind)
-            job->from_order = 1;    /* two readings of one rank: which is which? */
+            job->from_order = 1; /* two readings of one rank: which is which? */
     }
     for (size_t i = 0; job->from_order && i < job->count; i++) {
         job->files[i].rank = (int)i;

@@ -16,26 +16,26 @@
 /* What a file is, by what it tells of its process's end. The order is the
  * preference for a rank's reading: the lowest kind of its files is read. */
 enum job_kind {
-    JOB_EXIT,       /* an exit report (or a dump written in place of one) */
-    JOB_OTHER,      /* a report at a signal, a snapshot */
-    JOB_OOM,        /* a report written at an out-of-memory error */
-    JOB_CRASH,      /* a crash dump, or a report of a crash */
-    JOB_UNKNOWN     /* not surveyed: read whole, which says what is wrong */
+    JOB_EXIT,   /* an exit report (or a dump written in place of one) */
+    JOB_OTHER,  /* a report at a signal, a snapshot */
+    JOB_OOM,    /* a report written at an out-of-memory error */
+    JOB_CRASH,  /* a crash dump, or a report of a crash */
+    JOB_UNKNOWN /* not surveyed: read whole, which says what is wrong */
 };
 
 struct job_file {
-    const char *path;            /* owned by the job */
-    int kind;                    /* enum job_kind */
-    int rank, local_rank, world_size, pid;  /* -1: not known */
-    int reading;                 /* 1: the file read for its rank */
-    int found;                   /* found in a folder: skipped if it is not a report */
+    const char *path;                      /* owned by the job */
+    int kind;                              /* enum job_kind */
+    int rank, local_rank, world_size, pid; /* -1: not known */
+    int reading;                           /* 1: the file read for its rank */
+    int found;                             /* found in a folder: skipped if it is not a report */
 };
 
 struct job {
-    struct job_file *files;      /* in the order given, a folder's files sorted by path */
+    struct job_file *files; /* in the order given, a folder's files sorted by path */
     size_t count, capacity;
-    size_t skipped;              /* files in folders that are not reports */
-    int from_order;              /* ranks numbered by the order of the files */
+    size_t skipped; /* files in folders that are not reports */
+    int from_order; /* ranks numbered by the order of the files */
 };
 
 /* Add `path`: a file as it is, a folder's reports found in its tree. 0, or

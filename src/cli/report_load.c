@@ -39,14 +39,14 @@
 /* The loader's cursor: the report, and the first error. */
 struct loader {
     struct report *r;
-    const char **api_names;      /* r->api_names, writable */
+    const char **api_names; /* r->api_names, writable */
     char *error;
     size_t error_size;
     int failed;
-    int unmarked;                /* live groups without held_at_end: an older report */
-    demangler demangle;          /* looked for at the first mangled name */
+    int unmarked;       /* live groups without held_at_end: an older report */
+    demangler demangle; /* looked for at the first mangled name */
     int demangler_sought;
-    int blocks_unmarked;         /* listed blocks without it: an older report */
+    int blocks_unmarked; /* listed blocks without it: an older report */
 };
 
 static void fail(struct loader *l, const char *what)
@@ -63,7 +63,7 @@ static uint64_t get_u64(const struct json_value *object, const char *key)
     if (json_uint(v, &value) == 0)
         return value;
     double d;
-    if (json_number(v, &d) == 0 && d > 0)        /* 1e3, or beyond 2^64 */
+    if (json_number(v, &d) == 0 && d > 0) /* 1e3, or beyond 2^64 */
         return d < 18446744073709551616.0 ? (uint64_t)d : UINT64_MAX;
     return 0;
 }
@@ -74,7 +74,7 @@ static long get_long(const struct json_value *object, const char *key, long miss
     double d;
     if (json_number(json_get(object, key), &d) < 0)
         return missing;
-    if (d < -2147483648.0 || d > 2147483647.0)    /* pids, ranks, lines, codes: all int */
+    if (d < -2147483648.0 || d > 2147483647.0) /* pids, ranks, lines, codes: all int */
         return missing;
     return (long)d;
 }
@@ -189,13 +189,13 @@ static int read_int(struct loader *l, const struct json_value *object, const cha
 
 /* The fields `list` (records.h) names, from `object_` into *item_; `l` is
  * the loader's. */
-#define READ_FIELD(key, member, form)                                                        \
+#define READ_FIELD(key, member, form)                                                              \
     item->member = (__typeof__(item->member))read_##form(l, object, key);
-#define READ_RECORD(list, item_, object_)                                                    \
-    do {                                                                                     \
-        __typeof__(item_) item = (item_);                                                    \
-        const struct json_value *object = (object_);                                         \
-        list(READ_FIELD)                                                                     \
+#define READ_RECORD(list, item_, object_)                                                          \
+    do {                                                                                           \
+        __typeof__(item_) item = (item_);                                                          \
+        const struct json_value *object = (object_);                                               \
+        list(READ_FIELD)                                                                           \
     } while (0)
 
 static void *alloc_array(struct loader *l, size_t count, size_t size)
@@ -251,7 +251,7 @@ static void load_event(struct loader *l, const struct json_value *root)
     const struct json_value *event = json_get(root, "event");
     const char *type = json_string(json_get(event, "type"));
     if (!type)
-        return;                 /* null: the end of the process, or a snapshot */
+        return; /* null: the end of the process, or a snapshot */
     e->signal = (int)get_long(event, "signal", 0);
     if (strcmp(type, "signal") == 0) {
         e->type = EVENT_SIGNAL;
@@ -260,7 +260,7 @@ static void load_event(struct loader *l, const struct json_value *root)
         e->lock = dump_lock_name(json_string(json_get(event, "lock")));
     } else if (strcmp(type, "oom") == 0) {
         e->type = EVENT_OOM;
-        READ_RECORD(REPORT_FAILURE_CALL_FIELDS, e, event);  /* "error": the code's name */
+        READ_RECORD(REPORT_FAILURE_CALL_FIELDS, e, event); /* "error": the code's name */
         e->stack_id = (uint32_t)get_u64(event, "stack");
         const struct json_value *free_bytes = json_get(event, "driver_free");
         if (free_bytes && free_bytes->type == JSON_NUMBER) {
@@ -290,8 +290,8 @@ static void load_tracer(struct loader *l, const struct json_value *root)
     if (json_get(tracer, "min_size"))
         r->options.min_size = get_u64(tracer, "min_size");
     const struct json_value *self_time = json_get(tracer, "self_time_ns");
-    r->self_time_ns = self_time && self_time->type == JSON_NUMBER
-                          ? (int64_t)get_u64(tracer, "self_time_ns") : -1;
+    r->self_time_ns =
+        self_time && self_time->type == JSON_NUMBER ? (int64_t)get_u64(tracer, "self_time_ns") : -1;
     /* The packages the process took for the user's own: its frames get the
      * origins it gave them, unless the command names its own. */
     r->user_packages = json_string(json_get(tracer, "user_packages"));
@@ -429,7 +429,7 @@ static void demangle_function(struct loader *l, struct symbol *s)
         s->mangled = s->function;
         s->function = kept;
     }
-    free(plain);            /* __cxa_demangle's own malloc */
+    free(plain); /* __cxa_demangle's own malloc */
 }
 
 /* What PyTorch's tensors were (report.h's report_classes). A report from
@@ -672,7 +672,7 @@ static void load_failures(struct loader *l, const struct json_value *root)
     for (const struct json_value *f = recent ? recent->first : NULL; f && n <= failures->total;
          f = f->next, n++) {
         struct report_failure *x = RING_ENTRY(failures->ring, n);
-        READ_RECORD(REPORT_FAILURE_CALL_FIELDS, x, f);      /* "error": the code's name */
+        READ_RECORD(REPORT_FAILURE_CALL_FIELDS, x, f); /* "error": the code's name */
         READ_RECORD(REPORT_FAILURE_CONTEXT_FIELDS, x, f);
         if (!numbered && x->oom)
             x->oom_number = ++failures->ooms;
@@ -766,8 +766,8 @@ static int by_bytes(const void *a, const void *b)
  * program with what was held then. */
 static void load_caches_and_end(struct loader *l, const struct json_value *root)
 {
-    static const char *views[] = {[CACHE_UNSEEN] = "unseen", [CACHE_BLOCKS] = "blocks",
-                                  [CACHE_SEGMENTS] = "segments"};
+    static const char *views[] =
+        {[CACHE_UNSEEN] = "unseen", [CACHE_BLOCKS] = "blocks", [CACHE_SEGMENTS] = "segments"};
     struct report *r = l->r;
     const struct json_value *caches = json_get(root, "caches");
     r->caches = alloc_array(l, REPORT_MAX_CACHES, sizeof(struct report_cache));
@@ -819,9 +819,9 @@ static void load_caches_and_end(struct loader *l, const struct json_value *root)
         r->blocks[i].held_at_end = r->blocks[i].time_ms <= r->end.time_ms;
     const struct json_value *devices = json_get(end, "devices");
     r->end.has_device_bytes = devices && devices->type == JSON_ARRAY;
-    for (const struct json_value *d = r->end.has_device_bytes ? devices->first : NULL; d; d = d->next)
-        r->end.device_bytes[counters_slot(read_device(l, d, "device"))] =
-            get_u64(d, "live_bytes");
+    for (const struct json_value *d = r->end.has_device_bytes ? devices->first : NULL; d;
+         d = d->next)
+        r->end.device_bytes[counters_slot(read_device(l, d, "device"))] = get_u64(d, "live_bytes");
     const struct json_value *held = get_array(l, root, "held_at_end");
     size_t older = l->unmarked ? r->group_count : 0;
     r->held = held ? alloc_array(l, held->length + older, sizeof(*r->held)) : NULL;
@@ -1032,8 +1032,8 @@ static int load_json(struct loaded_report *loaded, const char *text, size_t leng
 }
 
 /* What report_load_summary leaves out of a JSON report. */
-static const char *const summary_skip[] = {"timeline", "series", "blocks", "fragmentation",
-                                           "findings", NULL};
+static const char *const summary_skip[] = {"timeline",      "series",   "blocks",
+                                           "fragmentation", "findings", NULL};
 
 static int load_text(const char *text, size_t length, const struct report_options *options,
                      const char *const *skip, struct loaded_report *loaded, char *error,

@@ -12,8 +12,8 @@
 #include "report.h"
 
 struct loaded_report {
-    struct report report;        /* its strings point into `json` */
-    struct json_document json;   /* empty for a dump */
+    struct report report;      /* its strings point into `json` */
+    struct json_document json; /* empty for a dump */
     int from_dump;
 };
 

@@ -51,10 +51,10 @@ enum { UNSEEN, INSTALLED, NOT_A_POOL, REPLACED, OFF };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int state;
-static PyObject *cuda;           /* cupy.cuda, once ours is in */
-static PyObject *wrapper;        /* ours, as installed */
+static PyObject *cuda;    /* cupy.cuda, once ours is in */
+static PyObject *wrapper; /* ours, as installed */
 static PyObject *s_ptr, *s_device_id, *s_mem, *s_token;
-static const char *why;          /* the view's reason, when not blocks */
+static const char *why; /* the view's reason, when not blocks */
 
 /* Changed with `lock` held, read without it to return early. */
 static void set_state(int value)
@@ -94,14 +94,13 @@ static void record(PyObject *pointer, PyObject *size)
     uint64_t at = unsigned_of(address, &bad);
     uint64_t bytes = unsigned_of(size, &bad);
     long ordinal = device ? py.as_long(device) : -1;
-    PyObject *token = memory && !bad && at ? py.capsule_new((void *)(uintptr_t)at, TOKEN_NAME,
-                                                            token_gone)
-                                           : NULL;
+    PyObject *token =
+        memory && !bad && at ? py.capsule_new((void *)(uintptr_t)at, TOKEN_NAME, token_gone) : NULL;
     /* Only a pool's block has a __dict__ to hold it. */
     if (token && py.set_attr_object(memory, s_token, token) == 0) {
         uint64_t number = cache_blocks_alloc(KIND_CUPY_BLOCK, (int)ordinal, at, bytes, 0, NULL);
         py.capsule_set_context(token, (void *)(uintptr_t)number);
-        segments_handed_out(KIND_CUPY_BLOCK, at);   /* a chunk from before we were in */
+        segments_handed_out(KIND_CUPY_BLOCK, at); /* a chunk from before we were in */
     }
     py_release(token);
     py_release(memory);
@@ -145,9 +144,9 @@ static PyObject *cupy_malloc(PyObject *pool_malloc, PyObject *size)
     return pointer;
 }
 
-static struct py_method_def malloc_def = {
-    "cumemtrace_cupy_malloc", cupy_malloc, PY_METH_O,
-    "cumemtrace: CuPy's memory pool's malloc, each block recorded with its line"};
+static struct py_method_def malloc_def =
+    {"cumemtrace_cupy_malloc", cupy_malloc, PY_METH_O,
+     "cumemtrace: CuPy's memory pool's malloc, each block recorded with its line"};
 
 /* ---- putting it in --------------------------------------------------------- */
 
@@ -191,7 +190,7 @@ static void install(PyObject *cupy)
                              ? py.new_function(&malloc_def, original, NULL)
                              : NULL;
         PyObject *done = ours ? py.call_method(module, "set_allocator", "O", ours) : NULL;
-        if (done) {         /* not when this thread is inside using_allocator: later */
+        if (done) { /* not when this thread is inside using_allocator: later */
             set_state(INSTALLED);
             wrapper = ours;
             cuda = module;

@@ -53,15 +53,15 @@
 #include "tracker.h"
 
 struct entry {
-    uint64_t address;    /* 0: an empty slot (map.h) */
+    uint64_t address; /* 0: an empty slot (map.h) */
     uint64_t size;
-    uint64_t number;     /* its record's allocation number */
-    int64_t hash;        /* of its traceback; 0 without one */
-    uint32_t epoch;      /* the last sweep that saw it */
+    uint64_t number; /* its record's allocation number */
+    int64_t hash;    /* of its traceback; 0 without one */
+    uint32_t epoch;  /* the last sweep that saw it */
 };
 
-struct seen {            /* one array of this sweep */
-    uint64_t address;    /* 0: not recorded (sharded, no buffer, or an error) */
+struct seen {         /* one array of this sweep */
+    uint64_t address; /* 0: not recorded (sharded, no buffer, or an error) */
     uint64_t size;
     int64_t hash;
 };
@@ -69,12 +69,12 @@ struct seen {            /* one array of this sweep */
 enum { UNSEEN, ACTIVE, OFF };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int state;                    /* guarded by `lock`; read without it to skip early */
+static int state; /* guarded by `lock`; read without it to skip early */
 static int final_done, end_hook_registered;
-#define BUDGET_CAP_NS 100000000      /* 100 ms */
+#define BUDGET_CAP_NS 100000000 /* 100 ms */
 static int64_t budget_ns = BUDGET_CAP_NS;
-static uint64_t budget_at_ns;        /* when it was last topped up */
-static struct map table;             /* of struct entry, by address, at most half full */
+static uint64_t budget_at_ns; /* when it was last topped up */
+static struct map table;      /* of struct entry, by address, at most half full */
 static uint32_t epoch;
 static struct seen *seen;
 static size_t seen_room;
@@ -175,7 +175,7 @@ static struct seen read_array(PyObject *array)
         py.clear();
     s.address = unsigned_of(pointer, &bad);
     s.size = unsigned_of(size, &bad);
-    if (traceback) {        /* None when JAX keeps none: a record with no stack */
+    if (traceback) { /* None when JAX keeps none: a record with no stack */
         py_hash hash = py.hash(traceback);
         s.hash = hash == -1 ? 0 : hash;
     }
@@ -199,7 +199,7 @@ static int frames_of(PyObject *array, int64_t hash, uintptr_t *frames)
     }
     PyObject *traceback = py.get_attr_object(array, s_traceback);
     PyObject *raw = traceback ? py.call_method_object(traceback, s_raw_frames, NULL) : NULL;
-    PyObject *codes = raw ? py.tuple_item(raw, 0) : NULL;        /* borrowed */
+    PyObject *codes = raw ? py.tuple_item(raw, 0) : NULL; /* borrowed */
     PyObject *offsets = codes ? py.tuple_item(raw, 1) : NULL;
     py_ssize n = offsets ? py.list_size(codes) : 0;
     if (n > 0 && py.list_size(offsets) < n)
@@ -338,7 +338,7 @@ static void sweep(PyObject *jax)
             continue;
         if (!e && !(e = insert(seen[i].address)))
             continue;
-        cache_blocks_free_if(e->address, e->number);   /* another array there before */
+        cache_blocks_free_if(e->address, e->number); /* another array there before */
         PyObject *array = py.list_item(arrays, i);
         int depth = frames_of(array, seen[i].hash, frames);
         e->number = cache_blocks_alloc_with_frames(KIND_JAX_ARRAY, device_of(array),
@@ -353,7 +353,7 @@ static void sweep(PyObject *jax)
         struct entry *e = map_slot(&table, i);
         if (e->address && e->epoch != epoch) {
             cache_blocks_free_if(e->address, e->number);
-            map_remove(&table, e, entry_hash);   /* another entry may have moved into slot i */
+            map_remove(&table, e, entry_hash); /* another entry may have moved into slot i */
             gone++;
             continue;
         }
@@ -395,12 +395,12 @@ static PyObject *end_hook(PyObject *self, PyObject *unused)
     jax_arrays_sweep(JAX_SWEEP_END);
     py.clear();
     py.restore(type, value, traceback);
-    return py.build_value("");   /* None */
+    return py.build_value(""); /* None */
 }
 
-static struct py_method_def end_hook_def = {
-    "cumemtrace_jax_end", end_hook, PY_METH_NOARGS,
-    "cumemtrace: the last sweep of JAX's arrays, before JAX's own exit clean-up"};
+static struct py_method_def end_hook_def =
+    {"cumemtrace_jax_end", end_hook, PY_METH_NOARGS,
+     "cumemtrace: the last sweep of JAX's arrays, before JAX's own exit clean-up"};
 
 /* atexit.register(end_hook), once JAX is imported: it runs before JAX's. */
 static void register_end_hook(void)

@@ -13,10 +13,10 @@
 #define CUMEMTRACE_JAX_ARRAYS_H
 
 enum jax_sweep {
-    JAX_SWEEP_TICK,      /* the bridge's periodic one, or one for a mark: made
+    JAX_SWEEP_TICK,   /* the bridge's periodic one, or one for a mark: made
                           * only while sweeps have cost at most 1% of the time */
-    JAX_SWEEP_REPORT,    /* for a report being written: always */
-    JAX_SWEEP_END,       /* the program's end: always, once */
+    JAX_SWEEP_REPORT, /* for a report being written: always */
+    JAX_SWEEP_END,    /* the program's end: always, once */
 };
 
 /* With the GIL (any thread). */

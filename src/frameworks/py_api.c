@@ -7,7 +7,7 @@
 
 struct py_api py;
 
-static int loaded;           /* 1 found, -1 not */
+static int loaded; /* 1 found, -1 not */
 
 static void load(void)
 {
@@ -90,7 +90,7 @@ PyObject *py_attr(PyObject *object, const char *name)
 
 PyObject *py_imported(const char *name)
 {
-    PyObject *module = py.dict_get(py.module_dict(), name);   /* borrowed */
+    PyObject *module = py.dict_get(py.module_dict(), name); /* borrowed */
     if (!module)
         return NULL;
     PyObject *spec = py_attr(module, "__spec__");

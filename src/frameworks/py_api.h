@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 typedef struct _object PyObject;
-typedef intptr_t py_ssize;          /* Py_ssize_t */
-typedef intptr_t py_hash;           /* Py_hash_t */
+typedef intptr_t py_ssize; /* Py_ssize_t */
+typedef intptr_t py_hash;  /* Py_hash_t */
 
-struct py_method_def {              /* PyMethodDef */
+struct py_method_def { /* PyMethodDef */
     const char *name;
     PyObject *(*function)(PyObject *, PyObject *);
     int flags;
@@ -26,31 +26,31 @@ struct py_method_def {              /* PyMethodDef */
 struct py_api {
     /* Without the GIL. */
     int (*is_initialized)(void);
-    int (*is_finalizing)(void);       /* NULL where neither name is exported */
+    int (*is_finalizing)(void); /* NULL where neither name is exported */
     int (*gil_ensure)(void);
     void (*gil_release)(int);
     int (*gil_check)(void);
-    void *(*save_thread)(void);       /* PyEval_SaveThread: let go of the GIL */
+    void *(*save_thread)(void); /* PyEval_SaveThread: let go of the GIL */
     void (*restore_thread)(void *);
     /* With the GIL. */
-    PyObject *(*module_dict)(void);                    /* sys.modules, borrowed */
-    PyObject *(*dict_get)(PyObject *, const char *);   /* borrowed */
+    PyObject *(*module_dict)(void);                  /* sys.modules, borrowed */
+    PyObject *(*dict_get)(PyObject *, const char *); /* borrowed */
     PyObject *(*get_attr)(PyObject *, const char *);
     PyObject *(*get_attr_object)(PyObject *, PyObject *);
     int (*set_attr_object)(PyObject *, PyObject *, PyObject *);
     PyObject *(*intern)(const char *);
     PyObject *(*call_method)(PyObject *, const char *, const char *, ...);
-    PyObject *(*call_function)(PyObject *, ...);       /* PyObject_CallFunctionObjArgs */
-    PyObject *(*call_method_object)(PyObject *, PyObject *, ...);   /* ...MethodObjArgs */
+    PyObject *(*call_function)(PyObject *, ...);                  /* PyObject_CallFunctionObjArgs */
+    PyObject *(*call_method_object)(PyObject *, PyObject *, ...); /* ...MethodObjArgs */
     int (*is_true)(PyObject *);
     int (*is_instance)(PyObject *, PyObject *);
     py_hash (*hash)(PyObject *);
     long (*as_long)(PyObject *);
     unsigned long long (*as_unsigned)(PyObject *);
     py_ssize (*list_size)(PyObject *);
-    PyObject *(*list_item)(PyObject *, py_ssize);      /* borrowed */
-    PyObject *(*tuple_item)(PyObject *, py_ssize);     /* borrowed */
-    int (*bytes_data)(PyObject *, char **, py_ssize *);   /* PyBytes_AsStringAndSize */
+    PyObject *(*list_item)(PyObject *, py_ssize);       /* borrowed */
+    PyObject *(*tuple_item)(PyObject *, py_ssize);      /* borrowed */
+    int (*bytes_data)(PyObject *, char **, py_ssize *); /* PyBytes_AsStringAndSize */
     PyObject *(*get_iter)(PyObject *);
     PyObject *(*iter_next)(PyObject *);
     PyObject *(*occurred)(void);
@@ -67,7 +67,7 @@ struct py_api {
     PyObject *(*build_value)(const char *, ...);
     void (*incref)(PyObject *);
     void (*decref)(PyObject *);
-    PyObject *memory_error;           /* PyExc_MemoryError */
+    PyObject *memory_error; /* PyExc_MemoryError */
 };
 
 extern struct py_api py;
@@ -82,6 +82,6 @@ PyObject *py_attr(PyObject *object, const char *name);
  * (a module whose import is under way is in sys.modules already, and would
  * undo what we do to it); NULL if not there. Never imports. */
 PyObject *py_imported(const char *name);
-void py_release(PyObject *object);   /* Py_DecRef that takes NULL */
+void py_release(PyObject *object); /* Py_DecRef that takes NULL */
 
 #endif

@@ -487,7 +487,7 @@ static const char RETAIN[] =
 /* The walk stops after this many objects, whatever its time budget. */
 #define HOLDERS_OBJECTS 4000000
 
-static PyObject *classify;   /* the compiled functions, kept for the process's life */
+static PyObject *classify; /* the compiled functions, kept for the process's life */
 static PyObject *retain;
 
 /* With the GIL: `source` compiled in a namespace of its own, once; its
@@ -499,7 +499,7 @@ static PyObject *compiled(PyObject **function, const char *source, const char *n
     PyObject *builtins = py.import("builtins");
     PyObject *scope = builtins ? py.build_value("{}") : NULL;
     PyObject *done = scope ? py.call_method(builtins, "exec", "sO", source, scope) : NULL;
-    PyObject *found = done ? py.dict_get(scope, name) : NULL;   /* borrowed */
+    PyObject *found = done ? py.dict_get(scope, name) : NULL; /* borrowed */
     if (found) {
         py.incref(found);
         *function = found;
@@ -558,7 +558,7 @@ static struct torch_classes *unpack(PyObject *answer)
     copy[text_bytes] = '\0';
     for (size_t i = 0; i < count; i++) {
         uint64_t field[3];
-        memcpy(field, records + i * 24, sizeof(field));   /* little-endian, as packed */
+        memcpy(field, records + i * 24, sizeof(field)); /* little-endian, as packed */
         uint32_t owner = (uint32_t)field[2], kind = (uint32_t)(field[2] >> 32);
         if (owner >= names || kind >= TENSOR_CLASSES)
             continue;
@@ -620,7 +620,7 @@ static struct torch_holders *unpack_holders(PyObject *answer)
     for (size_t i = 0, at = 0; i < paths; i++) {
         h->paths[i] = copy + at;
         at += strlen(copy + at) + 1;
-        char *tab = strchr(h->paths[i], '\t');   /* "path\tcontainer" */
+        char *tab = strchr(h->paths[i], '\t'); /* "path\tcontainer" */
         h->containers[i] = tab ? tab + 1 : "";
         if (tab)
             *tab = '\0';
@@ -628,7 +628,7 @@ static struct torch_holders *unpack_holders(PyObject *answer)
     h->path_count = (uint32_t)paths;
     for (size_t i = 0; i < count; i++) {
         uint64_t field[3];
-        memcpy(field, records + i * 24, sizeof(field));   /* little-endian, as packed */
+        memcpy(field, records + i * 24, sizeof(field)); /* little-endian, as packed */
         uint32_t path = (uint32_t)field[2], tensors = (uint32_t)(field[2] >> 32);
         if (path < paths)
             h->refs[h->count++] = (struct torch_holder_ref){field[0], field[1], path, tensors};
@@ -660,14 +660,15 @@ static struct torch_holders *holders_read(PyObject *gc)
 static struct torch_classes *classes_of(PyObject *torch, PyObject *gc)
 {
     PyObject *nn = py_attr(torch, "nn"), *optim = py_attr(torch, "optim");
-    PyObject *main = py.dict_get(py.module_dict(), "__main__");   /* borrowed */
-    PyObject *function = nn && optim && gc && main ? compiled(&classify, CLASSIFY, "classify")
-                                                   : NULL;
+    PyObject *main = py.dict_get(py.module_dict(), "__main__"); /* borrowed */
+    PyObject *function =
+        nn && optim && gc && main ? compiled(&classify, CLASSIFY, "classify") : NULL;
     PyObject *answer = function ? py.call_function(function, torch, gc, main, NULL) : NULL;
-    struct torch_classes *c = answer ? unpack(answer)
-                              : empty(!nn || !optim ? "torch.nn or torch.optim is not loaded"
-                                                    : "reading PyTorch's modules and optimizers "
-                                                      "raised an exception");
+    struct torch_classes *c =
+        answer ? unpack(answer)
+               : empty(!nn || !optim ? "torch.nn or torch.optim is not loaded"
+                                     : "reading PyTorch's modules and optimizers "
+                                       "raised an exception");
     py_release(answer);
     py_release(optim);
     py_release(nn);
@@ -677,7 +678,7 @@ static struct torch_classes *classes_of(PyObject *torch, PyObject *gc)
 
 struct torch_classes *torch_classes_read(void)
 {
-    PyObject *torch = py_imported("torch");   /* borrowed */
+    PyObject *torch = py_imported("torch"); /* borrowed */
     PyObject *gc = py.import("gc");
     struct torch_classes *c = torch ? classes_of(torch, gc) : empty("PyTorch is not imported");
     if (c && gc && config.holders)

@@ -14,6 +14,6 @@
  * CuPy's, JAX's, whichever are imported. NULL when out of memory. Released
  * with torch_classes_free. */
 struct torch_classes *torch_classes_read(void);
-void torch_classes_free(struct torch_classes *c);   /* takes NULL */
+void torch_classes_free(struct torch_classes *c); /* takes NULL */
 
 #endif

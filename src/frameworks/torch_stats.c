@@ -68,19 +68,19 @@ static const char *const keys[TORCH_FIGURE_COUNT] = {
     [TORCH_OOMS] = "num_ooms",
 };
 
-static int available;        /* -1 no Python (or no reader thread), 1 yes, 0 not looked yet */
-static int exiting;          /* the exit hook ran: Python is being finalized */
+static int available; /* -1 no Python (or no reader thread), 1 yes, 0 not looked yet */
+static int exiting;   /* the exit hook ran: Python is being finalized */
 static int hook_registered;
 static int reader_started;
-static int reader_pinned;    /* the reader's thread state is kept (read_with_gil) */
-static int wanted;           /* a reading was asked for */
-static int report_wanted;    /* ... for a report: JAX's arrays swept whatever it costs */
-static uint64_t readings;    /* completed attempts, for torch_stats_refresh */
-static uint64_t report_readings;   /* ... of them made for a report */
-static uint64_t serials;     /* the last reading's serial */
-static uint64_t report_serial;     /* the serial of the last reading made for a report */
-static struct torch_stats report_reading;       /* the reading report_serial */
-static struct torch_classes *latest_classes;   /* ... and what its tensors were */
+static int reader_pinned;        /* the reader's thread state is kept (read_with_gil) */
+static int wanted;               /* a reading was asked for */
+static int report_wanted;        /* ... for a report: JAX's arrays swept whatever it costs */
+static uint64_t readings;        /* completed attempts, for torch_stats_refresh */
+static uint64_t report_readings; /* ... of them made for a report */
+static uint64_t serials;         /* the last reading's serial */
+static uint64_t report_serial;   /* the serial of the last reading made for a report */
+static struct torch_stats report_reading;    /* the reading report_serial */
+static struct torch_classes *latest_classes; /* ... and what its tensors were */
 /* This thread's request, for the report it collects next: the serial of
  * the reading it got, or why it got none. */
 static __thread uint64_t asked;
@@ -99,12 +99,12 @@ static void read_device(PyObject *cuda, int device, uint64_t *figures)
     if (!stats)
         return;
     for (int i = 0; i < TORCH_FIGURE_COUNT; i++) {
-        PyObject *value = py.dict_get(stats, keys[i]);   /* borrowed */
+        PyObject *value = py.dict_get(stats, keys[i]); /* borrowed */
         if (!value)
             continue;
         unsigned long long n = py.as_unsigned(value);
         if (n == (unsigned long long)-1)
-            py.clear();          /* not a non-negative int: leave it missing */
+            py.clear(); /* not a non-negative int: leave it missing */
         else
             figures[i] = n;
     }
@@ -115,7 +115,7 @@ static void read_device(PyObject *cuda, int device, uint64_t *figures)
 static void read_counters(struct torch_stats *out)
 {
     memset(out, 0, sizeof(*out));
-    PyObject *torch = py.dict_get(py.module_dict(), "torch");   /* borrowed */
+    PyObject *torch = py.dict_get(py.module_dict(), "torch"); /* borrowed */
     if (!torch)
         return;
     PyObject *cuda = py.get_attr(torch, "cuda");
@@ -140,8 +140,7 @@ static void read_counters(struct torch_stats *out)
 
 /* A reading made for `read`, with its classes (a report's; taken over).
  * Its serial. */
-static uint64_t publish(const struct torch_stats *reading, int read,
-                        struct torch_classes *classes)
+static uint64_t publish(const struct torch_stats *reading, int read, struct torch_classes *classes)
 {
     pthread_mutex_lock(&lock);
     uint64_t serial = ++serials;
@@ -176,7 +175,7 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     struct torch_stats reading;
     PyObject *type, *value, *traceback;
     py.fetch(&type, &value, &traceback);
-    jax_arrays_sweep(JAX_SWEEP_END);   /* unless the hook that runs before JAX's took it */
+    jax_arrays_sweep(JAX_SWEEP_END); /* unless the hook that runs before JAX's took it */
     read_counters(&reading);
     py.clear();
     struct torch_classes *classes = torch_classes_read();
@@ -187,12 +186,11 @@ static PyObject *exit_hook(PyObject *self, PyObject *unused)
     if (framework_hooks.program_ended)
         framework_hooks.program_ended();
     py.restore(type, value, traceback);
-    return py.build_value("");   /* None */
+    return py.build_value(""); /* None */
 }
 
-static struct py_method_def exit_hook_def = {
-    "cumemtrace_torch_exit", exit_hook, PY_METH_NOARGS,
-    "cumemtrace: read torch.cuda.memory_stats() at exit"};
+static struct py_method_def exit_hook_def = {"cumemtrace_torch_exit", exit_hook, PY_METH_NOARGS,
+                                             "cumemtrace: read torch.cuda.memory_stats() at exit"};
 
 /* With the GIL, the first time we hold it: atexit.register(exit_hook), the
  * interpreter's code objects watched (python_watch_code; the exit hook stops
@@ -208,7 +206,7 @@ static void first_with_gil(int bridge)
     py_release(function);
     py_release(atexit);
     py.clear();
-    if (hooked)        /* only with the hook that stops it in time */
+    if (hooked) /* only with the hook that stops it in time */
         python_watch_code();
     cupy_pool_check(bridge);
     pthread_mutex_lock(&lock);
@@ -356,7 +354,8 @@ static void request(int for_report)
     /* The snapshot thread and the first CUDA call may race: the same answer. */
     if (!__atomic_load_n(&available, __ATOMIC_ACQUIRE))
         __atomic_store_n(&available, py_api_load() == 0 ? 1 : -1, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&available, __ATOMIC_ACQUIRE) < 0 || !py.is_initialized() || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(&available, __ATOMIC_ACQUIRE) < 0 || !py.is_initialized() ||
+        __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
         return;
     pthread_mutex_lock(&lock);
     int start = !reader_started;
@@ -491,12 +490,12 @@ void torch_stats_reset(void)
     pthread_cond_init(&read_done, NULL);
     memset(&latest, 0, sizeof(latest));
     memset(&report_reading, 0, sizeof(report_reading));
-    torch_classes_free(latest_classes);   /* the parent's tensors */
+    torch_classes_free(latest_classes); /* the parent's tensors */
     latest_classes = NULL;
     report_serial = report_readings = 0;
     asked = 0;
     asked_why = NULL;
-    reader_started = 0;   /* the thread did not survive the fork */
+    reader_started = 0; /* the thread did not survive the fork */
     reader_pinned = 0;
     wanted = report_wanted = 0;
     readings = 0;

@@ -32,6 +32,6 @@ void torch_stats_for_report(struct torch_stats *out, int at_end,
                             void (*classes)(const struct torch_classes *, const char *why,
                                             void *arg),
                             void *arg);
-void torch_stats_reset(void);   /* after fork: nothing read in this process yet */
+void torch_stats_reset(void); /* after fork: nothing read in this process yet */
 
 #endif

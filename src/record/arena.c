@@ -4,7 +4,7 @@
 
 #include "arena.h"
 
-#define CHUNK_HEADER sizeof(char *)     /* the link to the chunk before */
+#define CHUNK_HEADER sizeof(char *) /* the link to the chunk before */
 
 void *pages_alloc(size_t bytes)
 {
@@ -37,7 +37,7 @@ void *slab_alloc(struct slab *slab)
 {
     void *item = slab->free_list;
     if (item) {
-        memcpy(&slab->free_list, item, sizeof(void *));   /* items may be 4-aligned */
+        memcpy(&slab->free_list, item, sizeof(void *)); /* items may be 4-aligned */
         memset(item, 0, slab->item_size);
     } else {
         if (slab->cursor == NULL || slab->cursor + slab->item_size > slab->end) {
@@ -50,7 +50,7 @@ void *slab_alloc(struct slab *slab)
             slab->end = chunk + slab->chunk_size;
             slab->chunk_bytes += slab->chunk_size;
         }
-        item = slab->cursor;            /* fresh pages are already zero */
+        item = slab->cursor; /* fresh pages are already zero */
         slab->cursor += slab->item_size;
     }
     slab->in_use++;
@@ -78,7 +78,7 @@ void *slab_walk_first(const struct slab *slab, struct slab_walk *walk)
     walk->chunk = slab->newest;
     walk->at = walk->chunk ? walk->chunk + CHUNK_HEADER : NULL;
     return walk->chunk && walk->at < carved_end(slab, walk->chunk) ? walk->at
-                                                                      : slab_walk_next(slab, walk);
+                                                                   : slab_walk_next(slab, walk);
 }
 
 void *slab_walk_next(const struct slab *slab, struct slab_walk *walk)

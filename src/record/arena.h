@@ -16,18 +16,18 @@
 
 #include <stddef.h>
 
-void *pages_alloc(size_t bytes);                  /* zeroed; NULL on failure */
+void *pages_alloc(size_t bytes); /* zeroed; NULL on failure */
 void pages_free(void *p, size_t bytes);
 void *pages_grow(void *p, size_t old_bytes, size_t new_bytes); /* may move */
 
 struct slab {
     size_t item_size;
-    size_t chunk_size;      /* bytes mapped at a time */
+    size_t chunk_size; /* bytes mapped at a time */
     void *free_list;
-    char *cursor, *end;     /* unused part of the newest chunk */
-    size_t chunk_bytes;     /* total mapped, for the memory figure */
+    char *cursor, *end; /* unused part of the newest chunk */
+    size_t chunk_bytes; /* total mapped, for the memory figure */
     size_t in_use;
-    char *newest;           /* newest chunk; each starts with a pointer to the one before */
+    char *newest; /* newest chunk; each starts with a pointer to the one before */
 };
 
 struct slab_walk {
@@ -36,7 +36,7 @@ struct slab_walk {
 };
 
 void slab_init(struct slab *slab, size_t item_size, size_t chunk_size);
-void *slab_alloc(struct slab *slab);              /* zeroed; NULL on failure */
+void *slab_alloc(struct slab *slab); /* zeroed; NULL on failure */
 void slab_free(struct slab *slab, void *item);
 /* Every record carved so far, free or not: newest chunk first, in address
  * order within a chunk. NULL at the end. */

@@ -63,8 +63,8 @@ static int holds(const struct block *b, uint64_t address)
 {
     int kind = block_kind(b);
     uint64_t start = block_value(b);
-    return (kind_space(kind) == SPACE_MEMORY || kind == KIND_VMM_MAPPING) &&
-           !kind_in_cache(kind) && address >= start && address - start < b->size;
+    return (kind_space(kind) == SPACE_MEMORY || kind == KIND_VMM_MAPPING) && !kind_in_cache(kind) &&
+           address >= start && address - start < b->size;
 }
 
 int segments_holder(int cache_kind, uint64_t address, uint64_t *start, uint64_t *size)
@@ -83,7 +83,8 @@ int segments_holder(int cache_kind, uint64_t address, uint64_t *start, uint64_t 
     if (!found.size) {
         tracker_lock();
         struct registry_cursor cursor;
-        for (struct block *b = registry_first(&cursor); b && !found.size; b = registry_next(&cursor))
+        for (struct block *b = registry_first(&cursor); b && !found.size;
+             b = registry_next(&cursor))
             if (holds(b, address))
                 found = *b;
         tracker_unlock();

@@ -24,8 +24,14 @@ int config_parse_bool(const char *text, int *out)
     static const char *yes[] = {"1", "yes", "true", "on"};
     static const char *no[] = {"0", "no", "false", "off"};
     for (unsigned i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-        if (strcasecmp(text, yes[i]) == 0) { *out = 1; return 0; }
-        if (strcasecmp(text, no[i]) == 0) { *out = 0; return 0; }
+        if (strcasecmp(text, yes[i]) == 0) {
+            *out = 1;
+            return 0;
+        }
+        if (strcasecmp(text, no[i]) == 0) {
+            *out = 0;
+            return 0;
+        }
     }
     return -1;
 }
@@ -56,10 +62,22 @@ int config_parse_size(const char *text, uint64_t *out)
         return -1;
     int shift = 0;
     switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 'T':
+        shift = 40;
+        end++;
+        break;
     }
     if (shift && toupper((unsigned char)end[0]) == 'I' && toupper((unsigned char)end[1]) == 'B')
         end += 2;
@@ -136,7 +154,7 @@ int config_parse_events(const char *text, uint64_t *out)
     uint64_t count;
     size_t n = strlen(text);
     if (n > 0 && (text[n - 1] == 'B' || text[n - 1] == 'b'))
-        return -1;          /* a count, not bytes */
+        return -1; /* a count, not bytes */
     if (config_parse_size(text, &count) < 0 || count > (64ull << 20))
         return -1;
     *out = count;
@@ -165,14 +183,14 @@ int config_parse_signal(const char *text, int *out)
     static const struct {
         const char *name;
         int number;
-    } names[] = {{"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"ILL", SIGILL},
-                 {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},   {"BUS", SIGBUS},   {"FPE", SIGFPE},
-                 {"KILL", SIGKILL}, {"USR1", SIGUSR1},   {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
-                 {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},   {"TERM", SIGTERM}, {"CHLD", SIGCHLD},
-                 {"CONT", SIGCONT}, {"STOP", SIGSTOP},   {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},
-                 {"TTOU", SIGTTOU}, {"URG", SIGURG},     {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
-                 {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
-                 {"IO", SIGIO},     {"PWR", SIGPWR},     {"SYS", SIGSYS},   {"STKFLT", SIGSTKFLT}};
+    } names[] = {{"HUP", SIGHUP},       {"INT", SIGINT},   {"QUIT", SIGQUIT},    {"ILL", SIGILL},
+                 {"TRAP", SIGTRAP},     {"ABRT", SIGABRT}, {"BUS", SIGBUS},      {"FPE", SIGFPE},
+                 {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},    {"USR2", SIGUSR2},
+                 {"PIPE", SIGPIPE},     {"ALRM", SIGALRM}, {"TERM", SIGTERM},    {"CHLD", SIGCHLD},
+                 {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},    {"TTIN", SIGTTIN},
+                 {"TTOU", SIGTTOU},     {"URG", SIGURG},   {"XCPU", SIGXCPU},    {"XFSZ", SIGXFSZ},
+                 {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},  {"IO", SIGIO},
+                 {"PWR", SIGPWR},       {"SYS", SIGSYS},   {"STKFLT", SIGSTKFLT}};
     long number = -1;
     if (strcasecmp(text, "off") == 0 || strcmp(text, "0") == 0) {
         *out = 0;
@@ -188,7 +206,7 @@ int config_parse_signal(const char *text, int *out)
     if (relied_on((int)number))
         return -2;
     if (number > SIGSYS && (number < SIGRTMIN || number > SIGRTMAX))
-        return -3;          /* the C library's own real-time signals (32, 33) */
+        return -3; /* the C library's own real-time signals (32, 33) */
     *out = (int)number;
     return 0;
 }
@@ -227,8 +245,16 @@ static const char *env(const char *name)
 
 /* The rows of settings.def, as config_load reads them. */
 enum setting_type {
-    SETTING_BOOL, SETTING_INT, SETTING_SIZE, SETTING_EVENTS, SETTING_FORMATS, SETTING_SIGNAL,
-    SETTING_MODE, SETTING_OOM, SETTING_TEXT, SETTING_TEMPLATE
+    SETTING_BOOL,
+    SETTING_INT,
+    SETTING_SIZE,
+    SETTING_EVENTS,
+    SETTING_FORMATS,
+    SETTING_SIGNAL,
+    SETTING_MODE,
+    SETTING_OOM,
+    SETTING_TEXT,
+    SETTING_TEMPLATE
 };
 
 static const struct setting {
@@ -279,7 +305,7 @@ static void load(const struct setting *s)
     const char *name;
     long parsed;
     int refused;
-    if (s->type == SETTING_EVENTS)   /* unset: on (1M entries) only for the formats that draw
+    if (s->type == SETTING_EVENTS) /* unset: on (1M entries) only for the formats that draw
                                 memory over time */
         *count = (config.formats & FORMATS_WITH_TIMELINE) ? CONFIG_DEFAULT_EVENTS : 0;
     const char *value = env(s->variable);
@@ -290,26 +316,26 @@ static void load(const struct setting *s)
     switch (s->type) {
     case SETTING_BOOL:
         if (config_parse_bool(value, number) < 0)
-            log_line("%s='%s' is not one of 1/0, yes/no, true/false, on/off; using %d",
-                     s->variable, shown, *number);
+            log_line("%s='%s' is not one of 1/0, yes/no, true/false, on/off; using %d", s->variable,
+                     shown, *number);
         break;
     case SETTING_INT:
         if (config_parse_int(value, s->min, s->max, &parsed) < 0)
-            log_line("%s='%s' is not a whole number from %ld to %ld; using %d",
-                     s->variable, shown, s->min, s->max, *number);
+            log_line("%s='%s' is not a whole number from %ld to %ld; using %d", s->variable, shown,
+                     s->min, s->max, *number);
         else
             *number = (int)parsed;
         break;
     case SETTING_SIZE:
         if (config_parse_size(value, count) < 0)
-            log_line("%s='%s' is not a size such as 4096, 64K or 1M; using %llu",
-                     s->variable, shown, (unsigned long long)*count);
+            log_line("%s='%s' is not a size such as 4096, 64K or 1M; using %llu", s->variable,
+                     shown, (unsigned long long)*count);
         break;
     case SETTING_EVENTS:
         if (config_parse_events(value, count) < 0)
             log_line("%s='%s' is not a count of events such as 100000, 64K or 1M "
-                     "(at most 64M), or 0; using %llu", s->variable, shown,
-                     (unsigned long long)*count);
+                     "(at most 64M), or 0; using %llu",
+                     s->variable, shown, (unsigned long long)*count);
         break;
     case SETTING_FORMATS:
         if (config_parse_formats(value, number) < 0)
@@ -321,15 +347,16 @@ static void load(const struct setting *s)
         refused = config_parse_signal(value, number);
         if (refused == -1)
             log_line("%s='%s' is not a signal name such as USR2, a number, or 'off'; "
-                     "using %s", s->variable, shown, *number ? "USR2" : "off");
+                     "using %s",
+                     s->variable, shown, *number ? "USR2" : "off");
         else if (refused == -2)
             log_line("%s='%s': the program relies on that signal's own action "
                      "(TERM, INT, HUP, QUIT, PIPE, a crash, ...); using %s",
                      s->variable, shown, *number ? "USR2" : "off");
         else if (refused == -3)
             log_line("%s='%s': reserved by the C library; real-time signals are "
-                     "%d to %d; using %s", s->variable, shown, SIGRTMIN, SIGRTMAX,
-                     *number ? "USR2" : "off");
+                     "%d to %d; using %s",
+                     s->variable, shown, SIGRTMIN, SIGRTMAX, *number ? "USR2" : "off");
         break;
     case SETTING_MODE:
         if (config_parse_mode(value, number) < 0)
@@ -339,7 +366,9 @@ static void load(const struct setting *s)
     case SETTING_OOM:
         if (config_parse_oom(value, number) < 0)
             log_line("%s='%s' is not 'first', 'every' or 'off'; using %s", s->variable, shown,
-                     *number == OOM_EVERY ? "every" : *number == OOM_OFF ? "off" : "first");
+                     *number == OOM_EVERY ? "every"
+                     : *number == OOM_OFF ? "off"
+                                          : "first");
         break;
     case SETTING_TEXT:
         if (strlen(value) >= CONFIG_TEXT_MAX)
@@ -421,14 +450,16 @@ int config_check(const char *variable, const char *value, char *why, size_t size
         break;
     case SETTING_EVENTS:
         if (config_parse_events(value, &count) < 0)
-            snprintf(why, size, "is not a count of events such as 100000, 64K or 1M "
+            snprintf(why, size,
+                     "is not a count of events such as 100000, 64K or 1M "
                      "(at most 64M), or 0");
         else
             return 0;
         break;
     case SETTING_FORMATS:
         if (config_parse_formats(value, &number) < 0)
-            snprintf(why, size, "is not a list of text, json, html, folded, perfetto, "
+            snprintf(why, size,
+                     "is not a list of text, json, html, folded, perfetto, "
                      "memviz, or 'none'");
         else
             return 0;
@@ -438,7 +469,8 @@ int config_check(const char *variable, const char *value, char *why, size_t size
         if (refused == -1)
             snprintf(why, size, "is not a signal name such as USR2, a number, or 'off'");
         else if (refused == -2)
-            snprintf(why, size, "is a signal whose own action the program relies on "
+            snprintf(why, size,
+                     "is a signal whose own action the program relies on "
                      "(TERM, INT, HUP, QUIT, PIPE, a crash, ...): use USR1, USR2, ... or off");
         else if (refused == -3)
             snprintf(why, size, "is reserved by the C library; real-time signals are %d to %d",
@@ -461,9 +493,10 @@ int config_check(const char *variable, const char *value, char *why, size_t size
     case SETTING_TEXT:
     case SETTING_TEMPLATE:
         /* A directory: the default name is added, as load() does. */
-        count = strlen(value) + (s->type == SETTING_TEMPLATE && value[0] &&
-                                 value[strlen(value) - 1] == '/'
-                                     ? strlen(config_defaults.output) : 0);
+        count = strlen(value) +
+                (s->type == SETTING_TEMPLATE && value[0] && value[strlen(value) - 1] == '/'
+                     ? strlen(config_defaults.output)
+                     : 0);
         if (count >= CONFIG_TEXT_MAX)
             snprintf(why, size, "is longer than %d characters", CONFIG_TEXT_MAX - 1);
         else if (!value[0])
@@ -510,7 +543,7 @@ static size_t distance(const char *a, const char *b)
 const char *config_closest(const char *variable)
 {
     const char *closest = NULL;
-    size_t best = 4;        /* more edits than three: no guess */
+    size_t best = 4; /* more edits than three: no guess */
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         size_t d = distance(variable, settings[i].variable);
         if (d < best) {
@@ -559,10 +592,9 @@ int config_check_environment(int say)
             if (say && closest)
                 log_line("%s is not a setting (did you mean %s?); ignored", name, closest);
             else if (say)
-                log_line("%s is not a setting (README.md, Settings, lists them); ignored",
-                         name);
+                log_line("%s is not a setting (README.md, Settings, lists them); ignored", name);
         } else if (value[0] && config_check(name, value, why, sizeof(why)) == -1) {
-            problems++;     /* config_load says it, with the value used instead */
+            problems++; /* config_load says it, with the value used instead */
         }
     }
     return problems;

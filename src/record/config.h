@@ -12,13 +12,13 @@
  * command's --format) and the extension of its file. config.c reads names
  * with it, report/emit.c writes a file of each with the writer report_NAME,
  * the command finds a format's name and extension in it. */
-#define REPORT_FORMATS(X)                                                                    \
-    X(TEXT, text, ".txt")                                                                    \
-    X(JSON, json, ".json")                                                                   \
-    X(HTML, html, ".html")              /* one self-contained page */                       \
-    X(FOLDED, folded, ".folded")        /* folded stacks for flamegraph.pl, speedscope */   \
-    X(PERFETTO, perfetto, ".trace.json") /* Chrome Trace Event JSON (ui.perfetto.dev) */    \
-    X(MEMVIZ, memviz, ".pickle")        /* a pickle for PyTorch's memory_viz */
+#define REPORT_FORMATS(X)                                                                          \
+    X(TEXT, text, ".txt")                                                                          \
+    X(JSON, json, ".json")                                                                         \
+    X(HTML, html, ".html")               /* one self-contained page */                             \
+    X(FOLDED, folded, ".folded")         /* folded stacks for flamegraph.pl, speedscope */         \
+    X(PERFETTO, perfetto, ".trace.json") /* Chrome Trace Event JSON (ui.perfetto.dev) */           \
+    X(MEMVIZ, memviz, ".pickle")         /* a pickle for PyTorch's memory_viz */
 
 enum format_index {
 #define X(id, name, extension) FORMAT_INDEX_##id,
@@ -55,10 +55,10 @@ enum { OOM_OFF, OOM_FIRST, OOM_EVERY };
 #define CONFIG_FIELD_INT(field) int field
 #define CONFIG_FIELD_SIZE(field) uint64_t field
 #define CONFIG_FIELD_EVENTS(field) uint64_t field
-#define CONFIG_FIELD_FORMATS(field) int field      /* FORMAT_* bits */
-#define CONFIG_FIELD_SIGNAL(field) int field       /* 0: off */
+#define CONFIG_FIELD_FORMATS(field) int field /* FORMAT_* bits */
+#define CONFIG_FIELD_SIGNAL(field) int field  /* 0: off */
 #define CONFIG_FIELD_MODE(field) int field
-#define CONFIG_FIELD_OOM(field) int field          /* OOM_* */
+#define CONFIG_FIELD_OOM(field) int field /* OOM_* */
 #define CONFIG_FIELD_TEXT(field) char field[CONFIG_TEXT_MAX]
 #define CONFIG_FIELD_TEMPLATE(field) char field[CONFIG_TEXT_MAX]
 
@@ -78,15 +78,15 @@ void config_load(void);
 int config_parse_bool(const char *text, int *out);
 int config_parse_int(const char *text, long min, long max, long *out);
 int config_parse_size(const char *text, uint64_t *out);
-int config_parse_formats(const char *text, int *out);   /* "text,json,html", "none" */
+int config_parse_formats(const char *text, int *out);     /* "text,json,html", "none" */
 int config_parse_events(const char *text, uint64_t *out); /* 100000, 64K, 1M, 0 */
 const char *config_format_names(int formats, char *text, size_t size);
 /* "USR2", "SIGUSR1", "12", "off"; never a signal whose default action the
  * program relies on (see config.c): those give -2; the C library's own
  * real-time signals (32, 33: below SIGRTMIN) give -3. */
 int config_parse_signal(const char *text, int *out);
-int config_parse_mode(const char *text, int *out);       /* octal permissions: "0600", "640" */
-int config_parse_oom(const char *text, int *out);        /* first, every, off */
+int config_parse_mode(const char *text, int *out); /* octal permissions: "0600", "640" */
+int config_parse_oom(const char *text, int *out);  /* first, every, off */
 
 /* Checking values without using them (`cumemtrace run` before it starts the
  * program, the library when it loads). config_check: 0 when `value` is a

@@ -39,7 +39,7 @@ struct counter_table counter_table;
 struct stripe {
     int64_t bytes, blocks;
     uint64_t bytes_freed, blocks_freed;
-    uint64_t implicit_bytes, implicit_blocks;   /* freed by context teardown */
+    uint64_t implicit_bytes, implicit_blocks; /* freed by context teardown */
 };
 static struct stripe stripes[STRIPE_COUNT][MAX_DEVICES + 1][KIND_COUNT + 1];
 
@@ -53,8 +53,7 @@ int counters_slot(int device)
 void counters_reset(void)
 {
     for (int slot = 0; slot <= MAX_DEVICES; slot++)
-        if (counter_table.device_seen[slot])
-        {
+        if (counter_table.device_seen[slot]) {
             for (int stripe = 0; stripe < STRIPE_COUNT; stripe++)
                 memset(stripes[stripe][slot], 0, sizeof(stripes[stripe][slot]));
         }
@@ -92,7 +91,7 @@ static void move_current(int stripe, int slot, int set, int64_t bytes, int64_t b
     /* Relaxed stores: the crash dump may read them from a signal handler. */
     __atomic_store_n(&p->bytes, own_bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&p->blocks, own_blocks, __ATOMIC_RELAXED);
-    if (bytes > 0) {    /* reads only, unless this thread has just made a peak */
+    if (bytes > 0) { /* reads only, unless this thread has just made a peak */
         raise_peak(&c->bytes_peak,
                    (int64_t)__atomic_load_n(&c->bytes_current, __ATOMIC_RELAXED) + own_bytes);
         raise_peak(&c->blocks_peak,

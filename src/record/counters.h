@@ -27,7 +27,7 @@
 struct counters {
     uint64_t bytes_current, bytes_peak, bytes_allocated, bytes_freed;
     uint64_t blocks_current, blocks_peak, blocks_allocated, blocks_freed;
-    uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
+    uint64_t implicit_bytes, implicit_blocks; /* freed by context teardown */
     uint64_t failures, ooms;
 };
 
@@ -43,9 +43,9 @@ void counters_reset(void);
 /* `stripe`: the calling thread's number (stripes.h). */
 void counters_on_alloc(int stripe, int device, int kind, uint64_t size);
 void counters_on_free(int stripe, int device, int kind, uint64_t size, int implicit);
-void counters_on_restore(int stripe, int device, int kind, uint64_t size);  /* undo a free */
+void counters_on_restore(int stripe, int device, int kind, uint64_t size); /* undo a free */
 void counters_on_failure(int device, int kind, int oom);
-void counters_snapshot(struct counter_table *out);   /* every figure, put together */
-uint64_t counters_current_bytes(int slot, int set);  /* one figure, put together */
+void counters_snapshot(struct counter_table *out);  /* every figure, put together */
+uint64_t counters_current_bytes(int slot, int set); /* one figure, put together */
 
 #endif

@@ -38,7 +38,7 @@ void growth_reset(void)
     growth.mode = GROWTH_WORK;
     growth.every = 1;
     growth.next_due = config.growth ? 1 : UINT64_MAX;
-    spare = NULL;             /* a forked child's stacks start anew (stack_reset) */
+    spare = NULL; /* a forked child's stacks start anew (stack_reset) */
     spare_left = 0;
     series_reset();
 }
@@ -173,7 +173,7 @@ static void summarize(const uint64_t *values, uint32_t n, const uint32_t *ms,
         g->peak_rises = rises;
         g->peak_falls = falls;
         g->peak_quarters = quarters;
-        if (!g->rises) {            /* all it kept was freed: it grew from here */
+        if (!g->rises) { /* all it kept was freed: it grew from here */
             g->first_sample = base + 1;
             g->first_bytes = retained[base];
             g->first_ms = ms[base];
@@ -229,7 +229,7 @@ void growth_of(uint32_t id, const struct growth_state *view, struct stack_growth
     uint64_t floors[GROWTH_SLOTS + 1], moments[GROWTH_SLOTS + 1];
     memcpy(floors, h->series, taken * sizeof(uint64_t));
     memcpy(moments, h->series + GROWTH_SLOTS, taken * sizeof(uint64_t));
-    if (view->now_slot) {            /* at marks, a moment: as a mark reads it */
+    if (view->now_slot) { /* at marks, a moment: as a mark reads it */
         uint64_t now = stack_get(id)->live_bytes;
         floors[taken] = h->low_bytes < now && view->mode == GROWTH_WORK ? h->low_bytes : now;
         moments[taken] = now;

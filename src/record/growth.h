@@ -47,13 +47,13 @@ enum growth_mode { GROWTH_WORK, GROWTH_MARKS };
 
 struct growth_state {
     enum growth_mode mode;
-    uint32_t samples;            /* observations on the grid, at most GROWTH_SLOTS */
-    uint64_t every;              /* events (or marks) one observation spans now */
-    uint64_t next_due;           /* mode work: the event count of the next one */
-    uint64_t marks;              /* mode marks: marks made */
-    uint32_t slot_ms[GROWTH_SLOTS + 1];  /* when each ended (+1: a view's "now") */
-    int ended;                   /* the program ended: no more (growth_end) */
-    int now_slot;                /* a view (growth_view): its last slot is "now", not taken */
+    uint32_t samples;                   /* observations on the grid, at most GROWTH_SLOTS */
+    uint64_t every;                     /* events (or marks) one observation spans now */
+    uint64_t next_due;                  /* mode work: the event count of the next one */
+    uint64_t marks;                     /* mode marks: marks made */
+    uint32_t slot_ms[GROWTH_SLOTS + 1]; /* when each ended (+1: a view's "now") */
+    int ended;                          /* the program ended: no more (growth_end) */
+    int now_slot; /* a view (growth_view): its last slot is "now", not taken */
 };
 extern struct growth_state growth;
 

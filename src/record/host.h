@@ -18,16 +18,16 @@
 struct pool_figures {
     uint64_t reserved, reserved_peak, used, used_peak;
 };
-#define POOL_FIGURE_UNKNOWN UINT64_MAX   /* every figure of a pool the driver would not describe */
+#define POOL_FIGURE_UNKNOWN UINT64_MAX /* every figure of a pool the driver would not describe */
 
 struct host {
     /* dlsym past our own, for the core's look-ups (libgcc's unwinder, libz, Python). */
     void *(*lookup)(void *handle, const char *name);
-    const char *const *api_names;   /* the entry points, by the index blocks carry */
+    const char *const *api_names; /* the entry points, by the index blocks carry */
     int api_count;
-    int cache_api[3];                 /* the index blocks of each cache kind carry
+    int cache_api[3];              /* the index blocks of each cache kind carry
                                      * (KIND_TORCH_TENSOR, KIND_CUPY_BLOCK, KIND_JAX_ARRAY) */
-    int (*call_in_progress)(void);  /* this thread is inside a real CUDA call */
+    int (*call_in_progress)(void); /* this thread is inside a real CUDA call */
     /* A device's free and total bytes; 0, or -1 when not known. */
     int (*memory_info)(int device, uint64_t *free_bytes, uint64_t *total_bytes);
     /* A device's default stream-ordered pool; 0, or -1 when not known. */

@@ -11,37 +11,37 @@
 #define CUMEMTRACE_KINDS_H
 
 enum kind {
-    KIND_DEVICE,            /* cuMemAlloc, cuMemAllocPitch */
-    KIND_MANAGED,           /* cuMemAllocManaged */
-    KIND_PINNED_HOST,       /* cuMemAllocHost, cuMemHostAlloc */
-    KIND_REGISTERED_HOST,   /* cuMemHostRegister (host memory the program owns) */
-    KIND_STREAM_ORDERED,    /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
-    KIND_VMM_PHYSICAL,      /* cuMemCreate */
-    KIND_VMM_MAPPING,       /* cuMemMap */
-    KIND_VMM_RESERVATION,   /* cuMemAddressReserve (address space only) */
-    KIND_ARRAY,             /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate */
+    KIND_DEVICE,          /* cuMemAlloc, cuMemAllocPitch */
+    KIND_MANAGED,         /* cuMemAllocManaged */
+    KIND_PINNED_HOST,     /* cuMemAllocHost, cuMemHostAlloc */
+    KIND_REGISTERED_HOST, /* cuMemHostRegister (host memory the program owns) */
+    KIND_STREAM_ORDERED,  /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
+    KIND_VMM_PHYSICAL,    /* cuMemCreate */
+    KIND_VMM_MAPPING,     /* cuMemMap */
+    KIND_VMM_RESERVATION, /* cuMemAddressReserve (address space only) */
+    KIND_ARRAY,           /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate */
     /* A framework's blocks inside its cache: these last (kind_in_cache). */
-    KIND_TORCH_TENSOR,      /* a block PyTorch's caching allocator gave a tensor */
-    KIND_CUPY_BLOCK,        /* a block of CuPy's memory pool */
-    KIND_JAX_ARRAY,         /* the buffer of a live JAX array */
+    KIND_TORCH_TENSOR, /* a block PyTorch's caching allocator gave a tensor */
+    KIND_CUPY_BLOCK,   /* a block of CuPy's memory pool */
+    KIND_JAX_ARRAY,    /* the buffer of a live JAX array */
     KIND_COUNT
 };
 
 /* Key spaces of the registry: values in different spaces never collide. */
 enum space {
-    SPACE_MEMORY,           /* device, managed, pinned and stream-ordered pointers */
+    SPACE_MEMORY, /* device, managed, pinned and stream-ordered pointers */
     SPACE_REGISTERED,
     SPACE_VMM_HANDLE,
     SPACE_VMM_RESERVATION,
     SPACE_VMM_MAPPING,
     SPACE_ARRAY,
-    SPACE_FRAMEWORK,        /* blocks inside frameworks' caches */
+    SPACE_FRAMEWORK, /* blocks inside frameworks' caches */
 };
 
-const char *kind_name(int kind);          /* "device", "pinned_host", ... */
+const char *kind_name(int kind); /* "device", "pinned_host", ... */
 int kind_space(int kind);
-int kind_uses_device_memory(int kind);    /* counts toward the device's memory */
-int kind_freed_by_context(int kind);      /* freed implicitly by context destroy */
+int kind_uses_device_memory(int kind); /* counts toward the device's memory */
+int kind_freed_by_context(int kind);   /* freed implicitly by context destroy */
 
 /* A framework's block inside its cache. Inline, by the kinds' order rather
  * than from the table: every tensor event asks, on the framework's thread,

@@ -1,7 +1,7 @@
 /* log.c - one-line messages to stderr (see log.h). */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -10,9 +10,9 @@
 
 #include "log.h"
 
-static int debugging;   /* CUMEMTRACE_DEBUG, set by config_load */
-static int kept = STDERR_FILENO;        /* where lines go; -1: nowhere */
-static int checked;                     /* kept is our duplicate: check it is still */
+static int debugging;            /* CUMEMTRACE_DEBUG, set by config_load */
+static int kept = STDERR_FILENO; /* where lines go; -1: nowhere */
+static int checked;              /* kept is our duplicate: check it is still */
 static dev_t kept_device;
 static ino_t kept_inode;
 
@@ -20,7 +20,8 @@ int log_move_high(int fd)
 {
     struct rlimit limit;
     int floor = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 2048
-                    ? (int)(limit.rlim_cur / 2) : 1024;
+                    ? (int)(limit.rlim_cur / 2)
+                    : 1024;
     int high = floor > 3 ? fcntl(fd, F_DUPFD_CLOEXEC, floor) : -1;
     if (high < 0)
         return fd;
@@ -88,7 +89,7 @@ void log_keep_stderr(void)
 {
     struct stat st;
     if (fstat(STDERR_FILENO, &st) < 0) {
-        kept = -1;          /* no stderr: whatever takes fd 2 later is not ours */
+        kept = -1; /* no stderr: whatever takes fd 2 later is not ours */
         return;
     }
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -107,7 +108,7 @@ void log_release_stderr(void)
     if (!checked || kept < 0 || kept == STDERR_FILENO)
         return;
     int copy = kept;
-    kept = STDERR_FILENO;   /* checked against the same identity */
+    kept = STDERR_FILENO; /* checked against the same identity */
     close(copy);
 }
 

@@ -57,10 +57,10 @@ void log_once_per_line(int on);
 
 /* Print a line only the first time this call site runs in the process.
  * `once` is a static int owned by the call site. */
-#define log_once(once, ...)                                     \
-    do {                                                        \
-        if (!__atomic_exchange_n((once), 1, __ATOMIC_RELAXED))  \
-            log_line(__VA_ARGS__);                              \
+#define log_once(once, ...)                                                                        \
+    do {                                                                                           \
+        if (!__atomic_exchange_n((once), 1, __ATOMIC_RELAXED))                                     \
+            log_line(__VA_ARGS__);                                                                 \
     } while (0)
 
 #endif

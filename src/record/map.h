@@ -21,10 +21,10 @@
 #include <string.h>
 
 struct map {
-    char *slots;             /* capacity * size bytes; NULL before map_reserve */
-    uint32_t capacity;       /* a power of two, or 0 */
-    uint32_t used;           /* slots holding a key */
-    uint32_t size;           /* of one slot, at least 8 */
+    char *slots;       /* capacity * size bytes; NULL before map_reserve */
+    uint32_t capacity; /* a power of two, or 0 */
+    uint32_t used;     /* slots holding a key */
+    uint32_t size;     /* of one slot, at least 8 */
 };
 
 /* The hash of the key the (full) slot holds; its low bits are its home. */

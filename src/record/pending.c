@@ -18,10 +18,10 @@
  * ring may be full or long. */
 static struct {
     struct pending_event *events;
-    _Alignas(64) uint64_t head;     /* events claimed */
-    _Alignas(64) uint64_t tail;     /* events entered: written by the reader only */
+    _Alignas(64) uint64_t head; /* events claimed */
+    _Alignas(64) uint64_t tail; /* events entered: written by the reader only */
 } ring;
-static __thread uint64_t tail_seen;     /* this writer's last look at tail */
+static __thread uint64_t tail_seen; /* this writer's last look at tail */
 
 static uint64_t look_at_tail(void)
 {
@@ -49,7 +49,8 @@ int pending_reset(void)
 #if defined(__x86_64__)
 __attribute__((target("prfchw")))
 #endif
-HOT_PATH struct pending_event *pending_claim(uint64_t *number)
+HOT_PATH struct pending_event *
+pending_claim(uint64_t *number)
 {
     if (!ring.events)
         return NULL;
@@ -146,7 +147,7 @@ static struct pending_chunk chunk;
 #define OPEN_SLOTS (2 * PENDING_CHUNK)
 static struct {
     uint16_t round;
-    uint16_t index;                          /* into chunk.events[] */
+    uint16_t index; /* into chunk.events[] */
 } latest[OPEN_SLOTS];
 static uint16_t latest_round;
 
@@ -163,7 +164,7 @@ static uint32_t latest_slot(uint64_t value)
  * address the chunk freed before. */
 static void pair_chunk(void)
 {
-    if (++latest_round == 0) {       /* wrapped: no slot may look current */
+    if (++latest_round == 0) { /* wrapped: no slot may look current */
         memset(latest, 0, sizeof(latest));
         latest_round = 1;
     }

@@ -33,17 +33,17 @@ enum pending_type { PENDING_ALLOC = 1, PENDING_FREE };
 /* One cache line, so writers on two cores never share one. A free's event
  * is its value and its type: the reader reads no other field of it. */
 struct pending_event {
-    _Alignas(64) uint64_t stamp;    /* the event's number + 1 once written */
-    uint64_t value;                 /* the block's address */
+    _Alignas(64) uint64_t stamp; /* the event's number + 1 once written */
+    uint64_t value;              /* the block's address */
     uint64_t size;
-    uint64_t handle;                /* its stream, 0 if none */
+    uint64_t handle; /* its stream, 0 if none */
     uint32_t stack_id;
-    uint16_t thread;                /* the allocating thread's number */
+    uint16_t thread; /* the allocating thread's number */
     int8_t device;
-    uint8_t type;                   /* enum pending_type */
-    uint8_t kind;                   /* enum kind */
+    uint8_t type; /* enum pending_type */
+    uint8_t kind; /* enum kind */
     uint8_t api;
-    uint8_t context;                /* interned CUDA context, 0 if none */
+    uint8_t context; /* interned CUDA context, 0 if none */
 };
 
 /* An empty ring; its memory is mapped at the first call (0, or -1 if it
@@ -80,7 +80,7 @@ void pending_done(void);
 /* The queue's lock: its holder is the one reader. The tracker takes it
  * before any registry shard (tracker.c's lock order). */
 void pending_lock(void);
-int pending_trylock(void);     /* 1 if taken; never waits */
+int pending_trylock(void); /* 1 if taken; never waits */
 void pending_unlock(void);
 /* In a forked child, whose parent's reader may have held the lock: a new
  * lock (pending_reset empties the ring). */
@@ -100,8 +100,8 @@ _Static_assert(PENDING_CHUNK < PENDING_UNPAIRED, "a chunk's index fits a partner
 struct pending_chunk {
     uint32_t count;
     const struct pending_event *events[PENDING_CHUNK];
-    uint16_t partner[PENDING_CHUNK];      /* the other event of a pair, or PENDING_UNPAIRED */
-    uint8_t freed_before[PENDING_CHUNK];  /* an allocation whose address the chunk freed */
+    uint16_t partner[PENDING_CHUNK];     /* the other event of a pair, or PENDING_UNPAIRED */
+    uint8_t freed_before[PENDING_CHUNK]; /* an allocation whose address the chunk freed */
 };
 
 /* pending_lock held: the next chunk of published events, in order, paired;

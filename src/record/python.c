@@ -76,18 +76,18 @@ static struct {
     void (*clear_error)(void);
 } py;
 
-static int available;              /* -1 no, 1 yes, 0 not looked yet */
-static int c_api;                  /* every C API function of the fallback was found */
-static const struct python_layout *layout;   /* NULL: the C API, GIL only */
-static struct python_layout published;       /* the interpreter's own, 3.13 on */
-static int validated;              /* a walk through checked reads succeeded */
-static int foreign;                /* walking another thread's frames: every read checked */
-static const char *main_state;     /* the main thread's state, seen when it allocated */
-static pid_t process_id;           /* getpid() is a system call: read once, and after fork */
-static __thread int thread_role;   /* 0 not known yet, THREAD_MAIN or THREAD_OTHER */
+static int available;                      /* -1 no, 1 yes, 0 not looked yet */
+static int c_api;                          /* every C API function of the fallback was found */
+static const struct python_layout *layout; /* NULL: the C API, GIL only */
+static struct python_layout published;     /* the interpreter's own, 3.13 on */
+static int validated;                      /* a walk through checked reads succeeded */
+static int foreign;                        /* walking another thread's frames: every read checked */
+static const char *main_state;             /* the main thread's state, seen when it allocated */
+static pid_t process_id;         /* getpid() is a system call: read once, and after fork */
+static __thread int thread_role; /* 0 not known yet, THREAD_MAIN or THREAD_OTHER */
 enum { THREAD_MAIN = 1, THREAD_OTHER = 2 };
 static uintptr_t interpreter_low, interpreter_high;
-static const char *python_runtime;   /* _PyRuntime, where exported */
+static const char *python_runtime; /* _PyRuntime, where exported */
 
 /* What a walk of a thread's own frames reads of the layout at every event
  * (walk_own, own_first_frame), on one cache line: the layout's fields lie on
@@ -106,7 +106,7 @@ static struct {
     /* The thread's state read with no call into the interpreter (0: not
      * checked yet, 1: read so, -1: not); direct_check says how. */
     signed char direct;
-    uint32_t tss_key;                   /* a pthread_key_t */
+    uint32_t tss_key; /* a pthread_key_t */
     const int *initialized;
     /* python_watch_code's: the threads of `watched` (an interpreter; NULL:
      * none) key their frames by the code objects freed so far, not by
@@ -162,7 +162,7 @@ struct location_key {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct python_location *locations;
 static uint32_t location_count, location_capacity;
-static struct map location_index;   /* of struct location_key */
+static struct map location_index; /* of struct location_key */
 static char *strings;
 static size_t strings_used, strings_size;
 
@@ -183,12 +183,12 @@ static int row_agrees(const struct python_layout *row, const struct python_layou
 {
     return row->tstate_frame == p->tstate_frame && row->cframe_frame == p->cframe_frame &&
            row->frame_code == p->frame_code && row->frame_previous == p->frame_previous &&
-           row->frame_instruction == p->frame_instruction &&
-           row->frame_owner == p->frame_owner && row->code_filename == p->code_filename &&
-           row->code_name == p->code_name && row->code_start == p->code_start &&
-           row->ascii_size == p->ascii_size && row->compact_size == p->compact_size &&
-           row->compact_utf8 == p->compact_utf8 && row->string_state == p->string_state &&
-           row->string_length == p->string_length && row->code_tag_bits == p->code_tag_bits;
+           row->frame_instruction == p->frame_instruction && row->frame_owner == p->frame_owner &&
+           row->code_filename == p->code_filename && row->code_name == p->code_name &&
+           row->code_start == p->code_start && row->ascii_size == p->ascii_size &&
+           row->compact_size == p->compact_size && row->compact_utf8 == p->compact_utf8 &&
+           row->string_state == p->string_state && row->string_length == p->string_length &&
+           row->code_tag_bits == p->code_tag_bits;
 }
 
 /* The interpreter's own offsets where it publishes them (3.13 on) and they
@@ -201,7 +201,7 @@ static void choose_layout(void)
     int major = 0, minor = 0;
     if (sscanf(py.version(), "%d.%d", &major, &minor) != 2)
         return;
-    void *free_threaded;   /* 3.13t: another object header, no GIL at all */
+    void *free_threaded; /* 3.13t: another object header, no GIL at all */
     if (resolve(&free_threaded, "_Py_MergeZeroLocalRefcount"))
         return;
     const struct python_layout *row = python_layout_row(major, minor);
@@ -224,8 +224,9 @@ static void choose_layout(void)
             return;
         }
         log_line("CPython %d.%d: the structure offsets it publishes are not as expected (%s); %s",
-                 major, minor, why, row ? "Python frames at the offsets known for it"
-                                        : "Python frames only for threads that hold the GIL");
+                 major, minor, why,
+                 row ? "Python frames at the offsets known for it"
+                     : "Python frames only for threads that hold the GIL");
         layout = row;
         return;
     }
@@ -235,7 +236,8 @@ static void choose_layout(void)
     else
         log_line("CPython %d.%d: Python frames only for threads that hold the GIL "
                  "(frame layouts known for 3.10 to 3.12, and from the interpreter itself "
-                 "from 3.13 on)", major, minor);
+                 "from 3.13 on)",
+                 major, minor);
 }
 
 static void look_up(void)
@@ -253,12 +255,18 @@ static void look_up(void)
         choose_layout();
     if (layout)
         own_offsets(layout);
-    void **slots[] = {(void **)&py.gil_check, (void **)&py.get_frame, (void **)&py.frame_back,
+    void **slots[] = {(void **)&py.gil_check,  (void **)&py.get_frame,  (void **)&py.frame_back,
                       (void **)&py.frame_code, (void **)&py.frame_line, (void **)&py.get_attr,
-                      (void **)&py.as_utf8, (void **)&py.decref, (void **)&py.incref};
-    const char *names[] = {"PyGILState_Check", "PyEval_GetFrame", "PyFrame_GetBack",
-                           "PyFrame_GetCode", "PyFrame_GetLineNumber", "PyObject_GetAttrString",
-                           "PyUnicode_AsUTF8", "Py_DecRef", "Py_IncRef"};
+                      (void **)&py.as_utf8,    (void **)&py.decref,     (void **)&py.incref};
+    const char *names[] = {"PyGILState_Check",
+                           "PyEval_GetFrame",
+                           "PyFrame_GetBack",
+                           "PyFrame_GetCode",
+                           "PyFrame_GetLineNumber",
+                           "PyObject_GetAttrString",
+                           "PyUnicode_AsUTF8",
+                           "Py_DecRef",
+                           "Py_IncRef"};
     c_api = 1;
     for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!resolve(slots[i], names[i]))
@@ -279,7 +287,7 @@ static const char *keep(const char *s, size_t length)
 {
     if (strings_used + length + 1 > strings_size) {
         size_t size = length + 1 > (1u << 20) ? length + 1 : (1u << 20);
-        char *pages = pages_alloc(size);     /* old pages stay: strings never move */
+        char *pages = pages_alloc(size); /* old pages stay: strings never move */
         if (!pages)
             return "?";
         strings = pages;
@@ -368,7 +376,7 @@ static int peek_checked(const char *address, void *out, size_t size)
     ssize_t n = process_vm_readv(process_id, &local, 1, &remote, 1, 0);
     if (n == (ssize_t)size)
         return 0;
-    if (n < 0 && errno != EFAULT) {  /* not allowed here (seccomp): trust the layout */
+    if (n < 0 && errno != EFAULT) { /* not allowed here (seccomp): trust the layout */
         memcpy(out, address, size);
         return 0;
     }
@@ -408,28 +416,29 @@ static const char *string_of(const char *object, int *bad)
         *bad = 1;
         return "?";
     }
-    if (!(state & 0x20))                                 /* not compact: legacy */
+    if (!(state & 0x20)) /* not compact: legacy */
         return "?";
-    if (state & 0x40 && foreign) {                       /* ASCII, read with checks */
+    if (state & 0x40 && foreign) { /* ASCII, read with checks */
         char text[1024];
         if (length >= (int64_t)sizeof(text) || peek(object + layout->ascii_size, text, length) < 0)
             return "?";
         return keep(text, (size_t)length);
     }
-    if (state & 0x40)                                    /* ASCII: the text follows */
+    if (state & 0x40) /* ASCII: the text follows */
         return length < 4096 ? keep(object + layout->ascii_size, (size_t)length) : "?";
     if (foreign)
-        return "?";                                      /* not worth unchecked reads */
+        return "?"; /* not worth unchecked reads */
     const char *utf8 = pointer_at(object, layout->compact_utf8, bad);
     if (utf8)
         return keep(utf8, strlen(utf8));
-    unsigned kind = (state >> 2) & 7;                    /* 1, 2 or 4 bytes a character */
+    unsigned kind = (state >> 2) & 7; /* 1, 2 or 4 bytes a character */
     const unsigned char *data = (const unsigned char *)object + layout->compact_size;
     char text[1024];
     size_t used = 0;
     for (int64_t i = 0; i < length && used + 4 < sizeof(text); i++) {
-        uint32_t c = kind == 1 ? data[i] : kind == 2 ? ((const uint16_t *)data)[i]
-                                                     : ((const uint32_t *)data)[i];
+        uint32_t c = kind == 1   ? data[i]
+                     : kind == 2 ? ((const uint16_t *)data)[i]
+                                 : ((const uint32_t *)data)[i];
         if (c < 0x80) {
             text[used++] = (char)c;
         } else if (c < 0x800) {
@@ -473,11 +482,11 @@ static int frame_offset(const char *frame, const char *code, int *offset, int *b
     }
     int first_traceable = 0;
     const char *instruction = pointer_at(frame, layout->frame_instruction, bad);
-    if (layout->code_first_traceable &&    /* else only an instruction before the code */
+    if (layout->code_first_traceable && /* else only an instruction before the code */
         peek(code + layout->code_first_traceable, &first_traceable, sizeof(int)) < 0)
         *bad = 1;
     const char *start = code + layout->code_start;
-    if (*bad || (owner != 1 && instruction < start + 2 * first_traceable))   /* incomplete */
+    if (*bad || (owner != 1 && instruction < start + 2 * first_traceable)) /* incomplete */
         return 0;
     *offset = (int)(instruction - start);
     return 1;
@@ -653,7 +662,7 @@ HOT_PATH static int walk_own(const char *frame, uintptr_t *frames, int n, int ma
         /* 3.10: f_lasti and the field after it; only compared */
         const char *instruction = load_pointer(frame + instruction_at);
         unsigned owner = (unsigned char)frame[owner_at] & owner_mask;
-        if (owner >= shim) {                    /* a shim: frame_offset's 0 */
+        if (owner >= shim) { /* a shim: frame_offset's 0 */
             frame = load_pointer(frame + previous_at);
             continue;
         }
@@ -697,15 +706,16 @@ static int walk_state(const char *thread_state, uintptr_t *frames, int n, int ma
             frame = pointer_at(frame, layout->frame_previous, &bad);
     }
     if (foreign)
-        return bad ? start : n;    /* it moved under us: no frames, no verdict */
+        return bad ? start : n; /* it moved under us: no frames, no verdict */
     if (bad && !validated) {
         log_line("CPython %d.%d: its frames are not laid out as expected; Python frames "
-                 "only for threads that hold the GIL", layout->major, layout->minor);
+                 "only for threads that hold the GIL",
+                 layout->major, layout->minor);
         layout = NULL;
         return -1;
     }
     if (n > start)
-        __atomic_store_n(&validated, 1, __ATOMIC_RELEASE);   /* walk() reads it unlocked */
+        __atomic_store_n(&validated, 1, __ATOMIC_RELEASE); /* walk() reads it unlocked */
     return n;
 }
 
@@ -794,7 +804,7 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
     int bad = 0;
     foreign = !state_is_static(main_state);
     const char *frame = first_frame(main_state, &bad);
-    foreign = 1;          /* the frame itself may be in a chunk freed meanwhile */
+    foreign = 1; /* the frame itself may be in a chunk freed meanwhile */
     uint64_t now = coarse_ns();
     if (!bad && frame && !window_open(borrowed_reading, frame, now)) {
         /* Where the frame is: its instruction pointer (3.11+), or f_lasti and
@@ -823,7 +833,7 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
         frames[n++] = PYTHON_FRAME_TAG | marker;
     for (int i = 0; i < last_count && n < max; i++)
         frames[n++] = last[i];
-    if (marker)             /* a stack with no marker is not keyed: it will have one */
+    if (marker) /* a stack with no marker is not keyed: it will have one */
         borrowing.appended = borrowed_reading;
     else
         borrowing.reading = 0;
@@ -847,13 +857,12 @@ static __thread int state_known;
  * instruction cache, and each line it spans is fetched again at every
  * event. */
 __attribute__((noinline)) static int walk_locked(uintptr_t *frames, int n, int max,
-                                                 const char *thread_state, int is_main,
-                                                 int locked)
+                                                 const char *thread_state, int is_main, int locked)
 {
     int start = n;
     if (!locked)
         pthread_mutex_lock(&lock);
-    if (!layout) {                 /* another thread found it wrong meanwhile */
+    if (!layout) { /* another thread found it wrong meanwhile */
         pthread_mutex_unlock(&lock);
         return -1;
     }
@@ -923,8 +932,8 @@ static int walk(uintptr_t *frames, int n, int max, const char *thread_state)
  * frames than the key's STACK_KEY_WORDS: walk() would cut them at its own
  * limit, after the frames that give no location, which the key does not
  * tell. */
-HOT_PATH static inline __attribute__((always_inline)) int
-own_key(const char *frame, uintptr_t *key, uint64_t *hash, int watched)
+HOT_PATH static inline __attribute__((always_inline)) int own_key(const char *frame, uintptr_t *key,
+                                                                  uint64_t *hash, int watched)
 {
     const uintptr_t code_tag_bits = own.code_tag_bits;
     const size_t code_at = own.code, instruction_at = own.instruction, owner_at = own.owner,
@@ -977,14 +986,14 @@ __attribute__((noinline, cold)) static void direct_check(const char *thread_stat
     struct {
         int created;
         uint32_t key;
-    } tss;                              /* Py_tss_t: int, pthread_key_t */
+    } tss; /* Py_tss_t: int, pthread_key_t */
     int initialized = 0;
     signed char verdict = -1;
-    const struct python_layout *l = layout;     /* NULL once found wrong */
+    const struct python_layout *l = layout; /* NULL once found wrong */
     if (python_runtime && l && l->runtime_tss && l->runtime_initialized &&
         peek_checked(python_runtime + l->runtime_tss, &tss, sizeof(tss)) == 0 &&
-        peek_checked(python_runtime + l->runtime_initialized, &initialized,
-                     sizeof(initialized)) == 0 &&
+        peek_checked(python_runtime + l->runtime_initialized, &initialized, sizeof(initialized)) ==
+            0 &&
         tss.created == 1 && initialized == 1 &&
         pthread_getspecific((pthread_key_t)tss.key) == thread_state) {
         own.tss_key = tss.key;
@@ -1049,7 +1058,7 @@ static inline int running_state(const char **state)
  * is compared, never read. Out of line: a thread that runs Python, nearly
  * every event's, does not fetch its code. */
 HOT_PATH __attribute__((noinline)) static int borrowed_key(uintptr_t *key, uint64_t *hash,
-                                                          uint64_t (*operation)(void))
+                                                           uint64_t (*operation)(void))
 {
     uint64_t reading = __atomic_load_n(&borrowed_reading, __ATOMIC_ACQUIRE);
     const char *main = __atomic_load_n(&main_state, __ATOMIC_RELAXED);
@@ -1076,14 +1085,15 @@ HOT_PATH int python_frames_key(uintptr_t *key, uint64_t *hash, uint64_t (*operat
     if (!running_state(&thread_state))
         return 0;
     int is_main = thread_role == THREAD_MAIN;
-    const char *frame = own_frames_readable(thread_state, is_main) ?
-                        own_first_frame(thread_state) : NULL;
+    const char *frame =
+        own_frames_readable(thread_state, is_main) ? own_first_frame(thread_state) : NULL;
     if (__builtin_expect(!frame, 0))
         return is_main ? 0 : borrowed_key(key, hash, operation);
     const char *watched = __atomic_load_n(&own.watched, __ATOMIC_ACQUIRE);
     /* Expected: from 3.12 on, laid out in line. */
-    if (__builtin_expect(
-            watched && load_pointer(thread_state + THREAD_STATE_INTERPRETER) == watched, 1))
+    if (__builtin_expect(watched &&
+                             load_pointer(thread_state + THREAD_STATE_INTERPRETER) == watched,
+                         1))
         return own_key(frame, key, hash, 1);
     return own_key(frame, key, hash, 0);
 }
@@ -1097,7 +1107,7 @@ int python_key_kept(const uintptr_t *key, int words, int depth)
 
 /* ---- watching code objects, with the GIL --------------------------------------- */
 
-static int code_watcher = -1;       /* PyCode_AddWatcher's id; set and read with the GIL */
+static int code_watcher = -1; /* PyCode_AddWatcher's id; set and read with the GIL */
 
 /* Called by the interpreter, with the GIL, at each code object made or
  * freed (PY_CODE_EVENT_DESTROY, 1, before its memory goes back). A thread
@@ -1126,7 +1136,7 @@ void python_watch_code(void)
     if (!interpreter || load_pointer(thread_state + THREAD_STATE_INTERPRETER) != interpreter)
         return;
     code_watcher = py.add_code_watcher(code_event);
-    if (code_watcher < 0) {         /* all eight taken: the filenames key the frames */
+    if (code_watcher < 0) { /* all eight taken: the filenames key the frames */
         py.clear_error();
         log_debug("no code watcher left: Python frames keyed by their files");
         return;
@@ -1165,7 +1175,7 @@ static uint32_t location_with_gil(PyObject *code, int line)
     if (slot->id)
         return slot->id;
     const char *file = attribute(code, "co_filename");
-    py.incref(code);            /* its address stays this code's */
+    py.incref(code); /* its address stays this code's */
     return add(slot, (uintptr_t)code, 0, 0, LINE_KEY | line,
                new_location(file, attribute(code, "co_name"), line));
 }
@@ -1176,7 +1186,7 @@ __attribute__((noinline, cold)) static int walk_with_gil(uintptr_t *frames, int 
 {
     if (!c_api || !py.gil_check())
         return n;
-    PyObject *frame = py.get_frame();       /* borrowed */
+    PyObject *frame = py.get_frame(); /* borrowed */
     if (!frame)
         return n;
     py.incref(frame);
@@ -1188,7 +1198,7 @@ __attribute__((noinline, cold)) static int walk_with_gil(uintptr_t *frames, int 
             py.decref(code);
         if (id)
             frames[n++] = PYTHON_FRAME_TAG | id;
-        PyObject *back = py.frame_back(frame);  /* new reference */
+        PyObject *back = py.frame_back(frame); /* new reference */
         py.decref(frame);
         frame = back;
     }
@@ -1218,10 +1228,10 @@ void python_fork_child(void)
     process_id = getpid();
     thread_role = 0;
     main_state = NULL;
-    borrowed_reading++;                /* no key of the parent's readings stands */
+    borrowed_reading++; /* no key of the parent's readings stands */
     if (own.direct > 0)
-        own.direct = 0;                /* its key may be made anew: direct_check again */
-    pthread_mutex_unlock(&lock);       /* taken by this thread before fork */
+        own.direct = 0;          /* its key may be made anew: direct_check again */
+    pthread_mutex_unlock(&lock); /* taken by this thread before fork */
 }
 
 /* Plain loads, as walk() reads a thread's own frames without the lock: the

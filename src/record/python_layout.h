@@ -18,17 +18,17 @@
 
 struct python_layout {
     int major, minor;
-    size_t tstate_frame;        /* 3.10: PyFrameObject *frame; 3.11-12: _PyCFrame *cframe;
+    size_t tstate_frame;      /* 3.10: PyFrameObject *frame; 3.11-12: _PyCFrame *cframe;
                                    3.13: _PyInterpreterFrame *current_frame */
-    size_t cframe_frame;        /* 3.11-12: _PyCFrame.current_frame */
-    size_t frame_code;          /* f_code (3.13: f_executable) */
-    size_t frame_previous;      /* f_back (3.10) / previous */
-    size_t frame_instruction;   /* int f_lasti (3.10) / prev_instr (3.11-12) / instr_ptr (3.13) */
-    size_t frame_owner;         /* char owner (3.11+) */
+    size_t cframe_frame;      /* 3.11-12: _PyCFrame.current_frame */
+    size_t frame_code;        /* f_code (3.13: f_executable) */
+    size_t frame_previous;    /* f_back (3.10) / previous */
+    size_t frame_instruction; /* int f_lasti (3.10) / prev_instr (3.11-12) / instr_ptr (3.13) */
+    size_t frame_owner;       /* char owner (3.11+) */
     size_t code_filename, code_name, code_first_line;
-    size_t code_start;          /* co_code_adaptive: the instructions (3.11+) */
-    size_t code_first_traceable;   /* 0: not known (published offsets lack it) */
-    size_t code_version;        /* uint32_t co_version (3.12+); 0: none (3.10, 3.11) or not
+    size_t code_start;           /* co_code_adaptive: the instructions (3.11+) */
+    size_t code_first_traceable; /* 0: not known (published offsets lack it) */
+    size_t code_version;         /* uint32_t co_version (3.12+); 0: none (3.10, 3.11) or not
                                    known (published offsets lack it) */
     size_t ascii_size, compact_size, compact_utf8, string_state, string_length;
     uintptr_t code_tag_bits;    /* flags in f_executable's low bits (3.14: a _PyStackRef) */

@@ -100,7 +100,7 @@ int python_offsets_read(const unsigned char *published, int major, int minor,
         !inside(word(published, r->code_adaptive), 2, code) ||
         !inside(word(published, r->unicode_state), sizeof(uint32_t), ascii) ||
         !inside(word(published, r->unicode_length), sizeof(int64_t), ascii) ||
-        !inside(ascii, 3 * pointer, unicode)) {   /* the compact header's two words, the data's */
+        !inside(ascii, 3 * pointer, unicode)) { /* the compact header's two words, the data's */
         *why = "a size or offset out of bounds";
         return -1;
     }

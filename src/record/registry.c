@@ -37,8 +37,8 @@ _Static_assert(sizeof(struct block) == 36, "a live block record is 36 bytes");
 _Static_assert(offsetof(struct block, kind) >= sizeof(void *),
                "slab_free's link does not overwrite the released mark");
 
-#define FIRST_HOMES 64u                /* home slots of a shard's first table */
-#define RECORD_CHUNK (64u << 10)       /* records are mapped 64 KiB at a time */
+#define FIRST_HOMES 64u          /* home slots of a shard's first table */
+#define RECORD_CHUNK (64u << 10) /* records are mapped 64 KiB at a time */
 #define PAGE 4096u
 #define NOT_FOUND UINT32_MAX
 
@@ -212,10 +212,10 @@ static int resize(struct shard *s, uint32_t homes)
         if (!slots)
             return -1;
         uint32_t i = 0;
-        while (i < s->slot_count &&
-               (!s->slots[i] ||
-                place(slots, homes, count, registry_hash(slot_block(s->slots[i])->key),
-                      slot_block(s->slots[i])) == 0))
+        while (
+            i < s->slot_count &&
+            (!s->slots[i] || place(slots, homes, count, registry_hash(slot_block(s->slots[i])->key),
+                                   slot_block(s->slots[i])) == 0))
             i++;
         if (i == s->slot_count) {
             if (s->slots)
@@ -268,7 +268,7 @@ int registry_add(struct block *block)
     uint64_t hash = registry_hash(block->key);
     struct shard *s = shard_by_hash(hash);
     if (((uintptr_t)block & ~POINTER_MASK) != 0)
-        return -1;                      /* not where mmap puts records: no room in a slot */
+        return -1; /* not where mmap puts records: no room in a slot */
     if ((uint64_t)(s->used + 1) * 4 > (uint64_t)s->homes * 3 &&
         resize(s, s->homes ? s->homes * 2 : FIRST_HOMES) < 0)
         return -1;
@@ -299,7 +299,7 @@ void registry_unlink(struct block *block)
 void registry_release(struct block *block)
 {
     struct slab *records = &shard_of(block->key)->records;
-    block->kind = BLOCK_RELEASED;       /* the walk skips it; slab_free keeps this byte */
+    block->kind = BLOCK_RELEASED; /* the walk skips it; slab_free keeps this byte */
     slab_free(records, block);
 }
 

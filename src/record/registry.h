@@ -31,9 +31,9 @@
 #include "arena.h"
 
 #define BLOCK_KIND_MASK 0x0f
-#define BLOCK_FROM_RUNTIME 0x10   /* recorded by a runtime wrapper, not the driver */
-#define BLOCK_HELD_AT_END 0x20    /* live when the program ended (run_program_end) */
-#define BLOCK_RELEASED 0xff       /* kind of a record back in the slab */
+#define BLOCK_FROM_RUNTIME 0x10 /* recorded by a runtime wrapper, not the driver */
+#define BLOCK_HELD_AT_END 0x20  /* live when the program ended (run_program_end) */
+#define BLOCK_RELEASED 0xff     /* kind of a record back in the slab */
 
 #define REGISTRY_SHARDS 64
 
@@ -43,17 +43,17 @@
  * is not recorded (tracker.c counts it lost); 2^48 allocation numbers last
  * nine years at a million allocations a second. */
 struct __attribute__((packed, aligned(4))) block {
-    uint64_t key;          /* value ^ (space << 60) */
+    uint64_t key; /* value ^ (space << 60) */
     uint64_t size : 48;
-    uint64_t handle : 16;  /* interned stream or pool, 0: none */
-    uint64_t sequence : 48;/* allocation number: unique, in order per thread (tracker.c) */
-    uint64_t thread : 16;  /* tracer's thread number */
-    uint32_t stack_id;     /* 0: no stack captured */
-    uint32_t time_ms;      /* milliseconds since tracing started */
-    int8_t device;         /* -1: not known */
-    uint8_t kind;          /* enum kind | BLOCK_* flags */
-    uint8_t api;           /* entry point the program called */
-    uint8_t context;       /* interned context, 0: none */
+    uint64_t handle : 16;   /* interned stream or pool, 0: none */
+    uint64_t sequence : 48; /* allocation number: unique, in order per thread (tracker.c) */
+    uint64_t thread : 16;   /* tracer's thread number */
+    uint32_t stack_id;      /* 0: no stack captured */
+    uint32_t time_ms;       /* milliseconds since tracing started */
+    int8_t device;          /* -1: not known */
+    uint8_t kind;           /* enum kind | BLOCK_* flags */
+    uint8_t api;            /* entry point the program called */
+    uint8_t context;        /* interned context, 0: none */
 };
 
 #define BLOCK_SIZE_MAX ((UINT64_C(1) << 48) - 1)
@@ -63,27 +63,27 @@ static inline uint64_t block_key(uint64_t value, int space)
     return value ^ ((uint64_t)space << 60);
 }
 
-uint64_t block_value(const struct block *block);   /* the address or handle */
-uint64_t registry_hash(uint64_t key);       /* top bits: shard, low bits: home slot */
+uint64_t block_value(const struct block *block); /* the address or handle */
+uint64_t registry_hash(uint64_t key);            /* top bits: shard, low bits: home slot */
 int block_kind(const struct block *block);
 
-void registry_init(void);                  /* empty, new locks: at start, and after fork */
+void registry_init(void); /* empty, new locks: at start, and after fork */
 
 /* Locks: the shard of one key; all shards, in order (trylock: never waits). */
 void registry_lock(uint64_t key);
 void registry_unlock(uint64_t key);
 void registry_lock_all(void);
 void registry_unlock_all(void);
-int registry_trylock_all(void);            /* 1 if every shard was taken */
+int registry_trylock_all(void); /* 1 if every shard was taken */
 
-struct block *registry_new(uint64_t key);  /* a zeroed record with this key, not yet in the table */
-int registry_add(struct block *block);     /* 0, or -1 when out of memory; key not present */
+struct block *registry_new(uint64_t key); /* a zeroed record with this key, not yet in the table */
+int registry_add(struct block *block);    /* 0, or -1 when out of memory; key not present */
 struct block *registry_find(uint64_t key);
-void registry_remove(struct block *block); /* unlink and return to the slab */
-void registry_unlink(struct block *block); /* unlink only */
-void registry_release(struct block *block);/* return an unlinked record */
+void registry_remove(struct block *block);  /* unlink and return to the slab */
+void registry_unlink(struct block *block);  /* unlink only */
+void registry_release(struct block *block); /* return an unlinked record */
 size_t registry_count(void);
-size_t registry_memory_bytes(void);        /* records + slots, for the report */
+size_t registry_memory_bytes(void); /* records + slots, for the report */
 
 /* A walk over every live block, in the order of the records' memory (a
  * sequential read, not one cache miss per block). The block just returned

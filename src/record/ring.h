@@ -15,7 +15,7 @@
 #define RING_SLOTS(ring) (sizeof(ring) / sizeof((ring)[0]))
 
 /* Entry `number`'s slot (a pointer into `ring`). */
-#define RING_ENTRY(ring, number) (&(ring)[((number) - 1) % RING_SLOTS(ring)])
+#define RING_ENTRY(ring, number) (&(ring)[((number)-1) % RING_SLOTS(ring)])
 
 /* The number of the oldest entry still kept (total + 1 when there is none). */
 #define RING_FIRST(ring, total) ring_first((total), RING_SLOTS(ring))

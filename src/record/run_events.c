@@ -42,7 +42,7 @@ static uint32_t oom_number(int kind, uint64_t size)
     int goes_on = open_oom.number && open_oom.number <= tracker.ooms_total &&
                   open_oom.allocations == allocations && (framework || open_oom.size == size);
     uint32_t number = goes_on ? open_oom.number : ++tracker.ooms_total;
-    open_oom.number = framework ? 0 : number;      /* a framework's failure ends it */
+    open_oom.number = framework ? 0 : number; /* a framework's failure ends it */
     open_oom.size = size;
     open_oom.allocations = allocations;
     return number;
@@ -53,17 +53,19 @@ uint32_t run_failure(const struct allocation *a, int code, int oom)
     if (!tracker_enter_to_record())
         return 0;
     uintptr_t frames[CONFIG_MAX_DEPTH];
-    int depth = config.depth > 0
-                    ? python_capture(frames, config.native ? stack_capture(frames, config.depth) : 0,
-                                     CONFIG_MAX_DEPTH)
-                    : 0;
+    int depth =
+        config.depth > 0
+            ? python_capture(frames, config.native ? stack_capture(frames, config.depth) : 0,
+                             CONFIG_MAX_DEPTH)
+            : 0;
     int kind = a->kind & BLOCK_KIND_MASK;
-    uint32_t stack_id = stack_intern(
-        frames, depth,
-        stack_hash_in(frames, depth, kind_space(kind) == SPACE_FRAMEWORK ? 0 : STACK_DRIVER));
+    uint32_t stack_id =
+        stack_intern(frames, depth,
+                     stack_hash_in(frames, depth,
+                                   kind_space(kind) == SPACE_FRAMEWORK ? 0 : STACK_DRIVER));
     tracker_note_traced();
 
-    tracker_lock();         /* rare: the failure ring and its counters, all at once */
+    tracker_lock(); /* rare: the failure ring and its counters, all at once */
     counters_on_failure(a->device, kind, oom);
     if (a->api >= 0 && a->api < MAX_APIS)
         tracker.api_failures[a->api]++;
@@ -91,7 +93,7 @@ void run_range_freed(int space, uint64_t start, uint64_t size)
     uint64_t end = start + size;
     if (!tracker_enter_to_record())
         return;
-    tracker_lock();         /* the range may span shards */
+    tracker_lock(); /* the range may span shards */
     uint64_t at = start;
     while (at < end) {
         struct block *b = registry_find(block_key(at, space));
@@ -100,7 +102,7 @@ void run_range_freed(int space, uint64_t start, uint64_t size)
         at += b->size ? b->size : 1;
         tracker_forget_locked(b, 0);
     }
-    if (at < end) {         /* not back to back: look at every block */
+    if (at < end) { /* not back to back: look at every block */
         struct registry_cursor cursor;
         for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
             uint64_t value = block_value(b);
@@ -156,7 +158,7 @@ void run_cache_view(int cache_kind, int view, const char *why)
 {
     if (!kind_in_cache(cache_kind) || !tracker_enter_to_record())
         return;
-    tracker_lock();         /* reports copy `tracker` whole under it */
+    tracker_lock(); /* reports copy `tracker` whole under it */
     struct cache_state *c = &tracker.caches[cache_kind - KIND_TORCH_TENSOR];
     c->view = view;
     if (view == CACHE_BLOCKS)
@@ -179,7 +181,8 @@ void run_program_end(void)
         tracker.end_stacks = tracker.end_totals ? count : 0;
         for (uint32_t id = 1; id <= tracker.end_stacks; id++) {
             const struct stack_record *t = stack_get(id);
-            tracker.end_totals[id - 1] = (struct end_totals){t->live_bytes, t->live_blocks, -2, 0, 0};
+            tracker.end_totals[id - 1] =
+                (struct end_totals){t->live_bytes, t->live_blocks, -2, 0, 0};
         }
         struct registry_cursor cursor;
         for (struct block *b = registry_first(&cursor); b; b = registry_next(&cursor)) {
@@ -213,7 +216,7 @@ void run_oom_retried(int succeeded)
 
 void run_oom_verdict(const char *verdict, const char *text, uint64_t size, uint32_t stack_id)
 {
-    tracker_lock();         /* reports copy `tracker` whole under it */
+    tracker_lock(); /* reports copy `tracker` whole under it */
     snprintf(tracker.oom.verdict, sizeof(tracker.oom.verdict), "%s", verdict);
     snprintf(tracker.oom.text, sizeof(tracker.oom.text), "%s", text);
     tracker.oom.size = size;

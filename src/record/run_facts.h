@@ -10,17 +10,17 @@
 #ifndef CUMEMTRACE_RUN_FACTS_H
 #define CUMEMTRACE_RUN_FACTS_H
 
-#define MAX_APIS 128         /* entry points (host.h: api_names) */
-#define CACHE_KINDS 3        /* KIND_TORCH_TENSOR, KIND_CUPY_BLOCK, KIND_JAX_ARRAY */
+#define MAX_APIS 128  /* entry points (host.h: api_names) */
+#define CACHE_KINDS 3 /* KIND_TORCH_TENSOR, KIND_CUPY_BLOCK, KIND_JAX_ARRAY */
 
 /* Why an event could not be recorded (counted, and shown in reports). */
 enum lost_reason {
-    LOST_REENTRY,        /* a CUDA call made from inside the tracer */
-    LOST_NO_MEMORY,      /* the tracer's own tables could not grow */
-    LOST_UNRESOLVED,     /* a real function could not be found */
-    LOST_UNKNOWN_FREE,   /* a free of something never seen allocated */
-    LOST_MISSED_FREE,    /* an address handed out again while still recorded */
-    LOST_UNWRAPPED,      /* a lookup returned the real function unwrapped */
+    LOST_REENTRY,      /* a CUDA call made from inside the tracer */
+    LOST_NO_MEMORY,    /* the tracer's own tables could not grow */
+    LOST_UNRESOLVED,   /* a real function could not be found */
+    LOST_UNKNOWN_FREE, /* a free of something never seen allocated */
+    LOST_MISSED_FREE,  /* an address handed out again while still recorded */
+    LOST_UNWRAPPED,    /* a lookup returned the real function unwrapped */
     LOST_COUNT
 };
 
@@ -33,9 +33,9 @@ enum lost_reason {
 
 /* How a framework's cache was seen. */
 enum cache_view {
-    CACHE_UNSEEN,        /* the framework did not show up */
-    CACHE_BLOCKS,        /* its blocks are recorded */
-    CACHE_SEGMENTS,      /* only its segments are: `why` says why */
+    CACHE_UNSEEN,   /* the framework did not show up */
+    CACHE_BLOCKS,   /* its blocks are recorded */
+    CACHE_SEGMENTS, /* only its segments are: `why` says why */
 };
 
 #endif

@@ -27,7 +27,7 @@ void series_sample(uint32_t now_ms)
     if (series.offered++ % series.every != 0)
         return;
     if (series.count && series.samples[series.count - 1].time_ms == now_ms) {
-        copy_counters(&series.samples[series.count - 1], now_ms);   /* one point a ms */
+        copy_counters(&series.samples[series.count - 1], now_ms); /* one point a ms */
         return;
     }
     if (series.count == SERIES_SAMPLES) {

@@ -24,9 +24,9 @@ struct series_sample {
 };
 
 struct series_state {
-    uint32_t count;          /* samples kept */
-    uint32_t every;          /* one growth sample in `every` is kept */
-    uint32_t offered;        /* growth samples seen */
+    uint32_t count;   /* samples kept */
+    uint32_t every;   /* one growth sample in `every` is kept */
+    uint32_t offered; /* growth samples seen */
     struct series_sample samples[SERIES_SAMPLES];
 };
 extern struct series_state series;

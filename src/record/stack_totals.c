@@ -46,8 +46,8 @@
  * another reads it. */
 #include <string.h>
 
-#include "stripes.h"
 #include "stack_totals.h"
+#include "stripes.h"
 
 #define WAYS 8
 /* STRIPE_APPLY's entries: that stripe counts every queued tensor, from the
@@ -58,9 +58,9 @@
 /* One cache line each, so that an event touches one line of its thread's
  * entries. */
 struct pending_totals {
-    _Alignas(64) uint32_t id;          /* 0: empty */
+    _Alignas(64) uint32_t id; /* 0: empty */
     int64_t live_bytes;
-    int64_t low;                       /* lowest live_bytes after a free; 0 if none below 0 */
+    int64_t low; /* lowest live_bytes after a free; 0 if none below 0 */
     int64_t live_blocks;
     uint64_t allocations, allocated_bytes;
     struct stack_record *stack;
@@ -167,8 +167,7 @@ __attribute__((noinline)) static void free_to_record(struct pending_totals *p,
     lower_low(id, (int64_t)move_to_record(s, -(int64_t)size, -1, 0, 0));
 }
 
-void stack_totals_free(int thread, struct stack_record *s, uint32_t id, uint64_t size,
-                       int implicit)
+void stack_totals_free(int thread, struct stack_record *s, uint32_t id, uint64_t size, int implicit)
 {
     struct pending_totals *p = entry_of(thread, id);
     if (!p || p->id != id || implicit) {

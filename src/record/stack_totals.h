@@ -22,6 +22,6 @@ void stack_totals_restore(struct stack_record *s, uint64_t size);
 /* Every thread's pending changes into the stacks: with every registry shard
  * locked (tracker_lock), after which the stacks' totals are exact. */
 void stack_totals_flush(void);
-void stack_totals_reset(void);        /* forget the pending changes (after fork) */
+void stack_totals_reset(void); /* forget the pending changes (after fork) */
 
 #endif

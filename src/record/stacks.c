@@ -58,25 +58,25 @@ static uintptr_t skip_low, skip_high;
  * the index slot with release stores; readers load them with acquire. The
  * index is therefore not map.h's map, which moves keys and frees its old
  * slots under its owner's lock. */
-#define STACK_CHUNK 1024u                      /* 64 KiB of records */
-#define MAX_STACK_CHUNKS 65536u                /* 64M stacks */
-#define FRAME_CHUNK (1u << 15)                 /* 256 KiB of frames */
-#define MAX_FRAME_CHUNKS 16384u                /* 512M frames */
+#define STACK_CHUNK 1024u       /* 64 KiB of records */
+#define MAX_STACK_CHUNKS 65536u /* 64M stacks */
+#define FRAME_CHUNK (1u << 15)  /* 256 KiB of frames */
+#define MAX_FRAME_CHUNKS 16384u /* 512M frames */
 _Static_assert(CONFIG_MAX_DEPTH <= FRAME_CHUNK, "a stack fits in a frame chunk");
 
 struct stack_index {
     uint32_t capacity;
-    uint32_t slots[];                          /* stack ids, 0: empty */
+    uint32_t slots[]; /* stack ids, 0: empty */
 };
 
 static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stack_record *stack_chunks[MAX_STACK_CHUNKS];
 static struct stack_history *history_chunks[MAX_STACK_CHUNKS];
-static uint32_t stacks_used;                   /* published with release */
+static uint32_t stacks_used; /* published with release */
 static uintptr_t *frame_chunks[MAX_FRAME_CHUNKS];
-static uint64_t frames_used;                   /* next free frame index */
-static struct stack_index *index_now;          /* published with release */
-static size_t table_bytes;                     /* everything mapped, for reports */
+static uint64_t frames_used;          /* next free frame index */
+static struct stack_index *index_now; /* published with release */
+static size_t table_bytes;            /* everything mapped, for reports */
 
 /* The stacks this thread interned last, two ways a set, the newer first,
  * by their depth and a few of their frames: the innermost four, which vary
@@ -92,8 +92,8 @@ static size_t table_bytes;                     /* everything mapped, for reports
  * TLS, which the C library zeroes for each thread it creates. */
 #define RECENT_BITS 8
 struct recent_stack {
-    const uintptr_t *frames;           /* the table's copy */
-    uint32_t id, depth;                /* id 0: empty; depth | RECENT_DRIVER for the driver's */
+    const uintptr_t *frames; /* the table's copy */
+    uint32_t id, depth;      /* id 0: empty; depth | RECENT_DRIVER for the driver's */
 };
 #define RECENT_DRIVER (1u << 31)
 static __thread struct recent_stack recent[1 << RECENT_BITS][2];
@@ -111,11 +111,11 @@ static __thread struct recent_stack recent[1 << RECENT_BITS][2];
  * the program makes would pay for its zeroing) and unmapped when the thread
  * ends; emptied by stack_reset, as recent[] is. */
 #define KEYED_BITS 7
-#define KEYED_STRIDE (STACK_KEY_WORDS + 8)  /* a line more: slots start on different cache sets */
+#define KEYED_STRIDE (STACK_KEY_WORDS + 8) /* a line more: slots start on different cache sets */
 struct keyed_stack {
     uint64_t hash;
-    uint32_t id;                       /* 0: empty */
-    uint16_t words, slot;              /* slot: which of its set's two */
+    uint32_t id;          /* 0: empty */
+    uint16_t words, slot; /* slot: which of its set's two */
 };
 struct keyed_table {
     struct keyed_stack sets[1 << KEYED_BITS][2];
@@ -138,8 +138,7 @@ void stack_init(void *(*lookup)(void *handle, const char *name))
         return;
     void *libgcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!libgcc) {
-        log_line("cannot load libgcc_s.so.1 (%s); blocks are recorded without stacks",
-                 dlerror());
+        log_line("cannot load libgcc_s.so.1 (%s); blocks are recorded without stacks", dlerror());
         return;
     }
     *(void **)&gcc.backtrace = lookup(libgcc, "_Unwind_Backtrace");
@@ -231,7 +230,7 @@ void stacks_fork_prepare(void)
 {
     __atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
     struct timespec pause = {0, 50000};
-    for (int waited = 0; waited < 40000; waited++) {     /* 2 s at most */
+    for (int waited = 0; waited < 40000; waited++) { /* 2 s at most */
         int in_flight = 0;
         for (int i = 0; i < CAPTURE_STRIPES; i++)
             in_flight += __atomic_load_n(&capturing[i].count, __ATOMIC_ACQUIRE);
@@ -248,7 +247,7 @@ void stacks_fork_parent(void)
 
 void stacks_fork_child(void)
 {
-    memset(capturing, 0, sizeof(capturing));     /* the other threads are gone */
+    memset(capturing, 0, sizeof(capturing)); /* the other threads are gone */
     if (stripe >= 0)
         capturing[stripe].count = own_captures;
     __atomic_store_n(&forking, 0, __ATOMIC_RELEASE);
@@ -264,7 +263,7 @@ static int keep_frames(void *const *raw, int n, uintptr_t *out, int max, int *wa
     for (; i < n && depth < max; i++) {
         uintptr_t address = (uintptr_t)raw[i];
         out[depth] = address;
-        depth += address - low >= span;    /* outside [low, high), without a branch */
+        depth += address - low >= span; /* outside [low, high), without a branch */
     }
     *walked = i;
     return depth;
@@ -330,7 +329,7 @@ static __attribute__((noinline)) int check_walk(uintptr_t *out, int depth, int m
 static inline __attribute__((always_inline)) int gcc_capture(uintptr_t *out, int max, int most)
 {
     void *raw[CONFIG_MAX_DEPTH + 32];
-    int wanted = max + 1 + own_frames;      /* raw[0] is stack_capture */
+    int wanted = max + 1 + own_frames; /* raw[0] is stack_capture */
     if (wanted > most)
         wanted = most;
     int walked, depth;
@@ -417,15 +416,16 @@ void stack_view(uint32_t id, struct stack *view)
         .first_frame = e->first_frame,
         .depth = e->depth,
         .flags = __atomic_load_n(&e->flags, __ATOMIC_RELAXED),
-        .stats = {
-            .live_bytes = e->live_bytes,
-            .live_blocks = e->live_blocks,
-            .peak_live_bytes = e->peak_live_bytes,
-            .allocations = e->allocations,
-            .allocated_bytes = e->allocated_bytes,
-            .implicit_bytes = h->implicit_bytes,
-            .implicit_blocks = h->implicit_blocks,
-        },
+        .stats =
+            {
+                .live_bytes = e->live_bytes,
+                .live_blocks = e->live_blocks,
+                .peak_live_bytes = e->peak_live_bytes,
+                .allocations = e->allocations,
+                .allocated_bytes = e->allocated_bytes,
+                .implicit_bytes = h->implicit_bytes,
+                .implicit_blocks = h->implicit_blocks,
+            },
     };
 }
 
@@ -506,7 +506,7 @@ static struct stack_record *reserve_stack(int depth)
         table_bytes += STACK_CHUNK * sizeof(struct stack_history);
     }
     uint64_t at = frames_used;
-    if (at % FRAME_CHUNK + depth > FRAME_CHUNK)        /* would straddle: next chunk */
+    if (at % FRAME_CHUNK + depth > FRAME_CHUNK) /* would straddle: next chunk */
         at = (at / FRAME_CHUNK + 1) * FRAME_CHUNK;
     uint64_t frame_chunk = at / FRAME_CHUNK;
     if (frame_chunk >= MAX_FRAME_CHUNKS)
@@ -530,7 +530,7 @@ static uint32_t insert(const uintptr_t *f, int depth, uint64_t hash)
     uint32_t slot;
     uint32_t id = look_up(index_now, f, depth, hash, &slot);
     if (id)
-        return id;                                     /* another thread was first */
+        return id; /* another thread was first */
     if ((stacks_used + 1) * 10 >= (index_now ? index_now->capacity : 0) * 7) {
         if (grow_index() < 0)
             return 0;
@@ -587,9 +587,9 @@ static inline int same_frames(const uintptr_t *a, const uintptr_t *b, int depth)
 {
     uintptr_t differ = 0;
     int i = 0;
-    for (; i + 4 <= depth; i += 4)      /* four a turn: some 1.5 instructions a frame */
-        differ |= (a[i] ^ b[i]) | (a[i + 1] ^ b[i + 1]) | (a[i + 2] ^ b[i + 2]) |
-                  (a[i + 3] ^ b[i + 3]);
+    for (; i + 4 <= depth; i += 4) /* four a turn: some 1.5 instructions a frame */
+        differ |=
+            (a[i] ^ b[i]) | (a[i + 1] ^ b[i + 1]) | (a[i + 2] ^ b[i + 2]) | (a[i + 3] ^ b[i + 3]);
     for (; i < depth; i++)
         differ |= a[i] ^ b[i];
     return differ == 0;
@@ -656,8 +656,9 @@ HOT_PATH uint32_t stack_known_by_key(const uintptr_t *key, int words, uint64_t h
      * same_frames' four words a turn: 3 lines of code where it took 5, for
      * some 25 more instructions, and the lines are what an event pays for
      * (hot_path.h). */
-    const struct keyed_stack *way = ways[0].hash == hash ? &ways[0] :
-                                    ways[1].hash == hash ? &ways[1] : NULL;
+    const struct keyed_stack *way = ways[0].hash == hash   ? &ways[0]
+                                    : ways[1].hash == hash ? &ways[1]
+                                                           : NULL;
     if (!way || way->words != words)
         return 0;
     const uintptr_t *kept = t->words[set][way->slot];
@@ -674,7 +675,7 @@ void stack_remember_by_key(const uintptr_t *key, int words, uint64_t hash, uint3
         return;
     unsigned set = (unsigned)(hash >> (64 - KEYED_BITS));
     struct keyed_stack *ways = t->sets[set];
-    uint16_t slot = ways[1].slot;      /* the older way's, taken over */
+    uint16_t slot = ways[1].slot; /* the older way's, taken over */
     memcpy(t->words[set][slot], key, (size_t)words * sizeof(*key));
     ways[1] = ways[0];
     ways[0] = (struct keyed_stack){hash, id, (uint16_t)words, slot};

@@ -29,9 +29,9 @@
 
 struct stack_stats {
     uint64_t live_bytes, live_blocks;
-    uint64_t peak_live_bytes;          /* highest live_bytes this stack reached */
+    uint64_t peak_live_bytes; /* highest live_bytes this stack reached */
     uint64_t allocations, allocated_bytes;
-    uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
+    uint64_t implicit_bytes, implicit_blocks; /* freed by context teardown */
 };
 
 /* How a stack's live bytes moved across growth observations (growth.h): a
@@ -51,12 +51,12 @@ struct stack_growth {
     uint64_t first_bytes, last_bytes;
     uint64_t peak_bytes;
     uint32_t first_ms, last_ms, peak_ms;
-    uint32_t first_sample;             /* observation numbers, from 1 */
+    uint32_t first_sample; /* observation numbers, from 1 */
     uint32_t peak_sample, peak_base;
     uint32_t rises, falls;
-    uint32_t peak_rises, peak_falls;   /* up to peak_sample */
-    uint32_t quarters, peak_quarters;  /* bits 0-3 */
-    uint32_t falls_to_end;             /* 1: fell at every observation from the peak to
+    uint32_t peak_rises, peak_falls;  /* up to peak_sample */
+    uint32_t quarters, peak_quarters; /* bits 0-3 */
+    uint32_t falls_to_end;            /* 1: fell at every observation from the peak to
                                         * where it ends, reached at one of the last two */
 };
 
@@ -66,9 +66,9 @@ struct stack_growth {
  * these in two places (below), so this is a copy, never a record. */
 struct stack {
     uint64_t hash;
-    uint64_t first_frame;              /* index into the frame array */
+    uint64_t first_frame; /* index into the frame array */
     uint32_t depth;
-    uint32_t flags;                    /* STACK_* bits and the first use, only ever added */
+    uint32_t flags; /* STACK_* bits and the first use, only ever added */
     struct stack_growth growth;
     struct stack_stats stats;
 };
@@ -81,11 +81,11 @@ struct stack {
  * or the peak rises; reading the frames stays on the lookup's own lines. */
 struct stack_record {
     _Alignas(64) uint64_t hash;
-    uint64_t first_frame;              /* index into the frame array */
+    uint64_t first_frame; /* index into the frame array */
     uint32_t depth;
-    uint32_t flags;                    /* STACK_* bits and the first use, only ever added */
+    uint32_t flags; /* STACK_* bits and the first use, only ever added */
     uint64_t live_bytes, live_blocks;
-    uint64_t peak_live_bytes;          /* highest live_bytes this stack reached */
+    uint64_t peak_live_bytes; /* highest live_bytes this stack reached */
     uint64_t allocations, allocated_bytes;
 };
 _Static_assert(sizeof(struct stack_record) == 64, "a stack's record is one cache line");
@@ -96,9 +96,9 @@ _Static_assert(sizeof(struct stack_record) == 64, "a stack's record is one cache
  * set to the live bytes by every observation), and the stack's observations
  * (growth.c's, NULL until it first held memory at one). Apart, by id. */
 struct stack_history {
-    uint64_t implicit_bytes, implicit_blocks;  /* freed by context teardown */
-    uint64_t low_bytes;                /* lowest live_bytes since the last observation */
-    uint64_t *series;                  /* growth.c: floors, then moments */
+    uint64_t implicit_bytes, implicit_blocks; /* freed by context teardown */
+    uint64_t low_bytes;                       /* lowest live_bytes since the last observation */
+    uint64_t *series;                         /* growth.c: floors, then moments */
 };
 
 /* A stack that took a framework's cache segments from the driver: memory
@@ -106,7 +106,7 @@ struct stack_history {
  * framework, the kinds' order: KIND_TORCH_TENSOR first). Such a stack is
  * charged with a whole segment for whichever request first needed one, so
  * where the blocks are known, verdicts rank the blocks' stacks instead. */
-#define STACK_CACHE_SEGMENT(cache_kind) (1u << ((cache_kind) - KIND_TORCH_TENSOR))
+#define STACK_CACHE_SEGMENT(cache_kind) (1u << ((cache_kind)-KIND_TORCH_TENSOR))
 #define STACK_CACHE_ANY 0x7u
 
 /* The rest of `flags` holds what the stack's first allocation was
@@ -128,7 +128,7 @@ void stack_init(void *(*lookup)(void *handle, const char *name));
  * interrupted may hold malloc's lock. Walks with libgcc, which takes no
  * lock of the allocator; the loader's, it takes only as this thread may. */
 int stack_in_signal_handler(void);
-void stack_reset(void);                /* forget every stack (after fork) */
+void stack_reset(void); /* forget every stack (after fork) */
 
 /* Leave out frames in [low, high) wherever they are: the tracer's own. */
 void stack_set_skip_range(uintptr_t low, uintptr_t high);
@@ -201,9 +201,9 @@ static inline void stack_flags_note_use(uint32_t *flags, int kind, int api)
     uint32_t use = STACK_USE_SET | (uint32_t)(kind & 0xff) << STACK_USE_KIND_SHIFT |
                    (uint32_t)(api & 0xff) << STACK_USE_API_SHIFT;
     /* a compare-and-swap, so that bits stack_flag adds meanwhile stay */
-    while (!(old & STACK_USE_SET) &&
-           !__atomic_compare_exchange_n(flags, &old, old | use, 1, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED))
+    while (
+        !(old & STACK_USE_SET) &&
+        !__atomic_compare_exchange_n(flags, &old, old | use, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
 }
 
@@ -220,7 +220,7 @@ static inline int stack_first_use(const struct stack *stack, int *kind, int *api
     *api = (int)(flags >> STACK_USE_API_SHIFT & 0xff);
     return (flags & STACK_USE_SET) != 0;
 }
-uint32_t stack_count(void);             /* ids run from 1 to stack_count() */
+uint32_t stack_count(void); /* ids run from 1 to stack_count() */
 size_t stack_table_bytes(void);
 
 #endif

@@ -9,7 +9,7 @@
 struct start {
     void *(*run)(void *);
     void *arg;
-    sem_t running;      /* posted by the new thread: `start` may then go */
+    sem_t running; /* posted by the new thread: `start` may then go */
 };
 
 static void *begin(void *argument)

@@ -23,7 +23,7 @@ void timeline_reset(uint64_t start_ns)
     }
     struct timeline_event *events = pages_alloc(capacity * sizeof(struct timeline_event));
     if (!events)
-        return;              /* no timeline: the reports show none */
+        return; /* no timeline: the reports show none */
     /* Large pages where the kernel offers them: a first write to each 4 KiB
      * page costs microseconds in a VM, a hundred events' worth. */
     madvise(events, capacity * sizeof(struct timeline_event), MADV_HUGEPAGE);
@@ -81,7 +81,7 @@ int64_t timeline_delta(const struct timeline_event *e)
 
 const char *timeline_type_name(int type)
 {
-    static const char *names[] = {"none", "alloc", "free", "free_implicit", "failure", "oom",
-                                  "mark"};
+    static const char *names[] = {"none",    "alloc", "free", "free_implicit",
+                                  "failure", "oom",   "mark"};
     return type >= 0 && type <= TIMELINE_MARK ? names[type] : "unknown";
 }

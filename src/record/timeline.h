@@ -27,30 +27,30 @@
 enum timeline_type {
     TIMELINE_ALLOC = 1,
     TIMELINE_FREE,
-    TIMELINE_FREE_IMPLICIT,     /* freed by a context destroy or device reset */
-    TIMELINE_FAILURE,           /* an allocation failed, not for lack of memory */
-    TIMELINE_OOM,               /* an allocation failed: out of memory */
-    TIMELINE_MARK,              /* cumemtrace_mark(); size is the mark's number */
+    TIMELINE_FREE_IMPLICIT, /* freed by a context destroy or device reset */
+    TIMELINE_FAILURE,       /* an allocation failed, not for lack of memory */
+    TIMELINE_OOM,           /* an allocation failed: out of memory */
+    TIMELINE_MARK,          /* cumemtrace_mark(); size is the mark's number */
 };
 
 /* 40 bytes. `stamp` is the event's number + 1 once the entry is complete. */
 struct timeline_event {
-    uint64_t time_us;           /* microseconds since tracing started */
-    uint64_t value;             /* address, or handle for VMM and arrays */
+    uint64_t time_us; /* microseconds since tracing started */
+    uint64_t value;   /* address, or handle for VMM and arrays */
     uint64_t size;
     uint32_t stack_id;
-    int8_t device;              /* -1: not known */
-    uint8_t type;               /* enum timeline_type */
-    uint8_t kind;               /* enum kind */
+    int8_t device; /* -1: not known */
+    uint8_t type;  /* enum timeline_type */
+    uint8_t kind;  /* enum kind */
     uint8_t api;
     uint64_t stamp;
 };
 
 struct timeline_ring {
-    struct timeline_event *events;   /* NULL: the timeline is off */
+    struct timeline_event *events; /* NULL: the timeline is off */
     uint64_t capacity;
-    uint64_t next;                   /* events claimed so far */
-    uint64_t start_ns;               /* CLOCK_MONOTONIC of time 0 */
+    uint64_t next;     /* events claimed so far */
+    uint64_t start_ns; /* CLOCK_MONOTONIC of time 0 */
 };
 extern struct timeline_ring timeline;
 
@@ -63,8 +63,8 @@ void timeline_reset(uint64_t start_ns);
 void timeline_add(int type, uint64_t value, uint64_t size, int device, int kind, int api,
                   uint32_t stack_id);
 
-static inline void timeline_record(int type, uint64_t value, uint64_t size, int device,
-                                   int kind, int api, uint32_t stack_id)
+static inline void timeline_record(int type, uint64_t value, uint64_t size, int device, int kind,
+                                   int api, uint32_t stack_id)
 {
     if (__builtin_expect(timeline.events != NULL, 0))
         timeline_add(type, value, size, device, kind, api, stack_id);

@@ -69,18 +69,18 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int initialized;
 
 struct thread_state {
-    uint16_t number;       /* 0 until this thread's first recorded event */
-    uint8_t inside;        /* inside the tracer: CUDA calls pass through */
-    uint8_t cache_allocating;        /* tracker_cache_allocating: a cache kind, or 0 */
-    uint8_t sweeping;                /* tracker_cache_sweep: no growth sample until it ends */
-    uint8_t applying;                /* enters the queue's events: counts in STRIPE_APPLY */
-    uint8_t traced;                  /* has set tracker.traced: note_traced */
-    uint32_t physical_stack;         /* of this thread's last cuMemCreate, until a
+    uint16_t number;                      /* 0 until this thread's first recorded event */
+    uint8_t inside;                       /* inside the tracer: CUDA calls pass through */
+    uint8_t cache_allocating;             /* tracker_cache_allocating: a cache kind, or 0 */
+    uint8_t sweeping;                     /* tracker_cache_sweep: no growth sample until it ends */
+    uint8_t applying;                     /* enters the queue's events: counts in STRIPE_APPLY */
+    uint8_t traced;                       /* has set tracker.traced: note_traced */
+    uint32_t physical_stack;              /* of this thread's last cuMemCreate, until a
                                       * framework event: segments_taken */
-    uint64_t sequence_next, sequence_end;   /* this thread's batch of numbers */
+    uint64_t sequence_next, sequence_end; /* this thread's batch of numbers */
 };
 static __thread struct thread_state this_thread;
-enum { SWEEP_RUNNING = 1, SWEEP_RECORDED = 2 };     /* this_thread.sweeping */
+enum { SWEEP_RUNNING = 1, SWEEP_RECORDED = 2 }; /* this_thread.sweeping */
 
 /* Calls and allocations per entry point: every event counts one, so they are
  * kept in stripes (stripes.h) and summed when read (tracker_api_totals). A
@@ -89,7 +89,7 @@ enum { SWEEP_RUNNING = 1, SWEEP_RECORDED = 2 };     /* this_thread.sweeping */
 struct api_stripe {
     _Alignas(64) uint64_t calls[MAX_APIS];
     uint64_t allocations[MAX_APIS];
-    uint64_t self_time_ns;     /* CUMEMTRACE_SELF_TIME: our time in wrappers */
+    uint64_t self_time_ns; /* CUMEMTRACE_SELF_TIME: our time in wrappers */
 };
 static struct api_stripe api_stripes[STRIPE_COUNT];
 
@@ -167,7 +167,7 @@ static void reset_state(void)
 
 static void init_once_fn(void)
 {
-    log_once_per_line(1);   /* what the check at load said is not said again */
+    log_once_per_line(1); /* what the check at load said is not said again */
     config_load();
     log_once_per_line(0);
     reset_state();
@@ -382,8 +382,7 @@ void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS]
         calls[api] = allocations[api] = 0;
         for (int i = 0; i < STRIPE_COUNT; i++) {
             calls[api] += __atomic_load_n(&api_stripes[i].calls[api], __ATOMIC_RELAXED);
-            allocations[api] +=
-                __atomic_load_n(&api_stripes[i].allocations[api], __ATOMIC_RELAXED);
+            allocations[api] += __atomic_load_n(&api_stripes[i].allocations[api], __ATOMIC_RELAXED);
         }
     }
 }
@@ -506,21 +505,20 @@ static void account_alloc(const struct block *b, int api)
  * once inlined it into capture() and made that a function of its own, and
  * the unwinder stepping through that frame cost some 80 more instructions
  * a pair (callgrind, bench/run.py --only record). */
-HOT_PATH __attribute__((noinline)) static int native_frames(int kind,
-                                                            uint64_t (*operation_of)(void),
-                                                            uintptr_t *frames)
+HOT_PATH __attribute__((noinline)) static int
+native_frames(int kind, uint64_t (*operation_of)(void), uintptr_t *frames)
 {
     if (!config.native)
         return 0;
     if (!kind_in_cache(kind) || config.block_depth >= config.depth)
         return stack_capture(frames, config.depth);
-    if (python_runs_here())     /* none at the default depth 0: not even the call */
+    if (python_runs_here()) /* none at the default depth 0: not even the call */
         return config.block_depth ? stack_capture(frames, config.block_depth) : 0;
     uint64_t operation = operation_of ? operation_of() : 0;
     if (!operation)
         return stack_capture(frames, config.depth);
     int depth = stack_capture(frames, config.block_depth);
-    frames[depth++] = operation + 1;        /* symbolized at address - 1, as a return address */
+    frames[depth++] = operation + 1; /* symbolized at address - 1, as a return address */
     return depth;
 }
 
@@ -534,7 +532,7 @@ static void note_cache_role(int kind, uint32_t stack_id, int depth)
         return;
     }
     if (depth == 0)
-        return;             /* the stack every stackless block shares: not one site */
+        return; /* the stack every stackless block shares: not one site */
     if (this_thread.cache_allocating)
         stack_flag(stack_id, STACK_CACHE_SEGMENT(this_thread.cache_allocating));
     if (kind == KIND_VMM_PHYSICAL)
@@ -553,12 +551,11 @@ static inline int takes_stack(uint64_t size)
  * Keeps errno, which the walks may change (process_vm_readv, the
  * unwinder's reads): a framework's event needs it kept, and with no walk
  * it is not touched. */
-HOT_PATH static int capture(int kind, uint64_t size, uint64_t (*operation)(void),
-                            uintptr_t *frames)
+HOT_PATH static int capture(int kind, uint64_t size, uint64_t (*operation)(void), uintptr_t *frames)
 {
-    frames[0] = 0;          /* none read when depth is 0; says so to the compiler */
+    frames[0] = 0; /* none read when depth is 0; says so to the compiler */
     if (__builtin_expect(!takes_stack(size), 0))
-        return 0;           /* laid out apart: a stack is the usual case */
+        return 0; /* laid out apart: a stack is the usual case */
     int saved_errno = errno;
     int depth = python_capture(frames, native_frames(kind, operation, frames), CONFIG_MAX_DEPTH);
     errno = saved_errno;
@@ -599,7 +596,8 @@ framework_stack(int kind, uint64_t size, uint64_t (*operation)(void))
     int words = 0;
     /* Nearly every tensor's way: expected, so that it is laid out in line. */
     if (__builtin_expect(kind_in_cache(kind) && takes_stack(size) && config.block_depth == 0 &&
-                         (words = python_frames_key(key, &hash, operation)) != 0, 1)) {
+                             (words = python_frames_key(key, &hash, operation)) != 0,
+                         1)) {
         uint32_t id = stack_known_by_key(key, words, hash);
         if (__builtin_expect(id != 0, 1))
             return id;
@@ -619,8 +617,7 @@ static int8_t event_device(int device)
  * time, which is when it is entered: a queued event's clock read is then
  * one per batch, not one per tensor on PyTorch's thread, where it cost
  * some 300 cycles with its lines out of cache (H100, rdtsc around it). */
-static struct pending_event event_of(const struct allocation *a, const uintptr_t *frames,
-                                     int depth)
+static struct pending_event event_of(const struct allocation *a, const uintptr_t *frames, int depth)
 {
     int kind = a->kind & BLOCK_KIND_MASK;
     uint32_t stack_id =
@@ -778,8 +775,8 @@ void tracker_put_back(const struct block *saved)
     if (b) {
         /* Undo the free: the block was never gone. */
         counters_on_restore(stripe_number(), b->device, block_kind(b), b->size);
-        timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b),
-                        b->api, b->stack_id);
+        timeline_record(TIMELINE_ALLOC, block_value(b), b->size, b->device, block_kind(b), b->api,
+                        b->stack_id);
         struct stack_record *s = stack_get(b->stack_id);
         if (s)
             stack_totals_restore(s, b->size);
@@ -803,7 +800,7 @@ uint64_t tracker_alloc_with_frames(const struct allocation *a, const uintptr_t *
         return 0;
     uintptr_t copy[CONFIG_MAX_DEPTH];
     int n = 0;
-    copy[0] = 0;            /* none read when n is 0; says so to the compiler */
+    copy[0] = 0; /* none read when n is 0; says so to the compiler */
     if (takes_stack(a->size))
         for (; n < depth && n < CONFIG_MAX_DEPTH; n++)
             copy[n] = frames[n];
@@ -983,7 +980,7 @@ static __attribute__((noinline)) void defer_waiting(const struct pending_event *
         }
         apply_and_sample(1);
         if (pending_count() >= APPLY_BATCH)
-            sched_yield();              /* a writer between its claim and its publish */
+            sched_yield(); /* a writer between its claim and its publish */
     }
     /* All but the stamp, which the reader may be reading: pending_publish
      * writes it. */
@@ -1066,7 +1063,7 @@ HOT_PATH void tracker_defer_alloc(int cache_kind, int device, uint64_t value, ui
     if (!enter_to_record())
         return;
     uint32_t stack_id = framework_stack(cache_kind, size, operation);
-    note_cache_role(cache_kind, stack_id, 0);   /* a framework's kind: the depth is not read */
+    note_cache_role(cache_kind, stack_id, 0); /* a framework's kind: the depth is not read */
     note_traced();
     uint16_t thread = own_number(block_key(value, SPACE_FRAMEWORK));
     uint64_t number;
@@ -1149,10 +1146,10 @@ int tracker_cache_allocating(int cache_kind)
  * lock are not: the child starts with empty tables and new locks anyway. */
 void tracker_fork_prepare(void)
 {
-    stacks_fork_prepare();  /* first: a capture is made before a shard is taken */
+    stacks_fork_prepare(); /* first: a capture is made before a shard is taken */
     pending_lock();
     registry_lock_all();
-    python_fork_prepare();  /* after: a report holds the shards, then the table */
+    python_fork_prepare(); /* after: a report holds the shards, then the table */
 }
 
 void tracker_fork_parent(void)
@@ -1172,7 +1169,7 @@ void tracker_fork_child(void)
     if (initialized)
         reset_state();
     else
-        registry_init();    /* unlocks: the shards were taken before fork */
+        registry_init(); /* unlocks: the shards were taken before fork */
     this_thread.number = 0;
     this_thread.cache_allocating = 0;
     this_thread.sweeping = 0;

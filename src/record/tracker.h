@@ -24,13 +24,13 @@
 #define MAX_CONTEXTS 255
 
 struct allocation {
-    uint64_t value;     /* address, or handle for VMM and arrays */
-    uint64_t size;      /* bytes */
-    uint64_t handle;    /* stream or pool it was allocated on, 0 if none */
-    int device;         /* -1 if not known */
-    int kind;           /* enum kind, optionally | BLOCK_FROM_RUNTIME */
-    int api;            /* entry point index (host.h: api_names) */
-    int context;        /* interned context, 0 if none */
+    uint64_t value;  /* address, or handle for VMM and arrays */
+    uint64_t size;   /* bytes */
+    uint64_t handle; /* stream or pool it was allocated on, 0 if none */
+    int device;      /* -1 if not known */
+    int kind;        /* enum kind, optionally | BLOCK_FROM_RUNTIME */
+    int api;         /* entry point index (host.h: api_names) */
+    int context;     /* interned context, 0 if none */
     /* A framework's block: the code address of the operation this thread
      * runs for it, 0 if none; asked only where it is needed. NULL: none. */
     uint64_t (*operation)(void);
@@ -40,16 +40,16 @@ struct failure {
     uint64_t size;
     int32_t device, kind, api, code, oom;
     uint32_t stack_id, time_ms;
-    uint32_t oom_number;       /* which of the process's OOMs it is part of; 0 if none */
+    uint32_t oom_number; /* which of the process's OOMs it is part of; 0 if none */
     uint16_t thread;
 };
 
 struct mark {
     char label[64];
     uint32_t time_ms;
-    uint64_t sequence;         /* allocations made before the mark */
-    uint64_t device_bytes;     /* device memory live at the mark, all devices */
-    uint64_t self_time_ns;     /* our own time in CUDA calls so far (SELF_TIME) */
+    uint64_t sequence;     /* allocations made before the mark */
+    uint64_t device_bytes; /* device memory live at the mark, all devices */
+    uint64_t self_time_ns; /* our own time in CUDA calls so far (SELF_TIME) */
 };
 
 struct thread_info {
@@ -77,25 +77,25 @@ void tracker_leave(void);
 void tracker_count_call(int api);
 /* The calls and allocations per entry point, summed from every stripe. */
 void tracker_api_totals(uint64_t calls[MAX_APIS], uint64_t allocations[MAX_APIS]);
-void tracker_add_self_time(uint64_t ns);   /* CUMEMTRACE_SELF_TIME, from the wrappers */
+void tracker_add_self_time(uint64_t ns); /* CUMEMTRACE_SELF_TIME, from the wrappers */
 uint64_t tracker_self_time_ns(void);
 /* Returns the block's allocation number (its `sequence`), 0 if not recorded. */
 uint64_t tracker_alloc(const struct allocation *a);
 int tracker_take(uint64_t value, int space, struct block *saved);
 /* The same, only if the block carries `flag` (e.g. BLOCK_FROM_RUNTIME). */
 int tracker_take_if(uint64_t value, int space, int flag, struct block *saved);
-int tracker_device_of(uint64_t value, int space);   /* -1 if unknown */
+int tracker_device_of(uint64_t value, int space); /* -1 if unknown */
 void tracker_put_back(const struct block *saved);
 /* The final verdict of an OOM report, kept for the reports after it
  * (run_oom_verdict). */
 struct oom_verdict {
-    char verdict[24];        /* "" while no OOM was reported */
+    char verdict[24]; /* "" while no OOM was reported */
     char text[OOM_VERDICT_TEXT];
     uint64_t size;
     uint32_t stack_id, time_ms;
 };
 void tracker_lost(enum lost_reason reason);
-int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live */
+int tracker_has_runtime_blocks(void); /* any BLOCK_FROM_RUNTIME records live */
 
 /* ---- frameworks' caches ----------------------------------------------------
  *
@@ -118,8 +118,7 @@ int tracker_has_runtime_blocks(void);   /* any BLOCK_FROM_RUNTIME records live *
  * Python frames, python_frame_at), known rather than captured on this
  * thread, as tracker_alloc would (no frames kept below CUMEMTRACE_MIN_SIZE
  * or with CUMEMTRACE_DEPTH=0). Its allocation number, 0 if not recorded. */
-uint64_t tracker_alloc_with_frames(const struct allocation *a, const uintptr_t *frames,
-                                   int depth);
+uint64_t tracker_alloc_with_frames(const struct allocation *a, const uintptr_t *frames, int depth);
 /* A block of `cache_kind` (one for which kind_in_cache holds: the caller
  * checks) at `value`, entered in the registry later (pending.h), for a
  * framework whose blocks come and go by the hundred a step (PyTorch's
@@ -129,8 +128,8 @@ uint64_t tracker_alloc_with_frames(const struct allocation *a, const uintptr_t *
  * (host.cache_api). `stream` is its handle, `operation` as struct
  * allocation's. No allocation number. Fields, not a struct allocation:
  * this is every tensor's path on the framework's thread. */
-void tracker_defer_alloc(int cache_kind, int device, uint64_t value, uint64_t size,
-                         uint64_t stream, uint64_t (*operation)(void));
+void tracker_defer_alloc(int cache_kind, int device, uint64_t value, uint64_t size, uint64_t stream,
+                         uint64_t (*operation)(void));
 /* The end of the block at `value` in SPACE_FRAMEWORK, queued behind the
  * events before it. A free of a block that tracker_alloc recorded must not
  * be deferred. Both keep errno: a framework calls them from inside its
@@ -159,16 +158,16 @@ void tracker_cache_sweep(int on);
 int tracker_cache_allocating(int cache_kind);
 
 struct cache_state {
-    int view;                /* enum cache_view */
-    uint32_t since_ms;       /* when blocks began to be recorded */
+    int view;          /* enum cache_view */
+    uint32_t since_ms; /* when blocks began to be recorded */
     char why[160];
 };
 
 /* A stack's figures when the program ended (run_program_end). */
 struct end_totals {
-    uint64_t bytes, blocks;  /* a stack's live totals when the program ended */
-    int8_t device;           /* of its live blocks then; -1 when they were on several */
-    uint8_t kind, api;       /* of one of them */
+    uint64_t bytes, blocks; /* a stack's live totals when the program ended */
+    int8_t device;          /* of its live blocks then; -1 when they were on several */
+    uint8_t kind, api;      /* of one of them */
 };
 
 /* fork handling (pthread_atfork). */
@@ -181,35 +180,35 @@ void tracker_fork_child(void);
  * counters and `tracker` below are still. */
 void tracker_lock(void);
 void tracker_unlock(void);
-int tracker_trylock(void);     /* 1 if all taken (never waits); for the crash dump */
-int tracker_inside(void);      /* this thread is inside the tracer */
+int tracker_trylock(void); /* 1 if all taken (never waits); for the crash dump */
+int tracker_inside(void);  /* this thread is inside the tracer */
 struct tracker_state {
-    uint64_t sequence;                     /* numbers handed out, in batches */
+    uint64_t sequence; /* numbers handed out, in batches */
     uint64_t lost[LOST_COUNT];
-    uint64_t api_failures[MAX_APIS];       /* calls and allocations: tracker_api_totals */
+    uint64_t api_failures[MAX_APIS]; /* calls and allocations: tracker_api_totals */
     struct failure failures[FAILURE_RING];
     uint64_t failures_total;
-    uint32_t ooms_total;                   /* OOMs as the program met them: oom_number */
+    uint32_t ooms_total; /* OOMs as the program met them: oom_number */
     uint64_t oom_retries_succeeded, oom_retries_failed;
-    struct oom_verdict oom;                /* the last OOM report's final verdict */
+    struct oom_verdict oom; /* the last OOM report's final verdict */
     struct mark marks[MARK_RING];
     uint64_t marks_total;
-    struct thread_info *threads;       /* index = thread number - 1 */
+    struct thread_info *threads; /* index = thread number - 1 */
     uint32_t threads_used;
-    uint64_t *handles;                 /* index = handle number - 1 */
+    uint64_t *handles; /* index = handle number - 1 */
     uint32_t handles_used;
-    uint64_t start_ns;                 /* CLOCK_MONOTONIC at start */
-    double start_unix;                 /* wall clock at start */
-    uint64_t runtime_blocks;           /* live BLOCK_FROM_RUNTIME records */
-    int traced;                        /* any CUDA event in this process */
-    struct cache_state caches[CACHE_KINDS];   /* index = kind - KIND_TORCH_TENSOR */
+    uint64_t start_ns;                      /* CLOCK_MONOTONIC at start */
+    double start_unix;                      /* wall clock at start */
+    uint64_t runtime_blocks;                /* live BLOCK_FROM_RUNTIME records */
+    int traced;                             /* any CUDA event in this process */
+    struct cache_state caches[CACHE_KINDS]; /* index = kind - KIND_TORCH_TENSOR */
     int program_ended;
     uint32_t program_end_ms;
-    struct end_totals *end_totals;     /* index = stack id - 1 */
-    uint32_t end_stacks;               /* stacks when the program ended */
-    uint64_t end_device_bytes[COUNTER_NO_DEVICE + 1];   /* device memory live then, by slot */
-    uint64_t end_timeline;             /* timeline events recorded before it */
-    int pid;                           /* the process this describes (not a vfork child) */
+    struct end_totals *end_totals;                    /* index = stack id - 1 */
+    uint32_t end_stacks;                              /* stacks when the program ended */
+    uint64_t end_device_bytes[COUNTER_NO_DEVICE + 1]; /* device memory live then, by slot */
+    uint64_t end_timeline;                            /* timeline events recorded before it */
+    int pid; /* the process this describes (not a vfork child) */
 };
 extern struct tracker_state tracker;
 uint32_t tracker_now_ms(void);

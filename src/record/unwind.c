@@ -35,17 +35,17 @@ enum { RULE_NEW = 1, RULE_TRUSTED = 2, RULE_NONE = 3 };
 #define RULE_CFA_FP (1u << 3)
 #define RULE_FP_SAVED (1u << 4)
 
-#define FIRST_SLOTS 256u                   /* 4 KiB */
+#define FIRST_SLOTS 256u /* 4 KiB */
 #define MAX_SLOTS (1u << 22)
 
 struct rule_table {
     uint32_t capacity, used;
     struct {
-        uintptr_t pc;                      /* 0: empty */
+        uintptr_t pc; /* 0: empty */
         uint64_t rule;
     } slots[];
 };
-static struct rule_table *table_now;       /* published with release */
+static struct rule_table *table_now; /* published with release */
 static pthread_mutex_t rules_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct eh_bases {
@@ -95,7 +95,7 @@ static uint64_t cfi_fixed(struct cfi *c, int bytes)
         return 0;
     }
     uint64_t value = 0;
-    memcpy(&value, c->at, bytes);          /* little-endian, as x86-64 is */
+    memcpy(&value, c->at, bytes); /* little-endian, as x86-64 is */
     c->at += bytes;
     return value;
 }
@@ -143,14 +143,18 @@ static void cfi_skip(struct cfi *c, uint64_t bytes)
 static void cfi_skip_pointer(struct cfi *c, int encoding)
 {
     switch (encoding & 0x0f) {
-    case 0x00: case 0x04: case 0x0c: cfi_fixed(c, 8); break;
-    case 0x02: case 0x0a: cfi_fixed(c, 2); break;
-    case 0x03: case 0x0b: cfi_fixed(c, 4); break;
+    case 0x00:
+    case 0x04:
+    case 0x0c: cfi_fixed(c, 8); break;
+    case 0x02:
+    case 0x0a: cfi_fixed(c, 2); break;
+    case 0x03:
+    case 0x0b: cfi_fixed(c, 4); break;
     case 0x01: cfi_uleb(c); break;
     case 0x09: cfi_sleb(c); break;
     default: c->bad = 1;
     }
-    if ((encoding & 0x70) == 0x50)         /* aligned: not in .eh_frame as written by tools */
+    if ((encoding & 0x70) == 0x50) /* aligned: not in .eh_frame as written by tools */
         c->bad = 1;
 }
 
@@ -165,7 +169,7 @@ struct reg_rule {
 struct row {
     uint64_t cfa_reg;
     int64_t cfa_offset;
-    int cfa_other;                         /* an expression */
+    int cfa_other; /* an expression */
     struct reg_rule fp, sp, ra;
 };
 
@@ -215,9 +219,7 @@ static int run_program(struct cfi *c, const struct cie_info *cie, struct row *r,
     while (c->at < c->end && !c->bad) {
         uint64_t op = cfi_u8(c), reg, advance = 0;
         switch (op >> 6) {
-        case 1:
-            advance = (op & 0x3f) * cie->code_align;
-            break;
+        case 1: advance = (op & 0x3f) * cie->code_align; break;
         case 2:
             set_rule(r, op & 0x3f, HOW_OFFSET, (int64_t)cfi_uleb(c) * cie->data_align);
             continue;
@@ -228,80 +230,81 @@ static int run_program(struct cfi *c, const struct cie_info *cie, struct row *r,
         }
         if (op >> 6 == 0) {
             switch (op) {
-            case 0x00:                     /* nop */
-                continue;
+            case 0x00: /* nop */ continue;
             case 0x02: advance = cfi_fixed(c, 1) * cie->code_align; break;
             case 0x03: advance = cfi_fixed(c, 2) * cie->code_align; break;
             case 0x04: advance = cfi_fixed(c, 4) * cie->code_align; break;
-            case 0x05:                     /* offset_extended */
+            case 0x05: /* offset_extended */
                 reg = cfi_uleb(c);
                 set_rule(r, reg, HOW_OFFSET, (int64_t)cfi_uleb(c) * cie->data_align);
                 continue;
-            case 0x06:                     /* restore_extended */
+            case 0x06: /* restore_extended */
                 if (restore_rule(r, initial, cfi_uleb(c)) < 0)
                     return -1;
                 continue;
             case 0x07: set_rule(r, cfi_uleb(c), HOW_UNDEFINED, 0); continue;
             case 0x08: set_rule(r, cfi_uleb(c), HOW_SAME, 0); continue;
-            case 0x09:                     /* register */
+            case 0x09: /* register */
                 reg = cfi_uleb(c);
                 cfi_uleb(c);
                 set_rule(r, reg, HOW_OTHER, 0);
                 continue;
-            case 0x0a:                     /* remember_state */
+            case 0x0a: /* remember_state */
                 if (depth == STATE_STACK)
                     return -1;
                 saved[depth++] = *r;
                 continue;
-            case 0x0b:                     /* restore_state, the CFA's rule too */
+            case 0x0b: /* restore_state, the CFA's rule too */
                 if (depth == 0)
                     return -1;
                 *r = saved[--depth];
                 continue;
-            case 0x0c:                     /* def_cfa */
+            case 0x0c: /* def_cfa */
                 r->cfa_reg = cfi_uleb(c);
                 r->cfa_offset = (int64_t)cfi_uleb(c);
                 r->cfa_other = 0;
                 continue;
-            case 0x0d: r->cfa_reg = cfi_uleb(c); r->cfa_other = 0; continue;
+            case 0x0d:
+                r->cfa_reg = cfi_uleb(c);
+                r->cfa_other = 0;
+                continue;
             case 0x0e: r->cfa_offset = (int64_t)cfi_uleb(c); continue;
-            case 0x0f:                     /* def_cfa_expression */
+            case 0x0f: /* def_cfa_expression */
                 cfi_skip(c, cfi_uleb(c));
                 r->cfa_other = 1;
                 continue;
-            case 0x10:                     /* expression */
-            case 0x16:                     /* val_expression */
+            case 0x10: /* expression */
+            case 0x16: /* val_expression */
                 reg = cfi_uleb(c);
                 cfi_skip(c, cfi_uleb(c));
                 set_rule(r, reg, HOW_OTHER, 0);
                 continue;
-            case 0x11:                     /* offset_extended_sf */
+            case 0x11: /* offset_extended_sf */
                 reg = cfi_uleb(c);
                 set_rule(r, reg, HOW_OFFSET, cfi_sleb(c) * cie->data_align);
                 continue;
-            case 0x12:                     /* def_cfa_sf */
+            case 0x12: /* def_cfa_sf */
                 r->cfa_reg = cfi_uleb(c);
                 r->cfa_offset = cfi_sleb(c) * cie->data_align;
                 r->cfa_other = 0;
                 continue;
             case 0x13: r->cfa_offset = cfi_sleb(c) * cie->data_align; continue;
-            case 0x14:                     /* val_offset */
+            case 0x14: /* val_offset */
                 reg = cfi_uleb(c);
                 cfi_uleb(c);
                 set_rule(r, reg, HOW_OTHER, 0);
                 continue;
-            case 0x15:                     /* val_offset_sf */
+            case 0x15: /* val_offset_sf */
                 reg = cfi_uleb(c);
                 cfi_sleb(c);
                 set_rule(r, reg, HOW_OTHER, 0);
                 continue;
-            case 0x2e: cfi_uleb(c); continue;       /* GNU_args_size */
-            case 0x2f:                     /* GNU_negative_offset_extended */
+            case 0x2e: cfi_uleb(c); continue; /* GNU_args_size */
+            case 0x2f:                        /* GNU_negative_offset_extended */
                 reg = cfi_uleb(c);
                 set_rule(r, reg, HOW_OFFSET, -(int64_t)cfi_uleb(c) * cie->data_align);
                 continue;
-            default:                       /* set_loc and anything else */
-                return -1;
+            default: /* set_loc and anything else */ return -1;
             }
         }
         if (*loc + advance > target)
@@ -384,8 +387,8 @@ static uint64_t rule_of(uintptr_t pc)
     if (read_cie(fde + 4 - cie_offset, &cie) < 0 || cie.signal)
         return RULE_NONE;
     struct cfi c = {fde + 8, fde + 4 + length, 0};
-    cfi_skip_pointer(&c, cie.fde_encoding);          /* the start: bases.func */
-    cfi_skip_pointer(&c, cie.fde_encoding & 0x0f);   /* the length */
+    cfi_skip_pointer(&c, cie.fde_encoding);        /* the start: bases.func */
+    cfi_skip_pointer(&c, cie.fde_encoding & 0x0f); /* the length */
     if (cie.augmented)
         cfi_skip(&c, cfi_uleb(&c));
     if (c.bad)
@@ -494,19 +497,19 @@ static __attribute__((noinline)) uint64_t *add_rule(uintptr_t pc)
 #define MEMO_STEPS 64
 struct memo_step {
     uintptr_t cfa;
-    uintptr_t ra;                          /* read at cfa - 8 */
-    const uintptr_t *fp_slot;              /* the caller's frame pointer; NULL: kept */
-    const uintptr_t *check;                /* fp_slot, if a later CFA was on it; or NULL */
-    uintptr_t fp;                          /* read at fp_slot, if checked */
+    uintptr_t ra;             /* read at cfa - 8 */
+    const uintptr_t *fp_slot; /* the caller's frame pointer; NULL: kept */
+    const uintptr_t *check;   /* fp_slot, if a later CFA was on it; or NULL */
+    uintptr_t fp;             /* read at fp_slot, if checked */
 };
 static __thread struct {
-    uintptr_t sp, fp;                      /* the walk's first; fp, if a CFA was on it */
-    uintptr_t skip_low, span;              /* the frames it did not keep */
+    uintptr_t sp, fp;         /* the walk's first; fp, if a CFA was on it */
+    uintptr_t skip_low, span; /* the frames it did not keep */
     int steps, busy;
-    int ends;                              /* the walk ended after its steps */
-    int fp_checked;                        /* a CFA was on the first frame pointer */
-    uintptr_t kept[MEMO_STEPS];            /* the frames the steps kept */
-    uint8_t kept_before[MEMO_STEPS + 1];   /* how many of them, before step i */
+    int ends;                            /* the walk ended after its steps */
+    int fp_checked;                      /* a CFA was on the first frame pointer */
+    uintptr_t kept[MEMO_STEPS];          /* the frames the steps kept */
+    uint8_t kept_before[MEMO_STEPS + 1]; /* how many of them, before step i */
     struct memo_step step[MEMO_STEPS];
 } memo;
 
@@ -541,7 +544,7 @@ memo_held(uintptr_t sp, uintptr_t fp, int *ended, uintptr_t skip_low, uintptr_t 
         int before = memo.kept_before[i];
         m->ra = ra;
         if (ra < 0x4000) {
-            *ended = 1;                    /* the walk's end, as below */
+            *ended = 1; /* the walk's end, as below */
         } else if (i > 0) {
             memo.kept[before] = ra;
             before += ra - skip_low >= span;
@@ -554,9 +557,10 @@ memo_held(uintptr_t sp, uintptr_t fp, int *ended, uintptr_t skip_low, uintptr_t 
 /* The walk reads the stack where the rules say return addresses and saved
  * frame pointers are, other functions' frames included: not this file's
  * memory to check. */
-__attribute__((noinline, no_sanitize_address)) int
-unwind_walk(uintptr_t *out, int max, int most, uintptr_t skip_low, uintptr_t skip_high,
-            struct unwind_proof *proof)
+__attribute__((noinline, no_sanitize_address)) int unwind_walk(uintptr_t *out, int max, int most,
+                                                               uintptr_t skip_low,
+                                                               uintptr_t skip_high,
+                                                               struct unwind_proof *proof)
 {
     uintptr_t pc, sp, fp;
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
@@ -566,8 +570,8 @@ unwind_walk(uintptr_t *out, int max, int most, uintptr_t skip_low, uintptr_t ski
     if (!t)
         return -1;
     uintptr_t span = skip_high - skip_low, first_sp = sp, first_fp = fp;
-    int n = 0, depth = 0;                  /* frames walked, kept */
-    uintptr_t lookup = pc;                 /* the first frame: its exact place */
+    int n = 0, depth = 0;  /* frames walked, kept */
+    uintptr_t lookup = pc; /* the first frame: its exact place */
     /* steps held or kept in the memo; whether the walk ended after them;
      * whether steps from here are kept; the step whose read fp is (-1:
      * the first); whether a CFA was on the first fp */
@@ -581,7 +585,7 @@ unwind_walk(uintptr_t *out, int max, int most, uintptr_t skip_low, uintptr_t ski
         memcpy(out, memo.kept, depth * sizeof(*out));
         fp_checked = step ? memo.fp_checked : 0;
         if (ends || walked < step || depth == max)
-            goto done;                     /* the walk ends within the steps held */
+            goto done; /* the walk ends within the steps held */
         n = step;
         if (step) {
             sp = memo.step[step - 1].cfa;
@@ -635,7 +639,7 @@ unwind_walk(uintptr_t *out, int max, int most, uintptr_t skip_low, uintptr_t ski
             fp_slot = (const uintptr_t *)(cfa + (uintptr_t)(int64_t)(int16_t)(rule >> 16));
             fp = *fp_slot;
         }
-        recording &= step < MEMO_STEPS;    /* kept while every step so far is */
+        recording &= step < MEMO_STEPS; /* kept while every step so far is */
         if (recording) {
             if ((rule & RULE_CFA_FP) && fp_from >= 0)
                 memo.step[fp_from].check = memo.step[fp_from].fp_slot;
@@ -645,22 +649,22 @@ unwind_walk(uintptr_t *out, int max, int most, uintptr_t skip_low, uintptr_t ski
                 fp_from = step;
         }
         sp = cfa;
-        if (ra < 0x4000) {                 /* the end (stacks.c's gcc_frame's too) */
+        if (ra < 0x4000) { /* the end (stacks.c's gcc_frame's too) */
             if (recording) {
                 memo.kept_before[++step] = (uint8_t)depth;
                 ends = 1;
             }
             break;
         }
-        if (n++ > 0) {                     /* not the return into the caller */
+        if (n++ > 0) { /* not the return into the caller */
             out[depth] = ra;
             if (recording)
                 memo.kept[depth] = ra;
-            depth += ra - skip_low >= span;        /* outside [low, high), no branch */
+            depth += ra - skip_low >= span; /* outside [low, high), no branch */
         }
         if (recording)
             memo.kept_before[++step] = (uint8_t)depth;
-        lookup = ra - 1;                   /* inside the call, not after it */
+        lookup = ra - 1; /* inside the call, not after it */
     }
 done:
     if (owner) {
@@ -684,7 +688,8 @@ void unwind_settle(const struct unwind_proof *proof, int same)
         uint64_t *rule = proof->rules[i];
         uint64_t seen = __atomic_load_n(rule, __ATOMIC_RELAXED);
         if ((seen & RULE_TRUST) == RULE_NEW)
-            __atomic_store_n(rule, (seen & ~(uint64_t)RULE_TRUST) | (same ? RULE_TRUSTED : RULE_NONE),
+            __atomic_store_n(rule,
+                             (seen & ~(uint64_t)RULE_TRUST) | (same ? RULE_TRUSTED : RULE_NONE),
                              __ATOMIC_RELAXED);
     }
 }

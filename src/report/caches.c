@@ -22,8 +22,8 @@ struct range {
     uint64_t start, end;
     uint32_t stack_id;
     int8_t device;
-    uint8_t kind;            /* a block's; for a segment, its cache's */
-    uint8_t mapping;         /* a segment that is a VMM mapping */
+    uint8_t kind;    /* a block's; for a segment, its cache's */
+    uint8_t mapping; /* a segment that is a VMM mapping */
 };
 
 static int by_start(const void *a, const void *b)
@@ -40,8 +40,8 @@ static int has_address(int kind)
 /* The driver allocation holding `address`, among `n` sorted ones; NULL if none. */
 static const struct range *holder(const struct range *driver, size_t n, uint64_t address)
 {
-    size_t below = report_ranges_below(driver, n, sizeof(*driver), offsetof(struct range, start),
-                                       address);
+    size_t below =
+        report_ranges_below(driver, n, sizeof(*driver), offsetof(struct range, start), address);
     return below > 0 && address < driver[below - 1].end ? &driver[below - 1] : NULL;
 }
 
@@ -97,7 +97,8 @@ static void measure(struct report *r, const struct range *segments, size_t n_seg
         if (!c)
             continue;
         uint64_t *pool_hole = !seg.mapping && seg.end - seg.start == TORCH_SMALL_SEGMENT
-                                  ? &c->largest_small_hole : &c->largest_large_hole;
+                                  ? &c->largest_small_hole
+                                  : &c->largest_large_hole;
         c->reserved += seg.end - seg.start;
         c->segments += pieces;
         while (b < n_blocks && blocks[b].start < seg.start)
@@ -153,16 +154,18 @@ int report_caches(struct report *r)
         const struct report_block *b = &r->blocks[i];
         if (kind_in_cache(b->kind)) {
             uint64_t rounded = (b->size + CACHE_UNIT - 1) / CACHE_UNIT * CACHE_UNIT;
-            blocks[k++] = (struct range){b->value, b->value + (rounded ? rounded : CACHE_UNIT),
-                                         b->stack_id, b->device, b->kind, 0};
+            blocks[k++] = (struct range){b->value,    b->value + (rounded ? rounded : CACHE_UNIT),
+                                         b->stack_id, b->device,
+                                         b->kind,     0};
             struct report_cache *c = cache_of(r, b->kind, b->device);
             if (c) {
                 c->block_bytes += b->size;
                 c->blocks++;
             }
         } else if (has_address(b->kind)) {
-            driver[d++] = (struct range){b->value, b->value + b->size, b->stack_id, b->device,
-                                         b->kind, b->kind == KIND_VMM_MAPPING};
+            driver[d++] =
+                (struct range){b->value, b->value + b->size,         b->stack_id, b->device,
+                               b->kind,  b->kind == KIND_VMM_MAPPING};
         }
     }
     qsort(driver, d, sizeof(*driver), by_start);

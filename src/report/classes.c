@@ -22,14 +22,15 @@
 #include "report.h"
 
 static const char *const class_names[REPORT_CLASSES] = {
-    [CLASS_PARAMETERS] = "parameters", [CLASS_GRADIENTS] = "gradients",
-    [CLASS_OPTIMIZER_STATE] = "optimizer_state", [CLASS_REST] = "rest",
+    [CLASS_PARAMETERS] = "parameters",
+    [CLASS_GRADIENTS] = "gradients",
+    [CLASS_OPTIMIZER_STATE] = "optimizer_state",
+    [CLASS_REST] = "rest",
 };
 
 const char *report_class_name(int report_class)
 {
-    return report_class >= 0 && report_class < REPORT_CLASSES ? class_names[report_class]
-                                                              : "rest";
+    return report_class >= 0 && report_class < REPORT_CLASSES ? class_names[report_class] : "rest";
 }
 
 void report_classes_unknown(struct report_classes *classes, const char *why)
@@ -42,7 +43,7 @@ void report_classes_unknown(struct report_classes *classes, const char *why)
 struct tensor_block {
     uint64_t start, size;
     uint32_t stack_id, owner;
-    int tensor_class;          /* TENSOR_CLASSES: not claimed */
+    int tensor_class; /* TENSOR_CLASSES: not claimed */
 };
 
 static int by_start(const void *a, const void *b)
@@ -58,8 +59,7 @@ static int by_stack(const void *a, const void *b)
 }
 
 /* The block holding `address`, among `count` sorted by start; NULL if none. */
-static struct tensor_block *containing(struct tensor_block *blocks, size_t count,
-                                       uint64_t address)
+static struct tensor_block *containing(struct tensor_block *blocks, size_t count, uint64_t address)
 {
     size_t below = report_ranges_below(blocks, count, sizeof(*blocks),
                                        offsetof(struct tensor_block, start), address);
@@ -68,8 +68,7 @@ static struct tensor_block *containing(struct tensor_block *blocks, size_t count
 }
 
 /* The rest by stack: the REPORT_CLASS_SITES largest, from blocks sorted by stack. */
-static void rest_sites(struct report_classes *k, const struct tensor_block *blocks,
-                       size_t count)
+static void rest_sites(struct report_classes *k, const struct tensor_block *blocks, size_t count)
 {
     for (size_t i = 0; i < count;) {
         struct report_class_site site = {blocks[i].stack_id, 0, 0};
@@ -119,8 +118,8 @@ static void holders(struct report_classes *k, const struct torch_classes *c,
         }
         if (at == REPORT_CLASS_HOLDERS)
             continue;
-        int last = k->holder_count < REPORT_CLASS_HOLDERS ? k->holder_count
-                                                          : REPORT_CLASS_HOLDERS - 1;
+        int last =
+            k->holder_count < REPORT_CLASS_HOLDERS ? k->holder_count : REPORT_CLASS_HOLDERS - 1;
         memmove(&k->holders[at + 1], &k->holders[at], (size_t)(last - at) * sizeof(k->holders[0]));
         struct report_class_holder *holder = &k->holders[at];
         snprintf(holder->name, sizeof(holder->name), "%s", c->names[n]);
@@ -134,7 +133,7 @@ static void holders(struct report_classes *k, const struct torch_classes *c,
 /* A recorded tensor block and what held it first, for the holders. */
 struct held_block {
     uint64_t start, size;
-    uint32_t stack_id, path;    /* UINT32_MAX: no path reached it */
+    uint32_t stack_id, path; /* UINT32_MAX: no path reached it */
     uint64_t tensors;
     int kind;
 };
@@ -222,8 +221,11 @@ static void report_holders(struct report *r, const struct torch_holders *h, cons
     snprintf(k->cut, sizeof(k->cut), "%s", h->cut);
     for (size_t i = 0, n = 0; i < r->block_count; i++)
         if (held_kind(r->blocks[i].kind))
-            blocks[n++] = (struct held_block){r->blocks[i].value, r->blocks[i].size,
-                                              r->blocks[i].stack_id, UINT32_MAX, 0,
+            blocks[n++] = (struct held_block){r->blocks[i].value,
+                                              r->blocks[i].size,
+                                              r->blocks[i].stack_id,
+                                              UINT32_MAX,
+                                              0,
                                               r->blocks[i].kind};
     qsort(blocks, count, sizeof(*blocks), held_by_start);
     for (uint32_t i = 0; i < h->count; i++) {
@@ -233,7 +235,7 @@ static void report_holders(struct report *r, const struct torch_holders *h, cons
         struct held_block *b = below ? &blocks[below - 1] : NULL;
         if (!b || t->address >= b->start + (b->size ? b->size : 1))
             continue;
-        if (b->path == UINT32_MAX)   /* the first path, the shortest, holds it */
+        if (b->path == UINT32_MAX) /* the first path, the shortest, holds it */
             b->path = t->path;
         if (b->path == t->path)
             b->tensors += t->tensors;
@@ -349,5 +351,7 @@ void report_classes(struct report *r, const struct torch_classes *c, const char 
 {
     split(r, c, why);
     report_holders(r, c ? c->holders : NULL,
-                   !c ? why : c->why && !c->holders ? c->why : "CUMEMTRACE_HOLDERS=0");
+                   !c                      ? why
+                   : c->why && !c->holders ? c->why
+                                           : "CUMEMTRACE_HOLDERS=0");
 }

@@ -13,27 +13,45 @@ struct named {
     const char *name;
 };
 
-static const struct named runtime_errors[] = {        /* cudaError_t */
-    {1, "cudaErrorInvalidValue"},          {2, "cudaErrorMemoryAllocation"},
-    {3, "cudaErrorInitializationError"},   {4, "cudaErrorCudartUnloading"},
-    {34, "cudaErrorStubLibrary"},          {35, "cudaErrorInsufficientDriver"},
-    {46, "cudaErrorDevicesUnavailable"},   {100, "cudaErrorNoDevice"},
-    {101, "cudaErrorInvalidDevice"},       {201, "cudaErrorDeviceUninitialized"},
-    {400, "cudaErrorInvalidResourceHandle"}, {700, "cudaErrorIllegalAddress"},
-    {709, "cudaErrorContextIsDestroyed"},  {800, "cudaErrorNotPermitted"},
-    {801, "cudaErrorNotSupported"},        {803, "cudaErrorSystemDriverMismatch"},
+static const struct named runtime_errors[] = {
+    /* cudaError_t */
+    {1, "cudaErrorInvalidValue"},
+    {2, "cudaErrorMemoryAllocation"},
+    {3, "cudaErrorInitializationError"},
+    {4, "cudaErrorCudartUnloading"},
+    {34, "cudaErrorStubLibrary"},
+    {35, "cudaErrorInsufficientDriver"},
+    {46, "cudaErrorDevicesUnavailable"},
+    {100, "cudaErrorNoDevice"},
+    {101, "cudaErrorInvalidDevice"},
+    {201, "cudaErrorDeviceUninitialized"},
+    {400, "cudaErrorInvalidResourceHandle"},
+    {700, "cudaErrorIllegalAddress"},
+    {709, "cudaErrorContextIsDestroyed"},
+    {800, "cudaErrorNotPermitted"},
+    {801, "cudaErrorNotSupported"},
+    {803, "cudaErrorSystemDriverMismatch"},
     {999, "cudaErrorUnknown"},
 };
 
-static const struct named driver_errors[] = {         /* CUresult */
-    {1, "CUDA_ERROR_INVALID_VALUE"},       {2, "CUDA_ERROR_OUT_OF_MEMORY"},
-    {3, "CUDA_ERROR_NOT_INITIALIZED"},     {4, "CUDA_ERROR_DEINITIALIZED"},
-    {34, "CUDA_ERROR_STUB_LIBRARY"},       {46, "CUDA_ERROR_DEVICE_UNAVAILABLE"},
-    {100, "CUDA_ERROR_NO_DEVICE"},         {101, "CUDA_ERROR_INVALID_DEVICE"},
-    {201, "CUDA_ERROR_INVALID_CONTEXT"},   {400, "CUDA_ERROR_INVALID_HANDLE"},
-    {700, "CUDA_ERROR_ILLEGAL_ADDRESS"},   {709, "CUDA_ERROR_CONTEXT_IS_DESTROYED"},
-    {800, "CUDA_ERROR_NOT_PERMITTED"},     {801, "CUDA_ERROR_NOT_SUPPORTED"},
-    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"}, {999, "CUDA_ERROR_UNKNOWN"},
+static const struct named driver_errors[] = {
+    /* CUresult */
+    {1, "CUDA_ERROR_INVALID_VALUE"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED"},
+    {4, "CUDA_ERROR_DEINITIALIZED"},
+    {34, "CUDA_ERROR_STUB_LIBRARY"},
+    {46, "CUDA_ERROR_DEVICE_UNAVAILABLE"},
+    {100, "CUDA_ERROR_NO_DEVICE"},
+    {101, "CUDA_ERROR_INVALID_DEVICE"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT"},
+    {400, "CUDA_ERROR_INVALID_HANDLE"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+    {709, "CUDA_ERROR_CONTEXT_IS_DESTROYED"},
+    {800, "CUDA_ERROR_NOT_PERMITTED"},
+    {801, "CUDA_ERROR_NOT_SUPPORTED"},
+    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"},
+    {999, "CUDA_ERROR_UNKNOWN"},
 };
 
 /* cudaMalloc, cudaMallocAsync_ptsz: the runtime's; cuMemAlloc_v2: the driver's. */
@@ -45,7 +63,7 @@ static int is_runtime(const char *api)
 const char *cuda_error_name(const char *api, int code)
 {
     if (!api || strncmp(api, "cu", 2) != 0)
-        return NULL;        /* a framework's allocator: its codes are not CUDA's */
+        return NULL; /* a framework's allocator: its codes are not CUDA's */
     const struct named *table = is_runtime(api) ? runtime_errors : driver_errors;
     size_t count = is_runtime(api) ? sizeof(runtime_errors) / sizeof(runtime_errors[0])
                                    : sizeof(driver_errors) / sizeof(driver_errors[0]);
@@ -61,8 +79,8 @@ int cuda_error_no_driver(const char *api, int code)
 {
     const char *name = cuda_error_name(api, code);
     static const char *const meaning[] = {
-        "cudaErrorInsufficientDriver", "cudaErrorNoDevice", "cudaErrorStubLibrary",
-        "cudaErrorSystemDriverMismatch", "CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_STUB_LIBRARY",
+        "cudaErrorInsufficientDriver",       "cudaErrorNoDevice",    "cudaErrorStubLibrary",
+        "cudaErrorSystemDriverMismatch",     "CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_STUB_LIBRARY",
         "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
     };
     for (size_t i = 0; name && i < sizeof(meaning) / sizeof(meaning[0]); i++)

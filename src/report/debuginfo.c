@@ -47,7 +47,7 @@ struct span {
 #define MAX_INFLATED 4
 
 struct elf_file {
-    const uint8_t *map;          /* NULL: not mapped */
+    const uint8_t *map; /* NULL: not mapped */
     size_t size;
     const Elf64_Phdr *first_load;
     const Elf64_Shdr *sections;
@@ -60,16 +60,16 @@ struct elf_file {
 
 struct function {
     uint64_t address, size;
-    uint64_t end;                /* sized: address + size; else its section's end */
+    uint64_t end; /* sized: address + size; else its section's end */
     const char *name;
-    uint32_t rank;               /* at one address: lower is preferred */
-    uint32_t index;              /* in the symbol table: the first is preferred */
+    uint32_t rank;  /* at one address: lower is preferred */
+    uint32_t index; /* in the symbol table: the first is preferred */
 };
 
 /* A row of the line table. */
 struct row {
     uint64_t address;
-    uint32_t file, line;         /* file: an index into sources, UINT32_MAX: none */
+    uint32_t file, line; /* file: an index into sources, UINT32_MAX: none */
 };
 
 /* A sequence of rows: code from `start` up to (not including) `end`, in rows
@@ -97,7 +97,7 @@ struct source {
 };
 
 struct debuginfo {
-    uintptr_t bias;              /* load address less link-time address */
+    uintptr_t bias; /* load address less link-time address */
     struct elf_file object, debug;
     int debug_tried;
     struct function *functions;
@@ -111,7 +111,7 @@ struct debuginfo {
     size_t compilation_count, compilations_bytes;
     struct source *sources;
     size_t source_count, sources_bytes;
-    char path[4096];             /* the last file handed out */
+    char path[4096]; /* the last file handed out */
 };
 
 /* ---- reading bytes ---- */
@@ -129,7 +129,7 @@ static uint64_t read_fixed(struct cursor *c, size_t bytes)
         return 0;
     }
     uint64_t value = 0;
-    memcpy(&value, c->at, bytes);          /* little-endian, as checked at open */
+    memcpy(&value, c->at, bytes); /* little-endian, as checked at open */
     c->at += bytes;
     return value;
 }
@@ -298,8 +298,8 @@ static int map_file(struct elf_file *f, const char *path)
     const Elf64_Ehdr *e = map;
     if (memcmp(e->e_ident, ELFMAG, SELFMAG) != 0 || e->e_ident[EI_CLASS] != ELFCLASS64 ||
         e->e_ident[EI_DATA] != ELFDATA2LSB || e->e_machine != ELF_MACHINE ||
-        e->e_shentsize != sizeof(Elf64_Shdr) ||
-        e->e_shoff > f->size || (uint64_t)e->e_shnum * sizeof(Elf64_Shdr) > f->size - e->e_shoff ||
+        e->e_shentsize != sizeof(Elf64_Shdr) || e->e_shoff > f->size ||
+        (uint64_t)e->e_shnum * sizeof(Elf64_Shdr) > f->size - e->e_shoff ||
         e->e_shstrndx >= e->e_shnum) {
         unmap_file(f);
         return -1;
@@ -350,8 +350,8 @@ static int map_file(struct elf_file *f, const char *path)
     /* Only the line table's sections are read compressed (unpack): a
      * compressed symbol table, note or link, which no linker writes, is
      * none. */
-    struct span *plain[] = {&f->symtab, &f->strtab, &f->dynsym, &f->dynstr, &f->debuglink,
-                            &f->build_id};
+    struct span *plain[] = {&f->symtab, &f->strtab,    &f->dynsym,
+                            &f->dynstr, &f->debuglink, &f->build_id};
     for (unsigned i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
         if (plain[i]->compressed)
             *plain[i] = (struct span){NULL, 0, 0};
@@ -398,8 +398,9 @@ static void read_functions(struct debuginfo *d, const struct elf_file *f, struct
         else if (!sym.st_size)
             continue;
         uint32_t rank = binding == STB_GLOBAL ? 0 : binding == STB_WEAK ? 1 : 2;
-        d->functions[d->function_count++] = (struct function){
-            sym.st_value, sym.st_size, end, name, rank + (sym.st_size ? 0 : 3), (uint32_t)i};
+        d->functions[d->function_count++] =
+            (struct function){sym.st_value, sym.st_size, end, name, rank + (sym.st_size ? 0 : 3),
+                              (uint32_t)i};
     }
     qsort(d->functions, d->function_count, sizeof(struct function), by_address);
 }
@@ -407,7 +408,7 @@ static void read_functions(struct debuginfo *d, const struct elf_file *f, struct
 const char *debuginfo_function(struct debuginfo *d, uintptr_t address, uintptr_t *offset)
 {
     uint64_t at = address - d->bias;
-    size_t low = 0, high = d->function_count;      /* the first function above `at` */
+    size_t low = 0, high = d->function_count; /* the first function above `at` */
     while (low < high) {
         size_t middle = low + (high - low) / 2;
         if (d->functions[middle].address <= at)
@@ -428,7 +429,7 @@ const char *debuginfo_function(struct debuginfo *d, uintptr_t address, uintptr_t
             *offset = at - f->address;
             return f->name;
         }
-        if (!f->size && !sizeless && at <= f->end)     /* libdw's bound: its end too */
+        if (!f->size && !sizeless && at <= f->end) /* libdw's bound: its end too */
             sizeless = f;
         if (f->size && !sizeless)
             break;
@@ -472,7 +473,8 @@ static void find_debug_file(struct debuginfo *d, const char *path)
         if (map_file(&d->debug, candidate) == 0)
             return;
     }
-    struct cursor c = {d->object.debuglink.at, d->object.debuglink.at + d->object.debuglink.size, 0};
+    struct cursor c = {d->object.debuglink.at, d->object.debuglink.at + d->object.debuglink.size,
+                       0};
     const char *link = d->object.debuglink.size ? read_string(&c) : NULL;
     const char *slash = strrchr(path, '/');
     if (!link || !link[0] || strchr(link, '/') || !slash)
@@ -481,7 +483,8 @@ static void find_debug_file(struct debuginfo *d, const char *path)
     const char *places[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
     for (unsigned i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
         if (snprintf(candidate, sizeof(candidate), places[i], dir, path, link) >=
-                (int)sizeof(candidate) || strcmp(candidate, path) == 0)
+                (int)sizeof(candidate) ||
+            strcmp(candidate, path) == 0)
             continue;
         if (map_file(&d->debug, candidate) == 0)
             return;
@@ -580,9 +583,17 @@ static int add_row(struct debuginfo *d, uint64_t address, uint32_t file, uint32_
 
 /* DWARF 5's forms that a line table's header uses. */
 enum {
-    FORM_BLOCK = 0x09, FORM_DATA1 = 0x0b, FORM_DATA2 = 0x05, FORM_DATA4 = 0x06,
-    FORM_DATA8 = 0x07, FORM_DATA16 = 0x1e, FORM_STRING = 0x08, FORM_STRP = 0x0e,
-    FORM_LINE_STRP = 0x1f, FORM_UDATA = 0x0f, FORM_SDATA = 0x0d,
+    FORM_BLOCK = 0x09,
+    FORM_DATA1 = 0x0b,
+    FORM_DATA2 = 0x05,
+    FORM_DATA4 = 0x06,
+    FORM_DATA8 = 0x07,
+    FORM_DATA16 = 0x1e,
+    FORM_STRING = 0x08,
+    FORM_STRP = 0x0e,
+    FORM_LINE_STRP = 0x1f,
+    FORM_UDATA = 0x0f,
+    FORM_SDATA = 0x0d,
 };
 enum { LNCT_PATH = 1, LNCT_DIRECTORY_INDEX = 2 };
 
@@ -660,10 +671,10 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
     c->at += length;
     unsigned version = (unsigned)read_fixed(&unit, 2);
     if (version < 2 || version > 5)
-        return 0;                              /* skipped: its length is known */
+        return 0; /* skipped: its length is known */
     if (version >= 5) {
         unsigned address_size = (unsigned)read_fixed(&unit, 1);
-        read_fixed(&unit, 1);                  /* segment selector size */
+        read_fixed(&unit, 1); /* segment selector size */
         if (address_size != 8)
             return 0;
     }
@@ -673,8 +684,8 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
     struct cursor program = {unit.at + header_length, unit.end, 0};
     unsigned min_length = (unsigned)read_fixed(&unit, 1);
     if (version >= 4)
-        read_fixed(&unit, 1);                  /* maximum operations per instruction */
-    read_fixed(&unit, 1);                      /* default_is_stmt */
+        read_fixed(&unit, 1); /* maximum operations per instruction */
+    read_fixed(&unit, 1);     /* default_is_stmt */
     int line_base = (int8_t)read_fixed(&unit, 1);
     unsigned line_range = (unsigned)read_fixed(&unit, 1);
     unsigned opcode_base = (unsigned)read_fixed(&unit, 1);
@@ -702,13 +713,13 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
             if (add_source(d, NULL, name) < 0)
                 return 0;
         size_t directory_count = d->source_count - directories;
-        files = d->source_count - 1;          /* file 1 is the first named */
+        files = d->source_count - 1; /* file 1 is the first named */
         for (const char *name; (name = read_string(&unit)) && name[0];) {
             uint64_t directory = read_uleb(&unit);
-            read_uleb(&unit);                  /* modification time */
-            read_uleb(&unit);                  /* length */
-            const char *in = directory < directory_count
-                                 ? d->sources[directories + directory].name : NULL;
+            read_uleb(&unit); /* modification time */
+            read_uleb(&unit); /* length */
+            const char *in =
+                directory < directory_count ? d->sources[directories + directory].name : NULL;
             if (add_source(d, in, name) < 0)
                 return 0;
         }
@@ -718,14 +729,13 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
 
     uint64_t address = 0, file = 1, line = 1;
     size_t first_file = version >= 5 ? files : files + 1, last_source = d->source_count;
-    size_t first_row = d->row_count;           /* of the sequence being read */
-#define ROW(end)                                                                            \
-    do {                                                                                    \
-        uint64_t at = files + file;                                                         \
-        if (add_row(d, address, at >= first_file && at < last_source ? (uint32_t)at         \
-                                                                    : UINT32_MAX,           \
-                    (uint32_t)line, end, first_row) < 0)                                    \
-            return -1;                                                                      \
+    size_t first_row = d->row_count; /* of the sequence being read */
+#define ROW(end)                                                                                   \
+    do {                                                                                           \
+        uint64_t at = files + file;                                                                \
+        if (add_row(d, address, at >= first_file && at < last_source ? (uint32_t)at : UINT32_MAX,  \
+                    (uint32_t)line, end, first_row) < 0)                                           \
+            return -1;                                                                             \
     } while (0)
     while (program.at < program.end && !program.bad) {
         unsigned op = (unsigned)read_fixed(&program, 1);
@@ -737,7 +747,7 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
             continue;
         }
         switch (op) {
-        case 0: {                              /* extended */
+        case 0: { /* extended */
             uint64_t size = read_uleb(&program);
             if (size == 0 || size > (uint64_t)(program.end - program.at)) {
                 program.bad = 1;
@@ -745,17 +755,18 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
             }
             const uint8_t *next = program.at + size;
             unsigned sub = (unsigned)read_fixed(&program, 1);
-            if (sub == 1) {                    /* end_sequence */
+            if (sub == 1) { /* end_sequence */
                 ROW(1);
                 address = 0, file = 1, line = 1;
                 first_row = d->row_count;
-            } else if (sub == 2 && size == 9) {         /* set_address */
+            } else if (sub == 2 && size == 9) { /* set_address */
                 address = read_fixed(&program, 8);
-            } else if (sub == 3 && version < 5) {       /* define_file */
+            } else if (sub == 3 && version < 5) { /* define_file */
                 const char *name = read_string(&program);
                 uint64_t directory = read_uleb(&program);
                 const char *in = directories + directory < files + 1
-                                     ? d->sources[directories + directory].name : NULL;
+                                     ? d->sources[directories + directory].name
+                                     : NULL;
                 if (add_source(d, in, name) < 0)
                     return -1;
                 last_source = d->source_count;
@@ -763,15 +774,18 @@ static int read_unit(struct debuginfo *d, struct cursor *c, const struct elf_fil
             program.at = next;
             break;
         }
-        case 1: ROW(0); break;                 /* copy */
+        case 1: ROW(0); break; /* copy */
         case 2: address += read_uleb(&program) * min_length; break;
         case 3: line += (uint64_t)read_sleb(&program); break;
         case 4: file = read_uleb(&program); break;
-        case 5: read_uleb(&program); break;    /* column */
-        case 6: case 7: case 10: case 11: break;
+        case 5: read_uleb(&program); break; /* column */
+        case 6:
+        case 7:
+        case 10:
+        case 11: break;
         case 8: address += (uint64_t)((255 - opcode_base) / line_range) * min_length; break;
         case 9: address += read_fixed(&program, 2); break;
-        case 12: read_uleb(&program); break;   /* isa */
+        case 12: read_uleb(&program); break; /* isa */
         default:
             for (unsigned i = 0; i < opcode_lengths[op - 1]; i++)
                 read_uleb(&program);
@@ -788,27 +802,51 @@ static void skip_form(struct cursor *c, uint64_t form, int offset_size, int addr
                       int version)
 {
     switch (form) {
-    case 0x19: case 0x21: break;                          /* flag_present, implicit_const */
-    case 0x0b: case 0x11: case 0x0c: case 0x25: case 0x29: skip(c, 1); break;
-    case 0x05: case 0x12: case 0x26: case 0x2a: skip(c, 2); break;
-    case 0x27: case 0x2b: skip(c, 3); break;
-    case 0x06: case 0x13: case 0x1c: case 0x28: case 0x2c: skip(c, 4); break;
-    case 0x07: case 0x14: case 0x20: skip(c, 8); break;
+    case 0x19:
+    case 0x21: break; /* flag_present, implicit_const */
+    case 0x0b:
+    case 0x11:
+    case 0x0c:
+    case 0x25:
+    case 0x29: skip(c, 1); break;
+    case 0x05:
+    case 0x12:
+    case 0x26:
+    case 0x2a: skip(c, 2); break;
+    case 0x27:
+    case 0x2b: skip(c, 3); break;
+    case 0x06:
+    case 0x13:
+    case 0x1c:
+    case 0x28:
+    case 0x2c: skip(c, 4); break;
+    case 0x07:
+    case 0x14:
+    case 0x20: skip(c, 8); break;
     case 0x1e: skip(c, 16); break;
     case 0x01: skip(c, (uint64_t)address_size); break;
     case 0x10: skip(c, version == 2 ? (uint64_t)address_size : (uint64_t)offset_size); break;
-    case 0x0e: case 0x17: case 0x1d: case 0x1f: case 0x1f20: case 0x1f21:
-        skip(c, (uint64_t)offset_size);
-        break;
+    case 0x0e:
+    case 0x17:
+    case 0x1d:
+    case 0x1f:
+    case 0x1f20:
+    case 0x1f21: skip(c, (uint64_t)offset_size); break;
     case 0x08: read_string(c); break;
     case 0x0d: read_sleb(c); break;
-    case 0x0f: case 0x15: case 0x1a: case 0x1b: case 0x22: case 0x23: case 0x1f01: case 0x1f02:
-        read_uleb(c);
-        break;
+    case 0x0f:
+    case 0x15:
+    case 0x1a:
+    case 0x1b:
+    case 0x22:
+    case 0x23:
+    case 0x1f01:
+    case 0x1f02: read_uleb(c); break;
     case 0x03: skip(c, read_fixed(c, 2)); break;
     case 0x04: skip(c, read_fixed(c, 4)); break;
     case 0x0a: skip(c, read_fixed(c, 1)); break;
-    case 0x09: case 0x18: skip(c, read_uleb(c)); break;
+    case 0x09:
+    case 0x18: skip(c, read_uleb(c)); break;
     case 0x16: skip_form(c, read_uleb(c), offset_size, address_size, version); break;
     default: c->bad = 1;
     }
@@ -845,14 +883,14 @@ static void read_compilations(struct debuginfo *d, const struct elf_file *f)
             uint64_t at_code = read_uleb(&abbrev);
             if (at_code == 0 || abbrev.bad)
                 break;
-            read_uleb(&abbrev);                /* tag */
-            read_fixed(&abbrev, 1);            /* children */
+            read_uleb(&abbrev);     /* tag */
+            read_fixed(&abbrev, 1); /* children */
             if (at_code == code)
                 break;
             for (uint64_t name = 1, form = 1; (name || form) && !abbrev.bad;) {
                 name = read_uleb(&abbrev);
                 form = read_uleb(&abbrev);
-                if (form == 0x21)              /* implicit_const: its value here */
+                if (form == 0x21) /* implicit_const: its value here */
                     read_sleb(&abbrev);
             }
         }
@@ -863,13 +901,14 @@ static void read_compilations(struct debuginfo *d, const struct elf_file *f)
                 break;
             if (form == 0x21)
                 read_sleb(&abbrev);
-            if (name == 0x10 && (form == 0x06 || form == 0x17 || form == 0x07))   /* stmt_list */
-                found.line_offset = read_fixed(&unit, form == 0x07 ? 8 :
-                                                      form == 0x17 ? offset_size : 4);
+            if (name == 0x10 && (form == 0x06 || form == 0x17 || form == 0x07)) /* stmt_list */
+                found.line_offset = read_fixed(&unit, form == 0x07   ? 8
+                                                      : form == 0x17 ? offset_size
+                                                                     : 4);
             else if (name == 0x1b && (form == 0x08 || form == 0x0e || form == 0x1f))
-                found.directory = form == 0x08 ? read_string(&unit)          /* comp_dir */
-                                : string_at(form == 0x0e ? f->str : f->line_str,
-                                            read_fixed(&unit, offset_size));
+                found.directory = form == 0x08 ? read_string(&unit) /* comp_dir */
+                                               : string_at(form == 0x0e ? f->str : f->line_str,
+                                                           read_fixed(&unit, offset_size));
             else
                 skip_form(&unit, form, offset_size, address_size, version);
         }
@@ -896,7 +935,8 @@ static const char *compilation_directory(const struct debuginfo *d, uint64_t off
             high = middle;
     }
     return low < d->compilation_count && d->compilations[low].line_offset == offset
-               ? d->compilations[low].directory : NULL;
+               ? d->compilations[low].directory
+               : NULL;
 }
 
 static int by_start(const void *a, const void *b)
@@ -925,7 +965,8 @@ static void read_lines(struct debuginfo *d)
         if (c.end - c.at >= 4 && c.at[0] == 0xff && c.at[1] == 0xff)
             version = c.end - c.at >= 14 ? (uint64_t)(c.at[12] | c.at[13] << 8) : 0;
         const char *compilation = version >= 2 && version <= 4
-            ? compilation_directory(d, (uint64_t)(c.at - f->line.at)) : NULL;
+                                      ? compilation_directory(d, (uint64_t)(c.at - f->line.at))
+                                      : NULL;
         if (read_unit(d, &c, f, compilation) < 0)
             break;
     }
@@ -938,7 +979,7 @@ int debuginfo_line(struct debuginfo *d, uintptr_t address, const char **file, in
     if (!d->lines_read)
         read_lines(d);
     uint64_t at = address - d->bias;
-    size_t low = 0, high = d->sequence_count;  /* the first sequence starting above `at` */
+    size_t low = 0, high = d->sequence_count; /* the first sequence starting above `at` */
     while (low < high) {
         size_t middle = low + (high - low) / 2;
         if (d->sequences[middle].start <= at)
@@ -955,7 +996,7 @@ int debuginfo_line(struct debuginfo *d, uintptr_t address, const char **file, in
     if (!s)
         return 0;
     const struct row *rows = d->rows + s->first;
-    low = 0, high = s->count - 1;              /* its last row is its end */
+    low = 0, high = s->count - 1; /* its last row is its end */
     while (low < high) {
         size_t middle = low + (high - low) / 2;
         if (rows[middle].address <= at)

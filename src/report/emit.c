@@ -41,7 +41,8 @@ static int write_file(const struct report *r, int format, const char *template_,
         snprintf(path, sizeof(path), "%s", previous->path);
     } else if (output_path(template_, extension, path, sizeof(path)) < 0) {
         log_line("the output path template '%s' makes a path that is too long; no %s report "
-                 "written", template_, extension + 1);
+                 "written",
+                 template_, extension + 1);
         return -1;
     }
     struct out *out = pages_alloc(sizeof(*out));
@@ -62,7 +63,7 @@ static int write_file(const struct report *r, int format, const char *template_,
             log_line("cannot write report to '%s': %s", asked, strerror(errno));
         } else {
             result = 0;
-            if (!r->options.quiet && !previous)     /* a rewrite: said the first time */
+            if (!r->options.quiet && !previous) /* a rewrite: said the first time */
                 log_line("%s report written to %s", r->reason, path);
             if (previous) {
                 previous->id = id;

@@ -68,17 +68,18 @@ static void add_oom(const struct report *r, struct findings *f)
                 size, e->device, framework, bytes_text(c->unused, a, sizeof(a)),
                 (unsigned long long)c->holes, report_hole_why(r, c, hole_why, sizeof(hole_why)),
                 e->kind == KIND_TORCH_TENSOR
-                    ? " (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True helps)" : "");
-        }
-        else if (strcmp(verdict, "cache_idle") == 0)
+                    ? " (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True helps)"
+                    : "");
+        } else if (strcmp(verdict, "cache_idle") == 0)
             add(f, "oom", "out of memory", e->stack_id, e->size,
                 "%s on device %d; %s's cache keeps %s in segments with no live block "
-                "(emptying the cache returns it)", size, e->device, framework,
-                bytes_text(c->releasable, a, sizeof(a)));
+                "(emptying the cache returns it)",
+                size, e->device, framework, bytes_text(c->releasable, a, sizeof(a)));
         else if (strcmp(verdict, "others_hold") == 0)
             add(f, "oom", "out of memory", e->stack_id, e->size,
                 "%s on device %d; others hold it: %s outside %s's cache against %s in its "
-                "blocks", size, e->device, bytes_text(why.others, a, sizeof(a)), framework,
+                "blocks",
+                size, e->device, bytes_text(why.others, a, sizeof(a)), framework,
                 bytes_text(c->block_bytes, b, sizeof(b)));
         else
             add(f, "oom", "out of memory", e->stack_id, e->size,
@@ -86,14 +87,14 @@ static void add_oom(const struct report *r, struct findings *f)
                 bytes_text(c->block_bytes, a, sizeof(a)), bytes_text(e->total, b, sizeof(b)));
     } else if (e->has_memory_info) {
         add(f, "oom", "out of memory", e->stack_id, e->size,
-            "%s via %s on device %d; %s: the driver had %s free", size,
-            report_api_name(r, e->api), e->device,
-            e->free < e->size ? "exhausted" : "fragmented, no free range large enough",
+            "%s via %s on device %d; %s: the driver had %s free", size, report_api_name(r, e->api),
+            e->device, e->free < e->size ? "exhausted" : "fragmented, no free range large enough",
             bytes_text(e->free, a, sizeof(a)));
     } else {
         add(f, "oom", "out of memory", e->stack_id, e->size,
             "%s via %s on device %d; why is not known (the driver's free memory could not "
-            "be read)", size, report_api_name(r, e->api), e->device);
+            "be read)",
+            size, report_api_name(r, e->api), e->device);
     }
 }
 
@@ -128,11 +129,13 @@ static void add_growth(const struct report *r, struct findings *f)
         uint64_t bytes = report_growth_bytes(r, s);
         char held[REPORT_CLASS_TEXT + 64];
         held_by(r, r->growing[i], held, sizeof(held));
-        add(f, "growing", "growing", r->growing[i], bytes, "+%s %s, %s %s (rose at %u of %u observations)%s",
-            bytes_text(growth_rate_bytes(growth_rate(&s->growth, &r->growth)), rate, sizeof(rate)), per,
-            bytes_text(bytes, now, sizeof(now)),
+        add(f, "growing", "growing", r->growing[i], bytes,
+            "+%s %s, %s %s (rose at %u of %u observations)%s",
+            bytes_text(growth_rate_bytes(growth_rate(&s->growth, &r->growth)), rate, sizeof(rate)),
+            per, bytes_text(bytes, now, sizeof(now)),
             r->growth.ended ? "when the program ended" : "now", s->growth.rises,
-            r->growth.samples > s->growth.first_sample ? r->growth.samples - s->growth.first_sample : 0,
+            r->growth.samples > s->growth.first_sample ? r->growth.samples - s->growth.first_sample
+                                                       : 0,
             held);
     }
     if (r->growing_count > GROWING_SHOWN)
@@ -163,7 +166,7 @@ static void add_live(const struct report *r, struct findings *f)
         blocks += g->blocks;
         sites++;
         if (!most)
-            most = g;       /* groups: most bytes first */
+            most = g; /* groups: most bytes first */
     }
     if (!sites)
         return;
@@ -176,8 +179,7 @@ static void add_live(const struct report *r, struct findings *f)
         add(f, "live", "live now", most->stack_id, bytes, "%s in %llu blocks from %zu site%s%s",
             total, (unsigned long long)blocks, sites, sites == 1 ? "" : "s", also);
     else
-        add(f, "leaked", r->end.ended ? "leaked by the interpreter's teardown"
-                                                : "leaked",
+        add(f, "leaked", r->end.ended ? "leaked by the interpreter's teardown" : "leaked",
             most->stack_id, bytes, "%s in %llu blocks nobody freed, from %zu site%s%s", total,
             (unsigned long long)blocks, sites, sites == 1 ? "" : "s", also);
 }
@@ -200,10 +202,10 @@ static void add_implicit(const struct report *r, struct findings *f)
     char total[24], own[24];
     if (sites)
         add(f, "leaked_implicitly", "freed only by a context's destroy or a device reset", first,
-            bytes, "%s in %llu blocks from %u site%s%s%s%s", bytes_text(bytes, total, sizeof(total)),
-            (unsigned long long)blocks, sites, sites == 1 ? "" : "s",
-            sites > 1 ? " (this one " : "", sites > 1 ? bytes_text(first_bytes, own, sizeof(own)) : "",
-            sites > 1 ? ")" : "");
+            bytes, "%s in %llu blocks from %u site%s%s%s%s",
+            bytes_text(bytes, total, sizeof(total)), (unsigned long long)blocks, sites,
+            sites == 1 ? "" : "s", sites > 1 ? " (this one " : "",
+            sites > 1 ? bytes_text(first_bytes, own, sizeof(own)) : "", sites > 1 ? ")" : "");
 }
 
 static void add_fragmentation(const struct report *r, struct findings *f)
@@ -214,17 +216,19 @@ static void add_fragmentation(const struct report *r, struct findings *f)
     if (strcmp(frag.verdict, "none") == 0 ||
         (r->event.type == EVENT_OOM && strcmp(frag.verdict, "fragmented") == 0 &&
          !frag.torch_holes))
-        return;                        /* the OOM's own line says it */
+        return; /* the OOM's own line says it */
     if (strcmp(frag.verdict, "fragmented") == 0)
         add(f, "fragmented", "fragmented", 0, frag.torch_inactive_split,
             "%s of PyTorch's %s reserved lies in %llu holes between live tensors; only "
             "requests that fit reuse them (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-            "helps)", bytes_text(frag.torch_inactive_split, a, sizeof(a)),
+            "helps)",
+            bytes_text(frag.torch_inactive_split, a, sizeof(a)),
             bytes_text(frag.torch_reserved, b, sizeof(b)), (unsigned long long)frag.torch_holes);
     else if (strcmp(frag.verdict, "idle_cache") == 0)
         add(f, "idle_cache", "idle cache", 0, frag.torch_cached,
             "PyTorch keeps %s cached but unused of %s reserved (torch.cuda.empty_cache() "
-            "returns it)", bytes_text(frag.torch_cached, a, sizeof(a)),
+            "returns it)",
+            bytes_text(frag.torch_cached, a, sizeof(a)),
             bytes_text(frag.torch_reserved, b, sizeof(b)));
     else
         add(f, "idle_pool_reserve", "idle pool reserve", 0, frag.pool_idle,
@@ -243,7 +247,7 @@ static void add_failures(const struct report *r, struct findings *f)
     const struct report_failure *last = RING_ENTRY(r->failures.ring, total);
     if (last->oom && r->last_oom.verdict[0] && last->stack_id == r->last_oom.stack_id &&
         (uint64_t)last->size == r->last_oom.size)
-        return;                        /* the OOM's line (add_last_oom) says it */
+        return; /* the OOM's line (add_last_oom) says it */
     char size[24], error[32];
     snprintf(error, sizeof(error), last->oom ? "out of memory" : "error %d", last->code);
     add(f, "failed", "allocations failed", last->stack_id, last->size,

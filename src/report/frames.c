@@ -149,15 +149,16 @@ int frames_read_lines(struct report *r)
 
 void frames_name(const struct symbol *s, uintptr_t address, char *text, size_t size)
 {
-    if (s && s->python && s->line == 0)      /* a marker frame (python.h): no place in code */
+    if (s && s->python && s->line == 0) /* a marker frame (python.h): no place in code */
         snprintf(text, size, "%s", s->function ? s->function : "?");
     else if (s && s->python)
-        snprintf(text, size, "%s (%s:%d)", s->function ? s->function : "?",
-                 s->file ? s->file : "?", s->line);
+        snprintf(text, size, "%s (%s:%d)", s->function ? s->function : "?", s->file ? s->file : "?",
+                 s->line);
     else if (s && s->function)
         snprintf(text, size, "%s", s->function);
     else if (s && s->module)
-        snprintf(text, size, "%s+0x%lx", output_base_name(s->module), (unsigned long)s->module_offset);
+        snprintf(text, size, "%s+0x%lx", output_base_name(s->module),
+                 (unsigned long)s->module_offset);
     else
         snprintf(text, size, "0x%lx", (unsigned long)address);
 }
@@ -196,15 +197,15 @@ const char *frames_short_name(const char *name, char *buffer, size_t size)
 /* site_apart: the callers named (its low byte), the frames inside named
  * (the next seven bits), and this bit when even all of them leave it the
  * same as another stack's. */
-#define APART_CALLERS(a) ((a) & 0xffu)
+#define APART_CALLERS(a) ((a)&0xffu)
 #define APART_INSIDE(a) (((a) >> 8) & 0x7fu)
 #define APART_SAME 0x8000u
 
 struct apart {
     uint32_t stack_id, length;
-    uint32_t head;                   /* elements up to the separator, it included */
-    int segment;                     /* a cache's segments (report_cache_segment) */
-    const int32_t *positions;        /* in the stack's frames, or APART_SEPARATOR */
+    uint32_t head;            /* elements up to the separator, it included */
+    int segment;              /* a cache's segments (report_cache_segment) */
+    const int32_t *positions; /* in the stack's frames, or APART_SEPARATOR */
 };
 
 /* The elements of stack `s`, at most `room` (depth + 1 is enough); how
@@ -241,7 +242,8 @@ static int compare_element(const struct report *r, const struct stack *a, int32_
 {
     if (x == APART_SEPARATOR || y == APART_SEPARATOR)
         return (x != APART_SEPARATOR) - (y != APART_SEPARATOR);
-    uintptr_t p = r->frames[a->first_frame + (uint32_t)x], q = r->frames[b->first_frame + (uint32_t)y];
+    uintptr_t p = r->frames[a->first_frame + (uint32_t)x],
+              q = r->frames[b->first_frame + (uint32_t)y];
     if (p == q)
         return 0;
     if (is_python_frame(p) != is_python_frame(q))
@@ -288,8 +290,8 @@ static int by_elements(const void *x, const void *y, void *context)
  * nearest stack outside it, on either side (sharing its site: `outside`
  * elements or more); each of the run names the frames inside up to the
  * first that differs from its neighbours in the run. */
-static void tell_run(const struct report *r, const struct apart *list, uint32_t first,
-                     uint32_t end, uint32_t count, uint16_t *apart)
+static void tell_run(const struct report *r, const struct apart *list, uint32_t first, uint32_t end,
+                     uint32_t count, uint16_t *apart)
 {
     uint32_t outside = 0, head = list[first].head;
     if (first > 0)
@@ -298,7 +300,7 @@ static void tell_run(const struct report *r, const struct apart *list, uint32_t 
         uint32_t after = shared(r, &list[end - 1], &list[end]);
         outside = after > outside ? after : outside;
     }
-    uint32_t callers = head - 2;                 /* the site and the separator apart */
+    uint32_t callers = head - 2; /* the site and the separator apart */
     callers = outside == 0 ? 0 : outside < callers ? outside : callers;
     for (uint32_t i = first; i < end; i++) {
         const struct apart *a = &list[i];
@@ -309,9 +311,9 @@ static void tell_run(const struct report *r, const struct apart *list, uint32_t 
             inside = most < a->length ? most - head + 1 : a->length - head;
         int same = (before == a->length && list[i - 1].length == a->length) ||
                    (after == a->length && list[i + 1].length == a->length);
-        apart[a->stack_id - 1] = (uint16_t)((callers < 0xff ? callers : 0xff) |
-                                            (inside < 0x7f ? inside : 0x7f) << 8 |
-                                            (same ? APART_SAME : 0));
+        apart[a->stack_id - 1] =
+            (uint16_t)((callers < 0xff ? callers : 0xff) | (inside < 0x7f ? inside : 0x7f) << 8 |
+                       (same ? APART_SAME : 0));
     }
 }
 
@@ -362,8 +364,8 @@ static void chain_name(const struct symbol *s, uintptr_t address, char *text, si
 {
     char name[256];
     if (s && s->function && s->file)
-        snprintf(text, size, "%s:%d", s->python ? s->function
-                                      : frames_short_name(s->function, name, sizeof(name)),
+        snprintf(text, size, "%s:%d",
+                 s->python ? s->function : frames_short_name(s->function, name, sizeof(name)),
                  s->line);
     else if (s && s->function && !s->python)
         snprintf(text, size, "%s", frames_short_name(s->function, name, sizeof(name)));
@@ -413,8 +415,8 @@ static size_t append_via(const struct report *r, const struct stack *s,
         used = append(text, size, used, "%s %s", k ? "," : "", packages[k]);
     const struct symbol *outer = symbol_of(r, frames[view->library_call]);
     if (view->library_call != view->library)
-        used = append(text, size, used, ": %s ->",
-                      outer && outer->function ? outer->function : "?");
+        used =
+            append(text, size, used, ": %s ->", outer && outer->function ? outer->function : "?");
     else
         used = append(text, size, used, ":");
     chain_name(symbol_of(r, frames[view->library]), frames[view->library], name, sizeof(name));
@@ -424,8 +426,8 @@ static size_t append_via(const struct report *r, const struct stack *s,
 void frames_site_line(const struct report *r, uint32_t stack_id, int callers, char *text,
                       size_t size)
 {
-    const struct stack *s = stack_id >= 1 && stack_id <= r->stack_count
-                                ? &r->stacks[stack_id - 1] : NULL;
+    const struct stack *s =
+        stack_id >= 1 && stack_id <= r->stack_count ? &r->stacks[stack_id - 1] : NULL;
     text[0] = '\0';
     if (!s || !s->depth || !size)
         return;

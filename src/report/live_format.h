@@ -46,8 +46,8 @@
 #include <sys/un.h>
 
 #define LIVE_FORMAT_VERSION 1
-#define LIVE_TOP 20            /* stacks sent by live bytes */
-#define LIVE_GROWING 10        /* and by growth rate */
+#define LIVE_TOP 20     /* stacks sent by live bytes */
+#define LIVE_GROWING 10 /* and by growth rate */
 
 /* The abstract socket "\0cumemtrace-live-PID" into `address`; its length,
  * for bind and connect. */

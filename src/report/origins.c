@@ -11,7 +11,8 @@
 static const char *const origin_names[ORIGIN_COUNT] = {
     [ORIGIN_USER] = "user",           [ORIGIN_CUDA] = "cuda",
     [ORIGIN_FRAMEWORK] = "framework", [ORIGIN_INTERPRETER] = "interpreter",
-    [ORIGIN_SYSTEM] = "system",       [ORIGIN_STARTUP] = "startup",     [ORIGIN_LIBRARY] = "library",
+    [ORIGIN_SYSTEM] = "system",       [ORIGIN_STARTUP] = "startup",
+    [ORIGIN_LIBRARY] = "library",
 };
 
 const char *origin_name(int origin)
@@ -24,8 +25,8 @@ const char *origin_name(int origin)
  * runner a suite runs in (pytest's frames sit between a test and its
  * caller, like a framework's dispatch). */
 static const char *const framework_packages[] = {
-    "torch", "functorch", "cupy", "cupyx", "cupy_backends", "jax", "jaxlib",
-    "numpy", "triton", "nvidia", "_pytest", "pytest", "pluggy",
+    "torch", "functorch", "cupy",   "cupyx",   "cupy_backends", "jax",    "jaxlib",
+    "numpy", "triton",    "nvidia", "_pytest", "pytest",        "pluggy",
 };
 
 /* Code a framework wrote for the program: PyTorch's Inductor and Triton
@@ -38,28 +39,32 @@ static const char *const framework_packages[] = {
  * checkout too); a cache moved elsewhere (TORCHINDUCTOR_CACHE_DIR,
  * TRITON_CACHE_DIR) is not recognized by name. */
 static const char *const generated_folders[] = {
-    "/torchinductor_", "/.triton/cache/", "/torch/_dynamo/", "/torch/_inductor/",
+    "/torchinductor_",
+    "/.triton/cache/",
+    "/torch/_dynamo/",
+    "/torch/_inductor/",
 };
 static const char *const generated_names[] = {"<eval_with_key>"};
 
 /* Native libraries by the start of their file name. */
 static const char *const cuda_libraries[] = {"libcuda", "libnvidia-"};
 static const char *const framework_libraries[] = {
-    "libc10", "libtorch", "libcaffe2", "libshm", "libnccl", "libcublas", "libcudnn",
-    "libcufft", "libcurand", "libcusparse", "libcusolver", "libnvrtc", "libnvJitLink",
-    "libnvToolsExt", "libcupti", "libtriton", "libxla", "xla_extension", "libjax",
+    "libc10",      "libtorch", "libcaffe2",     "libshm",        "libnccl",
+    "libcublas",   "libcudnn", "libcufft",      "libcurand",     "libcusparse",
+    "libcusolver", "libnvrtc", "libnvJitLink",  "libnvToolsExt", "libcupti",
+    "libtriton",   "libxla",   "xla_extension", "libjax",
 };
 static const char *const interpreter_libraries[] = {"python", "libpython", "libffi", "libpypy"};
 /* The runtimes under everything; and the tracer's own libraries, whose
  * frames (a framework's hook calling into us) are never the program's. */
 static const char *const system_libraries[] = {
-    "libc.so", "libc-", "ld-linux", "ld-", "libpthread", "libdl", "libm.so", "libm-",
-    "librt", "libstdc++", "libgcc_s", "libasan", "libubsan", "libcumemtrace",
+    "libc.so", "libc-", "ld-linux",  "ld-",      "libpthread", "libdl",    "libm.so",
+    "libm-",   "librt", "libstdc++", "libgcc_s", "libasan",    "libubsan", "libcumemtrace",
 };
 /* Functions that start a process or a thread, in the C runtime. */
 static const char *const startup_functions[] = {
-    "__libc_start_main", "__libc_start_call_main", "start_thread", "clone", "clone3",
-    "__clone", "__clone3", "__clone_internal",
+    "__libc_start_main", "__libc_start_call_main", "start_thread", "clone", "clone3", "__clone",
+    "__clone3",          "__clone_internal",
 };
 
 static int starts_with_any(const char *text, const char *const *prefixes, size_t count)
@@ -85,7 +90,7 @@ static const char *installed_package(const char *path, size_t *length)
         const char *package = at + strlen(markers[m]);
         size_t n = strcspn(package, "/");
         if (!package[n] && n > 3 && strcmp(package + n - 3, ".py") == 0)
-            n -= 3;                     /* a module of its own: six.py */
+            n -= 3; /* a module of its own: six.py */
         *length = n;
         return n ? package : NULL;
     }

@@ -16,9 +16,9 @@ enum frame_origin {
     ORIGIN_CUDA,
     ORIGIN_FRAMEWORK,
     ORIGIN_INTERPRETER,
-    ORIGIN_SYSTEM,          /* the C and C++ runtimes, the dynamic loader, the tracer */
-    ORIGIN_STARTUP,         /* _start, __libc_start_main, start_thread, clone */
-    ORIGIN_LIBRARY,         /* Python of a package installed in site-packages */
+    ORIGIN_SYSTEM,  /* the C and C++ runtimes, the dynamic loader, the tracer */
+    ORIGIN_STARTUP, /* _start, __libc_start_main, start_thread, clone */
+    ORIGIN_LIBRARY, /* Python of a package installed in site-packages */
     ORIGIN_COUNT
 };
 

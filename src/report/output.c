@@ -37,9 +37,7 @@ int output_path(const char *template_, const char *suffix, char *path, size_t si
             p++;
             const char *rank;
             switch (*p) {
-            case 'p':
-                snprintf(piece, sizeof(piece), "%d", (int)getpid());
-                break;
+            case 'p': snprintf(piece, sizeof(piece), "%d", (int)getpid()); break;
             case 'r':
                 rank = getenv("RANK");
                 if (!rank || !*rank)
@@ -51,12 +49,8 @@ int output_path(const char *template_, const char *suffix, char *path, size_t si
                     strcpy(piece, "host");
                 piece[sizeof(piece) - 1] = '\0';
                 break;
-            case '%':
-                strcpy(piece, "%");
-                break;
-            default:
-                snprintf(piece, sizeof(piece), "%%%c", *p);
-                break;
+            case '%': strcpy(piece, "%"); break;
+            default: snprintf(piece, sizeof(piece), "%%%c", *p); break;
             }
         }
         if (append(path, size, &used, piece) < 0)
@@ -64,7 +58,7 @@ int output_path(const char *template_, const char *suffix, char *path, size_t si
     }
     size_t n = strlen(suffix);
     if (used >= n && strcmp(path + used - n, suffix) == 0)
-        return 0;           /* the template already names the extension */
+        return 0; /* the template already names the extension */
     return append(path, size, &used, suffix);
 }
 
@@ -109,8 +103,10 @@ int output_check(const char *template_, char *why, size_t size)
         return -1;
     }
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(why, size, "'%s' is a directory (end it with '/' to write the reports "
-                 "inside it)", path);
+        snprintf(why, size,
+                 "'%s' is a directory (end it with '/' to write the reports "
+                 "inside it)",
+                 path);
         return -1;
     }
     directory_of(path, dir, sizeof(dir));
@@ -174,8 +170,8 @@ int out_create(struct out *out, const char *path, int mode)
         unsigned n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
         snprintf(out->temporary, sizeof(out->temporary), "%s.tmp.%d.%08lx", path, (int)getpid(),
                  (unsigned long)((ts.tv_nsec ^ (n * 2654435761u)) & 0xffffffff));
-        out->fd = open_for_report(out->temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                  mode);
+        out->fd = open_for_report(out->temporary,
+                                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (out->fd >= 0 || errno != EEXIST)
             break;
     }
@@ -283,10 +279,10 @@ int out_replace(struct out *out, char *path, size_t size, const char *extension,
     int there = lstat(path, &st) == 0;
     if (previous && (!there || !S_ISREG(st.st_mode) || st.st_dev != previous->device ||
                      st.st_ino != previous->inode))
-        return out_publish(out, path, size, extension, id);   /* not ours any more */
+        return out_publish(out, path, size, extension, id); /* not ours any more */
     if (written(out, id) < 0)
         return settle(out, -1, NULL, path, size);
-    if (!there)             /* nothing to replace: this name, if still free */
+    if (!there) /* nothing to replace: this name, if still free */
         return settle(out, link_new(out, path), path, path, size);
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
         errno = S_ISDIR(st.st_mode) ? EISDIR : EEXIST;
@@ -299,7 +295,7 @@ int out_replace(struct out *out, char *path, size_t size, const char *extension,
     int result = -1;
     if (out->temporary[0]) {
         snprintf(temporary, sizeof(temporary), "%s", out->temporary);
-        out->temporary[0] = '\0';        /* renamed below, not removed */
+        out->temporary[0] = '\0'; /* renamed below, not removed */
         result = 0;
     }
     for (int n = 1; result < 0 && n < 100; n++) {
@@ -337,9 +333,8 @@ void out_flush(struct out *out)
 {
     size_t done = 0;
     while (done < out->used) {
-        ssize_t n = out->socket
-                        ? send(out->fd, out->buffer + done, out->used - done, MSG_NOSIGNAL)
-                        : write(out->fd, out->buffer + done, out->used - done);
+        ssize_t n = out->socket ? send(out->fd, out->buffer + done, out->used - done, MSG_NOSIGNAL)
+                                : write(out->fd, out->buffer + done, out->used - done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -411,7 +406,7 @@ static size_t utf8_length(const unsigned char *p)
     unsigned char c = p[0];
     if (c < 0x80)
         return 1;
-    int n = c >= 0xc2 && c <= 0xdf ? 2
+    int n = c >= 0xc2 && c <= 0xdf   ? 2
             : c >= 0xe0 && c <= 0xef ? 3
             : c >= 0xf0 && c <= 0xf4 ? 4
                                      : 0;
@@ -461,13 +456,13 @@ const char *output_text(const char *s, char *text, size_t size)
 {
     size_t used = 0;
     if (!s)
-        s = "?";    /* a name a report read back lacks (a Python frame without its file) */
+        s = "?"; /* a name a report read back lacks (a Python frame without its file) */
     for (const unsigned char *p = (const unsigned char *)s; *p && used + 5 < size;) {
         size_t n = utf8_length(p);
         unsigned code = n == 2 ? ((p[0] & 0x1fu) << 6 | (p[1] & 0x3fu)) : *p;
         if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) {
             used += (size_t)snprintf(text + used, size - used, "\\x%02x", code);
-        } else if (n == 0) {            /* Latin-1: two bytes of UTF-8 */
+        } else if (n == 0) { /* Latin-1: two bytes of UTF-8 */
             text[used++] = (char)(0xc0 | code >> 6);
             text[used++] = (char)(0x80 | (code & 0x3f));
         } else {

@@ -27,12 +27,12 @@
 
 struct out {
     int fd;
-    int failed;             /* a write failed: the file is incomplete */
-    int error;              /* its errno */
-    int escape_html;        /* write '<' as \u003c: JSON inside an HTML <script> */
-    int socket;             /* fd is a socket: a peer gone is a failed write, not SIGPIPE */
-    int created;            /* fd is a new file of ours that has no name yet */
-    char temporary[OUTPUT_PATH_MAX + 48];  /* its temporary name; "" for O_TMPFILE */
+    int failed;      /* a write failed: the file is incomplete */
+    int error;       /* its errno */
+    int escape_html; /* write '<' as \u003c: JSON inside an HTML <script> */
+    int socket;      /* fd is a socket: a peer gone is a failed write, not SIGPIPE */
+    int created;     /* fd is a new file of ours that has no name yet */
+    char temporary[OUTPUT_PATH_MAX + 48]; /* its temporary name; "" for O_TMPFILE */
     size_t used;
     char buffer[16384];
 };
@@ -74,7 +74,7 @@ int out_publish(struct out *out, char *path, size_t size, const char *extension,
  * `path` and `id` as for out_publish. */
 int out_replace(struct out *out, char *path, size_t size, const char *extension,
                 const struct out_identity *previous, struct out_identity *id);
-void out_fd(struct out *out, int fd);                  /* write to an open fd */
+void out_fd(struct out *out, int fd); /* write to an open fd */
 void out_flush(struct out *out);
 void out_write(struct out *out, const char *data, size_t n);
 void out_str(struct out *out, const char *s);
@@ -89,7 +89,7 @@ void out_json_string(struct out *out, const char *s);
  * process or back from a JSON report; NULL (a name a report read back
  * lacks) as "?". Returns `text`. */
 const char *output_text(const char *s, char *text, size_t size);
-void out_bytes(struct out *out, uint64_t bytes);       /* "1.5 GiB" */
+void out_bytes(struct out *out, uint64_t bytes); /* "1.5 GiB" */
 void format_bytes(uint64_t bytes, char *text, size_t size);
 
 #endif

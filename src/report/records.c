@@ -11,14 +11,16 @@ const struct counter_key counter_keys[COUNTER_KEY_COUNT] = {
 };
 
 const char *const lost_names[LOST_COUNT] = {
-    [LOST_REENTRY] = "reentry",           [LOST_NO_MEMORY] = "no_memory",
-    [LOST_UNRESOLVED] = "unresolved",     [LOST_UNKNOWN_FREE] = "unknown_free",
-    [LOST_MISSED_FREE] = "missed_free",   [LOST_UNWRAPPED] = "unwrapped_lookup",
+    [LOST_REENTRY] = "reentry",         [LOST_NO_MEMORY] = "no_memory",
+    [LOST_UNRESOLVED] = "unresolved",   [LOST_UNKNOWN_FREE] = "unknown_free",
+    [LOST_MISSED_FREE] = "missed_free", [LOST_UNWRAPPED] = "unwrapped_lookup",
 };
 
 const char *const retry_names[RETRY_COUNT] = {
-    [RETRY_NONE] = "none",           [RETRY_PENDING] = "pending",
-    [RETRY_SUCCEEDED] = "succeeded", [RETRY_FAILED] = "failed",
+    [RETRY_NONE] = "none",
+    [RETRY_PENDING] = "pending",
+    [RETRY_SUCCEEDED] = "succeeded",
+    [RETRY_FAILED] = "failed",
 };
 
 const char *const dump_record_names[DUMP_RECORD_COUNT] = {
@@ -38,7 +40,9 @@ int dump_record_of(const char *line)
 }
 
 const char *const dump_lock_names[DUMP_LOCK_COUNT] = {
-    [DUMP_LOCK_TAKEN] = "taken", [DUMP_LOCK_BUSY] = "busy", [DUMP_LOCK_INSIDE] = "inside",
+    [DUMP_LOCK_TAKEN] = "taken",
+    [DUMP_LOCK_BUSY] = "busy",
+    [DUMP_LOCK_INSIDE] = "inside",
 };
 
 const char *dump_lock_name(const char *text)

@@ -328,11 +328,15 @@ int report_classify_frames(struct report *r)
 void report_options_of(const struct config *settings, struct report_options *o)
 {
     *o = (struct report_options){
-        .top = settings->top, .all_frames = settings->all_frames,
-        .max_blocks = settings->max_blocks, .depth = settings->depth,
+        .top = settings->top,
+        .all_frames = settings->all_frames,
+        .max_blocks = settings->max_blocks,
+        .depth = settings->depth,
         .min_size = settings->min_size,
-        .formats = settings->formats, .file_mode = settings->file_mode,
-        .quiet = settings->quiet, .user_packages = settings->user_packages,
+        .formats = settings->formats,
+        .file_mode = settings->file_mode,
+        .quiet = settings->quiet,
+        .user_packages = settings->user_packages,
     };
 }
 
@@ -369,11 +373,11 @@ uint32_t report_torch_age_ms(const struct report *r)
  * communication buffers (cuMemCreate/cuMemMap with NCCL_CUMEM_ENABLE, or
  * cudaMalloc), the math libraries' workspaces. */
 static const struct {
-    const char *module;      /* start of the file name */
+    const char *module; /* start of the file name */
     const char *label;
 } library_labels[] = {
-    {"libnccl", "nccl"},     {"libcublas", "cublas"},   {"libcudnn", "cudnn"},
-    {"libcufft", "cufft"},   {"libcusparse", "cusparse"}, {"libcusolver", "cusolver"},
+    {"libnccl", "nccl"},   {"libcublas", "cublas"},     {"libcudnn", "cudnn"},
+    {"libcufft", "cufft"}, {"libcusparse", "cusparse"}, {"libcusolver", "cusolver"},
 };
 
 const char *report_stack_label(const struct report *r, uint32_t stack_id)

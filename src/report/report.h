@@ -14,15 +14,15 @@
 
 #include "counters.h"
 #include "growth.h"
-#include "host.h"             /* struct pool_figures */
+#include "host.h" /* struct pool_figures */
 #include "output.h"
 #include "python.h"
 #include "records.h"
+#include "run.h"
 #include "series.h"
 #include "stacks.h"
 #include "symbolize.h"
 #include "timeline.h"
-#include "run.h"
 #include "torch_figures.h"
 
 struct report_block {
@@ -31,7 +31,7 @@ struct report_block {
     uint16_t thread, handle;
     int8_t device;
     uint8_t kind, api, context;
-    uint8_t held_at_end;      /* live when the program ended (run_program_end) */
+    uint8_t held_at_end; /* live when the program ended (run_program_end) */
 };
 
 /* Live blocks with the same stack, kind, entry point and device, and
@@ -45,20 +45,20 @@ struct report_group {
     uint8_t held_at_end;
     uint64_t bytes, blocks, largest;
     uint32_t oldest_ms;
-    uint64_t freed_at_teardown;       /* r->held only */
+    uint64_t freed_at_teardown; /* r->held only */
 };
 
 /* A framework's cache on one device, as its recorded segments and blocks
  * show it (caches.c). */
 struct report_cache {
-    int kind;                        /* KIND_TORCH_TENSOR, KIND_CUPY_BLOCK, KIND_JAX_ARRAY */
+    int kind; /* KIND_TORCH_TENSOR, KIND_CUPY_BLOCK, KIND_JAX_ARRAY */
     int device;
-    uint64_t reserved, segments;     /* its segments: the driver allocations behind it */
-    uint64_t block_bytes, blocks;    /* its live blocks, at their requested sizes */
-    uint64_t unused;                 /* reserved - block_bytes */
-    uint64_t hole_bytes, holes, largest_hole;   /* free ranges in segments that hold a
+    uint64_t reserved, segments;              /* its segments: the driver allocations behind it */
+    uint64_t block_bytes, blocks;             /* its live blocks, at their requested sizes */
+    uint64_t unused;                          /* reserved - block_bytes */
+    uint64_t hole_bytes, holes, largest_hole; /* free ranges in segments that hold a
                                                  * live block: only what fits uses them */
-    uint64_t releasable;             /* in segments that hold none: empty_cache() returns it */
+    uint64_t releasable; /* in segments that hold none: empty_cache() returns it */
     /* PyTorch's: the largest hole in its small pool (2 MiB segments, which
      * serve only requests up to 1 MiB) and in its large pool (the rest,
      * which serve only larger ones). */
@@ -71,7 +71,7 @@ struct report_cache {
 /* A stream-ordered pool the program created, and what it holds. */
 struct report_pool {
     uint64_t handle;
-    int device;              /* -1: not a device pool */
+    int device; /* -1: not a device pool */
     struct pool_figures figures;
 };
 #define REPORT_MAX_POOLS 64
@@ -80,10 +80,10 @@ struct report_pool {
  * optimizer state and the rest, as the program's modules and optimizers
  * said at the report's moment, matched to the recorded tensor blocks. */
 enum report_class {
-    CLASS_PARAMETERS,         /* enum tensor_class's order first */
+    CLASS_PARAMETERS, /* enum tensor_class's order first */
     CLASS_GRADIENTS,
     CLASS_OPTIMIZER_STATE,
-    CLASS_REST,               /* activations, temporaries, data: by site */
+    CLASS_REST, /* activations, temporaries, data: by site */
     REPORT_CLASSES
 };
 #define REPORT_CLASS_HOLDERS 8
@@ -97,11 +97,11 @@ enum report_class {
 #define REPORT_HOLDER_PATHS 64
 #define REPORT_HOLDER_PER_STACK 3
 struct report_holders {
-    int known;                           /* 0: `why` says why not */
+    int known; /* 0: `why` says why not */
     char why[REPORT_CLASS_TEXT];
-    uint64_t objects;                    /* the walk's: objects visited, its time */
+    uint64_t objects; /* the walk's: objects visited, its time */
     uint32_t ms;
-    char cut[48];                        /* "": complete; else where it stopped */
+    char cut[48]; /* "": complete; else where it stopped */
     struct report_holder_path {
         uint32_t stack_id;
         char path[REPORT_CLASS_TEXT];    /* "__main__.model.outs[*]" */
@@ -113,8 +113,8 @@ struct report_holders {
 };
 
 struct report_classes {
-    int known;                           /* 0: `why` says why not */
-    int read;                            /* enum torch_read of the reading that said it */
+    int known; /* 0: `why` says why not */
+    int read;  /* enum torch_read of the reading that said it */
     char why[REPORT_CLASS_TEXT];
     uint32_t modules, optimizers;
     uint64_t bytes[REPORT_CLASSES], blocks[REPORT_CLASSES];
@@ -122,7 +122,7 @@ struct report_classes {
      * optimizer keeps for it. */
     struct report_class_holder {
         char name[REPORT_CLASS_TEXT];
-        uint64_t bytes[CLASS_REST];      /* as a parameter, its gradient, its optimizer state */
+        uint64_t bytes[CLASS_REST]; /* as a parameter, its gradient, its optimizer state */
     } holders[REPORT_CLASS_HOLDERS];
     int holder_count;
     /* The rest, by the stack that allocated it, most bytes first. */
@@ -131,7 +131,7 @@ struct report_classes {
         uint64_t bytes, blocks;
     } sites[REPORT_CLASS_SITES];
     int site_count;
-    struct report_holders held_by;       /* who holds them */
+    struct report_holders held_by; /* who holds them */
 };
 
 /* What made the report, when it is not the end of the process. */
@@ -142,14 +142,14 @@ enum event_type { EVENT_NONE, EVENT_OOM, EVENT_SIGNAL, EVENT_CRASH };
  * run in. This process's report takes them from its settings; the command
  * from its own and its command line (report_options_of, then its flags). */
 struct report_options {
-    int top;                 /* stacks shown by peak; entries per section of the summary */
-    int all_frames;          /* hide no frame */
-    int max_blocks;          /* live blocks listed one by one in the JSON */
-    int depth;               /* the stack settings the JSON's tracer section states */
+    int top;        /* stacks shown by peak; entries per section of the summary */
+    int all_frames; /* hide no frame */
+    int max_blocks; /* live blocks listed one by one in the JSON */
+    int depth;      /* the stack settings the JSON's tracer section states */
     uint64_t min_size;
-    int formats;             /* report_emit: the files to write (FORMAT_* bits) */
-    int file_mode;           /* their permissions */
-    int quiet;               /* no summary, no line for each file written */
+    int formats;               /* report_emit: the files to write (FORMAT_* bits) */
+    int file_mode;             /* their permissions */
+    int quiet;                 /* no summary, no line for each file written */
     const char *user_packages; /* installed packages whose Python is the user's
                                 * (origins.h); NULL or "": none */
 };
@@ -158,8 +158,8 @@ void report_options_of(const struct config *settings, struct report_options *o);
 
 struct report_event {
     int type;
-    int signal;                 /* EVENT_SIGNAL, EVENT_CRASH */
-    const char *lock;           /* EVENT_CRASH: "taken", "busy" or "inside" */
+    int signal;       /* EVENT_SIGNAL, EVENT_CRASH */
+    const char *lock; /* EVENT_CRASH: "taken", "busy" or "inside" */
     /* EVENT_OOM: the request that failed, and the device at that moment. */
     uint64_t size;
     int api, kind, device, code;
@@ -170,25 +170,25 @@ struct report_event {
 };
 
 struct report_device {
-    int slot;                /* device number, or COUNTER_NO_DEVICE */
+    int slot; /* device number, or COUNTER_NO_DEVICE */
     int has_memory_info;
     uint64_t free, total;
-    int has_pool;            /* the default stream-ordered pool, if used */
+    int has_pool; /* the default stream-ordered pool, if used */
     struct pool_figures pool;
 };
 
 struct report {
     const char *reason;
-    struct report_options options;       /* set before report_finish */
+    struct report_options options; /* set before report_finish */
     struct report_event event;
     int pid, ppid;
     double start_unix, now_unix;
     uint32_t now_ms;
     struct counter_table *counters;
-    const char *const *api_names;        /* entry points, by index */
+    const char *const *api_names; /* entry points, by index */
     int api_count;
     uint64_t api_calls[MAX_APIS], api_allocations[MAX_APIS], api_failures[MAX_APIS];
-    uint64_t lost[LOST_COUNT];           /* events not recorded, by enum lost_reason */
+    uint64_t lost[LOST_COUNT]; /* events not recorded, by enum lost_reason */
     /* The run's sections (run.h). */
     struct report_failures failures;
     struct report_last_oom last_oom;
@@ -196,63 +196,63 @@ struct report {
     struct report_threads threads;
     struct report_handles handles;
     struct report_end end;
-    struct report_cache_view cache_views[CACHE_KINDS];   /* by kind - KIND_TORCH_TENSOR */
-    struct growth_state growth;          /* copy; has_growth 0: not known (a dump) */
+    struct report_cache_view cache_views[CACHE_KINDS]; /* by kind - KIND_TORCH_TENSOR */
+    struct growth_state growth;                        /* copy; has_growth 0: not known (a dump) */
     int has_growth;
-    uint32_t *growing;                   /* leak suspects' stack ids, fastest first */
+    uint32_t *growing; /* leak suspects' stack ids, fastest first */
     uint32_t growing_count;
-    uint32_t *released;                  /* grew, then freed near the end: highest peak first */
+    uint32_t *released; /* grew, then freed near the end: highest peak first */
     uint32_t released_count;
-    struct stack *stacks;                /* index = id - 1 */
+    struct stack *stacks; /* index = id - 1 */
     uint32_t stack_count;
     uintptr_t *frames;
-    struct report_block *blocks;         /* largest first */
+    struct report_block *blocks; /* largest first */
     size_t block_count;
-    struct report_group *groups;         /* most bytes first */
+    struct report_group *groups; /* most bytes first */
     size_t group_count;
     struct report_device devices[MAX_DEVICES + 1];
     int device_count;
-    struct torch_stats torch;            /* PyTorch's own counters, if it was read */
-    struct report_classes classes;       /* what its tensors are */
+    struct torch_stats torch;      /* PyTorch's own counters, if it was read */
+    struct report_classes classes; /* what its tensors are */
     struct report_pool pools[REPORT_MAX_POOLS];
     int pool_count;
-    struct report_cache *caches;         /* caches.c */
+    struct report_cache *caches; /* caches.c */
     int cache_count;
     /* What was live when the program ended, by stack (end.ended): held to
      * the end, whether the interpreter's teardown freed it or not. */
-    struct report_group *held;           /* most bytes first */
+    struct report_group *held; /* most bytes first */
     size_t held_count;
     size_t registry_bytes, stacks_bytes;
-    int64_t self_time_ns;                /* our own time in CUDA calls; -1: not timed */
-    uint32_t *shown;                     /* stack ids written out, by live bytes */
+    int64_t self_time_ns; /* our own time in CUDA calls; -1: not timed */
+    uint32_t *shown;      /* stack ids written out, by live bytes */
     uint32_t shown_count;
-    uint32_t *by_peak;                   /* the same ids, highest peak first */
-    uintptr_t *addresses;                /* distinct frames of shown stacks, sorted */
-    struct symbol *symbols;              /* symbols[i] is addresses[i] */
-    uint8_t *origins;                    /* origins[i]: symbols[i]'s (origins.h) */
-    const char *user_packages;           /* what origins were told with (the options',
+    uint32_t *by_peak;         /* the same ids, highest peak first */
+    uintptr_t *addresses;      /* distinct frames of shown stacks, sorted */
+    struct symbol *symbols;    /* symbols[i] is addresses[i] */
+    uint8_t *origins;          /* origins[i]: symbols[i]'s (origins.h) */
+    const char *user_packages; /* what origins were told with (the options',
                                           * else the file's read back); NULL: none */
-    uint16_t *site_apart;                /* per stack id - 1: how its site line is told
+    uint16_t *site_apart;      /* per stack id - 1: how its site line is told
                                           * apart (frames_tell_apart); NULL: not yet */
-    int all_frames;                      /* no frame hidden (options, or the file read says so) */
+    int all_frames;            /* no frame hidden (options, or the file read says so) */
     size_t address_count;
     struct symbolizer *symbolizer;
-    char hostname[256];                  /* gethostname */
-    int rank, local_rank, world_size;    /* RANK, LOCAL_RANK, WORLD_SIZE; -1: not set */
-    char argv[4096];                     /* NUL-separated, from /proc/self/cmdline */
+    char hostname[256];               /* gethostname */
+    int rank, local_rank, world_size; /* RANK, LOCAL_RANK, WORLD_SIZE; -1: not set */
+    char argv[4096];                  /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;
-    int dump_complete;                   /* read from a dump that ends properly */
-    struct python_location *python;      /* Python frames' locations, by id - 1 */
+    int dump_complete;              /* read from a dump that ends properly */
+    struct python_location *python; /* Python frames' locations, by id - 1 */
     uint32_t python_count;
     /* The event timeline (CUMEMTRACE_EVENTS), oldest first, times never
      * decreasing; has_timeline 0: it was off (or this is a dump). */
     int has_timeline;
     struct timeline_event *timeline;
     size_t timeline_count;
-    size_t timeline_end;                 /* the first event after the program's end;
+    size_t timeline_end;                        /* the first event after the program's end;
                                           * timeline_count when none is, or it did not end */
-    uint64_t timeline_capacity, timeline_total;   /* dropped = total - count */
-    struct series_state *series;         /* copy; NULL: not known (a dump) */
+    uint64_t timeline_capacity, timeline_total; /* dropped = total - count */
+    struct series_state *series;                /* copy; NULL: not known (a dump) */
     /* every mapping made for this report, released by report_release */
     void *pages[32];
     size_t page_sizes[32];
@@ -260,7 +260,7 @@ struct report {
 };
 
 /* report.c: the model. */
-void *report_alloc(struct report *r, size_t bytes);    /* zeroed, released with r */
+void *report_alloc(struct report *r, size_t bytes); /* zeroed, released with r */
 /* For a report whose state and options are filled in (collected, or a
  * crash dump read back): group, choose stacks, symbolize. 0, or -1 when out
  * of memory. */
@@ -301,14 +301,14 @@ const struct counters *report_counters(const struct report *r, int slot, int set
  * (REPORT_FINDINGS_MAX suffices); returns how many. */
 #define REPORT_FINDINGS_MAX 16
 struct report_finding {
-    const char *verdict;     /* "oom", "growing", "released", "leaked", "live",
+    const char *verdict; /* "oom", "growing", "released", "leaked", "live",
                               * "leaked_implicitly", "fragmented", "idle_cache",
                               * "idle_pool_reserve", "failed", "none", "held_at_end" */
-    const char *label;       /* "growing", "leaked", ...; "" for a detail */
+    const char *label;   /* "growing", "leaked", ...; "" for a detail */
     uint32_t stack_id;
-    int detail;              /* one of the sites of the entry before it */
-    uint64_t bytes;          /* the figure: live now, peak, asked for, total */
-    char text[OOM_VERDICT_TEXT];   /* the figures, in words */
+    int detail;                  /* one of the sites of the entry before it */
+    uint64_t bytes;              /* the figure: live now, peak, asked for, total */
+    char text[OOM_VERDICT_TEXT]; /* the figures, in words */
 };
 int report_findings(const struct report *r, struct report_finding *list, int max);
 
@@ -334,7 +334,7 @@ struct report_files {
     int replace;
     int count;
     struct report_file {
-        int format;                      /* FORMAT_INDEX_* */
+        int format; /* FORMAT_INDEX_* */
         char path[OUTPUT_PATH_MAX];
         struct out_identity id;
     } file[REPORT_MAX_FILES];
@@ -374,7 +374,7 @@ const struct report_holder_path *report_holder_of(const struct report *r, uint32
 const char *report_holder_noun(const struct report_holder_path *p);
 /* `p` in words, as the findings say it: "model.outs, a list of 3 tensors". */
 void report_holder_text(const struct report_holder_path *p, char *text, size_t size);
-const char *report_class_name(int report_class);   /* "parameters", ..., "rest" */
+const char *report_class_name(int report_class); /* "parameters", ..., "rest" */
 /* held.c: r->held, from end.stacks and the live blocks. */
 int report_held_at_end(struct report *r);
 
@@ -396,8 +396,8 @@ const struct report_cache *report_cache_on(const struct report *r, int kind, int
  * "tensors_exhausted" (its live blocks fill the device). `why`, if given,
  * gets the figures the verdict rests on. */
 struct report_cache_oom {
-    const struct report_cache *cache;   /* the device's cache (zeros if none) */
-    uint64_t others;                    /* used on the device outside the cache */
+    const struct report_cache *cache; /* the device's cache (zeros if none) */
+    uint64_t others;                  /* used on the device outside the cache */
 };
 const char *report_cache_oom(const struct report *r, struct report_cache_oom *why);
 /* Of a "cache_fragmented" OOM: why no hole served the request, in one
@@ -424,11 +424,11 @@ const char *report_hole_why(const struct report *r, const struct report_cache *c
 struct report_fragmentation {
     uint64_t pool_reserved, pool_used, pool_idle;
     uint64_t vmm_reserved, vmm_mapped, vmm_unmapped;
-    int has_torch;                       /* PyTorch's counters were read */
+    int has_torch; /* PyTorch's counters were read */
     uint64_t torch_reserved, torch_allocated, torch_cached, torch_inactive_split;
-    uint64_t torch_holes;                /* inactive split blocks */
+    uint64_t torch_holes; /* inactive split blocks */
     const char *verdict;
-    const char *reason;                  /* why, in a few words; "" for none */
+    const char *reason; /* why, in a few words; "" for none */
 };
 void report_fragmentation(const struct report *r, struct report_fragmentation *f);
 

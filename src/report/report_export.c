@@ -165,11 +165,11 @@ static void write_counter(const struct report *r, struct out *out, int slot, int
         snprintf(device, sizeof(device), "no device");
     else
         snprintf(device, sizeof(device), "device %d", slot);
-    out_printf(out, ",\n{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%llu,\"name\":\"%s: %s\","
-                    "\"args\":{\"bytes\":%lld}}",
+    out_printf(out,
+               ",\n{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%llu,\"name\":\"%s: %s\","
+               "\"args\":{\"bytes\":%lld}}",
                r->pid, U(time_us), device,
-               kind == KIND_COUNT ? "all device memory" : kind_name(kind),
-               (long long)bytes);
+               kind == KIND_COUNT ? "all device memory" : kind_name(kind), (long long)bytes);
 }
 
 static void write_instant(const struct report *r, struct out *out, uint64_t time_us,
@@ -177,19 +177,20 @@ static void write_instant(const struct report *r, struct out *out, uint64_t time
 {
     char bytes[32];
     format_bytes(size, bytes, sizeof(bytes));
-    out_printf(out, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,"
-                    "\"name\":\"%s %s\",\"args\":{\"size\":%llu,\"device\":%d,\"kind\":\"%s\","
-                    "\"api\":",
+    out_printf(out,
+               ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,"
+               "\"name\":\"%s %s\",\"args\":{\"size\":%llu,\"device\":%d,\"kind\":\"%s\","
+               "\"api\":",
                r->pid, U(time_us), what, bytes, U(size), device, kind_name(kind));
     out_json_string(out, report_api_name(r, api));
     out_str(out, "}}");
 }
 
-static void write_mark(const struct report *r, struct out *out, uint64_t time_us,
-                       const char *label)
+static void write_mark(const struct report *r, struct out *out, uint64_t time_us, const char *label)
 {
-    out_printf(out, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,\"name\":",
-               r->pid, U(time_us));
+    out_printf(out,
+               ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,\"name\":", r->pid,
+               U(time_us));
     char name[96];
     snprintf(name, sizeof(name), "mark: %s", label ? label : "?");
     out_json_string(out, name);
@@ -205,15 +206,16 @@ static void write_program_end(const struct report *r, struct out *out)
     for (size_t i = 0; i < r->held_count; i++)
         total += r->held[i].bytes;
     format_bytes(total, bytes, sizeof(bytes));
-    out_printf(out, ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,"
-                    "\"name\":\"program end: %s held\",\"args\":{\"held_bytes\":%llu,\"held\":[",
+    out_printf(out,
+               ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":0,\"ts\":%llu,"
+               "\"name\":\"program end: %s held\",\"args\":{\"held_bytes\":%llu,\"held\":[",
                r->pid, U((uint64_t)r->end.time_ms * 1000), bytes, U(total));
     for (size_t i = 0; i < r->held_count && i < 20; i++) {
         const struct report_group *g = &r->held[i];
         char site[OUTPUT_PATH_MAX + 1024];
         frames_site_text(r, g->stack_id, site, sizeof(site));
-        out_printf(out, "%s{\"bytes\":%llu,\"kind\":\"%s\",\"site\":", i ? "," : "",
-                   U(g->bytes), kind_name(g->kind));
+        out_printf(out, "%s{\"bytes\":%llu,\"kind\":\"%s\",\"site\":", i ? "," : "", U(g->bytes),
+                   kind_name(g->kind));
         out_json_string(out, site[0] ? site : NULL);
         out_str(out, ",\"stack\":[");
         const struct stack *s =
@@ -245,9 +247,10 @@ void report_perfetto(const struct report *r, struct out *out)
     const char *program = r->argv_bytes ? r->argv : "process";
     char name[300];
     snprintf(name, sizeof(name), "cumemtrace: %.200s (%.40s report)", program, r->reason);
-    out_printf(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"format\":\"cumemtrace-trace\","
-                    "\"timeline_dropped\":%llu},\"traceEvents\":[\n"
-                    "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":",
+    out_printf(out,
+               "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"format\":\"cumemtrace-trace\","
+               "\"timeline_dropped\":%llu},\"traceEvents\":[\n"
+               "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":",
                U(r->timeline_total - r->timeline_count), r->pid);
     out_json_string(out, name);
     out_str(out, "}}");
@@ -264,7 +267,7 @@ void report_perfetto(const struct report *r, struct out *out)
     for (size_t i = 0; i < r->timeline_count; i++) {
         const struct timeline_event *e = &r->timeline[i];
         int slot = counters_slot(e->device);
-        if (i == r->timeline_end && !end_written) {     /* in time's order */
+        if (i == r->timeline_end && !end_written) { /* in time's order */
             write_program_end(r, out);
             end_written = 1;
         }
@@ -274,8 +277,8 @@ void report_perfetto(const struct report *r, struct out *out)
             continue;
         }
         if (e->type == TIMELINE_OOM || e->type == TIMELINE_FAILURE) {
-            write_instant(r, out, e->time_us, e->type == TIMELINE_OOM ? "OOM" : "failed",
-                          e->size, e->device, e->kind, e->api);
+            write_instant(r, out, e->time_us, e->type == TIMELINE_OOM ? "OOM" : "failed", e->size,
+                          e->device, e->kind, e->api);
             continue;
         }
         if (e->kind >= KIND_COUNT)
@@ -315,8 +318,8 @@ void report_perfetto(const struct report *r, struct out *out)
         uint64_t total = r->failures.total;
         for (uint64_t n = RING_FIRST(r->failures.ring, total); n <= total; n++) {
             const struct report_failure *f = RING_ENTRY(r->failures.ring, n);
-            write_instant(r, out, (uint64_t)f->time_ms * 1000, f->oom ? "OOM" : "failed",
-                          f->size, f->device, f->kind, f->api);
+            write_instant(r, out, (uint64_t)f->time_ms * 1000, f->oom ? "OOM" : "failed", f->size,
+                          f->device, f->kind, f->api);
         }
         total = r->marks.total;
         for (uint64_t n = RING_FIRST(r->marks.ring, total); n <= total; n++) {
@@ -448,7 +451,7 @@ static void pickle_frames(const struct report *r, struct out *out, uint32_t stac
         const struct symbol *sym = frame_symbol(r, address);
         char name[1024];
         if (frames_marker(r, address))
-            continue;                  /* a placeholder, not a frame (frames.h) */
+            continue; /* a placeholder, not a frame (frames.h) */
         pickle_begin_dict(out);
         /* Named as in every other export (frames_name), the file apart. */
         const char *module = sym && sym->module ? sym->module : "??";
@@ -573,7 +576,7 @@ static const struct report_block *memviz_blocks(const struct report *r, size_t *
         if (e->type != TIMELINE_FREE && e->type != TIMELINE_FREE_IMPLICIT)
             continue;
         struct alloc_after key = {e->value, 0, e->device, e->kind};
-        size_t low = 0, high = a;       /* the first allocation after the end at its place */
+        size_t low = 0, high = a; /* the first allocation after the end at its place */
         while (low < high) {
             size_t mid = low + (high - low) / 2;
             if (by_place(&allocs[mid], &key) < 0)
@@ -584,9 +587,13 @@ static const struct report_block *memviz_blocks(const struct report *r, size_t *
         if (low < a && allocs[low].value == e->value && allocs[low].device == e->device &&
             allocs[low].kind == e->kind && allocs[low].index < k)
             continue;
-        list[n++] = (struct report_block){.value = e->value, .size = e->size,
-                                          .stack_id = e->stack_id, .device = e->device,
-                                          .kind = e->kind, .api = e->api, .held_at_end = 1};
+        list[n++] = (struct report_block){.value = e->value,
+                                          .size = e->size,
+                                          .stack_id = e->stack_id,
+                                          .device = e->device,
+                                          .kind = e->kind,
+                                          .api = e->api,
+                                          .held_at_end = 1};
     }
     pages_free(allocs, (after + 1) * sizeof(*allocs));
     if (!list || !allocs) {
@@ -600,9 +607,8 @@ static const struct report_block *memviz_blocks(const struct report *r, size_t *
     return list;
 }
 
-static void pickle_block(const struct report *r, struct out *out, uint64_t address,
-                         uint64_t size, uint64_t requested, const char *state,
-                         uint32_t stack_id, uint8_t *written)
+static void pickle_block(const struct report *r, struct out *out, uint64_t address, uint64_t size,
+                         uint64_t requested, const char *state, uint32_t stack_id, uint8_t *written)
 {
     pickle_begin_dict(out);
     pickle_key_int(out, "address", address);
@@ -626,7 +632,7 @@ static void pickle_segment(const struct report *r, struct out *out, const struct
     size_t first = 0, n = 0;
     while (cache && inside[n])
         n++;
-    for (size_t low = 0, high = n; cache && low < high;) {  /* the first block at or after */
+    for (size_t low = 0, high = n; cache && low < high;) { /* the first block at or after */
         size_t mid = low + (high - low) / 2;
         if (inside[mid]->value < b->value)
             low = first = mid + 1;
@@ -659,8 +665,7 @@ static void pickle_segment(const struct report *r, struct out *out, const struct
             uint64_t size = (t->size + 511) / 512 * 512;
             if (t->value > at)
                 pickle_block(r, out, at, t->value - at, 0, "inactive", 0, written);
-            pickle_block(r, out, t->value, size, t->size, "active_allocated", t->stack_id,
-                         written);
+            pickle_block(r, out, t->value, size, t->size, "active_allocated", t->stack_id, written);
             at = t->value + size;
         }
         if (at < end)
@@ -732,11 +737,8 @@ void report_memviz(const struct report *r, struct out *out)
                 if (!block)
                     pickle_trace_entry(r, out, "segment_free", e, written);
                 break;
-            case TIMELINE_OOM:
-                pickle_trace_entry(r, out, "oom", e, written);
-                break;
-            default:
-                break;
+            case TIMELINE_OOM: pickle_trace_entry(r, out, "oom", e, written); break;
+            default: break;
             }
         }
         pickle_end_list(out);

@@ -10,8 +10,8 @@
 #include "cuda_errors.h"
 #include "frames.h"
 #include "kinds.h"
+#include "registry.h" /* block_record_bytes: the size of a block record */
 #include "report.h"
-#include "registry.h"           /* block_record_bytes: the size of a block record */
 
 #define U(x) ((unsigned long long)(x))
 
@@ -19,8 +19,8 @@
  * order, a group's keys inside one object. */
 static void write_counters(struct out *out, const struct counters *c)
 {
-    const char *group = NULL;     /* the group whose object is open */
-    int first = 1;                /* nothing written yet in the object open */
+    const char *group = NULL; /* the group whose object is open */
+    int first = 1;            /* nothing written yet in the object open */
     out_str(out, "{");
     for (int i = 0; i < COUNTER_KEY_COUNT; i++) {
         const struct counter_key *k = &counter_keys[i];
@@ -68,10 +68,11 @@ static void write_process(const struct report *r, struct out *out)
 
 static void write_tracer(const struct report *r, struct out *out)
 {
-    out_printf(out, ",\"tracer\":{\"version\":\"%s\",\"depth\":%d,\"min_size\":%llu,"
-                    "\"block_record_bytes\":%zu,\"registry_bytes\":%zu,\"stack_table_bytes\":%zu,"
-                    "\"live_blocks\":%zu,\"stacks\":%u,\"symbolizer\":\"%s\","
-                    "\"all_frames\":%s,\"lost\":{",
+    out_printf(out,
+               ",\"tracer\":{\"version\":\"%s\",\"depth\":%d,\"min_size\":%llu,"
+               "\"block_record_bytes\":%zu,\"registry_bytes\":%zu,\"stack_table_bytes\":%zu,"
+               "\"live_blocks\":%zu,\"stacks\":%u,\"symbolizer\":\"%s\","
+               "\"all_frames\":%s,\"lost\":{",
                CUMEMTRACE_VERSION, r->options.depth, U(r->options.min_size), sizeof(struct block),
                r->registry_bytes, r->stacks_bytes, r->block_count, r->stack_count,
                symbolizer_has_lines(r->symbolizer) ? "built-in" : "dladdr",
@@ -100,8 +101,7 @@ static void write_entry_points(const struct report *r, struct out *out)
         first = 0;
         out_json_string(out, r->api_names[api]);
         out_printf(out, ",\"calls\":%llu,\"allocations\":%llu,\"failures\":%llu}",
-                   U(r->api_calls[api]), U(r->api_allocations[api]),
-                   U(r->api_failures[api]));
+                   U(r->api_calls[api]), U(r->api_allocations[api]), U(r->api_failures[api]));
     }
     out_str(out, "]");
 }
@@ -302,23 +302,23 @@ static void put_int(const struct report *r, struct out *out, int value)
  * `before` holds and the others after a comma: a record's fields among
  * those the caller writes by hand. `r`, `out` and `before` are the
  * writer's. */
-#define PUT_FIELD(key, member, form)                                                         \
-    out_printf(out, "%s\"" key "\":", before);                                               \
-    put_##form(r, out, item->member);                                                        \
+#define PUT_FIELD(key, member, form)                                                               \
+    out_printf(out, "%s\"" key "\":", before);                                                     \
+    put_##form(r, out, item->member);                                                              \
     before = ",";
-#define PUT_FIELDS(list, item_)                                                              \
-    do {                                                                                     \
-        const __typeof__(*(item_)) *item = (item_);                                          \
-        list(PUT_FIELD)                                                                      \
+#define PUT_FIELDS(list, item_)                                                                    \
+    do {                                                                                           \
+        const __typeof__(*(item_)) *item = (item_);                                                \
+        list(PUT_FIELD)                                                                            \
     } while (0)
 
 /* The fields `list` names of *item_, as one object after a comma unless
  * `first`. */
-#define PUT_RECORD(list, item_, first)                                                       \
-    do {                                                                                     \
-        const char *before = (first) ? "{" : ",{";      /* what comes before the next key */ \
-        PUT_FIELDS(list, item_);                                                             \
-        out_str(out, "}");                                                                   \
+#define PUT_RECORD(list, item_, first)                                                             \
+    do {                                                                                           \
+        const char *before = (first) ? "{" : ",{"; /* what comes before the next key */            \
+        PUT_FIELDS(list, item_);                                                                   \
+        out_str(out, "}");                                                                         \
     } while (0)
 
 static void write_device_field(struct out *out, int device)
@@ -333,7 +333,7 @@ static void write_live(const struct report *r, struct out *out)
     for (size_t i = 0; i < r->group_count; i++)
         PUT_RECORD(REPORT_LIVE_GROUP_FIELDS, &r->groups[i], i == 0);
     size_t listed = r->block_count < (size_t)r->options.max_blocks ? r->block_count
-                                                                : (size_t)r->options.max_blocks;
+                                                                   : (size_t)r->options.max_blocks;
     out_printf(out, "],\"blocks\":{\"total\":%zu,\"listed\":%zu,\"items\":[", r->block_count,
                listed);
     for (size_t i = 0; i < listed; i++)
@@ -344,8 +344,9 @@ static void write_live(const struct report *r, struct out *out)
 static void write_failures(const struct report *r, struct out *out)
 {
     uint64_t total = r->failures.total, first = RING_FIRST(r->failures.ring, total);
-    out_printf(out, ",\"failures\":{\"total\":%llu,\"ooms\":%llu,\"oom_retries_succeeded\":%llu,"
-                    "\"oom_retries_failed\":%llu,\"recent\":[",
+    out_printf(out,
+               ",\"failures\":{\"total\":%llu,\"ooms\":%llu,\"oom_retries_succeeded\":%llu,"
+               "\"oom_retries_failed\":%llu,\"recent\":[",
                U(total), U(r->failures.ooms), U(r->failures.retries_succeeded),
                U(r->failures.retries_failed));
     for (uint64_t n = first; n <= total; n++) {
@@ -364,8 +365,8 @@ static void write_failures(const struct report *r, struct out *out)
         out_json_string(out, oom->verdict);
         out_str(out, ",\"text\":");
         out_json_string(out, oom->text);
-        out_printf(out, ",\"size\":%llu,\"stack\":%u,\"time_ms\":%u}", U(oom->size),
-                   oom->stack_id, oom->time_ms);
+        out_printf(out, ",\"size\":%llu,\"stack\":%u,\"time_ms\":%u}", U(oom->size), oom->stack_id,
+                   oom->time_ms);
     }
     out_str(out, "}");
 }
@@ -396,9 +397,8 @@ static void write_growth_entry(const struct report *r, struct out *out, uint32_t
                "{\"stack\":%u,\"live_bytes\":%llu,\"first_bytes\":%llu,\"first_ms\":%u,"
                "\"last_bytes\":%llu,\"last_ms\":%u,\"rises\":%u,\"falls\":%u,"
                "\"samples_since_first\":%u,\"rate\":%.0f",
-               id, U(report_growth_bytes(r, s)), U(g->first_bytes), g->first_ms,
-               U(g->last_bytes), g->last_ms, g->rises, g->falls,
-               r->growth.samples - g->first_sample, rate);
+               id, U(report_growth_bytes(r, s)), U(g->first_bytes), g->first_ms, U(g->last_bytes),
+               g->last_ms, g->rises, g->falls, r->growth.samples - g->first_sample, rate);
 }
 
 /* The findings (findings.c), as the text report opens with them: the HTML
@@ -441,8 +441,8 @@ static void write_growth(const struct report *r, struct out *out)
                r->growth.samples);
     for (uint32_t i = 0; i < r->growing_count; i++) {
         out_str(out, i ? "," : "");
-        write_growth_entry(r, out, r->growing[i], growth_rate(&r->stacks[r->growing[i] - 1].growth,
-                                                              &r->growth));
+        write_growth_entry(r, out, r->growing[i],
+                           growth_rate(&r->stacks[r->growing[i] - 1].growth, &r->growth));
         out_str(out, "}");
     }
     out_str(out, "],\"released\":[");
@@ -465,14 +465,16 @@ static void write_fragmentation(const struct report *r, struct out *out)
     report_fragmentation(r, &f);
     out_printf(out, ",\"fragmentation\":{\"verdict\":\"%s\",\"reason\":", f.verdict);
     out_json_string(out, f.reason);
-    out_printf(out, ",\"pool_reserved_bytes\":%llu,"
-                    "\"pool_used_bytes\":%llu,\"pool_idle_bytes\":%llu,\"vmm_reserved_bytes\":%llu,"
-                    "\"vmm_mapped_bytes\":%llu,\"vmm_unmapped_bytes\":%llu",
+    out_printf(out,
+               ",\"pool_reserved_bytes\":%llu,"
+               "\"pool_used_bytes\":%llu,\"pool_idle_bytes\":%llu,\"vmm_reserved_bytes\":%llu,"
+               "\"vmm_mapped_bytes\":%llu,\"vmm_unmapped_bytes\":%llu",
                U(f.pool_reserved), U(f.pool_used), U(f.pool_idle), U(f.vmm_reserved),
                U(f.vmm_mapped), U(f.vmm_unmapped));
     if (f.has_torch)
-        out_printf(out, ",\"torch_reserved_bytes\":%llu,\"torch_cached_bytes\":%llu,"
-                        "\"torch_inactive_split_bytes\":%llu,\"torch_inactive_split_blocks\":%llu}",
+        out_printf(out,
+                   ",\"torch_reserved_bytes\":%llu,\"torch_cached_bytes\":%llu,"
+                   "\"torch_inactive_split_bytes\":%llu,\"torch_inactive_split_blocks\":%llu}",
                    U(f.torch_reserved), U(f.torch_cached), U(f.torch_inactive_split),
                    U(f.torch_holes));
     else
@@ -532,8 +534,8 @@ static void write_classes(const struct report *r, struct out *out)
         out_str(out, "null");
     else
         out_json_string(out, k->why);
-    out_printf(out, ",\"read\":\"%s\",\"modules\":%u,\"optimizers\":%u",
-               torch_read_name(k->read), k->modules, k->optimizers);
+    out_printf(out, ",\"read\":\"%s\",\"modules\":%u,\"optimizers\":%u", torch_read_name(k->read),
+               k->modules, k->optimizers);
     for (int c = 0; c < REPORT_CLASSES; c++)
         out_printf(out, ",\"%s\":{\"bytes\":%llu,\"blocks\":%llu}", report_class_name(c),
                    U(k->bytes[c]), U(k->blocks[c]));
@@ -593,8 +595,8 @@ static void write_event(const struct report *r, struct out *out)
         out_printf(out, ",\"event\":{\"type\":\"signal\",\"signal\":%d}", e->signal);
         return;
     case EVENT_CRASH:
-        out_printf(out, ",\"event\":{\"type\":\"crash\",\"signal\":%d,\"lock\":\"%s\"}",
-                   e->signal, e->lock ? e->lock : "unknown");
+        out_printf(out, ",\"event\":{\"type\":\"crash\",\"signal\":%d,\"lock\":\"%s\"}", e->signal,
+                   e->lock ? e->lock : "unknown");
         return;
     case EVENT_OOM: {
         const char *before = ",";
@@ -604,8 +606,7 @@ static void write_event(const struct report *r, struct out *out)
         out_json_string(out, cuda_error_name(report_api_name(r, e->api), e->code));
         out_printf(out, ",\"stack\":%u", e->stack_id);
         if (e->has_memory_info)
-            out_printf(out, ",\"driver_free\":%llu,\"driver_total\":%llu", U(e->free),
-                       U(e->total));
+            out_printf(out, ",\"driver_free\":%llu,\"driver_total\":%llu", U(e->free), U(e->total));
         else
             out_str(out, ",\"driver_free\":null,\"driver_total\":null");
         out_printf(out, ",\"verdict\":\"%s\",\"retry\":\"%s\"", report_verdict(r),
@@ -614,15 +615,17 @@ static void write_event(const struct report *r, struct out *out)
             struct report_cache_oom why;
             report_cache_oom(r, &why);
             const struct report_cache *c = why.cache;
-            out_printf(out, ",\"cache\":{\"reserved_bytes\":%llu,\"block_bytes\":%llu,"
-                            "\"unused_bytes\":%llu,\"hole_bytes\":%llu,\"holes\":%llu,"
-                            "\"largest_hole_bytes\":%llu,\"releasable_bytes\":%llu,"
-                            "\"others_bytes\":%llu",
+            out_printf(out,
+                       ",\"cache\":{\"reserved_bytes\":%llu,\"block_bytes\":%llu,"
+                       "\"unused_bytes\":%llu,\"hole_bytes\":%llu,\"holes\":%llu,"
+                       "\"largest_hole_bytes\":%llu,\"releasable_bytes\":%llu,"
+                       "\"others_bytes\":%llu",
                        U(c->reserved), U(c->block_bytes), U(c->unused), U(c->hole_bytes),
                        U(c->holes), U(c->largest_hole), U(c->releasable), U(why.others));
             if (e->kind == KIND_TORCH_TENSOR)
-                out_printf(out, ",\"small_pool_largest_hole_bytes\":%llu,"
-                                "\"large_pool_largest_hole_bytes\":%llu",
+                out_printf(out,
+                           ",\"small_pool_largest_hole_bytes\":%llu,"
+                           "\"large_pool_largest_hole_bytes\":%llu",
                            U(c->largest_small_hole), U(c->largest_large_hole));
             if (strcmp(report_verdict(r), "cache_fragmented") == 0) {
                 char hole_why[320];
@@ -634,8 +637,7 @@ static void write_event(const struct report *r, struct out *out)
         out_str(out, "}");
         return;
     }
-    default:
-        out_str(out, ",\"event\":null");
+    default: out_str(out, ",\"event\":null");
     }
 }
 
@@ -672,9 +674,10 @@ static void write_timeline(const struct report *r, struct out *out)
 {
     if (!r->has_timeline)
         return;
-    out_printf(out, ",\"timeline\":{\"capacity\":%llu,\"recorded\":%llu,\"dropped\":%llu,"
-                    "\"columns\":[\"time_us\",\"event\",\"address\",\"size\",\"device\","
-                    "\"kind\",\"stack\",\"label\"],\"events\":[",
+    out_printf(out,
+               ",\"timeline\":{\"capacity\":%llu,\"recorded\":%llu,\"dropped\":%llu,"
+               "\"columns\":[\"time_us\",\"event\",\"address\",\"size\",\"device\","
+               "\"kind\",\"stack\",\"label\"],\"events\":[",
                U(r->timeline_capacity), U(r->timeline_total),
                U(r->timeline_total - r->timeline_count));
     for (size_t i = 0; i < r->timeline_count; i++) {
@@ -697,8 +700,8 @@ static void write_timeline(const struct report *r, struct out *out)
     out_str(out, "]}");
 }
 
-static const char *const view_names[] = {
-    [CACHE_UNSEEN] = "unseen", [CACHE_BLOCKS] = "blocks", [CACHE_SEGMENTS] = "segments"};
+static const char *const view_names[] =
+    {[CACHE_UNSEEN] = "unseen", [CACHE_BLOCKS] = "blocks", [CACHE_SEGMENTS] = "segments"};
 
 /* Each framework seen: whether its blocks are recorded, and its cache per
  * device (report.h, struct report_cache). */
@@ -727,16 +730,18 @@ static void write_caches(const struct report *r, struct out *out)
                 continue;
             out_str(out, n++ ? ",{" : "{");
             out_printf(out, x->device >= 0 ? "\"device\":%d" : "\"device\":null", x->device);
-            out_printf(out, ",\"reserved_bytes\":%llu,\"segments\":%llu,\"block_bytes\":%llu,"
-                            "\"blocks\":%llu,\"unused_bytes\":%llu,\"hole_bytes\":%llu,"
-                            "\"holes\":%llu,\"largest_hole_bytes\":%llu,"
-                            "\"releasable_bytes\":%llu",
+            out_printf(out,
+                       ",\"reserved_bytes\":%llu,\"segments\":%llu,\"block_bytes\":%llu,"
+                       "\"blocks\":%llu,\"unused_bytes\":%llu,\"hole_bytes\":%llu,"
+                       "\"holes\":%llu,\"largest_hole_bytes\":%llu,"
+                       "\"releasable_bytes\":%llu",
                        U(x->reserved), U(x->segments), U(x->block_bytes), U(x->blocks),
                        U(x->unused), U(x->hole_bytes), U(x->holes), U(x->largest_hole),
                        U(x->releasable));
             if (kind == KIND_TORCH_TENSOR)
-                out_printf(out, ",\"small_pool_largest_hole_bytes\":%llu,"
-                                "\"large_pool_largest_hole_bytes\":%llu",
+                out_printf(out,
+                           ",\"small_pool_largest_hole_bytes\":%llu,"
+                           "\"large_pool_largest_hole_bytes\":%llu",
                            U(x->largest_small_hole), U(x->largest_large_hole));
             out_str(out, "}");
         }
@@ -755,7 +760,7 @@ static void write_program_end(const struct report *r, struct out *out)
         return;
     }
     out_printf(out, ",\"program_end\":{\"time_ms\":%u", r->end.time_ms);
-    if (r->end.has_device_bytes) {           /* not known in a report read back from an older one */
+    if (r->end.has_device_bytes) { /* not known in a report read back from an older one */
         out_str(out, ",\"devices\":[");
         for (int d = 0; d < r->device_count; d++) {
             int slot = r->devices[d].slot;

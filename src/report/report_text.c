@@ -84,9 +84,12 @@ static void write_site(const struct report *r, struct out *out, uint32_t stack_i
 }
 
 static const char *const hidden_words[ORIGIN_COUNT] = {
-    [ORIGIN_CUDA] = "CUDA", [ORIGIN_FRAMEWORK] = "framework",
-    [ORIGIN_INTERPRETER] = "interpreter", [ORIGIN_SYSTEM] = "runtime",
-    [ORIGIN_STARTUP] = "start-up", [ORIGIN_LIBRARY] = "library",
+    [ORIGIN_CUDA] = "CUDA",
+    [ORIGIN_FRAMEWORK] = "framework",
+    [ORIGIN_INTERPRETER] = "interpreter",
+    [ORIGIN_SYSTEM] = "runtime",
+    [ORIGIN_STARTUP] = "start-up",
+    [ORIGIN_LIBRARY] = "library",
 };
 
 /* "(5 frames hidden: interpreter, start-up)": what the frames left out were. */
@@ -116,7 +119,8 @@ static void write_stack(const struct report *r, struct out *out, uint32_t stack_
         return;
     }
     if (s->depth == 0) {
-        out_str(out, "      (no stack recorded: CUMEMTRACE_DEPTH=0 or below CUMEMTRACE_MIN_SIZE)\n");
+        out_str(out,
+                "      (no stack recorded: CUMEMTRACE_DEPTH=0 or below CUMEMTRACE_MIN_SIZE)\n");
         return;
     }
     const uintptr_t *frames = r->frames + s->first_frame;
@@ -158,9 +162,9 @@ static void write_counter_row(struct out *out, const char *label, const struct c
     format_bytes(c->bytes_peak, peak, sizeof(peak));
     format_bytes(c->bytes_allocated, total, sizeof(total));
     out_printf(out, "    %-18s %10s %10s %10s %8llu %8llu %8llu %6llu %5llu\n", label, live, peak,
-               total, (unsigned long long)c->blocks_allocated,
-               (unsigned long long)c->blocks_freed, (unsigned long long)c->implicit_blocks,
-               (unsigned long long)c->failures, (unsigned long long)c->ooms);
+               total, (unsigned long long)c->blocks_allocated, (unsigned long long)c->blocks_freed,
+               (unsigned long long)c->implicit_blocks, (unsigned long long)c->failures,
+               (unsigned long long)c->ooms);
 }
 
 /* " [nccl: communication buffers]" for a stack allocated through a library. */
@@ -179,8 +183,10 @@ static void write_pool(struct out *out, const char *label, const struct pool_fig
     format_bytes(figures->used, used, sizeof(used));
     format_bytes(figures->reserved > figures->used ? figures->reserved - figures->used : 0, idle,
                  sizeof(idle));
-    out_printf(out, "    %s: reserved %s, used %s; %s reserved but unused (cudaMemPoolTrimTo "
-                    "releases it)\n", label, reserved, used, idle);
+    out_printf(out,
+               "    %s: reserved %s, used %s; %s reserved but unused (cudaMemPoolTrimTo "
+               "releases it)\n",
+               label, reserved, used, idle);
 }
 
 /* PyTorch's own counters for one device, next to the traced figures. */
@@ -268,8 +274,8 @@ static void write_caches_device(const struct report *r, struct out *out, int dev
 
 static void write_counters(const struct report *r, struct out *out)
 {
-    out_printf(out, "  %-20s %10s %10s %10s %8s %8s %8s %6s %5s\n", "Memory by device",
-               "live", "peak", "allocated", "allocs", "frees", "implicit", "failed", "ooms");
+    out_printf(out, "  %-20s %10s %10s %10s %8s %8s %8s %6s %5s\n", "Memory by device", "live",
+               "peak", "allocated", "allocs", "frees", "implicit", "failed", "ooms");
     for (int d = 0; d < r->device_count; d++) {
         const struct report_device *dev = &r->devices[d];
         if (dev->slot == COUNTER_NO_DEVICE)
@@ -297,8 +303,9 @@ static void write_counters(const struct report *r, struct out *out)
             format_bytes(dev->total, total_text, sizeof(total_text));
             format_bytes(mine, tracked, sizeof(tracked));
             format_bytes(used > mine ? used - mine : 0, untracked, sizeof(untracked));
-            out_printf(out, "    driver: %s free of %s; tracked %s; untracked %s "
-                            "(contexts, libraries' own memory, other processes)\n",
+            out_printf(out,
+                       "    driver: %s free of %s; tracked %s; untracked %s "
+                       "(contexts, libraries' own memory, other processes)\n",
                        free_text, total_text, tracked, untracked);
         } else if (dev->slot != COUNTER_NO_DEVICE) {
             out_str(out, "    driver: free/total not available (no live context at this point)\n");
@@ -348,8 +355,9 @@ static void write_groups(const struct report *r, struct out *out, int brief, int
                blocks == 1 ? "" : "s", sites, sites == 1 ? "" : "s");
     /* The summary lists no segment: the findings and the tensors they hold
      * say what matters; the count is here, the list in the full report. */
-    size_t limit = brief && segments ? 0 : brief && sites > (size_t)r->options.top ? (size_t)r->options.top
-                                                                                 : sites;
+    size_t limit = brief && segments                         ? 0
+                   : brief && sites > (size_t)r->options.top ? (size_t)r->options.top
+                                                             : sites;
     for (size_t i = 0, n = 0; i < r->group_count && n < limit; i++) {
         const struct report_group *g = &r->groups[i];
         if (!in_section(r, g, segments))
@@ -379,8 +387,8 @@ static const char *live_title(const struct report *r)
     if (strcmp(r->reason, "exit") != 0)
         return "Live now";
     return r->end.ended ? "Leaked (allocated after the program ended, by the "
-                                    "interpreter's teardown, and never freed)"
-                                  : "Leaked (live at exit)";
+                          "interpreter's teardown, and never freed)"
+                        : "Leaked (live at exit)";
 }
 
 /* Who holds stack_id's tensors: a line per path (report_holders). */
@@ -417,8 +425,10 @@ static void write_held(const struct report *r, struct out *out, int brief)
     }
     out_str(out, "\n  Held at the end of the program (not leaked): ");
     out_bytes(out, bytes);
-    out_printf(out, " in %llu block%s from %zu allocation site%s; the interpreter's teardown "
-                    "freed ", (unsigned long long)blocks, blocks == 1 ? "" : "s", r->held_count,
+    out_printf(out,
+               " in %llu block%s from %zu allocation site%s; the interpreter's teardown "
+               "freed ",
+               (unsigned long long)blocks, blocks == 1 ? "" : "s", r->held_count,
                r->held_count == 1 ? "" : "s");
     out_bytes(out, freed);
     out_str(out, " of it, the process's exit the rest\n");
@@ -450,8 +460,9 @@ static void write_growing(const struct report *r, struct out *out, int brief)
     if (!r->growing_count)
         return;
     int marks = r->growth.mode == GROWTH_MARKS;
-    out_printf(out, "\n  Growing (leak suspects: what the site kept rose all along, over %u "
-                    "observations, %s):\n",
+    out_printf(out,
+               "\n  Growing (leak suspects: what the site kept rose all along, over %u "
+               "observations, %s):\n",
                r->growth.samples, marks ? "at the program's marks" : "spread over its work");
     uint32_t top = (uint32_t)r->options.top;
     uint32_t limit = brief && r->growing_count > top ? top : r->growing_count;
@@ -462,9 +473,10 @@ static void write_growing(const struct report *r, struct out *out, int brief)
         format_bytes(growth_rate_bytes(growth_rate(g, &r->growth)), rate, sizeof(rate));
         format_bytes(g->first_bytes, first, sizeof(first));
         format_bytes(report_growth_bytes(r, s), now, sizeof(now));
-        out_printf(out, "   #%u +%s %s: from %s at %.1f s to %s %s; rose at %u of %u observations\n",
-                   i + 1, rate, marks ? "per mark" : "per second", first, g->first_ms / 1000.0,
-                   now, r->growth.ended ? "when the program ended" : "now", g->rises,
+        out_printf(out,
+                   "   #%u +%s %s: from %s at %.1f s to %s %s; rose at %u of %u observations\n",
+                   i + 1, rate, marks ? "per mark" : "per second", first, g->first_ms / 1000.0, now,
+                   r->growth.ended ? "when the program ended" : "now", g->rises,
                    r->growth.samples - g->first_sample);
         write_holders(r, out, r->growing[i]);
         write_stack(r, out, r->growing[i], brief ? STACK_BRIEF : STACK_FULL);
@@ -481,7 +493,8 @@ static void write_released(const struct report *r, struct out *out, int brief)
     if (!r->released_count)
         return;
     int marks = r->growth.mode == GROWTH_MARKS;
-    out_str(out, "\n  Grew, then freed near the end (peak-memory suspects; not held at the end):\n");
+    out_str(out,
+            "\n  Grew, then freed near the end (peak-memory suspects; not held at the end):\n");
     uint32_t top = (uint32_t)r->options.top;
     uint32_t limit = brief && r->released_count > top ? top : r->released_count;
     for (uint32_t i = 0; i < limit; i++) {
@@ -492,12 +505,12 @@ static void write_released(const struct report *r, struct out *out, int brief)
         format_bytes(growth_rate_bytes(growth_peak_rate(g, &r->growth)), rate, sizeof(rate));
         format_bytes(g->first_bytes, first, sizeof(first));
         format_bytes(report_growth_bytes(r, s), now, sizeof(now));
-        out_printf(out, "   #%u peak %s at %.1f s, grew +%s %s from %s at %.1f s; %s %s; "
-                        "rose at %u of %u observations to the peak\n",
-                   i + 1, peak, g->peak_ms / 1000.0, rate, marks ? "per mark" : "per second",
-                   first, g->first_ms / 1000.0, now,
-                   r->growth.ended ? "when the program ended" : "now", g->peak_rises,
-                   g->peak_sample - g->first_sample);
+        out_printf(out,
+                   "   #%u peak %s at %.1f s, grew +%s %s from %s at %.1f s; %s %s; "
+                   "rose at %u of %u observations to the peak\n",
+                   i + 1, peak, g->peak_ms / 1000.0, rate, marks ? "per mark" : "per second", first,
+                   g->first_ms / 1000.0, now, r->growth.ended ? "when the program ended" : "now",
+                   g->peak_rises, g->peak_sample - g->first_sample);
         write_stack(r, out, r->released[i], brief ? STACK_BRIEF : STACK_FULL);
     }
     if (limit < r->released_count)
@@ -516,16 +529,19 @@ static void write_fragmentation(const struct report *r, struct out *out, int bri
     if (strcmp(f.verdict, "none") == 0)
         out_str(out, "nothing significant\n");
     else
-        out_printf(out, "%s: %s\n", strcmp(f.verdict, "fragmented") == 0 ? "FRAGMENTED"
-                                    : strcmp(f.verdict, "idle_cache") == 0 ? "idle cache"
-                                                                           : "idle pool reserve",
+        out_printf(out, "%s: %s\n",
+                   strcmp(f.verdict, "fragmented") == 0   ? "FRAGMENTED"
+                   : strcmp(f.verdict, "idle_cache") == 0 ? "idle cache"
+                                                          : "idle pool reserve",
                    f.reason);
     if (f.has_torch) {
         format_bytes(f.torch_cached, a, sizeof(a));
         format_bytes(f.torch_reserved, b, sizeof(b));
         format_bytes(f.torch_inactive_split, c, sizeof(c));
-        out_printf(out, "    PyTorch: %s cached but unused of %s reserved; %s of it in %llu "
-                        "holes between live tensors\n", a, b, c, (unsigned long long)f.torch_holes);
+        out_printf(out,
+                   "    PyTorch: %s cached but unused of %s reserved; %s of it in %llu "
+                   "holes between live tensors\n",
+                   a, b, c, (unsigned long long)f.torch_holes);
     }
     if (f.pool_reserved) {
         format_bytes(f.pool_idle, a, sizeof(a));
@@ -536,8 +552,10 @@ static void write_fragmentation(const struct report *r, struct out *out, int bri
     if (f.vmm_unmapped) {
         format_bytes(f.vmm_unmapped, a, sizeof(a));
         format_bytes(f.vmm_reserved, b, sizeof(b));
-        out_printf(out, "    VMM: %s of %s reserved address space not mapped (address space, "
-                        "not memory)\n", a, b);
+        out_printf(out,
+                   "    VMM: %s of %s reserved address space not mapped (address space, "
+                   "not memory)\n",
+                   a, b);
     }
 }
 
@@ -549,8 +567,10 @@ static void write_implicit(const struct report *r, struct out *out, int brief)
             count++;
     if (!count)
         return;
-    out_printf(out, "\n  Leaked (freed only implicitly, by context destroy or device reset): "
-                    "%u allocation site%s\n", count, count == 1 ? "" : "s");
+    out_printf(out,
+               "\n  Leaked (freed only implicitly, by context destroy or device reset): "
+               "%u allocation site%s\n",
+               count, count == 1 ? "" : "s");
     uint32_t written = 0;
     uint32_t top = (uint32_t)r->options.top;
     for (uint32_t i = 0; i < r->shown_count && (!brief || written < top); i++) {
@@ -566,7 +586,7 @@ static void write_implicit(const struct report *r, struct out *out, int brief)
 
 static void write_peaks(const struct report *r, struct out *out, int brief)
 {
-    uint32_t first = 0;   /* the first entry: cache segments are listed apart */
+    uint32_t first = 0; /* the first entry: cache segments are listed apart */
     while (first < r->shown_count && report_cache_segment(r, r->by_peak[first]))
         first++;
     if (first == r->shown_count || r->stacks[r->by_peak[first] - 1].stats.peak_live_bytes == 0)
@@ -618,7 +638,7 @@ static void write_failures(const struct report *r, struct out *out, int brief)
     out_printf(out, "\n  Failed allocations: %llu\n", (unsigned long long)total);
     uint64_t first = RING_FIRST(r->failures.ring, total);
     if (brief && total - first >= 3)
-        first = total - 2;                          /* the newest three */
+        first = total - 2; /* the newest three */
     for (uint64_t n = total; n >= first; n--) {
         const struct report_failure *f = RING_ENTRY(r->failures.ring, n);
         out_str(out, "   ");
@@ -669,7 +689,8 @@ static void write_lost(const struct report *r, struct out *out)
                      "and CUDA's inner ones, are hidden; CUMEMTRACE_ALL_FRAMES=1 (or cumemtrace "
                      "report --all-frames) shows them\n");
     if (r->self_time_ns >= 0)
-        out_printf(out, "  note: the tracer's own time in CUDA calls: %.3f ms (CUMEMTRACE_SELF_TIME)\n",
+        out_printf(out,
+                   "  note: the tracer's own time in CUDA calls: %.3f ms (CUMEMTRACE_SELF_TIME)\n",
                    r->self_time_ns / 1e6);
 }
 
@@ -699,10 +720,11 @@ static void write_cache_oom(const struct report *r, struct out *out)
     format_bytes(e->size, n, sizeof(n));
     if (strcmp(verdict, "cache_fragmented") == 0) {
         char hole_why[320];
-        out_printf(out, "  verdict: cache fragmented: %s held %s of its %s reserved unused, and "
-                        "the driver had %s free: more than the %s asked for, but in %llu holes "
-                        "between live %s\n", framework, a, b, f, n,
-                   (unsigned long long)c->holes, blocks);
+        out_printf(out,
+                   "  verdict: cache fragmented: %s held %s of its %s reserved unused, and "
+                   "the driver had %s free: more than the %s asked for, but in %llu holes "
+                   "between live %s\n",
+                   framework, a, b, f, n, (unsigned long long)c->holes, blocks);
         out_printf(out, "  why no hole served: %s\n",
                    report_hole_why(r, c, hole_why, sizeof(hole_why)));
         if (k == 0)
@@ -712,21 +734,27 @@ static void write_cache_oom(const struct report *r, struct out *out)
                          "tensor\n");
     } else if (strcmp(verdict, "cache_idle") == 0) {
         format_bytes(c->releasable, a, sizeof(a));
-        out_printf(out, "  verdict: cache idle: %s keeps %s in segments with no live block, "
-                        "enough with the driver's %s free for the %s asked for: %s returns "
-                        "it\n", framework, a, f, n, cache_words[k].empty_cache);
+        out_printf(out,
+                   "  verdict: cache idle: %s keeps %s in segments with no live block, "
+                   "enough with the driver's %s free for the %s asked for: %s returns "
+                   "it\n",
+                   framework, a, f, n, cache_words[k].empty_cache);
     } else if (strcmp(verdict, "others_hold") == 0) {
         format_bytes(why.others, a, sizeof(a));
         format_bytes(c->block_bytes, h, sizeof(h));
-        out_printf(out, "  verdict: others hold it: %s of the device's %s is held outside %s's "
-                        "cache (other processes, contexts, libraries, this process's other "
-                        "allocations), against %s in its %s; the driver had %s free for the %s "
-                        "asked for\n", a, t, framework, h, blocks, f, n);
+        out_printf(out,
+                   "  verdict: others hold it: %s of the device's %s is held outside %s's "
+                   "cache (other processes, contexts, libraries, this process's other "
+                   "allocations), against %s in its %s; the driver had %s free for the %s "
+                   "asked for\n",
+                   a, t, framework, h, blocks, f, n);
     } else {
         format_bytes(c->block_bytes, b, sizeof(b));
-        out_printf(out, "  verdict: %s exhausted the device: live %s hold %s of %s; the %s "
-                        "%s's cache holds unused and the %s free are less than the %s asked "
-                        "for\n", blocks, blocks, b, t, a, framework, f, n);
+        out_printf(out,
+                   "  verdict: %s exhausted the device: live %s hold %s of %s; the %s "
+                   "%s's cache holds unused and the %s free are less than the %s asked "
+                   "for\n",
+                   blocks, blocks, b, t, a, framework, f, n);
     }
 }
 
@@ -734,8 +762,8 @@ static void write_cache_oom(const struct report *r, struct out *out)
  * 3.0 GiB": the split of PyTorch's tensors in one line. */
 static void write_class_split(const struct report *r, struct out *out)
 {
-    static const char *const words[REPORT_CLASSES] = {"parameters", "gradients",
-                                                      "optimizer state", "the rest"};
+    static const char *const words[REPORT_CLASSES] = {"parameters", "gradients", "optimizer state",
+                                                      "the rest"};
     for (int c = 0; c < REPORT_CLASSES; c++) {
         out_printf(out, "%s%s ", c ? ", " : "", words[c]);
         out_bytes(out, r->classes.bytes[c]);
@@ -769,7 +797,7 @@ static void write_classes(const struct report *r, struct out *out, int brief)
 {
     const struct report_classes *k = &r->classes;
     if (!k->known) {
-        if (r->cache_count == 0)    /* no framework's cache: no tensors to class */
+        if (r->cache_count == 0) /* no framework's cache: no tensors to class */
             return;
         out_printf(out, "\n  What the tensors are: not known: %s\n", k->why);
         return;
@@ -799,8 +827,9 @@ static void write_classes(const struct report *r, struct out *out, int brief)
     if (!h->known)
         out_printf(out, "    who holds them: not known: %s\n", h->why);
     else if (h->cut[0])
-        out_printf(out, "    who holds them: the walk from Python's roots was cut short %s "
-                        "(%llu objects, %u ms): what it reached is named\n",
+        out_printf(out,
+                   "    who holds them: the walk from Python's roots was cut short %s "
+                   "(%llu objects, %u ms): what it reached is named\n",
                    h->cut, (unsigned long long)h->objects, h->ms);
     int sites = brief && k->site_count > 1 ? 1 : k->site_count;
     for (int i = 0; i < sites; i++) {
@@ -828,8 +857,8 @@ static void write_event(const struct report *r, struct out *out, int brief)
         return;
     out_str(out, "\n  OUT OF MEMORY: ");
     if (kind_in_cache(e->kind)) {
-        out_printf(out, "%s's allocator gave up on ", cache_words[e->kind - KIND_TORCH_TENSOR]
-                                                          .framework);
+        out_printf(out, "%s's allocator gave up on ",
+                   cache_words[e->kind - KIND_TORCH_TENSOR].framework);
         out_bytes(out, e->size);
         out_printf(out, " on device %d, after freeing its cache and asking again\n", e->device);
     } else {
@@ -847,11 +876,14 @@ static void write_event(const struct report *r, struct out *out, int brief)
         format_bytes(e->total, total_text, sizeof(total_text));
         format_bytes(e->size, size_text, sizeof(size_text));
         if (e->free < e->size)
-            out_printf(out, "  verdict: exhausted: the driver had %s free of %s, less than the "
-                            "%s asked for\n", free_text, total_text, size_text);
+            out_printf(out,
+                       "  verdict: exhausted: the driver had %s free of %s, less than the "
+                       "%s asked for\n",
+                       free_text, total_text, size_text);
         else
-            out_printf(out, "  verdict: fragmented: the driver had %s free of %s, more than the "
-                            "%s asked for, but no free range large enough\n",
+            out_printf(out,
+                       "  verdict: fragmented: the driver had %s free of %s, more than the "
+                       "%s asked for, but no free range large enough\n",
                        free_text, total_text, size_text);
     } else {
         out_str(out, "  verdict: unknown (the driver's free memory could not be read)\n");
@@ -885,8 +917,7 @@ static void write_findings(const struct report *r, struct out *out)
 
 /* Where the full report went: the files just written, the JSON first (what
  * `cumemtrace report` reads back). */
-static void write_where(const struct report *r, const struct report_files *files,
-                        struct out *out)
+static void write_where(const struct report *r, const struct report_files *files, struct out *out)
 {
     if (!files || !files->count) {
         out_str(out, r->options.formats ? "  full report: not written (said above)\n"
@@ -909,16 +940,15 @@ static void write_where(const struct report *r, const struct report_files *files
     out_str(out, "\n");
 }
 
-static void write_report(const struct report *r, const struct report_files *files,
-                         struct out *out, int brief)
+static void write_report(const struct report *r, const struct report_files *files, struct out *out,
+                         int brief)
 {
     out_printf(out, "==== cumemtrace %s report, pid %d, %.1f s after start ====\n", r->reason,
                r->pid, r->now_ms / 1000.0);
     if (r->argv_bytes) {
         out_str(out, "  command:");
-        char argument[sizeof(r->argv) * 4 + 8];   /* every byte may take four */
-        for (size_t i = 0; i < r->argv_bytes; i += strlen(r->argv + i) + 1)
-        {
+        char argument[sizeof(r->argv) * 4 + 8]; /* every byte may take four */
+        for (size_t i = 0; i < r->argv_bytes; i += strlen(r->argv + i) + 1) {
             out_str(out, " ");
             out_str(out, output_text(r->argv + i, argument, sizeof(argument)));
         }

@@ -23,7 +23,7 @@ struct report_failure {
     uint64_t size;
     int32_t device, kind, api, code, oom;
     uint32_t stack_id, time_ms;
-    uint32_t oom_number;       /* which of the process's OOMs it is part of; 0 if none */
+    uint32_t oom_number; /* which of the process's OOMs it is part of; 0 if none */
     uint16_t thread;
 };
 
@@ -32,14 +32,14 @@ struct report_failure {
 struct report_failures {
     struct report_failure ring[FAILURE_RING];
     uint64_t total;
-    uint32_t ooms;                         /* OOMs as the program met them: oom_number */
-    uint64_t retries_succeeded, retries_failed;   /* PyTorch's retries of a reported OOM */
+    uint32_t ooms;                              /* OOMs as the program met them: oom_number */
+    uint64_t retries_succeeded, retries_failed; /* PyTorch's retries of a reported OOM */
 };
 
 /* The final verdict of the last OOM report, which the reports after it
  * repeat. */
 struct report_last_oom {
-    char verdict[24];                      /* "" while no OOM was reported */
+    char verdict[24]; /* "" while no OOM was reported */
     char text[OOM_VERDICT_TEXT];
     uint64_t size;
     uint32_t stack_id, time_ms;
@@ -49,9 +49,9 @@ struct report_last_oom {
 struct report_mark {
     char label[64];
     uint32_t time_ms;
-    uint64_t sequence;                     /* allocations made before the mark */
-    uint64_t device_bytes;                 /* device memory live at the mark, all devices */
-    uint64_t self_time_ns;                 /* our own time in CUDA calls so far */
+    uint64_t sequence;     /* allocations made before the mark */
+    uint64_t device_bytes; /* device memory live at the mark, all devices */
+    uint64_t self_time_ns; /* our own time in CUDA calls so far */
 };
 
 /* The marks: the newest MARK_RING of them, as a ring (ring.h). */
@@ -80,26 +80,26 @@ struct report_handles {
 /* A stack's live totals when the program ended. */
 struct report_end_stack {
     uint64_t bytes, blocks;
-    int8_t device;                         /* of its live blocks; -1 when on several */
-    uint8_t kind, api;                     /* of one of them */
+    int8_t device;     /* of its live blocks; -1 when on several */
+    uint8_t kind, api; /* of one of them */
 };
 
 /* The end of a Python program, before its interpreter's teardown. */
 struct report_end {
-    int ended;                             /* 0: not seen; the rest is zero */
+    int ended; /* 0: not seen; the rest is zero */
     uint32_t time_ms;
-    struct report_end_stack *stacks;       /* by stack id - 1; NULL: not known (JSON) */
-    uint32_t stack_count;                  /* stacks when it ended */
-    int has_device_bytes;                  /* device_bytes known (an older report
+    struct report_end_stack *stacks;              /* by stack id - 1; NULL: not known (JSON) */
+    uint32_t stack_count;                         /* stacks when it ended */
+    int has_device_bytes;                         /* device_bytes known (an older report
                                             * read back has none) */
-    uint64_t device_bytes[COUNTER_NO_DEVICE + 1];   /* device memory live then, by slot */
+    uint64_t device_bytes[COUNTER_NO_DEVICE + 1]; /* device memory live then, by slot */
 };
 
 /* How a framework's cache was seen (the report's cache_views, by kind -
  * KIND_TORCH_TENSOR). */
 struct report_cache_view {
-    int view;                              /* enum cache_view */
-    uint32_t since_ms;                     /* when its blocks began to be recorded */
+    int view;          /* enum cache_view */
+    uint32_t since_ms; /* when its blocks began to be recorded */
     char why[160];
 };
 

@@ -22,11 +22,11 @@
  * CUMEMTRACE_NO_DEBUGINFO (the fuzzers') opens no file: names from dladdr
  * or the maps alone. */
 #include <dlfcn.h>
-#include <stdio.h>
 #include <elf.h>
 #include <limits.h>
 #include <link.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,9 +40,9 @@
  * offset 0 is, its path, and what debuginfo.c read of it (opened at the
  * first address in it). */
 struct module {
-    uintptr_t low, high;            /* live: its segments' span; offline: unused */
-    uintptr_t start;                /* where file offset 0 is loaded */
-    size_t path_at;                 /* in the set's names */
+    uintptr_t low, high; /* live: its segments' span; offline: unused */
+    uintptr_t start;     /* where file offset 0 is loaded */
+    size_t path_at;      /* in the set's names */
     struct debuginfo *info;
     int tried;
 };
@@ -58,9 +58,9 @@ struct module_set {
  * whose address space is its parent's. */
 static struct {
     struct module_set *set;
-    pid_t pid;                      /* the process that uses set */
-    unsigned long long adds, subs;  /* loads and unloads when it was found */
-    int users;                      /* symbolizers open on set (atomic) */
+    pid_t pid;                     /* the process that uses set */
+    unsigned long long adds, subs; /* loads and unloads when it was found */
+    int users;                     /* symbolizers open on set (atomic) */
 } live;
 
 /* One line of /proc/PID/maps, for symbolizing a process that is gone. */
@@ -70,14 +70,14 @@ struct mapping {
 };
 
 struct symbolizer {
-    struct module_set *modules;     /* NULL: no names or lines beyond dladdr's */
-    int shared;                     /* modules is live's, not ours to close */
-    struct mapping *maps;           /* offline only */
+    struct module_set *modules; /* NULL: no names or lines beyond dladdr's */
+    int shared;                 /* modules is live's, not ours to close */
+    struct mapping *maps;       /* offline only */
     size_t map_count, maps_bytes;
     demangler demangle;
     char *strings;
     size_t strings_used, strings_size;
-    char *pages[48];        /* every string page, released at close */
+    char *pages[48]; /* every string page, released at close */
     size_t page_sizes[48];
     int page_count;
 };
@@ -127,8 +127,8 @@ demangler symbol_demangler(void *(*lookup)(void *, const char *), int may_load)
     void *libstdcxx = NULL;
     if (lookup && !function && dl_iterate_phdr(find_libstdcxx, &libstdcxx) && libstdcxx)
         function = lookup(libstdcxx, "__cxa_demangle");
-    if (lookup && !function && may_load && (libstdcxx = dlopen("libstdc++.so.6",
-                                                               RTLD_LAZY | RTLD_LOCAL)))
+    if (lookup && !function && may_load &&
+        (libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL)))
         function = lookup(libstdcxx, "__cxa_demangle");
     demangler found;
     *(void **)&found = function;
@@ -154,7 +154,7 @@ static int count_loads(struct dl_phdr_info *info, size_t size, void *data)
         counts[0] = info->dlpi_adds;
         counts[1] = info->dlpi_subs;
     }
-    return 1;               /* the counts are the same in every entry */
+    return 1; /* the counts are the same in every entry */
 }
 
 /* Room for a module, and its path kept in the set's names: 0, or -1. */
@@ -164,8 +164,8 @@ static int add_module(struct module_set *set, const char *path, uintptr_t low, u
     size_t length = strlen(path) + 1;
     if ((set->count + 1) * sizeof(struct module) > set->bytes) {
         size_t size = set->bytes ? set->bytes * 2 : 64 * sizeof(struct module);
-        struct module *list = set->list ? pages_grow(set->list, set->bytes, size)
-                                        : pages_alloc(size);
+        struct module *list =
+            set->list ? pages_grow(set->list, set->bytes, size) : pages_alloc(size);
         if (!list)
             return -1;
         set->list = list;
@@ -175,8 +175,8 @@ static int add_module(struct module_set *set, const char *path, uintptr_t low, u
         size_t size = set->names_bytes ? set->names_bytes * 2 : 16384;
         while (size < set->names_used + length)
             size *= 2;
-        char *names = set->names ? pages_grow(set->names, set->names_bytes, size)
-                                 : pages_alloc(size);
+        char *names =
+            set->names ? pages_grow(set->names, set->names_bytes, size) : pages_alloc(size);
         if (!names)
             return -1;
         set->names = names;
@@ -240,7 +240,7 @@ static int add_loaded(struct dl_phdr_info *info, size_t size, void *data)
         path = program;
     }
     if (path[0] == '/' && low < high && add_module(set, path, low, high, start) < 0)
-        return 1;                   /* no memory: the modules so far */
+        return 1; /* no memory: the modules so far */
     return 0;
 }
 
@@ -358,7 +358,7 @@ struct symbolizer *symbolizer_open_maps(const char *maps, size_t length,
     parse_maps(sym, maps, length);
     if (getenv("CUMEMTRACE_NO_DEBUGINFO") == NULL)
         sym->modules = maps_modules(sym);
-    sym->demangle = symbol_demangler(lookup, 1);    /* only the command reads dumps */
+    sym->demangle = symbol_demangler(lookup, 1); /* only the command reads dumps */
     return sym;
 }
 
@@ -401,7 +401,7 @@ static void name_function(struct symbolizer *sym, const char *name, struct symbo
     char *plain = symbol_demangle(sym->demangle, name);
     out->function = keep(sym, plain ? plain : name);
     out->mangled = plain ? keep(sym, name) : NULL;
-    free(plain);            /* __cxa_demangle's own malloc */
+    free(plain); /* __cxa_demangle's own malloc */
 }
 
 void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct symbol *out)

@@ -18,14 +18,14 @@
 
 struct symbol {
     uintptr_t address;
-    const char *function;   /* NULL if unknown; a C++ name demangled where it could be */
+    const char *function; /* NULL if unknown; a C++ name demangled where it could be */
     uintptr_t function_offset;
-    const char *module;     /* path of the object, NULL if unknown */
+    const char *module; /* path of the object, NULL if unknown */
     uintptr_t module_offset;
-    const char *file;       /* NULL without debug info */
+    const char *file; /* NULL without debug info */
     int line;
-    int python;             /* a Python frame: function, file and line are Python's */
-    const char *mangled;    /* the C++ name as linked, where `function` is its demangled
+    int python;          /* a Python frame: function, file and line are Python's */
+    const char *mangled; /* the C++ name as linked, where `function` is its demangled
                                form; NULL otherwise */
 };
 

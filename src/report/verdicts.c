@@ -75,36 +75,45 @@ const char *report_hole_why(const struct report *r, const struct report_cache *c
                             size_t size)
 {
     const struct report_event *e = &r->event;
-    uint64_t need = (e->size + 511) / 512 * 512;        /* as the allocators place it */
+    uint64_t need = (e->size + 511) / 512 * 512; /* as the allocators place it */
     char largest[24], asked[24], other[24];
     format_bytes(c->largest_hole, largest, sizeof(largest));
     format_bytes(e->size, asked, sizeof(asked));
     if (e->kind != KIND_TORCH_TENSOR || c->largest_hole < need) {
         uint64_t segment = driver_request(e->kind, e->size);
         char free_text[24], segment_text[24];
-        int n = snprintf(text, size, "the largest hole, %s, is smaller than the %s asked for: a "
-                         "block takes one hole, never several", largest, asked);
+        int n = snprintf(text, size,
+                         "the largest hole, %s, is smaller than the %s asked for: a "
+                         "block takes one hole, never several",
+                         largest, asked);
         if (segment > e->size && e->free < segment && n > 0 && (size_t)n < size)
-            snprintf(text + n, size - (size_t)n, "; and the driver's %s free is less than the "
-                     "%s segment PyTorch asks it for", bytes_of(e->free, free_text),
-                     bytes_of(segment, segment_text));
+            snprintf(text + n, size - (size_t)n,
+                     "; and the driver's %s free is less than the "
+                     "%s segment PyTorch asks it for",
+                     bytes_of(e->free, free_text), bytes_of(segment, segment_text));
         return text;
     }
     int small = need <= TORCH_SMALL_REQUEST;
     uint64_t own = small ? c->largest_small_hole : c->largest_large_hole;
     format_bytes(own, other, sizeof(other));
     if (own >= need)
-        snprintf(text, size, "a %s hole in PyTorch's %s pool would fit: it belongs to another "
+        snprintf(text, size,
+                 "a %s hole in PyTorch's %s pool would fit: it belongs to another "
                  "stream or to a private memory pool (CUDA graphs, torch.cuda.MemPool), which "
-                 "serve only their own", other, small ? "small" : "large");
+                 "serve only their own",
+                 other, small ? "small" : "large");
     else if (small)
-        snprintf(text, size, "the larger holes (up to %s) are in PyTorch's large pool; requests "
+        snprintf(text, size,
+                 "the larger holes (up to %s) are in PyTorch's large pool; requests "
                  "of 1 MiB or less come only from its small pool's 2 MiB segments (largest hole "
-                 "there %s)", largest, other);
+                 "there %s)",
+                 largest, other);
     else
-        snprintf(text, size, "the larger holes (up to %s) are in PyTorch's small pool, whose "
+        snprintf(text, size,
+                 "the larger holes (up to %s) are in PyTorch's small pool, whose "
                  "2 MiB segments serve only requests of 1 MiB or less (the large pool's largest "
-                 "hole: %s)", largest, other);
+                 "hole: %s)",
+                 largest, other);
     return text;
 }
 
@@ -123,8 +132,8 @@ static void torch_fragmentation(const struct report *r, struct report_fragmentat
             f->torch_inactive_split += c->hole_bytes;
             f->torch_holes += c->holes;
         }
-        f->torch_cached = f->torch_reserved > f->torch_allocated
-                              ? f->torch_reserved - f->torch_allocated : 0;
+        f->torch_cached =
+            f->torch_reserved > f->torch_allocated ? f->torch_reserved - f->torch_allocated : 0;
         return;
     }
     for (int d = 0; r->torch.valid && d < r->torch.device_count; d++) {
@@ -139,8 +148,8 @@ static void torch_fragmentation(const struct report *r, struct report_fragmentat
         if (t[TORCH_INACTIVE_SPLIT_BLOCKS] != TORCH_MISSING)
             f->torch_holes += t[TORCH_INACTIVE_SPLIT_BLOCKS];
     }
-    f->torch_cached = f->torch_reserved > f->torch_allocated
-                          ? f->torch_reserved - f->torch_allocated : 0;
+    f->torch_cached =
+        f->torch_reserved > f->torch_allocated ? f->torch_reserved - f->torch_allocated : 0;
 }
 
 void report_fragmentation(const struct report *r, struct report_fragmentation *f)

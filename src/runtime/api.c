@@ -27,11 +27,10 @@ PUBLIC int cumemtrace_snapshot(const char *path)
             return -1;
         strcpy(template_, path);
     } else {
-        report_template(template_, "snapshot",
-                        __atomic_add_fetch(&snapshots, 1, __ATOMIC_RELAXED));
+        report_template(template_, "snapshot", __atomic_add_fetch(&snapshots, 1, __ATOMIC_RELAXED));
     }
     if (tracker.traced)
-        torch_stats_refresh(250);   /* before entering: the reading is Python's, not ours */
+        torch_stats_refresh(250); /* before entering: the reading is Python's, not ours */
     int entered = tracker_enter();
     int result = report_write_to("snapshot", template_, 0);
     if (entered)
@@ -71,7 +70,7 @@ PUBLIC int cumemtrace_write_json_holders(int fd)
 {
     tracker_init();
     if (tracker.traced)
-        torch_stats_refresh(250);   /* before entering, as a snapshot's */
+        torch_stats_refresh(250); /* before entering, as a snapshot's */
     return write_json(fd);
 }
 

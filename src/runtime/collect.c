@@ -14,9 +14,9 @@
  * dladdr, libdw's own and the C library's sorting, any of which may hold a
  * lock of the loader or the C library (qsort's malloc: ASan's allocator
  * has no fork handler) that the child would inherit held. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,7 +56,7 @@ void report_fork_parent(void)
 void report_fork_child(void)
 {
     pthread_mutex_init(&finishing, NULL);
-    end_cache_count = -1;   /* the child's program has not ended */
+    end_cache_count = -1; /* the child's program has not ended */
 }
 
 /* torch_stats_for_report's answer: what the tensors of its reading are. */
@@ -98,14 +98,17 @@ static void copy_blocks(struct report *r)
  * (threads, handles, end stacks) allocated for t's counts. */
 _Static_assert(sizeof(((struct mark *)0)->label) == sizeof(((struct report_mark *)0)->label),
                "a mark's label");
-_Static_assert(sizeof(((struct thread_info *)0)->name) ==
-                   sizeof(((struct report_thread *)0)->name), "a thread's name");
+_Static_assert(sizeof(((struct thread_info *)0)->name) == sizeof(((struct report_thread *)0)->name),
+               "a thread's name");
 _Static_assert(sizeof(((struct cache_state *)0)->why) ==
-                   sizeof(((struct report_cache_view *)0)->why), "a cache view's why");
+                   sizeof(((struct report_cache_view *)0)->why),
+               "a cache view's why");
 _Static_assert(sizeof(((struct oom_verdict *)0)->verdict) ==
-                   sizeof(((struct report_last_oom *)0)->verdict), "an OOM's verdict");
+                   sizeof(((struct report_last_oom *)0)->verdict),
+               "an OOM's verdict");
 _Static_assert(sizeof(((struct oom_verdict *)0)->text) ==
-                   sizeof(((struct report_last_oom *)0)->text), "an OOM verdict's text");
+                   sizeof(((struct report_last_oom *)0)->text),
+               "an OOM verdict's text");
 
 static void translate_failures(const struct tracker_state *t, struct report *r)
 {
@@ -116,10 +119,16 @@ static void translate_failures(const struct tracker_state *t, struct report *r)
     out->retries_failed = t->oom_retries_failed;
     for (uint64_t n = RING_FIRST(t->failures, t->failures_total); n <= t->failures_total; n++) {
         const struct failure *f = RING_ENTRY(t->failures, n);
-        *RING_ENTRY(out->ring, n) = (struct report_failure){
-            .size = f->size, .device = f->device, .kind = f->kind, .api = f->api,
-            .code = f->code, .oom = f->oom, .stack_id = f->stack_id, .time_ms = f->time_ms,
-            .oom_number = f->oom_number, .thread = f->thread};
+        *RING_ENTRY(out->ring, n) = (struct report_failure){.size = f->size,
+                                                            .device = f->device,
+                                                            .kind = f->kind,
+                                                            .api = f->api,
+                                                            .code = f->code,
+                                                            .oom = f->oom,
+                                                            .stack_id = f->stack_id,
+                                                            .time_ms = f->time_ms,
+                                                            .oom_number = f->oom_number,
+                                                            .thread = f->thread};
     }
     const struct oom_verdict *v = &t->oom;
     struct report_last_oom *last = &r->last_oom;
@@ -151,8 +160,10 @@ static void translate_end(const struct tracker_state *t, struct report_end *out)
     out->stack_count = t->end_stacks;
     for (uint32_t i = 0; i < t->end_stacks; i++) {
         const struct end_totals *e = &t->end_totals[i];
-        out->stacks[i] = (struct report_end_stack){.bytes = e->bytes, .blocks = e->blocks,
-                                                   .device = e->device, .kind = e->kind,
+        out->stacks[i] = (struct report_end_stack){.bytes = e->bytes,
+                                                   .blocks = e->blocks,
+                                                   .device = e->device,
+                                                   .kind = e->kind,
                                                    .api = e->api};
     }
     out->has_device_bytes = t->program_ended;
@@ -384,7 +395,7 @@ void report_keep_end(void)
     r->blocks = report_alloc(r, r->block_count * sizeof(struct report_block));
     if (r->stacks && r->blocks) {
         for (uint32_t id = 1; id <= r->stack_count; id++)
-            stack_view(id, &r->stacks[id - 1]);   /* report_caches reads flags and depth */
+            stack_view(id, &r->stacks[id - 1]); /* report_caches reads flags and depth */
         copy_blocks(r);
     }
     tracker_unlock();
@@ -438,7 +449,7 @@ char *report_template(char template_[REPORT_TEMPLATE_MAX], const char *kind, int
 int report_write_to(const char *reason, const char *template_, int summary)
 {
     if (!config.formats && (!summary || config.quiet))
-        return 0;      /* nothing would be written: no collecting, no symbols */
+        return 0; /* nothing would be written: no collecting, no symbols */
     struct report *r = report_new(reason);
     if (!r)
         return -1;

@@ -38,15 +38,15 @@
 #include "stacks.h"
 #include "tracker.h"
 
-static char path[OUTPUT_PATH_MAX];       /* absolute: the program may chdir */
+static char path[OUTPUT_PATH_MAX]; /* absolute: the program may chdir */
 static char buffer[65536];
 static size_t used;
-static int fd = -1;                      /* the dump being written */
-static int write_error;                  /* errno of a failed write, 0 if none */
+static int fd = -1;     /* the dump being written */
+static int write_error; /* errno of a failed write, 0 if none */
 static struct {
-    int fd;                              /* the unnamed file made ahead; -1 if none */
-    struct stat st;                      /* its identity */
-    char proc[40];                       /* "/proc/self/fd/N" */
+    int fd;         /* the unnamed file made ahead; -1 if none */
+    struct stat st; /* its identity */
+    char proc[40];  /* "/proc/self/fd/N" */
 } ready = {.fd = -1};
 
 /* The file made ahead of time, if it is still the one we made. */
@@ -67,7 +67,7 @@ int crashdump_ready(void)
 void crashdump_prepare(void)
 {
     if (ready_fd() >= 0)
-        close(ready.fd);    /* a forked child's copy of its parent's file */
+        close(ready.fd); /* a forked child's copy of its parent's file */
     ready.fd = -1;
     char template_[REPORT_TEMPLATE_MAX], relative[OUTPUT_PATH_MAX], dir[OUTPUT_PATH_MAX];
     path[0] = '\0';
@@ -83,10 +83,10 @@ void crashdump_prepare(void)
         return;
     snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
     if (log_descriptors_short())
-        return;             /* the program's to use: made at the crash instead */
+        return; /* the program's to use: made at the crash instead */
     int made = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, config.file_mode);
     if (made < 0)
-        return;             /* made at the crash instead */
+        return; /* made at the crash instead */
     made = log_move_high(made);
     if (fstat(made, &ready.st) < 0) {
         close(made);
@@ -264,7 +264,7 @@ static void write_header(int signal, enum dump_lock lock)
 
 static void write_counters(void)
 {
-    static struct counter_table table;     /* static: no stack or heap in a handler */
+    static struct counter_table table; /* static: no stack or heap in a handler */
     counters_snapshot(&table);
     for (int slot = 0; slot <= MAX_DEVICES; slot++) {
         if (!table.device_seen[slot])
@@ -303,7 +303,7 @@ static void write_stacks(void)
 
 static void write_blocks(void)
 {
-    size_t limit = registry_count() + 1;   /* a bound, should a busy table loop */
+    size_t limit = registry_count() + 1; /* a bound, should a busy table loop */
     struct registry_cursor cursor;
     for (struct block *b = registry_first(&cursor); b && limit-- > 0; b = registry_next(&cursor)) {
         struct report_block c;
@@ -415,7 +415,7 @@ static size_t decimal(char *at, uint64_t value)
 /* The n-th name tried: PATH.dump, PATH-PID.dump, PATH-PID-N.dump. */
 static int dump_name(int n, char *name, size_t size)
 {
-    size_t length = strlen(path), at = length - 5;      /* path ends in ".dump" */
+    size_t length = strlen(path), at = length - 5; /* path ends in ".dump" */
     if (length + 48 > size)
         return -1;
     memcpy(name, path, length + 1);
@@ -436,13 +436,20 @@ static const char *error_text(int error)
     static const struct {
         int error;
         const char *text;
-    } texts[] = {{ENOENT, "No such file or directory"}, {EACCES, "Permission denied"},
-                 {EPERM, "Operation not permitted"},    {EROFS, "Read-only file system"},
-                 {ENOSPC, "No space left on device"},   {EDQUOT, "Disk quota exceeded"},
-                 {EEXIST, "File exists"},               {ENOTDIR, "Not a directory"},
-                 {EMFILE, "Too many open files"},       {ENAMETOOLONG, "File name too long"},
-                 {EIO, "Input/output error"},           {EXDEV, "Invalid cross-device link"},
-                 {EMLINK, "Too many links"},            {EFBIG, "File too large"}};
+    } texts[] = {{ENOENT, "No such file or directory"},
+                 {EACCES, "Permission denied"},
+                 {EPERM, "Operation not permitted"},
+                 {EROFS, "Read-only file system"},
+                 {ENOSPC, "No space left on device"},
+                 {EDQUOT, "Disk quota exceeded"},
+                 {EEXIST, "File exists"},
+                 {ENOTDIR, "Not a directory"},
+                 {EMFILE, "Too many open files"},
+                 {ENAMETOOLONG, "File name too long"},
+                 {EIO, "Input/output error"},
+                 {EXDEV, "Invalid cross-device link"},
+                 {EMLINK, "Too many links"},
+                 {EFBIG, "File too large"}};
     for (unsigned i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
         if (texts[i].error == error)
             return texts[i].text;
@@ -464,12 +471,12 @@ static int open_dump(char *name, size_t size, int *error)
 {
     int made = ready_fd();
     if (made >= 0) {
-        name[0] = '\0';     /* named once written */
+        name[0] = '\0'; /* named once written */
         return made;
     }
     for (int n = 0; n < 100 && dump_name(n, name, size) == 0; n++) {
-        int opened = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                          config.file_mode);
+        int opened =
+            open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, config.file_mode);
         if (opened >= 0 || errno != EEXIST) {
             *error = errno;
             return opened;
@@ -496,14 +503,14 @@ static int name_dump(char *name, size_t size)
 
 /* Why the exit report gave way to a dump (crashdump_exit). */
 static const char *exit_why;
-static pid_t dumped;                     /* the process that wrote a dump */
+static pid_t dumped; /* the process that wrote a dump */
 
 int crashdump_exit(const char *why)
 {
     if (!path[0] || !tracker.traced)
         return -1;
     if (__atomic_load_n(&dumped, __ATOMIC_ACQUIRE) == getpid())
-        return 0;           /* a fatal signal's dump, and then exit() from its handler */
+        return 0; /* a fatal signal's dump, and then exit() from its handler */
     exit_why = why;
     crashdump_write(0);
     return 0;

@@ -47,13 +47,13 @@ struct live_copy {
     uint32_t top[LIVE_TOP], top_count;
     uint32_t growing[LIVE_GROWING], growing_count;
     double rates[LIVE_GROWING];
-    uint32_t ids[LIVE_STACKS], count;          /* the stacks below, once each */
+    uint32_t ids[LIVE_STACKS], count; /* the stacks below, once each */
     struct cache_state caches[CACHE_KINDS];
-    uint64_t reserved[CACHE_KINDS];            /* live in each cache's segments */
-    int ended;                                 /* the program ended: figures of its end */
+    uint64_t reserved[CACHE_KINDS]; /* live in each cache's segments */
+    int ended;                      /* the program ended: figures of its end */
     uint32_t end_ms;
     struct stack stacks[LIVE_STACKS];
-    uint64_t end_bytes[LIVE_STACKS], end_blocks[LIVE_STACKS];   /* held at the program's end */
+    uint64_t end_bytes[LIVE_STACKS], end_blocks[LIVE_STACKS]; /* held at the program's end */
     uintptr_t frames[LIVE_STACKS][CONFIG_MAX_DEPTH];
     struct out out;
 };
@@ -212,8 +212,9 @@ static void write_stacks(struct live_copy *c)
                 growing = 1;
                 rate = c->rates[g];
             }
-        out_printf(out, "%s{\"id\":%u,\"live_bytes\":%llu,\"live_blocks\":%llu,"
-                        "\"peak_live_bytes\":%llu,\"allocations\":%llu,",
+        out_printf(out,
+                   "%s{\"id\":%u,\"live_bytes\":%llu,\"live_blocks\":%llu,"
+                   "\"peak_live_bytes\":%llu,\"allocations\":%llu,",
                    i ? "," : "", c->ids[i], (unsigned long long)s->stats.live_bytes,
                    (unsigned long long)s->stats.live_blocks,
                    (unsigned long long)s->stats.peak_live_bytes,
@@ -246,8 +247,8 @@ static void write_stacks(struct live_copy *c)
  * its segments hold. */
 static void write_caches(struct live_copy *c)
 {
-    static const char *const views[] = {[CACHE_UNSEEN] = "unseen", [CACHE_BLOCKS] = "blocks",
-                                        [CACHE_SEGMENTS] = "segments"};
+    static const char *const views[] =
+        {[CACHE_UNSEEN] = "unseen", [CACHE_BLOCKS] = "blocks", [CACHE_SEGMENTS] = "segments"};
     struct out *out = &c->out;
     out_str(out, ",\"caches\":[");
     for (int k = 0, first = 1; k < CACHE_KINDS; k++) {
@@ -281,8 +282,9 @@ static void answer(int client)
     struct out *out = &c->out;
     out_fd(out, client);
     out->socket = 1;
-    out_printf(out, "{\"format\":\"cumemtrace-live\",\"version\":%d,\"pid\":%d,\"time_ms\":%u,"
-                    "\"growth\":{\"mode\":\"%s\",\"samples\":%u}",
+    out_printf(out,
+               "{\"format\":\"cumemtrace-live\",\"version\":%d,\"pid\":%d,\"time_ms\":%u,"
+               "\"growth\":{\"mode\":\"%s\",\"samples\":%u}",
                LIVE_FORMAT_VERSION, (int)getpid(), c->now_ms,
                c->growth.mode == GROWTH_MARKS ? "marks" : "work", c->growth.samples);
     if (c->ended)
@@ -318,14 +320,14 @@ static void *serve(void *argument)
         if (poll(&wait, 1, -1) < 0 || (wait.revents & POLLNVAL)) {
             if (errno == EINTR && !(wait.revents & POLLNVAL))
                 continue;
-            return NULL;                   /* closed under us (fork) */
+            return NULL; /* closed under us (fork) */
         }
         int client = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
         if (client < 0) {
             if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK)
-                return NULL;               /* closed under us (fork) */
+                return NULL; /* closed under us (fork) */
             if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
-                poll(NULL, 0, 100);        /* out of descriptors, memory: try again later */
+                poll(NULL, 0, 100); /* out of descriptors, memory: try again later */
             continue;
         }
         /* A client that stops reading holds us for two seconds at most. */
@@ -367,8 +369,7 @@ void live_start(void)
     if (listener < 0 && errno == EADDRINUSE) {
         /* Taken first by another process, maybe another user's: said, since
          * `cumemtrace live` will refuse whoever answers at that name. */
-        log_line("no live view: another process holds its name cumemtrace-live-%d",
-                 (int)getpid());
+        log_line("no live view: another process holds its name cumemtrace-live-%d", (int)getpid());
         return;
     }
     if (listener < 0) {
@@ -388,7 +389,7 @@ void live_after_fork(void)
 {
     if (listener < 0)
         return;
-    close(listener);              /* the parent's name: its to answer */
+    close(listener); /* the parent's name: its to answer */
     listener = -1;
     __atomic_store_n(&live_start_pending, 1, __ATOMIC_RELEASE);
 }

@@ -6,8 +6,8 @@
 
 #include "live_format.h"
 
-void live_start(void);         /* at the first CUDA event */
-void live_after_fork(void);    /* in the child: the parent's socket closed */
+void live_start(void);      /* at the first CUDA event */
+void live_after_fork(void); /* in the child: the parent's socket closed */
 /* A forked child's socket and thread are made at its first CUDA call, not
  * in the fork handler (live.c says why): every wrapper calls this. */
 extern int live_start_pending;

@@ -46,7 +46,7 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SI
 static struct sigaction previous[65];
 static int installed[65];
 static sem_t wake;
-static int waking;          /* the semaphore and the thread are up */
+static int waking; /* the semaphore and the thread are up */
 static int snapshots;
 static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
 
@@ -56,7 +56,7 @@ static void write_snapshot(void)
 {
     char template_[REPORT_TEMPLATE_MAX];
     report_template(template_, "signal", ++snapshots);
-    torch_stats_refresh(250);   /* before entering: the reading is Python's, not ours */
+    torch_stats_refresh(250); /* before entering: the reading is Python's, not ours */
     int entered = tracker_enter();
     struct report *r = report_new("signal");
     if (r) {
@@ -82,15 +82,15 @@ static int take_wakeups(void)
     }
 }
 
-static int drained;     /* set by signals_drain() under `writing` */
+static int drained; /* set by signals_drain() under `writing` */
 
 static void *snapshot_thread(void *unused)
 {
     (void)unused;
     for (;;) {
         if (sem_wait(&wake) < 0)
-            continue;           /* EINTR */
-        sem_post(&wake);        /* taken again below, with the others */
+            continue;    /* EINTR */
+        sem_post(&wake); /* taken again below, with the others */
         pthread_mutex_lock(&writing);
         int done = drained, n = done ? 0 : take_wakeups();
         if (n > 0)
@@ -227,8 +227,8 @@ void signals_start(void)
         else
             log_line("cannot start the snapshot thread; CUMEMTRACE_SIGNAL is off");
     }
-    crashdump_prepare();    /* also for exit() during a CUDA call (triggers.c) */
-    torch_stats_request();  /* in a Python process: start reading PyTorch's counters */
+    crashdump_prepare();   /* also for exit() during a CUDA call (triggers.c) */
+    torch_stats_request(); /* in a Python process: start reading PyTorch's counters */
     if (config.crash) {
         for (unsigned i = 0; i < FATAL_COUNT; i++) {
             int signal = fatal_signals[i];

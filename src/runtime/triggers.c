@@ -39,15 +39,15 @@
  * (run_oom_verdict): the exit report's findings repeat it. */
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 struct oom_report {
-    pid_t pid;                   /* the process it describes: a forked child's are not */
+    pid_t pid; /* the process it describes: a forked child's are not */
     pthread_t thread;
     uint64_t size;
-    int owed;                    /* its summary is not yet on stderr */
+    int owed; /* its summary is not yet on stderr */
     struct report *report;
     char template_[REPORT_TEMPLATE_MAX];
-    struct report_files files;   /* where it went: rewritten there */
+    struct report_files files; /* where it went: rewritten there */
 };
-static int pending_active;       /* pending_oom waits for its retry */
+static int pending_active; /* pending_oom waits for its retry */
 static struct oom_report pending_oom;
 static int ooms_reported;
 /* The last OOM report whose retry failed: the framework's own OOM that
@@ -79,7 +79,7 @@ static void settle_last_oom(void)
 {
     if (!last_oom.oom.report)
         return;
-    if (last_oom.oom.pid != getpid()) {     /* the parent's, inherited at a fork */
+    if (last_oom.oom.pid != getpid()) { /* the parent's, inherited at a fork */
         last_oom.oom.report = NULL;
         return;
     }
@@ -93,7 +93,7 @@ static void finish_pending_oom(int outcome)
 {
     pthread_mutex_lock(&oom_lock);
     settle_last_oom();
-    if (pending_active && pending_oom.pid != getpid()) {     /* the parent's */
+    if (pending_active && pending_oom.pid != getpid()) { /* the parent's */
         pending_active = 0;
         pending_oom.report = NULL;
     }
@@ -136,7 +136,7 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
 {
     if (config.oom == OOM_OFF || (config.oom == OOM_FIRST && ooms_reported > 0))
         return;
-    finish_pending_oom(RETRY_NONE);     /* an earlier one never saw its retry */
+    finish_pending_oom(RETRY_NONE); /* an earlier one never saw its retry */
     int number = ++ooms_reported;
     torch_stats_not_now("the failure is inside a CUDA call (PyTorch's allocator holds its lock "
                         "then): Python cannot run there");
@@ -152,8 +152,7 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
     e->code = code;
     e->stack_id = stack_id;
     e->retry = RETRY_PENDING;
-    if (a->device >= 0 && host.memory_info &&
-        host.memory_info(a->device, &e->free, &e->total) == 0)
+    if (a->device >= 0 && host.memory_info && host.memory_info(a->device, &e->free, &e->total) == 0)
         e->has_memory_info = 1;
 
     pthread_mutex_lock(&oom_lock);
@@ -177,7 +176,9 @@ static void report_oom(const struct allocation *a, int code, uint32_t stack_id)
  * and says the verdict on stderr unless that one already did. */
 void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t driver_free)
 {
-    struct allocation a = {.size = request, .device = device, .kind = cache_kind,
+    struct allocation a = {.size = request,
+                           .device = device,
+                           .kind = cache_kind,
                            .api = host.cache_api[cache_kind - KIND_TORCH_TENSOR]};
     uint32_t stack_id = run_failure(&a, 0, 1);
     if (config.oom == OOM_OFF || !tracker_enter())
@@ -188,7 +189,7 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
         finish_pending_oom(RETRY_FAILED);
     }
     char template_[sizeof(last_oom.oom.template_)];
-    struct report_files *files = NULL;      /* the rewritten report's, a copy */
+    struct report_files *files = NULL; /* the rewritten report's, a copy */
     pthread_mutex_lock(&oom_lock);
     int same = last_oom.failed && last_oom.oom.pid == getpid() &&
                pthread_equal(last_oom.oom.thread, pthread_self());
@@ -199,7 +200,7 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
     if (same) {
         memcpy(template_, last_oom.oom.template_, sizeof(template_));
         if (last_oom.oom.report)
-            report_delete(last_oom.oom.report);     /* this one says it, in its terms */
+            report_delete(last_oom.oom.report); /* this one says it, in its terms */
         last_oom.oom.report = NULL;
     } else {
         settle_last_oom();
@@ -222,8 +223,8 @@ void trigger_cache_oom(int cache_kind, int device, uint64_t request, uint64_t dr
         e->stack_id = stack_id;
         e->retry = RETRY_FAILED;
         e->free = driver_free;
-        e->has_memory_info = host.memory_info && host.memory_info(device, &(uint64_t){0},
-                                                                  &e->total) == 0;
+        e->has_memory_info =
+            host.memory_info && host.memory_info(device, &(uint64_t){0}, &e->total) == 0;
         report_emit(r, template_, summary, files);
         keep_verdict(r);
         report_delete(r);
@@ -314,7 +315,7 @@ static int final_report(const char *reason)
         return 0;
     }
     signals_drain();
-    if (!tracker_enter())       /* not inside: said above */
+    if (!tracker_enter()) /* not inside: said above */
         return 0;
     settle_ooms();
     int failed = 0;

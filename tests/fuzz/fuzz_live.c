@@ -15,7 +15,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    setenv("CUMEMTRACE_NO_DEBUGINFO", "1", 1);   /* frames named from the maps, no file opened */
+    setenv("CUMEMTRACE_NO_DEBUGINFO", "1", 1); /* frames named from the maps, no file opened */
     sink = fopen("/dev/null", "w");
     return 0;
 }

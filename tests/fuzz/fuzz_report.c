@@ -17,7 +17,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    setenv("CUMEMTRACE_NO_DEBUGINFO", "1", 1);   /* a dump's maps: names only, no file opened */
+    setenv("CUMEMTRACE_NO_DEBUGINFO", "1", 1); /* a dump's maps: names only, no file opened */
     sink = open("/dev/null", O_WRONLY | O_CLOEXEC);
     return 0;
 }

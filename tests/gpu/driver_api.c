@@ -37,7 +37,7 @@ int main(void)
                               CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     failures += cuMemSetAccess(va, size, &access, 1) != CUDA_SUCCESS;
     failures += cuMemsetD8(va, 7, size) != CUDA_SUCCESS;
-    failures += cuMemCreate(&spare, granularity, &prop, 0) != CUDA_SUCCESS;  /* leaked */
+    failures += cuMemCreate(&spare, granularity, &prop, 0) != CUDA_SUCCESS; /* leaked */
     failures += cuMemUnmap(va, size) != CUDA_SUCCESS;
     failures += cuMemRelease(mapped) != CUDA_SUCCESS;
     failures += cuMemAddressFree(va, size) != CUDA_SUCCESS;

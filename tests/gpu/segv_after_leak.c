@@ -18,7 +18,7 @@ int main(void)
     leak(64 << 20);
     printf("leaked 112 MiB; now crashing\n");
     fflush(stdout);
-    volatile uintptr_t where = 16;   /* an unmapped address: a real fault */
+    volatile uintptr_t where = 16; /* an unmapped address: a real fault */
     volatile int *bad = (volatile int *)where;
     return *bad;
 }

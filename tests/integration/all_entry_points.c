@@ -23,10 +23,22 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void **, size_t, cudaMemPool_t, cudaStr
 cudaError_t cudaFreeAsync_ptsz(void *, cudaStream_t);
 
 static int failures;
-#define RT(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-    fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_)); failures++; } } while (0)
-#define DRV(call) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) { \
-    fprintf(stderr, "%s: error %d\n", #call, (int)r_); failures++; } } while (0)
+#define RT(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                            \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+#define DRV(call)                                                                                  \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            fprintf(stderr, "%s: error %d\n", #call, (int)r_);                                     \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
 
 #define KiB 1024
 int main(int argc, char **argv)
@@ -106,8 +118,8 @@ int main(int argc, char **argv)
         checksum = checksum * 31 + out[i];
 
     /* The _ptsz wrappers reached the _ptsz driver functions, the others the legacy ones. */
-    printf("ptsz calls: alloc %lu/%lu pool %lu/%lu\n",
-           simcuda_call_count("cuMemAllocAsync_ptsz"), simcuda_call_count("cuMemAllocAsync"),
+    printf("ptsz calls: alloc %lu/%lu pool %lu/%lu\n", simcuda_call_count("cuMemAllocAsync_ptsz"),
+           simcuda_call_count("cuMemAllocAsync"),
            simcuda_call_count("cuMemAllocFromPoolAsync_ptsz"),
            simcuda_call_count("cuMemAllocFromPoolAsync"));
 

@@ -6,7 +6,8 @@
 
 int main(int argc, char **argv)
 {
-    int (*snapshot)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "cumemtrace_snapshot");
+    int (*snapshot)(const char *) =
+        (int (*)(const char *))dlsym(RTLD_DEFAULT, "cumemtrace_snapshot");
     void (*mark)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "cumemtrace_mark");
     const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "cumemtrace_version");
     void *a, *b;

@@ -59,7 +59,7 @@ static void own_segv_handler(int signal)
 static void exit_handler(int signal)
 {
     (void)signal;
-    exit(0);   /* not async-signal-safe, and programs do it anyway */
+    exit(0); /* not async-signal-safe, and programs do it anyway */
 }
 
 static volatile sig_atomic_t own_usr2_count;
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "abort") == 0) {
         void *p;
-        cudaMalloc(&p, 4096);       /* SIMCUDA_ABORT_AT=3: aborts inside this call */
+        cudaMalloc(&p, 4096); /* SIMCUDA_ABORT_AT=3: aborts inside this call */
         return 0;
     }
     hold(3 << 20);
@@ -118,8 +118,8 @@ int main(int argc, char **argv)
             pthread_create(&threads[i], NULL, churn, (void *)i);
         struct timespec pause = {0, 50 * 1000000};
         nanosleep(&pause, NULL);
-        volatile uintptr_t where = 16;   /* an unmapped address: a real fault */
-    volatile int *bad = (volatile int *)where;   /* a real fault, not a raise() */
+        volatile uintptr_t where = 16;             /* an unmapped address: a real fault */
+        volatile int *bad = (volatile int *)where; /* a real fault, not a raise() */
         return *bad;
     }
     if (strcmp(mode, "usr2-storm") == 0 || strcmp(mode, "usr2-chained") == 0) {

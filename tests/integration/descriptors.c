@@ -108,7 +108,7 @@ int main(int argc, char **argv)
         FILE *out = fopen("results.txt", "w");
         if (!out)
             return 22;
-        fprintf(out, "results of the run\n");      /* buffered until exit */
+        fprintf(out, "results of the run\n"); /* buffered until exit */
         load(argv[2]);
         hold(1 << 20);
     } else if (strcmp(mode, "exec") == 0 && argc > 2) {

@@ -23,7 +23,8 @@ int main(void)
         (*set_current)(CUcontext), (*mem_alloc)(CUdeviceptr *, size_t),
         (*alloc_async)(CUdeviceptr *, size_t, CUstream), (*mem_free)(CUdeviceptr);
     gpa_v1_fn gpa_v1;
-    if (gpa("cuInit", (void **)&init, 12000, 0, &status) || gpa("cuDeviceGet", (void **)&get, 12000, 0, &status) ||
+    if (gpa("cuInit", (void **)&init, 12000, 0, &status) ||
+        gpa("cuDeviceGet", (void **)&get, 12000, 0, &status) ||
         gpa("cuDevicePrimaryCtxRetain", (void **)&retain, 12000, 0, &status) ||
         gpa("cuCtxSetCurrent", (void **)&set_current, 12000, 0, &status) ||
         gpa("cuMemAlloc", (void **)&mem_alloc, 12000, 0, &status) ||

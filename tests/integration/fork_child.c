@@ -14,11 +14,12 @@ int main(void)
         return 1;
     pid_t child = fork();
     if (child == 0) {
-        if (cudaMalloc(&child_a, 3 << 20) != cudaSuccess || cudaMalloc(&child_b, 3 << 20) != cudaSuccess)
+        if (cudaMalloc(&child_a, 3 << 20) != cudaSuccess ||
+            cudaMalloc(&child_b, 3 << 20) != cudaSuccess)
             _exit(2);
         printf("child %d\n", (int)getpid());
         fflush(stdout);
-        return 0;       /* exit(): atexit handlers run, the report is written */
+        return 0; /* exit(): atexit handlers run, the report is written */
     }
     pid_t quiet = fork();
     if (quiet == 0)

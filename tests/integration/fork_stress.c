@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 static volatile int stop;
-static int running;     /* threads that have allocated or signalled once */
+static int running; /* threads that have allocated or signalled once */
 
 static double now(void)
 {
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
         hung += outcome == 1;
         crashed += outcome == 2;
         if (hung)
-            break;   /* one is enough to fail; the next could take 20 s more */
+            break; /* one is enough to fail; the next could take 20 s more */
     }
     stop = 1;
     for (int i = 0; i < 5; i++)

@@ -35,7 +35,7 @@ int main(int argc, char **argv)
     if (child == 0) {
         printf("child %d\n", (int)getpid());
         fflush(stdout);
-        return child_allocates();       /* exit(): the child's report is written */
+        return child_allocates(); /* exit(): the child's report is written */
     }
     int status = 0;
     if (child < 0 || waitpid(child, &status, 0) != child)

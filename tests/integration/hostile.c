@@ -203,10 +203,10 @@ int main(int argc, char **argv)
         struct itimerval timer = {{0, 0}, {0, 5000}};
         setitimer(ITIMER_REAL, &timer, NULL);
         for (unsigned i = 0;; i++) {
-            char *p = malloc(2048 + (i * 7919) % 65536);   /* past tcache: the arena, locked */
+            char *p = malloc(2048 + (i * 7919) % 65536); /* past tcache: the arena, locked */
             if (p)
                 p[0] = (char)i;
-            kept = p;       /* seen: the pair is not optimized away */
+            kept = p; /* seen: the pair is not optimized away */
             free(kept);
         }
     } else if (strcmp(mode, "daemon") == 0) {
@@ -281,7 +281,7 @@ int main(int argc, char **argv)
         if (setrlimit(RLIMIT_AS, &limit) < 0)
             return 17;
         for (int i = 0; i < 16384 && (kept = malloc(1 << 16)) != NULL; i++)
-            ;       /* 1 GiB at most, should the cap not bite */
+            ; /* 1 GiB at most, should the cap not bite */
     } else if (strcmp(mode, "small-altstack") == 0) {
         stack_t alternate = {.ss_sp = malloc(4096), .ss_size = 4096, .ss_flags = 0};
         struct sigaction action;

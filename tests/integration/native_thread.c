@@ -41,7 +41,7 @@ static void *allocate_with_thread_state(void *size)
     if (!ensure || !release || !save || !restore)
         return NULL;
     int gil = ensure();
-    void *state = save();          /* a thread state, and the GIL let go */
+    void *state = save(); /* a thread state, and the GIL let go */
     void *pointer = allocate(size);
     restore(state);
     release(gil);

@@ -28,7 +28,7 @@ static void *level(unsigned path, int depth, size_t size);
 static void *__attribute__((noinline)) left(unsigned path, int depth, size_t size)
 {
     void *p = level(path, depth, size);
-    __asm__ volatile("" ::: "memory");   /* a real call, not a tail call */
+    __asm__ volatile("" ::: "memory"); /* a real call, not a tail call */
     return p;
 }
 

@@ -7,6 +7,6 @@
 
 pid_t getpid(void)
 {
-    pid_t (*next)(void) = (pid_t (*)(void))dlsym(RTLD_NEXT, "getpid");
+    pid_t (*next)(void) = (pid_t(*)(void))dlsym(RTLD_NEXT, "getpid");
     return next ? next() : -1;
 }

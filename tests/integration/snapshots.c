@@ -43,7 +43,8 @@ static void *__attribute__((noinline)) late_buffer(void)
 
 int main(int argc, char **argv)
 {
-    int (*snapshot)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "cumemtrace_snapshot");
+    int (*snapshot)(const char *) =
+        (int (*)(const char *))dlsym(RTLD_DEFAULT, "cumemtrace_snapshot");
     char path[4096];
     if (argc < 2 || !snapshot) {
         fprintf(stderr, "usage: snapshots DIR (under the tracer)\n");

@@ -15,7 +15,8 @@ static void *__attribute__((noinline)) static_allocate(size_t bytes)
 
 int main(void)
 {
-    void *a = static_allocate(1 << 20), *b = static_allocate(2 << 20), *c = static_allocate(3 << 20);
+    void *a = static_allocate(1 << 20), *b = static_allocate(2 << 20),
+         *c = static_allocate(3 << 20);
     if (!a || !b || !c)
         return 1;
     cudaFree(a);

@@ -25,7 +25,7 @@ static void *worker(void *arg)
 int main(void)
 {
     pthread_t threads[THREADS];
-    cudaFree(0);    /* initialise the runtime once, as programs usually do */
+    cudaFree(0); /* initialise the runtime once, as programs usually do */
     for (long i = 0; i < THREADS; i++)
         pthread_create(&threads[i], NULL, worker, (void *)i);
     int failed = 0;

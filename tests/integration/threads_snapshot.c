@@ -33,13 +33,13 @@ static void *worker(void *arg)
         void *blocks[BATCH];
         for (int i = 0; i < BATCH; i++) {
             size_t size = 512 + (size_t)((id * 7919 + round * 104729 + i * 31) % 8192);
-            cudaError_t result = i % 2 ? cudaMallocAsync(&blocks[i], size, stream)
-                                       : cudaMalloc(&blocks[i], size);
+            cudaError_t result =
+                i % 2 ? cudaMallocAsync(&blocks[i], size, stream) : cudaMalloc(&blocks[i], size);
             if (result != cudaSuccess)
                 return (void *)1;
         }
         for (int i = 0; i < BATCH; i++) {
-            int at = (i * 5 + round) % BATCH;     /* out of order: 5 and 8 are coprime */
+            int at = (i * 5 + round) % BATCH; /* out of order: 5 and 8 are coprime */
             if (last && at == 0) {
                 kept = blocks[at];
                 continue;
@@ -55,7 +55,8 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    int (*snapshot)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "cumemtrace_snapshot");
+    int (*snapshot)(const char *) =
+        (int (*)(const char *))dlsym(RTLD_DEFAULT, "cumemtrace_snapshot");
     void (*mark)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "cumemtrace_mark");
     pthread_t threads[THREADS];
     cudaFree(0);

@@ -41,7 +41,7 @@
 #define ALIGN 512
 #define GRANULARITY (2u << 20)
 #define POOL_CHUNK (32u << 20)
-#define BUMP_CHUNK (1u << 20)      /* SIMCUDA_BUMP: what a thread takes at a time */
+#define BUMP_CHUNK (1u << 20) /* SIMCUDA_BUMP: what a thread takes at a time */
 
 /* ---- call counters ------------------------------------------------------ */
 
@@ -79,14 +79,13 @@ static const char *const function_names[F_COUNT] = {
 #undef NAME
 };
 static unsigned long calls[F_COUNT];
-static int bump_mode;        /* SIMCUDA_BUMP */
-static long alloc_delay_us;  /* SIMCUDA_ALLOC_DELAY_US */
+static int bump_mode;       /* SIMCUDA_BUMP */
+static long alloc_delay_us; /* SIMCUDA_ALLOC_DELAY_US */
 static int trace;
-
 
 static void called(int function)
 {
-    if (!bump_mode)       /* benchmark mode keeps no counts: threads would share them */
+    if (!bump_mode) /* benchmark mode keeps no counts: threads would share them */
         __atomic_fetch_add(&calls[function], 1, __ATOMIC_RELAXED);
     if (trace)
         fprintf(stderr, "simcuda: %s\n", function_names[function]);
@@ -109,7 +108,7 @@ struct segment {
     uint64_t start, size;
     int used;
     int owner;
-    struct context *context;   /* NULL for memory that outlives contexts */
+    struct context *context; /* NULL for memory that outlives contexts */
     struct pool *pool;
     struct segment *next;
 };
@@ -131,7 +130,7 @@ enum host_kind { PINNED, MANAGED, REGISTERED };
 struct host_block {
     void *address;
     size_t size;
-    int registered;            /* enum host_kind */
+    int registered; /* enum host_kind */
     struct context *context;
     struct host_block *next;
 };
@@ -139,7 +138,7 @@ struct host_block {
 struct vmm_handle {
     uint64_t id;
     int device;
-    uint64_t physical;          /* its segment's start */
+    uint64_t physical; /* its segment's start */
     int mappings;
     int released;
     struct vmm_handle *next;
@@ -164,7 +163,7 @@ struct array {
 struct device {
     char *base;
     uint64_t size, used;
-    uint64_t bump;              /* SIMCUDA_BUMP: next free offset */
+    uint64_t bump; /* SIMCUDA_BUMP: next free offset */
     struct segment *segments;
     struct context primary;
     int primary_references;
@@ -192,9 +191,12 @@ static uint64_t parse_size(const char *text, int *ok)
     char *end;
     unsigned long long value = strtoull(text, &end, 10);
     int shift = 0;
-    if (*end == 'K' || *end == 'k') shift = 10, end++;
-    else if (*end == 'M' || *end == 'm') shift = 20, end++;
-    else if (*end == 'G' || *end == 'g') shift = 30, end++;
+    if (*end == 'K' || *end == 'k')
+        shift = 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30, end++;
     *ok = end != text && (*end == '\0' || *end == ',') && value > 0;
     return (uint64_t)value << shift;
 }
@@ -242,8 +244,8 @@ static void setup(void)
             if (ok)
                 size = (parsed + ALIGN - 1) / ALIGN * ALIGN;
             else
-                fprintf(stderr, "simcuda: SIMCUDA_MEMORY='%s' is not a size; using %llu\n",
-                        memory, (unsigned long long)size);
+                fprintf(stderr, "simcuda: SIMCUDA_MEMORY='%s' is not a size; using %llu\n", memory,
+                        (unsigned long long)size);
             const char *comma = strchr(memory, ',');
             memory = comma ? comma + 1 : NULL;
         }
@@ -276,7 +278,7 @@ static uint64_t device_alloc(int device, uint64_t bytes, int owner, struct conte
         need = ALIGN;
     ++device_allocations;
     if (abort_at && device_allocations == abort_at)
-        abort();        /* SIMCUDA_ABORT_AT: a crash inside the driver */
+        abort(); /* SIMCUDA_ABORT_AT: a crash inside the driver */
     if (owner != VMM_PHYSICAL && fail_every && device_allocations % fail_every == 0)
         return 0;
     for (struct segment *s = dev->segments; s; s = s->next) {
@@ -368,14 +370,14 @@ EXPORT size_t simcuda_largest_free_block(int device)
 
 /* ---- entry and contexts ---------------------------------------------------- */
 
-#define ENTER(name)                              \
-    called(F_##name);                            \
-    if (!initialized && F_##name != F_cuInit)    \
-        return CUDA_ERROR_NOT_INITIALIZED
+#define ENTER(name)                                                                                \
+    called(F_##name);                                                                              \
+    if (!initialized && F_##name != F_cuInit)                                                      \
+    return CUDA_ERROR_NOT_INITIALIZED
 
-#define NEED_CONTEXT()                           \
-    if (!current || !current->alive)             \
-        return CUDA_ERROR_INVALID_CONTEXT
+#define NEED_CONTEXT()                                                                             \
+    if (!current || !current->alive)                                                               \
+    return CUDA_ERROR_INVALID_CONTEXT
 
 EXPORT CUresult cuInit(unsigned int flags)
 {
@@ -533,7 +535,7 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     pthread_mutex_unlock(&lock);
     if (current == context)
         current = NULL;
-    return CUDA_SUCCESS;   /* the struct is kept: a stale handle stays harmless */
+    return CUDA_SUCCESS; /* the struct is kept: a stale handle stays harmless */
 }
 
 EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
@@ -639,9 +641,9 @@ static CUresult allocate(CUdeviceptr *dptr, size_t bytes, int owner, struct pool
 {
     if (!dptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (bytes > SIZE_MAX - ALIGN)   /* rounded up to ALIGN, it would wrap to nothing */
+    if (bytes > SIZE_MAX - ALIGN) /* rounded up to ALIGN, it would wrap to nothing */
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (bump_mode && owner == DEVICE_MEMORY) {     /* no lock: threads must not queue here */
+    if (bump_mode && owner == DEVICE_MEMORY) { /* no lock: threads must not queue here */
         /* Each thread takes 1 MiB chunks of the device's range and hands out
          * its own chunk; the shared offset moves once a chunk, so threads
          * do not all write one cache line on every call. */
@@ -666,8 +668,8 @@ static CUresult allocate(CUdeviceptr *dptr, size_t bytes, int owner, struct pool
     }
     pthread_mutex_lock(&lock);
     int device = pool ? pool->device : current->device;
-    uint64_t address = device_alloc(device, bytes, owner, owner == ASYNC_MEMORY ? NULL : current,
-                                    pool);
+    uint64_t address =
+        device_alloc(device, bytes, owner, owner == ASYNC_MEMORY ? NULL : current, pool);
     if (address && pool) {
         pool->used += (bytes + ALIGN - 1) / ALIGN * ALIGN;
         if (pool->used > pool->used_high)
@@ -711,7 +713,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 {
     ENTER(cuMemAlloc_v2);
     NEED_CONTEXT();
-    if (alloc_delay_us > 0) {       /* a slow driver: time the tracer must not count */
+    if (alloc_delay_us > 0) { /* a slow driver: time the tracer must not count */
         struct timespec delay = {alloc_delay_us / 1000000, alloc_delay_us % 1000000 * 1000};
         nanosleep(&delay, NULL);
     }
@@ -932,7 +934,7 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
     CUresult result = CUDA_ERROR_INVALID_VALUE;
     for (struct pool **q = &pools; *q; q = &(*q)->next)
         if (*q == (struct pool *)pool) {
-            *q = (*q)->next;    /* outstanding blocks stay valid, as in real CUDA */
+            *q = (*q)->next; /* outstanding blocks stay valid, as in real CUDA */
             result = CUDA_SUCCESS;
             break;
         }
@@ -1214,14 +1216,11 @@ static size_t format_bytes(CUarray_format format)
 {
     switch (format) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-        return 1;
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-        return 2;
-    default:
-        return 4;
+    case CU_AD_FORMAT_HALF: return 2;
+    default: return 4;
     }
 }
 
@@ -1264,8 +1263,8 @@ static size_t extent(size_t n)
 EXPORT CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc)
 {
     ENTER(cuArrayCreate_v2);
-    size_t bytes = desc->Width * extent(desc->Height) * desc->NumChannels *
-                   format_bytes(desc->Format);
+    size_t bytes =
+        desc->Width * extent(desc->Height) * desc->NumChannels * format_bytes(desc->Format);
     return array_create((void **)array, bytes);
 }
 
@@ -1448,8 +1447,8 @@ EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cu
     return lookup(symbol, pfn, version, flags, NULL);
 }
 
-EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
-                                    cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status)
 {
     called(F_cuGetProcAddress_v2);
     return lookup(symbol, pfn, version, flags, status);

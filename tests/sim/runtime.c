@@ -100,9 +100,10 @@ static void *find(const char *name, cuuint64_t flags)
 }
 
 #define FIND(field, name) (*(void **)&driver.field = find(name, CU_GET_PROC_ADDRESS_LEGACY_STREAM))
-#define FIND_BOTH(field, name)                                                                    \
-    (*(void **)&driver.field[LEGACY] = find(name, CU_GET_PROC_ADDRESS_LEGACY_STREAM),            \
-     *(void **)&driver.field[PER_THREAD] = find(name, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+#define FIND_BOTH(field, name)                                                                     \
+    (*(void **)&driver.field[LEGACY] = find(name, CU_GET_PROC_ADDRESS_LEGACY_STREAM),              \
+     *(void **)&driver.field[PER_THREAD] =                                                         \
+         find(name, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
 
 /* Held across fork, as the driver's lock is (driver.c), and taken before
  * it: a child forked while another thread made its primary context current
@@ -193,11 +194,11 @@ static cudaError_t ready(void)
     return note(to_runtime(driver.ctx_set_current(context)));
 }
 
-#define READY()                              \
-    do {                                     \
-        cudaError_t ready_ = ready();        \
-        if (ready_ != cudaSuccess)           \
-            return ready_;                   \
+#define READY()                                                                                    \
+    do {                                                                                           \
+        cudaError_t ready_ = ready();                                                              \
+        if (ready_ != cudaSuccess)                                                                 \
+            return ready_;                                                                         \
     } while (0)
 
 static cudaError_t call(CUresult result)
@@ -298,11 +299,13 @@ EXPORT cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelF
     if (desc->f == cudaChannelFormatKindFloat)
         d.Format = bits == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
     else if (desc->f == cudaChannelFormatKindSigned)
-        d.Format = bits == 8 ? CU_AD_FORMAT_SIGNED_INT8
-                   : bits == 16 ? CU_AD_FORMAT_SIGNED_INT16 : CU_AD_FORMAT_SIGNED_INT32;
+        d.Format = bits == 8    ? CU_AD_FORMAT_SIGNED_INT8
+                   : bits == 16 ? CU_AD_FORMAT_SIGNED_INT16
+                                : CU_AD_FORMAT_SIGNED_INT32;
     else
-        d.Format = bits == 8 ? CU_AD_FORMAT_UNSIGNED_INT8
-                   : bits == 16 ? CU_AD_FORMAT_UNSIGNED_INT16 : CU_AD_FORMAT_UNSIGNED_INT32;
+        d.Format = bits == 8    ? CU_AD_FORMAT_UNSIGNED_INT8
+                   : bits == 16 ? CU_AD_FORMAT_UNSIGNED_INT16
+                                : CU_AD_FORMAT_UNSIGNED_INT32;
     return call(driver.array_create((CUarray *)array, &d));
 }
 
@@ -398,14 +401,12 @@ EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cud
 {
     READY();
     switch (kind) {
-    case cudaMemcpyHostToDevice:
-        return call(driver.copy_htod((CUdeviceptr)dst, src, count));
-    case cudaMemcpyDeviceToHost:
-        return call(driver.copy_dtoh(dst, (CUdeviceptr)src, count));
+    case cudaMemcpyHostToDevice: return call(driver.copy_htod((CUdeviceptr)dst, src, count));
+    case cudaMemcpyDeviceToHost: return call(driver.copy_dtoh(dst, (CUdeviceptr)src, count));
     case cudaMemcpyDeviceToDevice:
         return call(driver.copy_dtod((CUdeviceptr)dst, (CUdeviceptr)src, count));
     default:
-        memmove(dst, src, count);   /* unified addressing: plain memory either way */
+        memmove(dst, src, count); /* unified addressing: plain memory either way */
         return cudaSuccess;
     }
 }

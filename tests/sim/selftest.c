@@ -12,8 +12,13 @@
 cudaError_t cudaMallocAsync_ptsz(void **, size_t, cudaStream_t);
 
 static int failures;
-#define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "selftest: %s:%d: %s\n", \
-    __FILE__, __LINE__, #cond); failures++; } } while (0)
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "selftest: %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
 
 int main(void)
 {

@@ -90,7 +90,9 @@ static void test_bad_environment(void)
     for (char *p = text; *p; p++)
         lines += *p == '\n';
     CHECK_EQ(lines, 5);
-    CHECK(strstr(text, "cumemtrace: CUMEMTRACE_DEPTH='deep' is not a whole number from 0 to 256; using 32\n"));
+    CHECK(strstr(
+        text,
+        "cumemtrace: CUMEMTRACE_DEPTH='deep' is not a whole number from 0 to 256; using 32\n"));
     CHECK(strstr(text, "CUMEMTRACE_MIN_SIZE='1.5M'"));
     CHECK(strstr(text, "CUMEMTRACE_FORMAT='xml'") && strstr(text, "using json"));
     CHECK(strstr(text, "CUMEMTRACE_QUIET='maybe'") && strstr(text, "using 0"));
@@ -137,8 +139,8 @@ static void test_checking(void)
     CHECK(!config_known("CUMEMTRACE_QIUET"));
     char template_[2 * CONFIG_TEXT_MAX];
     setenv("CUMEMTRACE_OUTPUT", "reports/", 1);
-    CHECK(strcmp(config_output_template(template_, sizeof(template_)),
-                 "reports/cumemtrace-%p") == 0);
+    CHECK(strcmp(config_output_template(template_, sizeof(template_)), "reports/cumemtrace-%p") ==
+          0);
     unsetenv("CUMEMTRACE_OUTPUT");
     CHECK(strcmp(config_output_template(template_, sizeof(template_)), "cumemtrace-%p") == 0);
 }

@@ -37,7 +37,7 @@ static void test_one_thread_exact(void)
     live -= 4096 + 70000;
     counters_on_alloc(1, 0, KIND_DEVICE, 1000);
     live += 1000;
-    CHECK_EQ(counter_table.sets[0][KIND_DEVICE].bytes_current, 0);   /* all pending */
+    CHECK_EQ(counter_table.sets[0][KIND_DEVICE].bytes_current, 0); /* all pending */
     struct counters c = now(0, KIND_DEVICE);
     CHECK_EQ(c.bytes_current, live);
     CHECK_EQ(c.blocks_current, 4);

@@ -8,7 +8,8 @@
 #include "check.h"
 #include "cuda_errors.h"
 
-#define SAME(api, code) CHECK(cuda_error_name(api, code) && strcmp(cuda_error_name(api, code), #code) == 0)
+#define SAME(api, code)                                                                            \
+    CHECK(cuda_error_name(api, code) && strcmp(cuda_error_name(api, code), #code) == 0)
 
 int main(void)
 {

@@ -115,16 +115,16 @@ static void compare(const char *path, uint64_t samples)
     for (uint64_t at = low; at < high; at += step) {
         uintptr_t address = at + bias, ours_offset = 0, their_offset = 0;
         Elf64_Sym sym;
-        const char *theirs = dw.module_addrinfo(module, address, &their_offset, &sym, NULL, NULL,
-                                                NULL);
+        const char *theirs =
+            dw.module_addrinfo(module, address, &their_offset, &sym, NULL, NULL, NULL);
         const char *ours = debuginfo_function(d, address, &ours_offset);
         int same = same_text(ours, theirs) && (!ours || ours_offset == their_offset);
         names += theirs != NULL;
         Dwfl_Line *line = dw.module_getsrc(module, address);
         uintptr_t line_address;
         int their_line = 0, our_line = 0;
-        const char *their_file = line ? dw.lineinfo(line, &line_address, &their_line, NULL, NULL,
-                                                    NULL) : NULL;
+        const char *their_file =
+            line ? dw.lineinfo(line, &line_address, &their_line, NULL, NULL, NULL) : NULL;
         const char *our_file = NULL;
         if (!debuginfo_line(d, address, &our_file, &our_line))
             our_file = NULL;
@@ -154,9 +154,8 @@ int main(int argc, char **argv)
         compare(argv[i], 65536);
     /* And the C library, whose names and lines, where its debug package is
      * installed, are in a separate file found by build id. */
-    Dl_info libc;     /* by a function no sanitizer's runtime stands in for */
-    if (dladdr((void *)gnu_get_libc_version, &libc) && libc.dli_fname &&
-        libc.dli_fname[0] == '/')
+    Dl_info libc; /* by a function no sanitizer's runtime stands in for */
+    if (dladdr((void *)gnu_get_libc_version, &libc) && libc.dli_fname && libc.dli_fname[0] == '/')
         compare(libc.dli_fname, 4096);
     /* A file that is not ELF, or not there, is no module. */
     struct debuginfo *self = debuginfo_open(argv[0], 0);

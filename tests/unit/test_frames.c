@@ -74,8 +74,14 @@ static const char *shown(struct fixture *f)
     return text;
 }
 
-#define NATIVE(function, module) {0, function, 0, module, 0, NULL, 0, 0, NULL}
-#define PY(function, file, line) {0, function, 0, NULL, 0, file, line, 1, NULL}
+#define NATIVE(function, module)                                                                   \
+    {                                                                                              \
+        0, function, 0, module, 0, NULL, 0, 0, NULL                                                \
+    }
+#define PY(function, file, line)                                                                   \
+    {                                                                                              \
+        0, function, 0, NULL, 0, file, line, 1, NULL                                               \
+    }
 
 static void torch_from_python(void)
 {
@@ -83,13 +89,15 @@ static void torch_from_python(void)
     static struct symbol stack[16];
     struct symbol frames[] = {
         NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
-        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc",
+               "/x/site-packages/torch/lib/libc10_cuda.so"),
         NATIVE("at::native::empty_cuda", "/x/site-packages/torch/lib/libtorch_cuda.so"),
         NATIVE("at::_ops::linear::call", "/x/site-packages/torch/lib/libtorch_cpu.so"),
-        NATIVE("torch::autograd::THPVariable_linear", "/x/site-packages/torch/lib/libtorch_python.so"),
-        PY("forward", NULL, 116),                                    /* torch/nn/modules/linear.py */
+        NATIVE("torch::autograd::THPVariable_linear",
+               "/x/site-packages/torch/lib/libtorch_python.so"),
+        PY("forward", NULL, 116), /* torch/nn/modules/linear.py */
         PY("Module._call_impl", NULL, 1527),
-        PY("forward", "/home/me/model.py", 30),                     /* the site */
+        PY("forward", "/home/me/model.py", 30), /* the site */
         PY("Module._call_impl", NULL, 1527),
         PY("train", "/home/me/train.py", 50),
         PY("<module>", "<frozen runpy>", 88),
@@ -121,8 +129,10 @@ static void autograd_thread(void)
     struct symbol frames[] = {
         NATIVE(NULL, "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
         NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
-        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
-        NATIVE("torch::autograd::Engine::thread_main", "/x/site-packages/torch/lib/libtorch_cpu.so"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc",
+               "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("torch::autograd::Engine::thread_main",
+               "/x/site-packages/torch/lib/libtorch_cpu.so"),
         NATIVE("execute_native_thread_routine", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"),
         NATIVE("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
         NATIVE("__clone3", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
@@ -156,11 +166,14 @@ static void cupy_and_ctypes(void)
 {
     struct symbol frames[] = {
         NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
-        NATIVE(NULL, "/usr/lib/python3/dist-packages/cupy_backends/cuda/api/runtime.cpython-311-x86_64-linux-gnu.so"),
+        NATIVE(
+            NULL,
+            "/usr/lib/python3/dist-packages/cupy_backends/cuda/api/runtime.cpython-311-x86_64-linux-gnu.so"),
         NATIVE(NULL, "/usr/lib/x86_64-linux-gnu/libffi.so.8"),
-        NATIVE("PyCFuncPtr_call", "/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so"),
+        NATIVE("PyCFuncPtr_call",
+               "/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so"),
         PY("_malloc", "/usr/lib/python3/dist-packages/cupy/_core/core.py", 10),
-        PY("zeros", "/usr/lib/python3/dist-packages/yourlib/ops.py", 7),  /* not a framework */
+        PY("zeros", "/usr/lib/python3/dist-packages/yourlib/ops.py", 7), /* not a framework */
         PY("main", "/srv/job.py", 3),
     };
     struct fixture f;
@@ -211,7 +224,8 @@ static void tracer_hook(void)
 {
     struct symbol frames[] = {
         NATIVE("forward", "/opt/cumemtrace/lib/libcumemtrace_torch.so"),
-        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc",
+               "/x/site-packages/torch/lib/libc10_cuda.so"),
         PY("forward", "/x/site-packages/torch/nn/modules/linear.py", 134),
         PY("step", "/srv/train.py", 43),
     };
@@ -223,12 +237,12 @@ static void tracer_hook(void)
 
 /* What an autograd engine thread's stack continues with: the marker, then
  * the main thread's frames, waiting in loss.backward() (train.py:46). */
-#define BORROWED_FROM_MAIN_THREAD                                                 \
-    PY("[main thread, at that moment]",                                           \
-       "<this thread runs no Python: the main thread's stack follows>", 0),       \
-    PY("_engine_run_backward", "/x/site-packages/torch/autograd/graph.py", 869),  \
-    PY("Tensor.backward", "/x/site-packages/torch/_tensor.py", 648),              \
-    PY("step", "/srv/train.py", 46), PY("<module>", "/srv/train.py", 80)
+#define BORROWED_FROM_MAIN_THREAD                                                                  \
+    PY("[main thread, at that moment]",                                                            \
+       "<this thread runs no Python: the main thread's stack follows>", 0),                        \
+        PY("_engine_run_backward", "/x/site-packages/torch/autograd/graph.py", 869),               \
+        PY("Tensor.backward", "/x/site-packages/torch/_tensor.py", 648),                           \
+        PY("step", "/srv/train.py", 46), PY("<module>", "/srv/train.py", 80)
 
 /* A tensor PyTorch's autograd engine allocates: no Python on its thread, so
  * its stack is the tracer's hook, the allocator, the engine, thread start,
@@ -238,8 +252,10 @@ static void autograd_tensor(void)
 {
     struct symbol frames[] = {
         NATIVE("forward_block", "/opt/cumemtrace/lib/libcumemtrace_torch.so"),
-        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
-        NATIVE("torch::autograd::Engine::thread_main", "/x/site-packages/torch/lib/libtorch_cpu.so"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc",
+               "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("torch::autograd::Engine::thread_main",
+               "/x/site-packages/torch/lib/libtorch_cpu.so"),
         NATIVE("execute_native_thread_routine", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"),
         NATIVE("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
         NATIVE("__clone3", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
@@ -276,8 +292,10 @@ static void autograd_tensor_alone(void)
 {
     struct symbol frames[] = {
         NATIVE("forward_block", "/opt/cumemtrace/lib/libcumemtrace_torch.so"),
-        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
-        NATIVE("torch::autograd::Engine::thread_main", "/x/site-packages/torch/lib/libtorch_cpu.so"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc",
+               "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("torch::autograd::Engine::thread_main",
+               "/x/site-packages/torch/lib/libtorch_cpu.so"),
         NATIVE("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
         NATIVE("__clone3", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
     };
@@ -298,14 +316,15 @@ static void compiled(void)
     snprintf(dynamo, sizeof(dynamo), "%s/torch/_dynamo/eval_frame.py", site);
     struct symbol frames[] = {
         NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
-        NATIVE("c10::cuda::CUDACachingAllocator::malloc", "/x/site-packages/torch/lib/libc10_cuda.so"),
+        NATIVE("c10::cuda::CUDACachingAllocator::malloc",
+               "/x/site-packages/torch/lib/libc10_cuda.so"),
         PY("call", "/tmp/torchinductor_me/c5/c5m5xyz.py", 124),
         PY("Runner.call", "/tmp/torchinductor_me/c5/c5m5xyz.py", 140),
         PY("forward", "<eval_with_key>.3", 7),
         NATIVE("launcher", "/home/me/.triton/cache/Q2X/__triton_launcher.so"),
-        PY("_fn", "/src/pytorch/torch/_dynamo/eval_frame.py", 600),    /* a source checkout */
+        PY("_fn", "/src/pytorch/torch/_dynamo/eval_frame.py", 600), /* a source checkout */
         PY("_fn", dynamo, 655),
-        PY("train", "/home/me/train.py", 41),                        /* the site */
+        PY("train", "/home/me/train.py", 41), /* the site */
         PY("<module>", "/home/me/train.py", 60),
     };
     struct fixture f;

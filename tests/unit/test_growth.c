@@ -27,33 +27,58 @@ struct series {
 
 static const struct series cases[] = {
     {"steady rise, dropped at the last observation",
-     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0}, 0, 1},
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0},
+     0,
+     1},
     {"steady rise, flat, dropped 2 observations after its peak",
-     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 18, 0}, 0, 1},
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 18, 0},
+     0,
+     1},
     {"steady rise, flat twice, dropped 3 observations after its peak",
-     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 17, 17, 0}, 0, 0},
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 17, 17, 0},
+     0,
+     0},
     {"steady rise, then flat for its last two observations: still held",
-     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 18, 18}, 1, 0},
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 18, 18},
+     1,
+     0},
     {"the same drop in the middle, then steady",
-     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, 0, 0},
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
+     0,
+     0},
     {"sawtooth whose highest tooth is the last",
-     {1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 4, 0}, 0, 0},
+     {1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 4, 0},
+     0,
+     0},
     {"a cache that filled, stayed, and was freed at the end",
-     {4, 8, 12, 16, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 0}, 0, 0},
+     {4, 8, 12, 16, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 0},
+     0,
+     0},
     {"a cache that filled, then stayed",
-     {4, 8, 12, 16, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20}, 0, 0},
+     {4, 8, 12, 16, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20},
+     0,
+     0},
     {"a rise still going at the end",
-     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, 1, 0},
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20},
+     1,
+     0},
     {"a rise with a large temporary at every other observation",
-     {9, 2, 11, 4, 13, 6, 15, 8, 17, 10, 19, 12, 21, 14, 23, 16, 25, 18, 27, 20}, 1, 0},
+     {9, 2, 11, 4, 13, 6, 15, 8, 17, 10, 19, 12, 21, 14, 23, 16, 25, 18, 27, 20},
+     1,
+     0},
     {"steady, with a large temporary at every other observation",
-     {9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1}, 0, 0},
+     {9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1},
+     0,
+     0},
     {"a rise, half freed at the last observation: what it kept rose only at first",
-     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 10}, 0, 1},
-    {"three rises only",
-     {1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4}, 0, 0},
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 10},
+     0,
+     1},
+    {"three rises only", {1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4}, 0, 0},
     {"steady rise, then freed at every one of its last 4 observations",
-     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 12, 8, 4, 0}, 0, 1},
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 12, 8, 4, 0},
+     0,
+     1},
 };
 #define CASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -142,18 +167,18 @@ static void test_low_points(int thread, uintptr_t n, uint64_t size)
     uint32_t ms = 0;
     for (int step = 0; step < 20; step++) {
         stack_totals_alloc(thread, s, leak, 512);
-        observe(ms += 50);                      /* the temporaries gone */
+        observe(ms += 50); /* the temporaries gone */
         stack_totals_alloc(thread, s, leak, size);
         stack_totals_alloc(thread, t, temporary, 2 * size);
         stack_totals_alloc(thread, s, leak, 512);
-        observe(ms += 50);                      /* alive */
+        observe(ms += 50); /* alive */
         stack_totals_free(thread, s, leak, size, 0);
         stack_totals_free(thread, t, temporary, 2 * size, 0);
     }
     struct stack_growth g;
     CHECK(verdicts(leak, NULL, &g));
-    CHECK_EQ(g.falls, 0);                       /* the floors never fall */
-    CHECK_EQ(g.last_bytes, 40 * 512);           /* all kept, the temporaries gone */
+    CHECK_EQ(g.falls, 0);             /* the floors never fall */
+    CHECK_EQ(g.last_bytes, 40 * 512); /* all kept, the temporaries gone */
     CHECK(!verdicts(temporary, NULL, &g));
     /* The program's end reads the bytes as they are: all 40 kept. */
     growth_end(ms += 50);
@@ -249,7 +274,7 @@ static void test_grid(void)
         CHECK(growth.samples < GROWTH_SLOTS);
     }
     CHECK(growth.samples >= GROWTH_SLOTS / 2);
-    CHECK_EQ(growth.every, 128);                /* 5,000 events, 32 to 64 observations */
+    CHECK_EQ(growth.every, 128); /* 5,000 events, 32 to 64 observations */
     struct stack_growth g;
     CHECK(verdicts(leak, NULL, &g));
     CHECK(!verdicts(steady, NULL, &g));

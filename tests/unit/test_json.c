@@ -59,7 +59,7 @@ static void test_values(void)
     const struct json_value *e = json_get(doc.root, "e");
     CHECK(e && e->type == JSON_OBJECT && e->length == 0 && e->first == NULL);
     CHECK(json_get(doc.root, "missing") == NULL);
-    CHECK(json_get(a, "a") == NULL);            /* not an object */
+    CHECK(json_get(a, "a") == NULL); /* not an object */
     CHECK(json_string(a) == NULL);
     json_free(&doc);
     CHECK(doc.chunks == NULL && doc.root == NULL);
@@ -90,8 +90,10 @@ static void test_errors(void)
                  "line 3, column 7: expected ':' after an object key") == 0);
     CHECK(strcmp(error_of("[1, 2"), "line 1, column 6: unexpected end of input in an array") == 0);
     CHECK(strcmp(error_of("[1 2]"), "line 1, column 4: expected ',' or ']' in an array") == 0);
-    CHECK(strcmp(error_of("{\"a\":1,}"), "line 1, column 8: expected a string as the object key") == 0);
-    CHECK(strcmp(error_of("[1,]"), "line 1, column 4: unexpected character ']', expected a value") == 0);
+    CHECK(strcmp(error_of("{\"a\":1,}"), "line 1, column 8: expected a string as the object key") ==
+          0);
+    CHECK(strcmp(error_of("[1,]"),
+                 "line 1, column 4: unexpected character ']', expected a value") == 0);
     CHECK(strcmp(error_of("\"abc"), "line 1, column 2: unterminated string") == 0);
     CHECK(strstr(error_of("\"a\tb\""), "control character") != NULL);
     CHECK(strstr(error_of("\"\\x\""), "unknown escape '\\x'") != NULL);
@@ -111,15 +113,15 @@ static void test_errors(void)
     /* A name twice in one object, named; the same name in two objects is fine. */
     CHECK(strcmp(error_of("{\"total\": 1, \"kind\": 2, \"total\": 3}"),
                  "line 1, column 36: the key \"total\" appears twice in one object") == 0);
-    CHECK(strstr(error_of("{\"a\": {\"x\\n\": 1, \"x\\n\": 2}}"),
-                 "the key \"x?\" appears twice") != NULL);
+    CHECK(strstr(error_of("{\"a\": {\"x\\n\": 1, \"x\\n\": 2}}"), "the key \"x?\" appears twice") !=
+          NULL);
     CHECK(parses("[{\"a\": 1}, {\"a\": 2}]"));
     char wide[100 * 16];
     size_t used = 0;
     wide[used++] = '{';
     for (int i = 0; i < 100; i++)
-        used += (size_t)snprintf(wide + used, sizeof(wide) - used, "%s\"k%d\": %d",
-                                 i ? ", " : "", i % 99, i);
+        used += (size_t)snprintf(wide + used, sizeof(wide) - used, "%s\"k%d\": %d", i ? ", " : "",
+                                 i % 99, i);
     strcpy(wide + used, "}");
     CHECK(strstr(error_of(wide), "the key \"k0\" appears twice") != NULL);
 

@@ -10,7 +10,7 @@
 #include "map.h"
 
 struct entry {
-    uint64_t key;            /* 0: empty */
+    uint64_t key; /* 0: empty */
     uint64_t value;
 };
 
@@ -44,7 +44,7 @@ static int add(struct map *m, uint64_t key)
         return -1;
     struct entry *e = find(m, key);
     if (e->key)
-        return 1;                 /* already there */
+        return 1; /* already there */
     *e = (struct entry){key, key * 3};
     m->used++;
     return 0;
@@ -56,7 +56,7 @@ int main(void)
     for (uint64_t k = 1; k <= KEYS; k++)
         CHECK(add(&m, k) == 0);
     CHECK_EQ(m.used, KEYS);
-    CHECK(m.capacity >= 2 * KEYS);                    /* at most half full */
+    CHECK(m.capacity >= 2 * KEYS); /* at most half full */
     CHECK(add(&m, 17) == 1);
     for (uint64_t k = 1; k <= KEYS; k++) {
         const struct entry *e = find(&m, k);

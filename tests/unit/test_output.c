@@ -12,8 +12,8 @@
 
 /* Write `text` to a new file for `path` and publish it (replace it, when
  * `previous` or `replace`); the name used in `path`. */
-static int write_new(char *path, const char *text, const struct out_identity *previous,
-                     int replace, struct out_identity *id)
+static int write_new(char *path, const char *text, const struct out_identity *previous, int replace,
+                     struct out_identity *id)
 {
     static struct out out;
     if (out_create(&out, path, 0600) < 0)
@@ -44,17 +44,17 @@ static void check_files(void)
     struct stat st;
     CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
 
-    snprintf(path, sizeof(path), "%s/r.json", dir);          /* taken: -PID */
+    snprintf(path, sizeof(path), "%s/r.json", dir); /* taken: -PID */
     CHECK(write_new(path, "two", NULL, 0, &other) == 0);
     snprintf(expected, sizeof(expected), "%s/r-%d.json", dir, (int)getpid());
     CHECK(strcmp(path, expected) == 0 && holds(path, "two"));
     snprintf(path, sizeof(path), "%s/r.json", dir);
     CHECK(holds(path, "one"));
-    CHECK(write_new(path, "three", NULL, 0, NULL) == 0);    /* and then -PID-2 */
+    CHECK(write_new(path, "three", NULL, 0, NULL) == 0); /* and then -PID-2 */
     snprintf(expected, sizeof(expected), "%s/r-%d-2.json", dir, (int)getpid());
     CHECK(strcmp(path, expected) == 0);
 
-    char victim[4096], link[4096];                            /* a link is never followed */
+    char victim[4096], link[4096]; /* a link is never followed */
     snprintf(victim, sizeof(victim), "%s/victim", dir);
     snprintf(link, sizeof(link), "%s/l.json", dir);
     int fd = open(victim, O_WRONLY | O_CREAT, 0600);
@@ -65,20 +65,20 @@ static void check_files(void)
     CHECK(write_new(path, "four", NULL, 0, NULL) == 0 && strcmp(path, link) != 0);
     CHECK(holds(victim, "mine"));
 
-    snprintf(path, sizeof(path), "%s/r.json", dir);          /* our own file: replaced */
+    snprintf(path, sizeof(path), "%s/r.json", dir); /* our own file: replaced */
     CHECK(write_new(path, "five", &first, 0, &first) == 0);
     snprintf(expected, sizeof(expected), "%s/r.json", dir);
     CHECK(strcmp(path, expected) == 0 && holds(path, "five"));
-    CHECK(write_new(path, "six", &other, 0, NULL) == 0);     /* not ours: a new name */
+    CHECK(write_new(path, "six", &other, 0, NULL) == 0); /* not ours: a new name */
     CHECK(strcmp(path, expected) != 0 && holds(expected, "five"));
 
-    snprintf(path, sizeof(path), "%s/fifo.json", dir);       /* -o: only regular files */
+    snprintf(path, sizeof(path), "%s/fifo.json", dir); /* -o: only regular files */
     CHECK(mkfifo(path, 0600) == 0);
     CHECK(write_new(path, "seven", NULL, 1, NULL) < 0);
     snprintf(path, sizeof(path), "%s/r.json", dir);
     CHECK(write_new(path, "eight", NULL, 1, NULL) == 0 && holds(path, "eight"));
 
-    DIR *listing = opendir(dir);                             /* no temporary left */
+    DIR *listing = opendir(dir); /* no temporary left */
     int temporaries = 0;
     for (struct dirent *e; listing && (e = readdir(listing));)
         temporaries += strstr(e->d_name, ".tmp") != NULL;
@@ -150,7 +150,7 @@ int main(void)
     CHECK(strcmp(output_text("a\x1b[31mb\x7f\x9b\xc2\x9b caf\xe9 \xc3\xa9", shown, sizeof(shown)),
                  "a\\x1b[31mb\\x7f\\x9b\\x9b caf\xc3\xa9 \xc3\xa9") == 0);
     CHECK(strlen(output_text("\x01\x01\x01\x01\x01\x01", shown, 10)) <= 9);
-    CHECK(strcmp(output_text(NULL, shown, sizeof(shown)), "?") == 0);  /* a report's missing name */
+    CHECK(strcmp(output_text(NULL, shown, sizeof(shown)), "?") == 0); /* a report's missing name */
 
     char bytes[32];
     format_bytes(1536, bytes, sizeof(bytes));

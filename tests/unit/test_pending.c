@@ -18,7 +18,7 @@
 #include "registry.h"
 #include "tracker.h"
 
-#define CAPACITY 8192       /* pending.c's */
+#define CAPACITY 8192 /* pending.c's */
 
 static void ring_alone(void)
 {
@@ -31,7 +31,7 @@ static void ring_alone(void)
     CHECK_EQ(pending_count(), 2);
     b->value = 2;
     pending_publish(b, second, CAPACITY);
-    CHECK(pending_next() == NULL);           /* the older one is not written yet */
+    CHECK(pending_next() == NULL); /* the older one is not written yet */
     a->value = 1;
     pending_publish(a, first, CAPACITY);
     const struct pending_event *e = pending_next();
@@ -50,12 +50,12 @@ static void ring_alone(void)
         slot->value = (uint64_t)i;
         pending_publish(slot, number, CAPACITY);
     }
-    CHECK(pending_claim(&number) == NULL);   /* full */
+    CHECK(pending_claim(&number) == NULL); /* full */
     e = pending_next();
     CHECK(e && e->value == 0);
     pending_done();
     struct pending_event *slot = pending_claim(&number);
-    CHECK(slot != NULL);                     /* one slot free again: the oldest's */
+    CHECK(slot != NULL); /* one slot free again: the oldest's */
     pending_publish(slot, number, CAPACITY);
 
     /* A reset forgets what was queued, stamps too: a claimed, unwritten slot
@@ -89,13 +89,13 @@ static void chunks_paired(void)
     CHECK_EQ(pending_reset(), 0);
     pending_lock();
     CHECK(pending_chunk() == NULL);
-    queue_event(PENDING_ALLOC, 0x1000, 8);     /* 0 */
-    queue_event(PENDING_ALLOC, 0x2000, 8);     /* 1 */
-    queue_event(PENDING_FREE, 0x1000, 0);      /* 2: ends 0 */
-    queue_event(PENDING_ALLOC, 0x1000, 8);     /* 3: at an address freed before */
-    queue_event(PENDING_ALLOC, 0x3000, BLOCK_SIZE_MAX + 1);   /* 4: too large */
-    queue_event(PENDING_FREE, 0x3000, 0);      /* 5: unpaired */
-    queue_event(PENDING_FREE, 0x4000, 0);      /* 6: nothing of it in the chunk */
+    queue_event(PENDING_ALLOC, 0x1000, 8);                  /* 0 */
+    queue_event(PENDING_ALLOC, 0x2000, 8);                  /* 1 */
+    queue_event(PENDING_FREE, 0x1000, 0);                   /* 2: ends 0 */
+    queue_event(PENDING_ALLOC, 0x1000, 8);                  /* 3: at an address freed before */
+    queue_event(PENDING_ALLOC, 0x3000, BLOCK_SIZE_MAX + 1); /* 4: too large */
+    queue_event(PENDING_FREE, 0x3000, 0);                   /* 5: unpaired */
+    queue_event(PENDING_FREE, 0x4000, 0);                   /* 6: nothing of it in the chunk */
     const struct pending_chunk *c = pending_chunk();
     CHECK(c != NULL);
     CHECK_EQ(c->count, 7);
@@ -107,11 +107,11 @@ static void chunks_paired(void)
     CHECK_EQ(c->partner[5], PENDING_UNPAIRED);
     CHECK_EQ(c->partner[6], PENDING_UNPAIRED);
     CHECK(!c->freed_before[0] && !c->freed_before[1] && c->freed_before[3]);
-    CHECK_EQ(pending_count(), 7);             /* not freed until done */
+    CHECK_EQ(pending_count(), 7); /* not freed until done */
     pending_chunk_done();
     CHECK_EQ(pending_count(), 0);
 
-    queue_event(PENDING_FREE, 0x2000, 0);      /* its allocation was in the last chunk */
+    queue_event(PENDING_FREE, 0x2000, 0); /* its allocation was in the last chunk */
     c = pending_chunk();
     CHECK(c && c->count == 1 && c->partner[0] == PENDING_UNPAIRED);
     pending_chunk_done();
@@ -192,7 +192,7 @@ static void through_the_tracker(void)
 {
     defer_tensor(0, 0x5000, 1000);
     defer_tensor(0, 0x6000, 3000);
-    CHECK_EQ(tensors()->blocks_current, 0);          /* queued, not entered */
+    CHECK_EQ(tensors()->blocks_current, 0); /* queued, not entered */
     CHECK(tracker_apply() == 1);
     CHECK_EQ(tensors()->blocks_current, 2);
     CHECK_EQ(tensors()->bytes_current, 4000);
@@ -252,7 +252,7 @@ static struct counters *on_device_2(void)
 static void pairs_in_a_batch(void)
 {
     defer_tensor(2, 0x40000, 700);
-    tracker_apply();                            /* entered: its free is missed */
+    tracker_apply(); /* entered: its free is missed */
     uint64_t missed = tracker.lost[LOST_MISSED_FREE];
 
     defer_tensor(2, 0x10000, 1000);
@@ -270,7 +270,7 @@ static void pairs_in_a_batch(void)
     struct counters *c = on_device_2();
     CHECK_EQ(c->blocks_current, 1);
     CHECK_EQ(c->bytes_current, 64);
-    CHECK_EQ(c->bytes_peak, 6700);              /* 700 missed, 1000 and 5000 at once */
+    CHECK_EQ(c->bytes_peak, 6700); /* 700 missed, 1000 and 5000 at once */
     CHECK_EQ(c->blocks_peak, 3);
     CHECK_EQ(c->blocks_allocated, 6);
     CHECK_EQ(c->bytes_allocated, 700 + 1000 + 5000 + 300 + 10 + 64);
@@ -334,7 +334,7 @@ int main(void)
     /* A growth observation enters what is queued when one is due (at the
      * run's first events, at each): these tests say when entering happens. */
     setenv("CUMEMTRACE_GROWTH", "0", 1);
-    pid_t child = fork();                   /* before this process's tracker_init */
+    pid_t child = fork(); /* before this process's tracker_init */
     CHECK(child >= 0);
     if (child == 0)
         _exit(with_timeline() ? 1 : 0);

@@ -23,11 +23,11 @@ static void make_313(void)
 {
     memset(record, 0, sizeof(record));
     memcpy(record, "xdebugpy", 8);
-    set(1, 0x030d00f0);             /* 3.13.0 final */
-    set(19, 368), set(23, 72);      /* thread state: size, current_frame */
+    set(1, 0x030d00f0);        /* 3.13.0 final */
+    set(19, 368), set(23, 72); /* thread state: size, current_frame */
     set(28, 80), set(29, 8), set(30, 0), set(31, 56), set(33, 70);
     set(34, 208), set(35, 112), set(37, 128), set(39, 68), set(43, 200);
-    set(44, 16), set(45, 8);        /* PyObject: size, ob_type */
+    set(44, 16), set(45, 8); /* PyObject: size, ob_type */
     set(67, 64), set(68, 32), set(69, 16), set(70, 40);
 }
 
@@ -59,11 +59,11 @@ int main(void)
     CHECK_EQ(l.frame_instruction, 56);
     CHECK_EQ(l.frame_owner, 70);
     CHECK_EQ(l.code_filename, 112);
-    CHECK_EQ(l.code_name, 128);     /* co_qualname, not co_name */
+    CHECK_EQ(l.code_name, 128); /* co_qualname, not co_name */
     CHECK_EQ(l.code_first_line, 68);
     CHECK_EQ(l.code_start, 200);
-    CHECK_EQ(l.code_first_traceable, 0);   /* not published */
-    CHECK_EQ(l.code_version, 0);           /* nor is co_version's */
+    CHECK_EQ(l.code_first_traceable, 0); /* not published */
+    CHECK_EQ(l.code_version, 0);         /* nor is co_version's */
     CHECK_EQ(l.ascii_size, 40);
     CHECK_EQ(l.compact_size, 56);
     CHECK_EQ(l.compact_utf8, 48);
@@ -86,7 +86,7 @@ int main(void)
     CHECK_EQ(l.frame_owner, 74);
     CHECK_EQ(l.code_name, 136);
     CHECK_EQ(l.code_start, 216);
-    CHECK_EQ(l.code_tag_bits, 3);   /* f_executable is a _PyStackRef */
+    CHECK_EQ(l.code_tag_bits, 3); /* f_executable is a _PyStackRef */
 
     /* Refused, each with its reason. */
     make_313();
@@ -104,18 +104,18 @@ int main(void)
     set(2, 1);
     CHECK_EQ(python_offsets_read(record, 3, 13, &l, &why), -1);
     CHECK(strstr(why, "free-threaded") != NULL);
-    make_314();              /* a 3.14 record said to be 3.13's: the words are elsewhere */
+    make_314(); /* a 3.14 record said to be 3.13's: the words are elsewhere */
     set(1, 0x030d00f0);
     CHECK_EQ(python_offsets_read(record, 3, 13, &l, &why), -1);
     make_313();
-    set(37, 208);            /* co_qualname at the code object's end */
+    set(37, 208); /* co_qualname at the code object's end */
     CHECK_EQ(python_offsets_read(record, 3, 13, &l, &why), -1);
     CHECK(strstr(why, "out of bounds") != NULL);
     make_313();
-    set(28, 1 << 20);        /* an absurd frame size */
+    set(28, 1 << 20); /* an absurd frame size */
     CHECK_EQ(python_offsets_read(record, 3, 13, &l, &why), -1);
     make_313();
-    set(70, 60);             /* no room for the compact header in the str object */
+    set(70, 60); /* no room for the compact header in the str object */
     CHECK_EQ(python_offsets_read(record, 3, 13, &l, &why), -1);
     return check_done("python_offsets");
 }

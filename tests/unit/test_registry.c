@@ -154,9 +154,9 @@ static void bytes_per_block(void)
         add(address_key(i), i);
     CHECK_EQ(registry_count(), M);
     double each = (double)registry_memory_bytes() / M;
-    printf("registry: %zu bytes for %d live blocks (%.1f bytes each)\n",
-           registry_memory_bytes(), M, each);
-    CHECK(each <= 60);      /* 36-byte records, 8-byte slots at most 3/4 full */
+    printf("registry: %zu bytes for %d live blocks (%.1f bytes each)\n", registry_memory_bytes(), M,
+           each);
+    CHECK(each <= 60); /* 36-byte records, 8-byte slots at most 3/4 full */
     check_walk(M, M);
 }
 
@@ -177,7 +177,7 @@ static void *hammer(void *arg)
                 registry_release(b);
         }
         registry_unlock(key);
-        if (i % 4 != 0) {          /* keep one in four */
+        if (i % 4 != 0) { /* keep one in four */
             registry_lock(key);
             struct block *found = registry_find(key);
             if (found)
@@ -204,7 +204,7 @@ static void threads(void)
         found += (i % 4 == 0) ? (b && b->size == i) : b == NULL;
     }
     CHECK_EQ(found, THREADS * PER_THREAD);
-    CHECK(registry_trylock_all() == 0);     /* held: try, never wait */
+    CHECK(registry_trylock_all() == 0); /* held: try, never wait */
     registry_unlock_all();
     CHECK(registry_trylock_all() == 1);
     registry_unlock_all();

@@ -28,8 +28,8 @@ static int finish(struct report *r, unsigned seed)
     report_options_of(&config, &r->options);
     r->stack_count = STACKS;
     r->stacks = report_alloc(r, STACKS * sizeof(struct stack));
-    r->frames = report_alloc(r, sizeof(uintptr_t));             /* stacks of no frames */
-    r->blocks = report_alloc(r, sizeof(struct report_block));   /* and no live block */
+    r->frames = report_alloc(r, sizeof(uintptr_t));           /* stacks of no frames */
+    r->blocks = report_alloc(r, sizeof(struct report_block)); /* and no live block */
     if (!r->stacks || !r->frames || !r->blocks)
         return -1;
     for (uint32_t id = 1; id <= STACKS; id++) {

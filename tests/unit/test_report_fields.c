@@ -34,8 +34,8 @@
 static const char *const block_keys[] = {REPORT_BLOCK_FIELDS(KEY)};
 static const char *const live_keys[] = {REPORT_LIVE_GROUP_FIELDS(KEY)};
 static const char *const held_keys[] = {REPORT_HELD_GROUP_FIELDS(KEY)};
-static const char *const failure_keys[] = {
-    REPORT_FAILURE_CALL_FIELDS(KEY) "error", REPORT_FAILURE_CONTEXT_FIELDS(KEY)};
+static const char *const failure_keys[] = {REPORT_FAILURE_CALL_FIELDS(KEY) "error",
+                                           REPORT_FAILURE_CONTEXT_FIELDS(KEY)};
 static const char *const mark_keys[] = {"label", REPORT_MARK_FIELDS(KEY) "self_time_ns"};
 static const char *const event_keys[] = {"type", REPORT_FAILURE_CALL_FIELDS(KEY) "error"};
 #undef KEY
@@ -69,29 +69,29 @@ static uint64_t handle_value(const struct report *r, uint32_t handle)
 
 /* Each field `list` names alike in *a of report `ra` and *b of `rb`
  * (`alike` 1), or each different (0); says which are not. */
-#define COMPARE(key, member, form)                                                           \
-    if (same_##form(ra, a->member, rb, b->member) != alike)                                  \
-        fprintf(stderr, "%s: \"%s\" %s\n", what, key, alike ? "differs" : "not changed");    \
+#define COMPARE(key, member, form)                                                                 \
+    if (same_##form(ra, a->member, rb, b->member) != alike)                                        \
+        fprintf(stderr, "%s: \"%s\" %s\n", what, key, alike ? "differs" : "not changed");          \
     CHECK(same_##form(ra, a->member, rb, b->member) == alike);
-#define CHECK_FIELDS(list, what_, ra_, a_, rb_, b_, alike_)                                  \
-    do {                                                                                     \
-        const char *what = (what_);                                                          \
-        const struct report *ra = (ra_), *rb = (rb_);                                        \
-        const __typeof__(*(a_)) *a = (a_), *b = (b_);                                        \
-        int alike = (alike_);                                                                \
-        (void)ra;                       /* for the forms that need their report */           \
-        (void)rb;                                                                            \
-        list(COMPARE)                                                                        \
+#define CHECK_FIELDS(list, what_, ra_, a_, rb_, b_, alike_)                                        \
+    do {                                                                                           \
+        const char *what = (what_);                                                                \
+        const struct report *ra = (ra_), *rb = (rb_);                                              \
+        const __typeof__(*(a_)) *a = (a_), *b = (b_);                                              \
+        int alike = (alike_);                                                                      \
+        (void)ra; /* for the forms that need their report */                                       \
+        (void)rb;                                                                                  \
+        list(COMPARE)                                                                              \
     } while (0)
 
 /* Each of a stack's figures alike in *a and *b (`alike` 1), or each
  * different (0); says which are not. */
-static void check_stats(const char *what, const struct stack_stats *a,
-                        const struct stack_stats *b, int alike)
+static void check_stats(const char *what, const struct stack_stats *a, const struct stack_stats *b,
+                        int alike)
 {
-#define X(key, member)                                                                       \
-    if ((a->member == b->member) != alike)                                                   \
-        fprintf(stderr, "%s: \"%s\" %s\n", what, key, alike ? "differs" : "not changed");    \
+#define X(key, member)                                                                             \
+    if ((a->member == b->member) != alike)                                                         \
+        fprintf(stderr, "%s: \"%s\" %s\n", what, key, alike ? "differs" : "not changed");          \
     CHECK((a->member == b->member) == alike);
     STACK_STATS_FIELDS(X)
 #undef X
@@ -105,8 +105,8 @@ static int same_text(const char *a, const char *b)
 
 /* A mark's fields written by hand (records.h, REPORT_MARK_FIELDS) alike in
  * *a and *b, or each different; says which are not. */
-static void check_mark_by_hand(const char *what, const struct report_mark *a, const struct report_mark *b,
-                               int alike)
+static void check_mark_by_hand(const char *what, const struct report_mark *a,
+                               const struct report_mark *b, int alike)
 {
     if (same_text(a->label, b->label) != alike)
         fprintf(stderr, "%s: \"label\" %s\n", what, alike ? "differs" : "not changed");
@@ -119,12 +119,11 @@ static void check_mark_by_hand(const char *what, const struct report_mark *a, co
 /* A frame's fields (report_json.c's write_frames, report_load.c's
  * load_frames) alike in *a and *b, or each different; says which are not.
  * Its origin is not read back: the loader works it out again. */
-static void check_frame(const char *what, const struct symbol *a, const struct symbol *b,
-                        int alike)
+static void check_frame(const char *what, const struct symbol *a, const struct symbol *b, int alike)
 {
-#define SAME(key, same)                                                                      \
-    if ((same) != alike)                                                                     \
-        fprintf(stderr, "%s: \"%s\" %s\n", what, key, alike ? "differs" : "not changed");    \
+#define SAME(key, same)                                                                            \
+    if ((same) != alike)                                                                           \
+        fprintf(stderr, "%s: \"%s\" %s\n", what, key, alike ? "differs" : "not changed");          \
     CHECK((same) == alike);
     SAME("address", a->address == b->address)
     SAME("module", same_text(a->module, b->module))
@@ -182,7 +181,7 @@ static void change(struct report *r)
     f->kind = (f->kind + 1) % KIND_COUNT;
     f->api = (f->api + 1) % r->api_count;
     f->device = 6;
-    f->code = -217;                 /* no CUDA code, but the form is signed */
+    f->code = -217; /* no CUDA code, but the form is signed */
     f->oom = !f->oom;
     f->oom_number = 4242;
     r->failures.ooms = 4243;
@@ -190,7 +189,7 @@ static void change(struct report *r)
     f->thread = 9;
     f->time_ms = 4343;
     struct report_mark *m = RING_ENTRY(r->marks.ring, RING_FIRST(r->marks.ring, r->marks.total));
-    snprintf(m->label, sizeof(m->label), "%s", "a \"changed\" mark\\");   /* to escape */
+    snprintf(m->label, sizeof(m->label), "%s", "a \"changed\" mark\\"); /* to escape */
     m->time_ms = 4444;
     m->sequence = 876543219;
     m->device_bytes = 345678912;
@@ -201,9 +200,9 @@ static void change(struct report *r)
     e->api = (e->api + 1) % r->api_count;
     e->device = 4;
     e->code = -219;
-    r->self_time_ns = 6666;         /* so that marks have theirs */
+    r->self_time_ns = 6666; /* so that marks have theirs */
     struct symbol *s = &r->symbols[0];
-    s->address -= 1;                /* still below the next: ids follow addresses */
+    s->address -= 1; /* still below the next: ids follow addresses */
     s->module = "changed/module.so";
     s->module_offset += 11;
     s->function = "changed_function";
@@ -224,7 +223,7 @@ static int run_fields_alike(const struct report *a, const struct report *b, int 
     for (int i = 0; i < LOST_COUNT; i++)
         alike += RUN_FIELD(a->lost[i] == b->lost[i]);
     for (int api = 0; api < a->api_count; api++)
-        if (a->api_calls[api] || a->api_allocations[api]) {    /* the entry points written */
+        if (a->api_calls[api] || a->api_allocations[api]) { /* the entry points written */
             int other = -1;
             for (int k = 0; k < b->api_count && other < 0; k++)
                 if (same_api(a, api, b, k))
@@ -246,7 +245,7 @@ static int run_fields_alike(const struct report *a, const struct report *b, int 
     for (int k = 0; k < CACHE_KINDS; k++) {
         alike += RUN_FIELD(a->cache_views[k].view == b->cache_views[k].view);
         alike += RUN_FIELD(strcmp(a->cache_views[k].why, b->cache_views[k].why) == 0);
-        if (a->cache_views[k].view == CACHE_BLOCKS)     /* else written null */
+        if (a->cache_views[k].view == CACHE_BLOCKS) /* else written null */
             alike += RUN_FIELD(a->cache_views[k].since_ms == b->cache_views[k].since_ms);
     }
     alike += RUN_FIELD(a->end.ended == b->end.ended);
@@ -326,8 +325,7 @@ static void check_entry_keys(const char *what, const struct json_value *entry,
          v = v->next, n++) {
         const char *listed = n < count ? keys[n] : "(none)";
         if (strcmp(v->key, listed) != 0)
-            fprintf(stderr, "%s: key %zu written \"%s\", listed \"%s\"\n", what, n, v->key,
-                    listed);
+            fprintf(stderr, "%s: key %zu written \"%s\", listed \"%s\"\n", what, n, v->key, listed);
         CHECK(strcmp(v->key, listed) == 0);
     }
     CHECK_EQ(n, count);
@@ -378,11 +376,11 @@ int main(int argc, char **argv)
     int usable = r->block_count > 0 && r->group_count > 0 && r->held_count > 0 &&
                  r->shown_count > 0 && r->api_count > 1 && r->stack_count > 1 &&
                  r->address_count > 1 && r->symbols[0].address > 0;
-    CHECK(usable);          /* a report with each record, two entry points, two stacks */
+    CHECK(usable); /* a report with each record, two entry points, two stacks */
     if (!usable)
         return check_done("report_fields");
     if (!r->failures.total)
-        r->failures.total = 1;        /* a failure of zeros, for change() to fill */
+        r->failures.total = 1; /* a failure of zeros, for change() to fill */
     if (!r->marks.total)
         r->marks.total = 1;
     if (r->event.type != EVENT_OOM)

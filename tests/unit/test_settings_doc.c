@@ -62,8 +62,9 @@ int main(int argc, char **argv)
     }
     int same = n == strlen(table) && memcmp(start, table, n) == 0;
     if (!same)
-        fprintf(stderr, "%s: the table of settings is not settings.def's; "
-                        "test_settings_doc --write %s puts it in. It should be:\n%s",
+        fprintf(stderr,
+                "%s: the table of settings is not settings.def's; "
+                "test_settings_doc --write %s puts it in. It should be:\n%s",
                 path, path, table);
     CHECK(same);
     return check_done("test_settings_doc");

@@ -32,15 +32,15 @@ static void test_one_thread(void)
     stack_totals_alloc(1, s, 1, 300);
     stack_totals_free(1, s, 1, 100, 0);
     stack_totals_alloc(1, s, 1, 50);
-    CHECK_EQ(s->live_bytes, 0);                /* pending */
-    CHECK_EQ(s->peak_live_bytes, 400);         /* exact with one thread */
+    CHECK_EQ(s->live_bytes, 0);        /* pending */
+    CHECK_EQ(s->peak_live_bytes, 400); /* exact with one thread */
     stack_totals_flush();
     CHECK_EQ(s->live_bytes, 350);
     CHECK_EQ(s->live_blocks, 2);
     CHECK_EQ(s->allocations, 3);
     CHECK_EQ(s->allocated_bytes, 450);
     CHECK_EQ(s->peak_live_bytes, 400);
-    stack_totals_flush();                            /* nothing pending: no change */
+    stack_totals_flush(); /* nothing pending: no change */
     CHECK_EQ(s->live_bytes, 350);
 }
 
@@ -51,12 +51,12 @@ static void test_eviction_and_direct_paths(void)
     stack_totals_reset();
     clear();
     stack_totals_alloc(2, stacks[3], 3, 10);
-    stack_totals_alloc(2, stacks[11], 11, 20);      /* 11 % 8 == 3: evicts stack 3 */
+    stack_totals_alloc(2, stacks[11], 11, 20); /* 11 % 8 == 3: evicts stack 3 */
     CHECK_EQ(stacks[3]->live_bytes, 10);
     CHECK_EQ(stacks[11]->live_bytes, 0);
-    stack_totals_free(2, stacks[3], 3, 10, 0);      /* not cached: to the record */
+    stack_totals_free(2, stacks[3], 3, 10, 0); /* not cached: to the record */
     CHECK_EQ(stacks[3]->live_bytes, 0);
-    stack_totals_free(2, stacks[11], 11, 20, 1);    /* implicit: to the record */
+    stack_totals_free(2, stacks[11], 11, 20, 1); /* implicit: to the record */
     CHECK_EQ(stack_history(11)->implicit_bytes, 20);
     stack_totals_alloc(0, stacks[5], 5, 7);
     CHECK_EQ(stacks[5]->live_bytes, 7);
@@ -92,17 +92,17 @@ static void test_low_point(void)
     uint64_t *low = &stack_history(1)->low_bytes;
     stack_totals_alloc(1, s, 1, 1000);
     stack_totals_flush();
-    *low = s->live_bytes;                           /* a sample: 1000 */
-    stack_totals_alloc(1, s, 1, 4000);              /* a temporary and its free */
+    *low = s->live_bytes;              /* a sample: 1000 */
+    stack_totals_alloc(1, s, 1, 4000); /* a temporary and its free */
     stack_totals_alloc(1, s, 1, 10);
     stack_totals_free(1, s, 1, 4000, 0);
     stack_totals_flush();
-    CHECK_EQ(*low, 1000);                           /* never below 1000 */
+    CHECK_EQ(*low, 1000); /* never below 1000 */
     CHECK_EQ(s->live_bytes, 1010);
-    stack_totals_alloc(1, s, 1, 1);                 /* the change holds stack 1: 1011 */
-    stack_totals_free(1, s, 1, 1000, 0);            /* down to 11 ... */
-    stack_totals_alloc(1, s, 1, 500);               /* ... and up again: 511 */
-    CHECK_EQ(*low, 1000);                           /* pending */
+    stack_totals_alloc(1, s, 1, 1);      /* the change holds stack 1: 1011 */
+    stack_totals_free(1, s, 1, 1000, 0); /* down to 11 ... */
+    stack_totals_alloc(1, s, 1, 500);    /* ... and up again: 511 */
+    CHECK_EQ(*low, 1000);                /* pending */
     stack_totals_flush();
     CHECK_EQ(*low, 11);
     CHECK_EQ(s->live_bytes, 511);

@@ -11,7 +11,7 @@ static uint32_t __attribute__((noinline)) capture_here(void)
     int depth = stack_capture(frames, 64);
     CHECK(depth >= 2);
     uint32_t id = stack_intern(frames, depth, stack_hash(frames, depth));
-    __asm__ volatile("" ::: "memory");   /* keep this a real call, not a tail call */
+    __asm__ volatile("" ::: "memory"); /* keep this a real call, not a tail call */
     return id;
 }
 
@@ -33,7 +33,7 @@ int main(void)
 {
     stack_init(dlsym);
     uint32_t a1 = 0, a2 = 0, b1 = 0;
-    for (volatile int i = 0; i < 2; i++) {   /* volatile: not unrolled, one call site */
+    for (volatile int i = 0; i < 2; i++) { /* volatile: not unrolled, one call site */
         uint32_t a = site_a();
         if (i == 0)
             a1 = a;
@@ -42,8 +42,8 @@ int main(void)
     }
     b1 = site_b();
     CHECK(a1 != 0 && b1 != 0);
-    CHECK_EQ(a1, a2);           /* same call site, same stack */
-    CHECK(a1 != b1);            /* another call site, another stack */
+    CHECK_EQ(a1, a2); /* same call site, same stack */
+    CHECK(a1 != b1);  /* another call site, another stack */
     CHECK_EQ(stack_count(), 2);
 
     /* Depth is honoured. */
@@ -95,7 +95,7 @@ int main(void)
     uint32_t added = stack_intern_here(fresh, 3, 0);
     CHECK_EQ(added, stack_count());
     CHECK_EQ(stack_intern(fresh, 3, stack_hash(fresh, 3)), added);
-    CHECK_EQ(stack_intern_here(fresh, 2, 0), stack_count());    /* a prefix: a stack of its own */
+    CHECK_EQ(stack_intern_here(fresh, 2, 0), stack_count()); /* a prefix: a stack of its own */
     /* The same frames for the driver's blocks: another record, found again
      * (memo or table) in its own space, and the framework's still its own. */
     uint32_t driver = stack_intern_here(fresh, 3, STACK_DRIVER);

@@ -29,28 +29,28 @@ static void test_tracker_events(void)
     allocate(0x1000, 100, KIND_DEVICE, 1);
     allocate(0x2000, 200, KIND_DEVICE, 1);
     CHECK(tracker_take(0x1000, SPACE_MEMORY, &saved) == 1);
-    tracker_put_back(&saved);                   /* the real free failed */
+    tracker_put_back(&saved); /* the real free failed */
     run_mark("step");
     struct allocation failed = {0, 1 << 30, 0, 0, KIND_DEVICE, 0, 1, NULL};
     run_failure(&failed, 2, 1);
-    run_context_gone(1);                    /* frees both implicitly */
+    run_context_gone(1); /* frees both implicitly */
 
     size_t n = timeline_copy(copy, &total);
-    static const int expected[] = {TIMELINE_ALLOC, TIMELINE_ALLOC, TIMELINE_FREE, TIMELINE_ALLOC,
-                                   TIMELINE_MARK,  TIMELINE_OOM,   TIMELINE_FREE_IMPLICIT,
-                                   TIMELINE_FREE_IMPLICIT};
+    static const int expected[] = {TIMELINE_ALLOC,         TIMELINE_ALLOC,        TIMELINE_FREE,
+                                   TIMELINE_ALLOC,         TIMELINE_MARK,         TIMELINE_OOM,
+                                   TIMELINE_FREE_IMPLICIT, TIMELINE_FREE_IMPLICIT};
     CHECK_EQ(n, 8);
     CHECK_EQ(total, 8);
     for (size_t i = 0; i < n && i < 8; i++)
         CHECK_EQ(copy[i].type, expected[i]);
     CHECK_EQ(copy[0].value, 0x1000);
     CHECK_EQ(copy[1].size, 200);
-    CHECK_EQ(copy[4].size, 1);                  /* the first mark */
+    CHECK_EQ(copy[4].size, 1); /* the first mark */
     CHECK_EQ(copy[5].size, 1 << 30);
     int64_t live = 0;
     for (size_t i = 0; i < n; i++)
         live += timeline_delta(&copy[i]);
-    CHECK_EQ(live, 0);                          /* and the counters say 0 too */
+    CHECK_EQ(live, 0); /* and the counters say 0 too */
     CHECK_EQ(counter_table.sets[0][KIND_DEVICE].bytes_current, 0);
     for (size_t i = 1; i < n; i++)
         CHECK(copy[i].time_us >= copy[i - 1].time_us);
@@ -92,7 +92,7 @@ static void test_threads(void)
     struct timeline_event *all = pages_alloc(timeline.capacity * sizeof(*all));
     size_t n = timeline_copy(all, &total);
     CHECK_EQ(total, WRITERS * EACH);
-    CHECK_EQ(n, timeline.capacity);              /* every kept entry is complete */
+    CHECK_EQ(n, timeline.capacity); /* every kept entry is complete */
     for (size_t i = 0; i < n; i++)
         CHECK((all[i].value & 0xffffffff) == all[i].size && (all[i].value >> 32) < WRITERS);
     pages_free(all, timeline.capacity * sizeof(*all));
@@ -108,7 +108,7 @@ static void test_series(void)
         series_sample(t);
     }
     CHECK(series.count > SERIES_SAMPLES / 2 && series.count <= SERIES_SAMPLES);
-    CHECK_EQ(series.every, 4);                   /* halved twice: 256, then 512 offered */
+    CHECK_EQ(series.every, 4); /* halved twice: 256, then 512 offered */
     CHECK_EQ(series.samples[0].time_ms, 0);
     CHECK(series.samples[series.count - 1].time_ms >= 1000 - series.every);
     for (uint32_t i = 1; i < series.count; i++) {

@@ -35,7 +35,7 @@ int main(void)
     allocate(0x40000, 7000, KIND_STREAM_ORDERED, 1, 2);
     CHECK_EQ(set(0, KIND_DEVICE)->bytes_current, 4000);
     CHECK_EQ(set(0, KIND_DEVICE)->blocks_current, 2);
-    CHECK_EQ(set(0, COUNTER_DEVICE_MEMORY)->bytes_current, 4000);   /* pinned is host memory */
+    CHECK_EQ(set(0, COUNTER_DEVICE_MEMORY)->bytes_current, 4000); /* pinned is host memory */
     CHECK_EQ(set(1, COUNTER_DEVICE_MEMORY)->bytes_current, 7000);
 
     /* A free takes the block out; a failed free puts it back as if nothing happened. */
@@ -50,7 +50,7 @@ int main(void)
     CHECK_EQ(set(0, KIND_DEVICE)->bytes_allocated, 4000);
     CHECK_EQ(set(0, KIND_DEVICE)->bytes_peak, 4000);
     CHECK(tracker_take(0x10000, SPACE_MEMORY, &saved) == 1);
-    CHECK(tracker_take(0x10000, SPACE_MEMORY, &saved) == 0);   /* double free: not ours */
+    CHECK(tracker_take(0x10000, SPACE_MEMORY, &saved) == 0); /* double free: not ours */
     CHECK_EQ(tracker.lost[LOST_UNKNOWN_FREE], 1);
 
     /* Same address again while recorded: the old record is replaced, counted. */

@@ -69,7 +69,7 @@ static void __attribute__((noinline)) compare_here(void)
     }
     mismatches += !same;
     compared++;
-    __asm__ volatile("" ::: "memory");   /* a real call, not a tail call */
+    __asm__ volatile("" ::: "memory"); /* a real call, not a tail call */
 }
 
 static int __attribute__((noinline)) recurse(int level);
@@ -171,7 +171,7 @@ static int __attribute__((noinline)) skip_walks(void)
 {
     uintptr_t frames[2][64];
     int n[2];
-    for (volatile int i = 0; i < 2; i++) {   /* one call site */
+    for (volatile int i = 0; i < 2; i++) { /* one call site */
         struct unwind_proof proof;
         uintptr_t low = i ? frames[0][1] : 0, high = i ? frames[0][1] + 1 : 0;
         n[i] = unwind_walk(frames[i], 64, 95, low, high, &proof);
@@ -245,7 +245,7 @@ static void bottom_walk(void)
 
 static void __attribute__((noinline)) settled_trusted(int counts[2])
 {
-    for (volatile int i = 0; i < 2; i++)     /* one call site */
+    for (volatile int i = 0; i < 2; i++) /* one call site */
         counts[i] = walk_here(i == 0 ? 1 : -1);
     __asm__ volatile("" ::: "memory");
 }
@@ -274,7 +274,7 @@ int main(void)
 
     for (int i = 0; i < 3; i++)
         recurse(40);
-    for (volatile int i = 0; i < 4; i++) {    /* one call site */
+    for (volatile int i = 0; i < 4; i++) { /* one call site */
         if (i == 3)
             at_bottom = bottom_walk;
         sized(6, 16 + 512 * i);
@@ -319,7 +319,7 @@ int main(void)
     /* A walk from where the last one started that leaves out other
      * frames, once its rules are known. */
     int skipped = 0;
-    for (volatile int i = 0; i < 3; i++)     /* one call site */
+    for (volatile int i = 0; i < 3; i++) /* one call site */
         skipped = skip_walks();
     CHECK_EQ(skipped, 1);
 

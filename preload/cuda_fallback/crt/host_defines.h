@@ -26,7 +26,10 @@
 #define CUDART_CB
 #define __align__(n) __attribute__((aligned(n)))
 #define __builtin_align__(n) __align__(n)
-#define __cuda_builtin_vector_align8(tag, members) \
-    struct __device_builtin__ __align__(8) tag { members }
+#define __cuda_builtin_vector_align8(tag, members)                                                 \
+    struct __device_builtin__ __align__(8) tag                                                     \
+    {                                                                                              \
+        members                                                                                    \
+    }
 
 #endif

@@ -9,9 +9,12 @@
 #include <cstdint>
 #include <functional>
 
-namespace c10 {
-namespace cuda {
-namespace CUDACachingAllocator {
+namespace c10
+{
+namespace cuda
+{
+namespace CUDACachingAllocator
+{
 
 struct TraceEntry {
     enum Action {
@@ -31,17 +34,18 @@ struct TraceEntry {
     }
     Action action_;
     int8_t device_;
-    size_t addr_;     // OOM: the driver's free bytes
+    size_t addr_; // OOM: the driver's free bytes
     void *stream_;
-    size_t size_;     // the request (ALLOC, FREE_*), the segment (SEGMENT_*)
+    size_t size_; // the request (ALLOC, FREE_*), the segment (SEGMENT_*)
 };
 
 using AllocatorTraceTracker = std::function<void(const TraceEntry &)>;
 using OutOfMemoryObserver =
     std::function<void(int64_t device, size_t allocated, size_t device_total, size_t device_free)>;
 
-class CUDAAllocator {
-public:
+class CUDAAllocator
+{
+  public:
     virtual ~CUDAAllocator() = default;
     virtual bool initialized() = 0;
     virtual void attachAllocatorTraceTracker(AllocatorTraceTracker tracker) = 0;

@@ -10,8 +10,10 @@
 #include <memory>
 #include <vector>
 
-namespace torch {
-namespace autograd {
+namespace torch
+{
+namespace autograd
+{
 
 using variable_list = std::vector<void *>;
 
@@ -22,7 +24,7 @@ struct Node : std::enable_shared_from_this<Node> {
         return apply(std::move(inputs));
     }
 
-protected:
+  protected:
     virtual variable_list apply(variable_list &&inputs) = 0;
 };
 
