@@ -10,15 +10,17 @@
 # g++ for the tests' stand-in for PyTorch's allocator, Chromium, in which
 # the tests load the HTML report (headless), tmux, in which they watch
 # `cumemtrace live`, pytest, whose plugin they try, clang with libFuzzer,
-# which builds the fuzzing targets (tests/fuzz), and pip, setuptools, wheel
-# and venv, with which they pip install the checkout into a virtualenv.
+# which builds the fuzzing targets (tests/fuzz), clang-format-14, with which
+# they hold the C sources to .clang-format (scripts/format.sh), and pip,
+# setuptools, wheel and venv, with which they pip install the checkout into a
+# virtualenv.
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 
 packages="cmake gcc g++ make pkg-config libunwind8 python3 python3-jsonschema libdw1 valgrind
-          chromium tmux python3-pytest clang-14 libclang-rt-14-dev
+          chromium tmux python3-pytest clang-14 libclang-rt-14-dev clang-format-14
           python3-pip python3-setuptools python3-wheel python3-venv"
 missing=""
 for p in $packages; do
