@@ -48,6 +48,7 @@
 #include "modules.h"
 #include "python.h"
 #include "python_layout.h"
+#include "python_locations.h"
 #include "python_offsets.h"
 #include "stacks.h"
 
@@ -135,36 +136,9 @@ static void own_offsets(const struct python_layout *l)
     own.keyed = l->minor >= 11;
 }
 
-/* Locations: an array indexed by id - 1, and an open-addressing index. Keys:
- * (code, instruction offset) for the walk, (code, LINE_KEY | line) for the C
- * API and to share one location among the offsets of a line, each with what
- * tells a code object from another compiled at its address after it was
- * freed: `check`, its filename object, and `version`, its co_version where
- * the layout knows its offset (3.12 and 3.13; 0 otherwise). The interpreter
- * gives each code object it makes the next value of a counter (3.12: one for
- * the process, 3.13: one per interpreter), so a code object made after
- * another was freed has another version, even under the same filename
- * object (exec(compile(source, "<string>", "exec")) in a loop), until the
- * counter runs out: the code object given 2^32 - 1 leaves it at 0 for good,
- * and code objects made after it are told apart by their filename alone, as
- * on 3.10 and 3.11, which have no version: there a code object compiled
- * where one of the same filename object was freed takes the freed one's
- * locations. The version is a field of its own, in the key's padding, not
- * folded into the filename pointer's unused top 16 bits, where versions
- * 65536 apart would look alike. The C API's keys hold a reference to their
- * code object, which keeps its address: both 0. Guarded by `lock`. */
-#define LINE_KEY (1ll << 40)
-struct location_key {
-    uintptr_t code, check;
-    int64_t key;
-    uint32_t id, version;
-};
+/* The walker's lock: the location table (python_locations.h), which it
+ * serializes, and the reading of another thread's frames. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct python_location *locations;
-static uint32_t location_count, location_capacity;
-static struct map location_index; /* of struct location_key */
-static char *strings;
-static size_t strings_used, strings_size;
 
 /* ---- finding the interpreter ------------------------------------------------- */
 
@@ -281,89 +255,6 @@ static void look_up(void)
         available = 1;
 }
 
-/* ---- the location table ------------------------------------------------------ */
-
-static const char *keep(const char *s, size_t length)
-{
-    if (strings_used + length + 1 > strings_size) {
-        size_t size = length + 1 > (1u << 20) ? length + 1 : (1u << 20);
-        char *pages = pages_alloc(size); /* old pages stay: strings never move */
-        if (!pages)
-            return "?";
-        strings = pages;
-        strings_used = 0;
-        strings_size = size;
-    }
-    char *copy = strings + strings_used;
-    memcpy(copy, s, length);
-    copy[length] = '\0';
-    strings_used += length + 1;
-    return copy;
-}
-
-static uint64_t key_hash(uintptr_t code, int64_t key)
-{
-    return (((uint64_t)code >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)key * 2654435761u) >> 20;
-}
-
-static uint64_t slot_hash(const void *slot)
-{
-    const struct location_key *k = slot;
-    return key_hash(k->code, k->key);
-}
-
-static int same_key(const void *slot, const void *key)
-{
-    const struct location_key *a = slot, *b = key;
-    return a->code == b->code && a->key == b->key && a->check == b->check &&
-           a->version == b->version;
-}
-
-static int grow(void)
-{
-    if (location_count + 1 >= location_capacity) {
-        uint32_t capacity = location_capacity ? location_capacity * 2 : 1024;
-        void *p = pages_grow(locations, location_capacity * sizeof(*locations),
-                             capacity * sizeof(*locations));
-        if (!p)
-            return -1;
-        locations = p;
-        location_capacity = capacity;
-    }
-    return map_reserve(&location_index, 2, 70, 4096, sizeof(struct location_key), slot_hash);
-}
-
-/* The slot of (code, check, version, key): the one holding it, or the empty
- * one where it goes (its id 0). Needs grow() to have made room. A code is
- * never NULL: a slot holding one is full (map.h). */
-static struct location_key *find(uintptr_t code, uintptr_t check, uint32_t version, int64_t key)
-{
-    const struct location_key wanted = {code, check, key, 0, version};
-    return map_find(&location_index, key_hash(code, key), same_key, &wanted);
-}
-
-/* Fills `slot`, which find() gave for the same key, with `id`; returns it. */
-static uint32_t add(struct location_key *slot, uintptr_t code, uintptr_t check, uint32_t version,
-                    int64_t key, uint32_t id)
-{
-    slot->code = code;
-    slot->check = check;
-    slot->version = version;
-    slot->key = key;
-    slot->id = id;
-    location_index.used++;
-    return id;
-}
-
-static uint32_t new_location(const char *file, const char *function, int line)
-{
-    struct python_location *l = &locations[location_count];
-    l->file = file;
-    l->function = function;
-    l->line = line;
-    return ++location_count;
-}
-
 /* ---- reading the interpreter's structures ------------------------------------ */
 
 /* A pointer-sized or smaller read. Until one walk has succeeded, and always
@@ -422,15 +313,15 @@ static const char *string_of(const char *object, int *bad)
         char text[1024];
         if (length >= (int64_t)sizeof(text) || peek(object + layout->ascii_size, text, length) < 0)
             return "?";
-        return keep(text, (size_t)length);
+        return locations_keep(text, (size_t)length);
     }
     if (state & 0x40) /* ASCII: the text follows */
-        return length < 4096 ? keep(object + layout->ascii_size, (size_t)length) : "?";
+        return length < 4096 ? locations_keep(object + layout->ascii_size, (size_t)length) : "?";
     if (foreign)
         return "?"; /* not worth unchecked reads */
     const char *utf8 = pointer_at(object, layout->compact_utf8, bad);
     if (utf8)
-        return keep(utf8, strlen(utf8));
+        return locations_keep(utf8, strlen(utf8));
     unsigned kind = (state >> 2) & 7; /* 1, 2 or 4 bytes a character */
     const unsigned char *data = (const unsigned char *)object + layout->compact_size;
     char text[1024];
@@ -455,7 +346,7 @@ static const char *string_of(const char *object, int *bad)
             text[used++] = (char)(0x80 | (c & 0x3f));
         }
     }
-    return keep(text, used);
+    return locations_keep(text, used);
 }
 
 /* The byte offset of the instruction a frame is at; 0 for a frame that is
@@ -501,28 +392,22 @@ static uint32_t location_at(const char *code, int offset, int *bad)
         *bad = 1;
     if (*bad)
         return 0;
-    /* Nearly always known: looked up before making room for a new one. */
-    struct location_key *slot =
-        location_index.capacity ? find((uintptr_t)code, check, version, offset) : NULL;
-    if (slot && slot->id)
-        return slot->id;
-    if (grow() < 0)
+    uint32_t id = locations_known((uintptr_t)code, check, version, offset);
+    if (id)
+        return id; /* nearly always */
+    if (locations_reserve() < 0)
         return 0;
     int line = py.address_to_line(code, offset);
-    struct location_key *by_line = find((uintptr_t)code, check, version, LINE_KEY | line);
-    uint32_t id = by_line->id;
+    id = locations_known((uintptr_t)code, check, version, LOCATIONS_LINE | line);
     if (!id) {
         const char *file = string_of((const char *)check, bad);
         const char *function = string_of(pointer_at(code, layout->code_name, bad), bad);
         if (*bad)
             return 0;
-        id = add(by_line, (uintptr_t)code, check, version, LINE_KEY | line,
-                 new_location(file, function, line));
+        id = locations_enter((uintptr_t)code, check, version, LOCATIONS_LINE | line,
+                             locations_new(file, function, line));
     }
-    /* Found after the line's key went in, which may have taken the slot
-     * the offset's key would have had; grow() left room for both. */
-    return add(find((uintptr_t)code, check, version, offset), (uintptr_t)code, check, version,
-               offset, id);
+    return locations_enter((uintptr_t)code, check, version, offset, id);
 }
 
 static const char *first_frame(const char *thread_state, int *bad)
@@ -826,9 +711,9 @@ static int walk_main_thread(uintptr_t *frames, int n, int max)
         borrowing.reading = 0;
         return n;
     }
-    if (!marker && grow() == 0)
-        marker = new_location("<this thread runs no Python: the main thread's stack follows>",
-                              "[main thread, at that moment]", 0);
+    if (!marker && locations_reserve() == 0)
+        marker = locations_new("<this thread runs no Python: the main thread's stack follows>",
+                               "[main thread, at that moment]", 0);
     if (marker)
         frames[n++] = PYTHON_FRAME_TAG | marker;
     for (int i = 0; i < last_count && n < max; i++)
@@ -1161,7 +1046,7 @@ static const char *attribute(PyObject *code, const char *name)
 {
     PyObject *value = py.get_attr(code, name);
     const char *text = value ? py.as_utf8(value) : NULL;
-    const char *kept = text ? keep(text, strlen(text)) : "?";
+    const char *kept = text ? locations_keep(text, strlen(text)) : "?";
     if (value)
         py.decref(value);
     return kept;
@@ -1169,15 +1054,15 @@ static const char *attribute(PyObject *code, const char *name)
 
 static uint32_t location_with_gil(PyObject *code, int line)
 {
-    if (grow() < 0)
+    if (locations_reserve() < 0)
         return 0;
-    struct location_key *slot = find((uintptr_t)code, 0, 0, LINE_KEY | line);
-    if (slot->id)
-        return slot->id;
+    uint32_t id = locations_known((uintptr_t)code, 0, 0, LOCATIONS_LINE | line);
+    if (id)
+        return id;
     const char *file = attribute(code, "co_filename");
     py.incref(code); /* its address stays this code's */
-    return add(slot, (uintptr_t)code, 0, 0, LINE_KEY | line,
-               new_location(file, attribute(code, "co_name"), line));
+    return locations_enter((uintptr_t)code, 0, 0, LOCATIONS_LINE | line,
+                           locations_new(file, attribute(code, "co_name"), line));
 }
 
 /* The Python frames of this thread through the C API, where no layout is
@@ -1301,17 +1186,7 @@ const struct python_location *python_location(uintptr_t tagged)
         return NULL;
     uint32_t id = (uint32_t)(tagged & ~PYTHON_FRAME_MASK);
     pthread_mutex_lock(&lock);
-    const struct python_location *l = id >= 1 && id <= location_count ? &locations[id - 1] : NULL;
+    const struct python_location *l = locations_at(id);
     pthread_mutex_unlock(&lock);
     return l;
-}
-
-uint32_t python_location_count(void)
-{
-    return location_count;
-}
-
-const struct python_location *python_location_at(uint32_t id)
-{
-    return id >= 1 && id <= location_count ? &locations[id - 1] : NULL;
 }

@@ -75,8 +75,6 @@ const struct python_layout *python_layout_row(int major, int minor);
 
 /* The location of a tagged frame; NULL if it is not one we know. */
 const struct python_location *python_location(uintptr_t tagged);
-uint32_t python_location_count(void);
-const struct python_location *python_location_at(uint32_t id);
 
 static inline int is_python_frame(uintptr_t address)
 {

@@ -27,6 +27,7 @@
 #include "config.h"
 #include "frames.h"
 #include "log.h"
+#include "python_locations.h"
 #include "registry.h"
 #include "torch_stats.h"
 #include "tracker.h"
@@ -269,7 +270,7 @@ static int copy_state(struct report *r)
  * memory. */
 static int copy_python_locations(struct report *r)
 {
-    uint32_t count = python_location_count();
+    uint32_t count = locations_count();
     r->python = report_alloc(r, (count + 1) * sizeof(struct python_location));
     if (!r->python)
         return -1;

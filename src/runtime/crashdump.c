@@ -33,6 +33,7 @@
 #include "log.h"
 #include "output.h"
 #include "python.h"
+#include "python_locations.h"
 #include "records.h"
 #include "registry.h"
 #include "stacks.h"
@@ -380,8 +381,8 @@ static void write_rest(void)
         put_bytes_hex(tracker.threads[i].name, strnlen(tracker.threads[i].name, 16));
         put_str("\n");
     }
-    for (uint32_t id = 1; id <= python_location_count(); id++) {
-        const struct python_location *l = python_location_at(id);
+    for (uint32_t id = 1; id <= locations_count(); id++) {
+        const struct python_location *l = locations_at(id);
         put_record(DUMP_PYLOC);
         put_u64(id);
         put_i64(l->line);
