@@ -993,6 +993,7 @@ int live_show_answer(char *text, size_t length, FILE *to)
     l->pid = (int)getpid();
     l->top = LIVE_TOP;
     l->once = 1;
+    l->wanted = 1;
     l->errors = to;
     int status = show(l, text, length, to);
     cache_free(&l->cache);
