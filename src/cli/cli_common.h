@@ -184,9 +184,10 @@ int command_diff(int argc, char **argv);
 int command_merge(int argc, char **argv);
 int command_live(int argc, char **argv); /* cli_live.c */
 /* One answer of a live peer (NUL-terminated `text`, whatever it holds) shown
- * as `live --once` shows it, on `to` (a message there too when it is not
- * one), against this process's maps: what the fuzzing target feeds
- * (tests/fuzz). 0, or 1 when it is not one. */
+ * as `live --holders` shows it (its holders as the answer to request 1),
+ * on `to` (a message there too when it is not one), against this
+ * process's maps: what the fuzzing target feeds (tests/fuzz). 0, or 1 when
+ * it is not one. */
 int live_show_answer(char *text, size_t length, FILE *to);
 
 #endif

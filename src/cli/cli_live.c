@@ -9,9 +9,15 @@
  *
  * On a terminal the view takes the whole screen (the alternate one, given
  * back at the end); `q` quits, `p` pauses, `+` and `-` list more or fewer
- * sites, `h` shows the keys; the terminal's settings are restored
- * however the command ends (q, Ctrl-C, the process ending). --once prints
- * one view as plain text. */
+ * sites, `w` asks who holds the memory, `h` shows the keys; the terminal's
+ * settings are restored however the command ends (q, Ctrl-C, the process
+ * ending). --once prints one view as plain text; --holders asks who holds
+ * the memory, waits for the answer and prints one view with it.
+ *
+ * Who holds the memory only the process's Python knows: a refresh that
+ * asks (LIVE_ASK_HOLDERS) gets a request number back; the process walks
+ * later, at its next reading with the GIL, and a later refresh shows the
+ * answer once its number has come. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -39,15 +45,19 @@
 #include "report.h"
 
 const char live_usage[] =
-    "usage: cumemtrace live PID [--once] [--top N]\n"
+    "usage: cumemtrace live PID [--once] [--holders] [--top N]\n"
     "\n"
     "Shows what a process traced by cumemtrace holds, refreshed every second: live\n"
     "memory per device and kind, the sites holding most (with what they gained in\n"
     "the last 10 s) and the growing ones. Keys: q quits, p pauses, + and - list more\n"
-    "or fewer sites, h shows them. Only the process's own user can\n"
+    "or fewer sites, w asks who holds the memory (the paths from Python's objects to\n"
+    "the tensors and arrays), h shows them. Only the process's own user can\n"
     "watch it; nothing is written anywhere, and the process's results do not change.\n"
     "  --once               print one view as plain text and exit\n"
-    "  --top N              sites listed (default 10, at most 20)\n" CLI_EXIT_STATUS;
+    "  --holders            ask who holds the memory, wait for the answer (a few\n"
+    "                       seconds at most), print one view with it and exit\n"
+    "  --top N              sites listed (default 10, at most 20)\n"
+    CLI_EXIT_STATUS;
 
 #define HISTORY 11 /* refreshes kept: the change over 10 s */
 
@@ -71,9 +81,11 @@ struct past {
 
 struct live {
     int pid, top, once, tty;
-    int help, paused; /* the keys h and p */
-    int redraw;       /* showing the last answer again, after a key */
-    char *last;       /* the last answer, kept for a redraw */
+    int help, paused;               /* the keys h and p */
+    int ask;                        /* the next refresh asks who holds the memory (w) */
+    uint64_t wanted;                /* the number of the request made, 0: none */
+    int redraw;                     /* showing the last answer again, after a key */
+    char *last;                     /* the last answer, kept for a redraw */
     size_t last_length;
     FILE *errors; /* where an answer that is not one is said */
     struct cache cache;
@@ -119,8 +131,9 @@ static int peer_is(int fd, int pid)
 /* The whole answer, NUL-terminated, in *text (freed by the caller); 0, or -1
  * with errno: ECONNREFUSED or ENOENT when nobody listens, EACCES when the
  * process would not answer (another user's), EPERM when another process
- * holds its name (impostor), ETIMEDOUT. */
-static int fetch(int pid, char **text, size_t *length)
+ * holds its name (impostor), ETIMEDOUT. `ask`: it asks who holds the
+ * memory (LIVE_ASK_HOLDERS). */
+static int fetch(int pid, int ask, char **text, size_t *length)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -137,6 +150,11 @@ static int fetch(int pid, char **text, size_t *length)
         errno = EPERM;
         return -1;
     }
+    /* The request, then our side shut: the process answers at once. One
+     * that went wrong (it closed first) is told by the answer. */
+    if (ask)
+        send(fd, LIVE_ASK_HOLDERS, strlen(LIVE_ASK_HOLDERS), MSG_NOSIGNAL);
+    shutdown(fd, SHUT_WR);
     size_t size = 1 << 16, used = 0;
     char *buffer = malloc(size);
     int status = buffer ? 0 : -1;
@@ -699,6 +717,102 @@ static void write_growing(const struct view *v, struct screen *s)
         line(s, "  (none)");
 }
 
+/* The kind named `name` (kinds.h); -1 if none is. */
+static int kind_of(const char *name)
+{
+    for (int n = 0; name && n < KIND_COUNT; n++)
+        if (strcmp(name, kind_name(n)) == 0)
+            return n;
+    return -1;
+}
+
+/* Whether the answer to request `wanted` is in `holders` (or none will
+ * come: not asked, off, no Python, Python ended, a process that cannot be
+ * asked): the --holders wait ends. */
+static int holders_settled(const struct json_value *holders, uint64_t wanted)
+{
+    const char *python = json_string(json_get(holders, "python"));
+    const struct json_value *setting = json_get(holders, "setting");
+    return !wanted || !holders || !setting || setting->type != JSON_TRUE || !python ||
+           strcmp(python, "running") != 0 || number(holders, "answered") >= wanted;
+}
+
+/* Who holds the memory, once asked (w, --holders): the process's answer,
+ * its paths most bytes first, each with the site of its largest block when
+ * that is among the sites shown; else why there is none (yet). */
+static void write_holders(const struct live *l, const struct view *v, struct screen *s)
+{
+    if (!l->wanted)
+        return;
+    const struct json_value *holders = json_get(v->root, "holders");
+    const char *python = json_string(json_get(holders, "python"));
+    const struct json_value *setting = json_get(holders, "setting");
+    uint64_t answered = number(holders, "answered");
+    blank(s);
+    if (!holders || !setting || !python) {
+        line(s, "Held by: this process's cumemtrace cannot be asked (an older version)");
+        return;
+    }
+    if (setting->type != JSON_TRUE) {
+        line(s, "Held by: holders off (CUMEMTRACE_HOLDERS=0): the process walks nothing");
+        return;
+    }
+    if (strcmp(python, "none") == 0) {
+        line(s, "Held by: no Python in this process: only Python's objects hold tensors and "
+                "arrays");
+        return;
+    }
+    if (answered < l->wanted) {
+        line(s, "Held by: %s (request %llu)%s",
+             strcmp(python, "running") == 0
+                 ? "waiting for the process: it walks at its next reading with the GIL"
+                 : "Python has ended: no walk after its exit hooks",
+             (unsigned long long)l->wanted, answered ? "; an older answer:" : "");
+        if (!answered)
+            return;
+    } else {
+        line(s, "Held by (request %llu: %llu objects walked in %llu ms; w asks again)",
+             (unsigned long long)answered, (unsigned long long)number(holders, "objects"),
+             (unsigned long long)number(holders, "ms"));
+    }
+    const char *why = json_string(json_get(holders, "why"));
+    const char *cut = json_string(json_get(holders, "cut_short"));
+    if (why) {
+        line(s, "  the walk named no holder: %s", why);
+        return;
+    }
+    if (cut)
+        line(s, "  walk cut short %s (CUMEMTRACE_HOLDERS_MS): the paths it reached", cut);
+    const struct json_value *paths = json_get(holders, "paths");
+    int shown = 0;
+    for (const struct json_value *p = paths ? paths->first : NULL; p; p = p->next) {
+        struct report_holder_path holder;
+        memset(&holder, 0, sizeof(holder));
+        const char *path = json_string(json_get(p, "path"));
+        const char *container = json_string(json_get(p, "container"));
+        snprintf(holder.path, sizeof(holder.path), "%s", path ? path : "?");
+        snprintf(holder.container, sizeof(holder.container), "%s", container ? container : "");
+        holder.kind = kind_of(json_string(json_get(p, "kind")));
+        holder.tensors = number(p, "tensors");
+        char text[REPORT_CLASS_TEXT + 96], bytes[24], site[512] = "";
+        report_holder_text(&holder, text, sizeof(text));
+        format_bytes(number(p, "bytes"), bytes, sizeof(bytes));
+        uint64_t id = 0;
+        long k = json_uint(json_get(p, "stack"), &id) == 0 ? stack_index(v, id) : -1;
+        if (k >= 0) {
+            memcpy(site, "   ", 4);
+            site_text(v, (uint32_t)k, site + 3, sizeof(site) - 3);
+        }
+        line(s, "  %10s   held by %s%s", bytes, text, site);
+        shown++;
+    }
+    uint64_t more = number(holders, "path_count");
+    if (more > (uint64_t)shown && shown)
+        line(s, "  ... %llu more paths", (unsigned long long)(more - (uint64_t)shown));
+    if (!shown)
+        line(s, "  (no tensor or array is held)");
+}
+
 /* Keep this refresh's top bytes; the oldest kept is HISTORY - 1 back. */
 static void remember(struct live *l, const struct view *v)
 {
@@ -733,6 +847,68 @@ static int terminal_width(void)
  * not be asked; 1 when its answer was not one (a message printed). */
 static int show(struct live *l, char *text, size_t length, FILE *to);
 
+/* l->last, parsed from a copy into `document` (json_free'd by the caller,
+ * with the copy in *copy, freed by it); its "holders", or NULL. */
+static const struct json_value *last_holders(struct live *l, struct json_document *document,
+                                             char **copy)
+{
+    char error[64];
+    memset(document, 0, sizeof(*document));
+    *copy = malloc(l->last_length + 1);
+    if (!*copy)
+        return NULL;
+    memcpy(*copy, l->last, l->last_length + 1);
+    if (json_parse(*copy, l->last_length, document, error, sizeof(error)) < 0)
+        return NULL;
+    return json_get(document->root, "holders");
+}
+
+/* The last answer was to a refresh that asked: the request's number kept,
+ * to tell its answer when it comes (a process that gave none: the first,
+ * so that the view says why no answer will come). */
+static void asked(struct live *l)
+{
+    struct json_document document;
+    char *copy = NULL;
+    const struct json_value *holders = last_holders(l, &document, &copy);
+    uint64_t mine = 0;
+    l->wanted = json_uint(json_get(holders, "mine"), &mine) == 0 && mine ? mine : 1;
+    json_free(&document);
+    free(copy);
+}
+
+/* --holders: ask, then fetch again every HOLDERS_POLL_MS until the answer
+ * came (or none will), for HOLDERS_WAIT_MS at most; the last answer kept.
+ * 0, or -1 with errno as fetch. */
+#define HOLDERS_POLL_MS 200
+#define HOLDERS_WAIT_MS 15000
+
+static int wait_for_holders(struct live *l)
+{
+    l->ask = 1;
+    for (int waited = 0;; waited += HOLDERS_POLL_MS) {
+        char *text = NULL;
+        size_t length = 0;
+        if (fetch(l->pid, l->ask, &text, &length) < 0)
+            return -1;
+        free(l->last);
+        l->last = text;
+        l->last_length = length;
+        if (l->ask)
+            asked(l);
+        l->ask = 0;
+        struct json_document document;
+        char *copy = NULL;
+        const struct json_value *holders = last_holders(l, &document, &copy);
+        int settled = holders_settled(holders, l->wanted);
+        json_free(&document);
+        free(copy);
+        if (settled || stop || waited >= HOLDERS_WAIT_MS)
+            return 0;
+        poll(NULL, 0, HOLDERS_POLL_MS);
+    }
+}
+
 /* A new answer shown (`fresh`), or the last one again after a key changed
  * the view (what the sites gained is not remembered twice then). */
 static int refresh(struct live *l, int fresh)
@@ -740,11 +916,14 @@ static int refresh(struct live *l, int fresh)
     if (fresh || !l->last) {
         char *text = NULL;
         size_t length = 0;
-        if (fetch(l->pid, &text, &length) < 0)
+        if (fetch(l->pid, l->ask, &text, &length) < 0)
             return -1;
         free(l->last);
         l->last = text;
         l->last_length = length;
+        if (l->ask)
+            asked(l);
+        l->ask = 0;
     }
     l->redraw = !fresh;
     /* show() parses in place: a copy, so that the answer can be shown again */
@@ -788,8 +967,8 @@ static int show(struct live *l, char *text, size_t length, FILE *to)
                          : ", every second; q quits, h keys",
              l->command);
         if (l->help && !l->once)
-            line(&s, "keys: q quit   p pause/resume   + more sites   - fewer sites   h hide "
-                     "this line");
+            line(&s, "keys: q quit   p pause/resume   + more sites   - fewer sites   w who "
+                     "holds it   h hide this line");
         blank(&s);
         write_devices(v, &s);
         write_caches(v, &s);
@@ -797,6 +976,7 @@ static int show(struct live *l, char *text, size_t length, FILE *to)
             remember(l, v);
         write_top(l, v, &s);
         write_growing(v, &s);
+        write_holders(l, v, &s);
         if (l->tty)
             fputs("\033[H\033[2J", to);
         fputs(s.text ? s.text : "", to);
@@ -822,6 +1002,7 @@ int live_show_answer(char *text, size_t length, FILE *to)
     l->pid = (int)getpid();
     l->top = LIVE_TOP;
     l->once = 1;
+    l->wanted = 1;
     l->errors = to;
     int status = show(l, text, length, to);
     cache_free(&l->cache);
@@ -860,11 +1041,12 @@ static void terminal_end(const struct live *l)
 }
 
 /* What wait_for_key saw. */
-enum { KEY_REFRESH, KEY_QUIT, KEY_REDRAW };
+enum { KEY_REFRESH, KEY_QUIT, KEY_REDRAW, KEY_ASK };
 
 /* Wait until the next refresh is due (KEY_REFRESH); KEY_QUIT if `q` was
  * pressed or a signal asked to stop; KEY_REDRAW at once when a key changed
- * the view: h (the keys), p (pause), + and - (sites listed). */
+ * the view: h (the keys), p (pause), + and - (sites listed); KEY_ASK at
+ * once for w (who holds the memory: asked at a refresh made now). */
 static int wait_for_key(struct live *l, int milliseconds)
 {
     struct timespec start, now;
@@ -891,6 +1073,10 @@ static int wait_for_key(struct live *l, int milliseconds)
             }
             if (memchr(keys, 'q', (size_t)n) || memchr(keys, 'Q', (size_t)n))
                 return KEY_QUIT;
+            if (memchr(keys, 'w', (size_t)n)) {
+                l->ask = 1;
+                return KEY_ASK;
+            }
             int changed = 0;
             for (ssize_t i = 0; i < n; i++) {
                 switch (keys[i]) {
@@ -941,10 +1127,11 @@ static const char *fetch_error(int error)
 
 int command_live(int argc, char **argv)
 {
-    static const struct option longs[] = {{"once", no_argument, NULL, '1'},
-                                          {"top", required_argument, NULL, 't'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {
+        {"once", no_argument, NULL, '1'}, {"top", required_argument, NULL, 't'},
+        {"holders", no_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     struct cli_args args = {"live", argc, argv, ":h", longs, 0};
     struct live *l = calloc(1, sizeof(*l));
     if (!l) {
@@ -958,6 +1145,7 @@ int command_live(int argc, char **argv)
         long top = 0;
         switch (c) {
         case '1': l->once = 1; break;
+        case 'w': l->once = l->ask = 1; break;
         case 't':
             status = cli_parse_count("live", optarg, &top);
             l->top = top > 0 && top <= LIVE_TOP ? (int)top : LIVE_TOP;
@@ -998,6 +1186,8 @@ int command_live(int argc, char **argv)
         return CLI_UNREADABLE;
     }
     int shown = 0, fresh = 1;
+    if (l->ask && wait_for_holders(l) == 0)
+        fresh = 0;   /* --holders: the answer waited for is the view */
     terminal_begin(l);
     for (;;) {
         int result = refresh(l, fresh);
@@ -1027,7 +1217,7 @@ int command_live(int argc, char **argv)
             terminal_end(l);
             break;
         }
-        fresh = key == KEY_REFRESH && !l->paused;
+        fresh = key == KEY_ASK || (key == KEY_REFRESH && !l->paused);
     }
     free(l->last);
     cache_free(&l->cache);

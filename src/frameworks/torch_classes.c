@@ -20,7 +20,9 @@
  *
  * It runs only where the bridge reads for a report (a snapshot, the OOM
  * observer, Python's exit), never periodically: the walk is one pass over
- * every object the garbage collector tracks, an issubclass() each.
+ * every object the garbage collector tracks, an issubclass() each. The
+ * holders walk alone also runs when `cumemtrace live` asks for it
+ * (holders_live.c), at most one walk per request and spaced out.
  *
  * The same readings walk from Python's roots to every PyTorch tensor, CuPy
  * and JAX array (RETAIN, below), to name who holds them. */
@@ -656,6 +658,21 @@ static struct torch_holders *holders_read(PyObject *gc)
     return h;
 }
 
+struct torch_holders *torch_holders_read(void)
+{
+    PyObject *gc = py.import("gc");
+    struct torch_holders *h = gc ? holders_read(gc) : no_holders("Python's gc is not there");
+    py_release(gc);
+    py.clear();
+    return h;
+}
+
+void torch_holders_free(struct torch_holders *h)
+{
+    if (h)
+        pages_free(h, h->mapped);
+}
+
 /* With the GIL: what `torch`'s live tensors are (CLASSIFY). */
 static struct torch_classes *classes_of(PyObject *torch, PyObject *gc)
 {
@@ -692,7 +709,6 @@ void torch_classes_free(struct torch_classes *c)
 {
     if (!c)
         return;
-    if (c->holders)
-        pages_free(c->holders, c->holders->mapped);
+    torch_holders_free(c->holders);
     pages_free(c, c->mapped);
 }

@@ -14,7 +14,8 @@
  * noticed until something else interrupts the eval loop.)
  *
  * The same readings, with the same GIL, put our allocator into CuPy once it
- * is imported (cupy_pool.c) and sweep JAX's live arrays (jax_arrays.c).
+ * is imported (cupy_pool.c), sweep JAX's live arrays (jax_arrays.c) and
+ * answer a live view's request for who holds the arrays (holders_live.c).
  *
  * The first time it holds the GIL it registers a Python atexit hook, torch or
  * not. The hook runs on the main thread before the interpreter is finalized,
@@ -46,6 +47,7 @@
 #include "config.h"
 #include "cupy_pool.h"
 #include "framework_hooks.h"
+#include "holders_live.h"
 #include "jax_arrays.h"
 #include "py_api.h"
 #include "python.h"
@@ -262,8 +264,10 @@ static void read_with_gil(int for_report)
             py.gil_ensure();
             reader_pinned = 1;
         }
-        if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+        if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
             read_holding_gil(&reading, 1, for_report, for_report ? &classes : NULL);
+            holders_live_answer();   /* a live view's request, if due */
+        }
         py.gil_release(gil);
     }
     publish(&reading, for_report ? TORCH_READ_REPORT : TORCH_READ_SAMPLE, classes);
@@ -293,10 +297,20 @@ static struct timespec deadline_in(int ms)
  * budget of 1% of the time: jax_arrays.c). */
 #define JAX_SWEEP_MS 100
 
+/* A live view's request for holders (holders_live.c) is walked at the
+ * reading once it is due: sooner than the period, never sooner than
+ * HOLDERS_POLL_MS (Python not enterable for a moment: no busy loop). */
+#define HOLDERS_POLL_MS 20
+
 static int period_ms(void)
 {
     int ms = config.sample_ms > 0 ? config.sample_ms : 1000;
-    return jax_arrays_active() && ms > JAX_SWEEP_MS ? JAX_SWEEP_MS : ms;
+    if (jax_arrays_active() && ms > JAX_SWEEP_MS)
+        ms = JAX_SWEEP_MS;
+    int holders = holders_live_due_in();
+    if (holders >= 0 && holders < ms)
+        ms = holders > HOLDERS_POLL_MS ? holders : HOLDERS_POLL_MS;
+    return ms;
 }
 
 static void *reader_thread(void *unused)
@@ -373,6 +387,13 @@ static void request(int for_report)
 void torch_stats_request(void)
 {
     request(0);
+}
+
+int torch_stats_python(void)
+{
+    if (__atomic_load_n(&available, __ATOMIC_ACQUIRE) <= 0)
+        return -1;
+    return __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) ? 0 : 1;
 }
 
 /* A reading (`for_report`: one made for a report, begun after this call),
@@ -501,4 +522,5 @@ void torch_stats_reset(void)
     readings = 0;
     cupy_pool_after_fork();
     jax_arrays_after_fork();
+    holders_live_reset();
 }

@@ -8,6 +8,10 @@
 /* Ask the program's main Python thread to read the counters at its next safe
  * point. Any thread, any time, no lock needed; does nothing without Python. */
 void torch_stats_request(void);
+/* Whether the process hosts Python, as the bridge found after a request:
+ * 1 running, 0 ended (its exit hook ran: no reading after it), -1 none (or
+ * not asked yet). */
+int torch_stats_python(void);
 /* The same, for a report this thread is about to collect (JAX's arrays
  * swept too, whatever it costs, and the live tensors classed), then wait
  * for the reading up to timeout_ms (a thread holding the GIL reads itself).

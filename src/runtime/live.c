@@ -19,20 +19,24 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arena.h"
 #include "config.h"
 #include "counters.h"
 #include "growth.h"
+#include "holders_live.h"
 #include "host.h"
 #include "kinds.h"
 #include "live.h"
 #include "log.h"
 #include "output.h"
 #include "python.h"
+#include "registry.h"
 #include "stacks.h"
 #include "threads.h"
+#include "torch_stats.h"
 #include "tracker.h"
 
 #define LIVE_STACKS (LIVE_TOP + LIVE_GROWING)
@@ -55,6 +59,11 @@ struct live_copy {
     struct stack stacks[LIVE_STACKS];
     uint64_t end_bytes[LIVE_STACKS], end_blocks[LIVE_STACKS]; /* held at the program's end */
     uintptr_t frames[LIVE_STACKS][CONFIG_MAX_DEPTH];
+    int python;                                /* torch_stats_python() */
+    uint64_t mine;                             /* the request this peer made, 0: none */
+    struct holders_live holders;               /* the requests, the latest answer */
+    uint32_t holder_stacks[HOLDERS_LIVE_LINES];   /* each line's largest block's stack */
+    int holder_kinds[HOLDERS_LIVE_LINES];      /* and kind; -1 if not recorded */
     struct out out;
 };
 
@@ -272,13 +281,119 @@ static void write_ids(struct out *out, const char *name, const uint32_t *ids, ui
     out_str(out, "]");
 }
 
-/* One answer, to a peer of this user. Its own memory, released after. */
-static void answer(int client)
+/* The recorded block at `address` (a framework's, else the driver's):
+ * its stack and kind into the line's slots; 0 and -1 if none is. */
+static void holder_block(struct live_copy *c, uint32_t line, uint64_t address)
+{
+    static const int spaces[] = {SPACE_FRAMEWORK, SPACE_MEMORY};
+    c->holder_stacks[line] = 0;
+    c->holder_kinds[line] = -1;
+    for (size_t i = 0; i < sizeof(spaces) / sizeof(spaces[0]) && address; i++) {
+        uint64_t key = block_key(address, spaces[i]);
+        registry_lock(key);
+        const struct block *b = registry_find(key);
+        if (b) {
+            c->holder_stacks[line] = b->stack_id;
+            c->holder_kinds[line] = block_kind(b);
+        }
+        registry_unlock(key);
+        if (b)
+            return;
+    }
+}
+
+/* Who holds the arrays (holders_live.h): whether it can be asked, the
+ * requests' numbers, and the latest answer's top paths with the stack of
+ * each one's largest block. */
+static void write_holders(struct live_copy *c)
+{
+    struct out *out = &c->out;
+    const struct holders_live *h = &c->holders;
+    out_printf(out, ",\"holders\":{\"setting\":%s,\"python\":\"%s\",\"mine\":",
+               config.holders ? "true" : "false",
+               c->python > 0 ? "running" : c->python == 0 ? "ended" : "none");
+    if (c->mine)
+        out_printf(out, "%llu", (unsigned long long)c->mine);
+    else
+        out_str(out, "null");
+    out_printf(out, ",\"asked\":%llu,\"answered\":%llu,\"walks\":%llu,\"why\":",
+               (unsigned long long)h->asked, (unsigned long long)h->answered,
+               (unsigned long long)h->walks);
+    out_json_string(out, h->answered ? h->why : NULL);
+    out_printf(out, ",\"objects\":%llu,\"ms\":%u,\"cut_short\":",
+               (unsigned long long)h->objects, h->ms);
+    out_json_string(out, h->cut[0] ? h->cut : NULL);
+    out_printf(out, ",\"path_count\":%llu,\"paths\":[", (unsigned long long)h->paths);
+    for (uint32_t i = 0; i < h->count && i < HOLDERS_LIVE_LINES; i++) {
+        const struct holders_live_line *l = &h->lines[i];
+        out_str(out, i ? ",{\"path\":" : "{\"path\":");
+        out_json_string(out, l->path);
+        out_str(out, ",\"container\":");
+        out_json_string(out, l->container);
+        out_printf(out, ",\"bytes\":%llu,\"storages\":%llu,\"tensors\":%llu,\"kind\":",
+                   (unsigned long long)l->bytes, (unsigned long long)l->storages,
+                   (unsigned long long)l->tensors);
+        out_json_string(out, c->holder_kinds[i] >= 0 ? kind_name(c->holder_kinds[i]) : NULL);
+        if (c->holder_stacks[i])
+            out_printf(out, ",\"stack\":%u}", c->holder_stacks[i]);
+        else
+            out_str(out, ",\"stack\":null}");
+    }
+    out_str(out, "]}");
+}
+
+/* Milliseconds since `start` (CLOCK_MONOTONIC). */
+static long since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
+/* What the peer asks, read until it shuts its side (the command does at
+ * once) or LIVE_REQUEST_MS have passed (a peer that says nothing gets the
+ * view), LIVE_REQUEST_BYTES at most: whatever it sends, this thread is
+ * held that long at most. 1 when it is LIVE_ASK_HOLDERS, else 0. */
+static int asks_holders(int client)
+{
+    char text[LIVE_REQUEST_BYTES];
+    size_t used = 0;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        long left = LIVE_REQUEST_MS - since(&start);
+        struct pollfd wait = {client, POLLIN, 0};
+        if (left <= 0 || used == sizeof(text))
+            break;
+        int ready = poll(&wait, 1, (int)left);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
+            break;
+        ssize_t n = recv(client, text + used, sizeof(text) - used, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+    }
+    size_t length = strlen(LIVE_ASK_HOLDERS);
+    return used == length && memcmp(text, LIVE_ASK_HOLDERS, length) == 0;
+}
+
+/* One answer, to a peer of this user. Its own memory, released after.
+ * `mine`: the holders request it made, 0 if none. */
+static void answer(int client, uint64_t mine)
 {
     struct live_copy *c = pages_alloc(sizeof(*c));
     if (!c)
         return;
     copy(c);
+    c->mine = mine;
+    c->python = torch_stats_python();
+    holders_live_copy(&c->holders);
+    for (uint32_t i = 0; i < c->holders.count && i < HOLDERS_LIVE_LINES; i++)
+        holder_block(c, i, c->holders.lines[i].largest);
     struct out *out = &c->out;
     out_fd(out, client);
     out->socket = 1;
@@ -296,6 +411,7 @@ static void answer(int client)
     write_stacks(c);
     write_ids(out, "top", c->top, c->top_count);
     write_ids(out, "growing", c->growing, c->growing_count);
+    write_holders(c);
     out_str(out, "}\n");
     out_flush(out);
     pages_free(c, sizeof(*c));
@@ -333,9 +449,18 @@ static void *serve(void *argument)
         /* A client that stops reading holds us for two seconds at most. */
         struct timeval timeout = {2, 0};
         setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+        int ours = same_user(client);
+        uint64_t mine = 0;
+        /* Asked before entering, as a snapshot's reading: the request
+         * starts the bridge's reader the first time (torch_stats_request),
+         * which is Python's business, not ours. */
+        if (ours && asks_holders(client) && config.holders) {
+            mine = holders_live_ask();
+            torch_stats_request();   /* the reader woken for it (started the first time) */
+        }
         int entered = tracker_enter();
-        if (same_user(client))
-            answer(client);
+        if (ours)
+            answer(client, mine);
         if (entered)
             tracker_leave();
         close(client);

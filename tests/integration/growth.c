@@ -7,12 +7,15 @@
  *   growth steady       a cache that fills in its first 5 iterations, then 60
  *                       iterations of allocate+free of a temporary: nothing
  *                       grows (the non-leaks people blame)
+ *   growth hold READY STOP   creates READY, then holds until STOP exists (20 s
+ *                       at most): a program without Python to watch live
  * Each mode also keeps a steady 8 MiB block from start to end. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void pause_ms(long ms)
 {
@@ -72,8 +75,14 @@ int main(int argc, char **argv)
             temporary();
             pause_ms(2);
         }
+    } else if (strcmp(mode, "hold") == 0 && argc > 3) {
+        FILE *ready = fopen(argv[2], "w");   /* the test waits for it, then asks */
+        if (ready)
+            fclose(ready);
+        for (int i = 0; i < 2000 && access(argv[3], F_OK) != 0; i++)
+            pause_ms(10);
     } else {
-        fprintf(stderr, "usage: growth leak-marks|leak-time|steady\n");
+        fprintf(stderr, "usage: growth leak-marks|leak-time|steady|hold READY STOP\n");
         return 2;
     }
     printf("growth %s: done\n", mode);

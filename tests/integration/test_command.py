@@ -174,7 +174,10 @@ def test_live_view(traced):
                                              f"exec {tool_path} live {pid}"],
                              env=environment, capture_output=True, text=True)
     check(started.returncode == 0, f"tmux started: {started.stderr}")
-    time.sleep(2.6)
+    # w: who holds the memory (its pointers are ctypes', no framework's arrays).
+    time.sleep(1.4)
+    subprocess.run(tmux_command + ["send-keys", "-t", "live", "w"], capture_output=True)
+    time.sleep(1.2)
     capture = subprocess.run(tmux_command + ["capture-pane", "-p", "-t", "live"],
                              capture_output=True, text=True).stdout
     with open(os.path.join(support.BUILD, "live-view.txt"), "w") as handle:
@@ -182,6 +185,8 @@ def test_live_view(traced):
     check(f"cumemtrace live: pid {pid}" in capture and "q quits" in capture and
           "Top sites by live bytes" in capture and f"< remember:{remember_line}" in capture,
           f"the view in tmux:\n{capture}")
+    check("Held by (request 1:" in capture and "(no tensor or array is held)" in capture,
+          f"w asks who holds the memory:\n{capture}")
     growing = capture.split("Growing", 1)[-1]
     check(f"< remember:{remember_line}" in growing and "load_weights" not in growing,
           f"remember() is growing, the weights are not:\n{capture}")

@@ -6,6 +6,7 @@ import glob
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -154,3 +155,128 @@ def test_cupy_jax_holders(traced, file, arrays):
     check(report["holders"]["known"] and
           any(g.endswith(f"— held by HELD[*], a list of {arrays} arrays") for g in growing),
           f"{file}: the growing line names the list: {growing}, {report['holders']}")
+
+
+def start_program(directory, program, args, **env):
+    """`program` under the tracer, watched live, until it created READY:
+    (process, pid)."""
+    import time
+    ready, stop = os.path.join(directory, "ready"), os.path.join(directory, "stop")
+    process = subprocess.Popen([program, *args, ready, stop], cwd=directory,
+                               env=support.traced_environment(directory, CUMEMTRACE_LIVE="1",
+                                                              **env),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(500):
+        if os.path.exists(ready) or process.poll() is not None:
+            break
+        time.sleep(0.02)
+    text = open(ready).read().split() if os.path.exists(ready) else []
+    check(os.path.exists(ready), f"{program} started: {process.poll()}")
+    return process, int(text[0]) if text else process.pid
+
+
+def ask_live(pid, request, shut=True):
+    """One connection to pid's live view sending `request`: its document
+    (None when the process, having read what a request may be, closed on
+    the rest)."""
+    import socket
+    peer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    peer.settimeout(5)
+    peer.connect(f"\0cumemtrace-live-{pid}")
+    if request:
+        peer.sendall(request)
+    if shut:
+        peer.shutdown(socket.SHUT_WR)
+    chunks = []
+    try:
+        while True:
+            chunk = peer.recv(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except ConnectionResetError:   # more sent than a request has: the rest unread
+        return None
+    finally:
+        peer.close()
+    return json.loads(b"".join(chunks))
+
+
+def finish(process, directory):
+    open(os.path.join(directory, "stop"), "w").close()
+    out, err = process.communicate(timeout=60)
+    return out
+
+
+def test_live_holders(traced):
+    """`cumemtrace live --holders` on a running program that keeps tensors
+    in a global list: held by `kept`, with its bytes, tensors and site;
+    asked without pause and with requests of any bytes, the process walks at
+    most once a second and its output is that of a run not asked; with
+    CUMEMTRACE_HOLDERS=0 the view says holders are off; a program without
+    Python says so."""
+    import tempfile
+    import time
+    skip_without_torch()
+    tool_path = os.path.join(support.BUILD, "cumemtrace")
+    script = os.path.join(support.SOURCE, "tests", "integration", "live_holders.py")
+    kept_line = min(marked_lines("HOLD", "kept", "live_holders.py"))
+    directory = tempfile.mkdtemp(prefix="cumemtrace-live-holders-")
+    process, pid = start_program(directory, sys.executable, [script], **torch_env())
+    started = time.monotonic()
+    asked = subprocess.run([tool_path, "live", "--holders", str(pid)], capture_output=True, text=True)
+    waited = time.monotonic() - started
+    held = asked.stdout.split("Held by", 1)[-1]
+    check(asked.returncode == 0 and "held by kept, a list of 40 tensors" in held and
+          "10.0 MiB" in held and f"< keep:{kept_line}" in held and waited < 5,
+          f"live --holders ({waited:.1f} s): {asked.returncode} {asked.stdout} {asked.stderr}")
+    once = subprocess.run([tool_path, "live", "--once", str(pid)], capture_output=True, text=True)
+    check(once.returncode == 0 and "Held by" not in once.stdout, "--once asks nobody")
+
+    # Asked without pause, and with requests of any bytes: harmless, and
+    # at most one walk a second.
+    first = ask_live(pid, b"")["holders"]
+    hostile = [b"holders", b"holders\n" * 20, b"holders 18446744073709551615\n",
+               bytes(range(256)), b"\xff" * 4096, b"holders\n\0", b"-1\n", b"{}"]
+    started = time.monotonic()
+    count = 0
+    while time.monotonic() - started < 1.5:
+        document = ask_live(pid, hostile[count % len(hostile)] if count % 3 else b"holders\n")
+        count += 1
+    quiet = ask_live(pid, b"holders\n", shut=False)   # says nothing more: answered after 0.2 s
+    spent = time.monotonic() - started
+    walks = quiet["holders"]["walks"] - first["walks"]
+    print(f"live_holders: {count} requests in {spent:.1f} s made {walks} walks")
+    check(1 <= walks <= 3 and count > 20 and quiet["format"] == "cumemtrace-live",
+          f"{count} requests in {spent:.1f} s made {walks} walks: {quiet['holders']}")
+    for _ in range(100):
+        now = ask_live(pid, b"")["holders"]
+        if now["answered"] == now["asked"]:
+            break
+        time.sleep(0.05)
+    check(now["answered"] == now["asked"] and now["paths"] and
+          now["paths"][0]["path"] == "__main__.kept[*]" and now["paths"][0]["tensors"] == 40,
+          f"the last request answered too: {now}")
+    out = finish(process, directory)
+    unasked_dir = tempfile.mkdtemp(prefix="cumemtrace-live-holders-")
+    unasked, _ = start_program(unasked_dir, sys.executable, [script], **torch_env())
+    check(out == finish(unasked, unasked_dir) and "result: 40 2621440" in out,
+          f"its output is that of a run not asked: {out!r}")
+
+    # CUMEMTRACE_HOLDERS=0: said, nothing walked.
+    directory = tempfile.mkdtemp(prefix="cumemtrace-live-holders-")
+    process, pid = start_program(directory, sys.executable, [script],
+                                 **torch_env(CUMEMTRACE_HOLDERS="0"))
+    off = subprocess.run([tool_path, "live", "--holders", str(pid)], capture_output=True, text=True)
+    check(off.returncode == 0 and "holders off (CUMEMTRACE_HOLDERS=0)" in off.stdout and
+          ask_live(pid, b"")["holders"]["walks"] == 0, f"holders off: {off.stdout}")
+    finish(process, directory)
+
+    # No Python in the process.
+    directory = tempfile.mkdtemp(prefix="cumemtrace-live-holders-")
+    process, pid = start_program(directory, os.path.join(support.BUILD, "tests", "growth"),
+                                 ["hold"])
+    bare = subprocess.run([tool_path, "live", "--holders", str(pid)], capture_output=True,
+                          text=True)
+    check(bare.returncode == 0 and "no Python in this process" in bare.stdout,
+          f"no Python: {bare.stdout} {bare.stderr}")
+    finish(process, directory)
