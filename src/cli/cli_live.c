@@ -56,8 +56,7 @@ const char live_usage[] =
     "  --once               print one view as plain text and exit\n"
     "  --holders            ask who holds the memory, wait for the answer (a few\n"
     "                       seconds at most), print one view with it and exit\n"
-    "  --top N              sites listed (default 10, at most 20)\n"
-    CLI_EXIT_STATUS;
+    "  --top N              sites listed (default 10, at most 20)\n" CLI_EXIT_STATUS;
 
 #define HISTORY 11 /* refreshes kept: the change over 10 s */
 
@@ -81,11 +80,11 @@ struct past {
 
 struct live {
     int pid, top, once, tty;
-    int help, paused;               /* the keys h and p */
-    int ask;                        /* the next refresh asks who holds the memory (w) */
-    uint64_t wanted;                /* the number of the request made, 0: none */
-    int redraw;                     /* showing the last answer again, after a key */
-    char *last;                     /* the last answer, kept for a redraw */
+    int help, paused; /* the keys h and p */
+    int ask;          /* the next refresh asks who holds the memory (w) */
+    uint64_t wanted;  /* the number of the request made, 0: none */
+    int redraw;       /* showing the last answer again, after a key */
+    char *last;       /* the last answer, kept for a redraw */
     size_t last_length;
     FILE *errors; /* where an answer that is not one is said */
     struct cache cache;
@@ -1127,11 +1126,11 @@ static const char *fetch_error(int error)
 
 int command_live(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"once", no_argument, NULL, '1'}, {"top", required_argument, NULL, 't'},
-        {"holders", no_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"once", no_argument, NULL, '1'},
+                                          {"top", required_argument, NULL, 't'},
+                                          {"holders", no_argument, NULL, 'w'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
     struct cli_args args = {"live", argc, argv, ":h", longs, 0};
     struct live *l = calloc(1, sizeof(*l));
     if (!l) {
@@ -1187,7 +1186,7 @@ int command_live(int argc, char **argv)
     }
     int shown = 0, fresh = 1;
     if (l->ask && wait_for_holders(l) == 0)
-        fresh = 0;   /* --holders: the answer waited for is the view */
+        fresh = 0; /* --holders: the answer waited for is the view */
     terminal_begin(l);
     for (;;) {
         int result = refresh(l, fresh);

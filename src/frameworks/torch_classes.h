@@ -14,11 +14,11 @@
  * CuPy's, JAX's, whichever are imported. NULL when out of memory. Released
  * with torch_classes_free. */
 struct torch_classes *torch_classes_read(void);
-void torch_classes_free(struct torch_classes *c);   /* takes NULL */
+void torch_classes_free(struct torch_classes *c); /* takes NULL */
 /* With the GIL: who holds the frameworks' arrays, walked now within
  * CUMEMTRACE_HOLDERS_MS, whatever the setting says (the caller asks it).
  * NULL when out of memory. Released with torch_holders_free. */
 struct torch_holders *torch_holders_read(void);
-void torch_holders_free(struct torch_holders *h);   /* takes NULL */
+void torch_holders_free(struct torch_holders *h); /* takes NULL */
 
 #endif

@@ -266,7 +266,7 @@ static void read_with_gil(int for_report)
         }
         if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
             read_holding_gil(&reading, 1, for_report, for_report ? &classes : NULL);
-            holders_live_answer();   /* a live view's request, if due */
+            holders_live_answer(); /* a live view's request, if due */
         }
         py.gil_release(gil);
     }

@@ -87,8 +87,7 @@ int locations_reserve(void)
 /* The slot of (code, check, version, key): the one holding it, or the empty
  * one where it goes (its id 0). Needs room (locations_reserve). A code is
  * never NULL: a slot holding one is full (map.h). */
-static struct location_key *slot_of(uintptr_t code, uintptr_t check, uint32_t version,
-                                    int64_t key)
+static struct location_key *slot_of(uintptr_t code, uintptr_t check, uint32_t version, int64_t key)
 {
     const struct location_key wanted = {code, check, key, 0, version};
     return map_find(&location_index, key_hash(code, key), same_key, &wanted);

@@ -72,11 +72,11 @@
 #include <sys/un.h>
 
 #define LIVE_FORMAT_VERSION 1
-#define LIVE_TOP 20            /* stacks sent by live bytes */
-#define LIVE_GROWING 10        /* and by growth rate */
-#define LIVE_ASK_HOLDERS "holders\n"   /* a peer's request: who holds the arrays */
-#define LIVE_REQUEST_BYTES 64  /* read of a request, at most */
-#define LIVE_REQUEST_MS 200    /* waited for one, at most */
+#define LIVE_TOP 20                  /* stacks sent by live bytes */
+#define LIVE_GROWING 10              /* and by growth rate */
+#define LIVE_ASK_HOLDERS "holders\n" /* a peer's request: who holds the arrays */
+#define LIVE_REQUEST_BYTES 64        /* read of a request, at most */
+#define LIVE_REQUEST_MS 200          /* waited for one, at most */
 
 /* The abstract socket "\0cumemtrace-live-PID" into `address`; its length,
  * for bind and connect. */

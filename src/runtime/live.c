@@ -59,11 +59,11 @@ struct live_copy {
     struct stack stacks[LIVE_STACKS];
     uint64_t end_bytes[LIVE_STACKS], end_blocks[LIVE_STACKS]; /* held at the program's end */
     uintptr_t frames[LIVE_STACKS][CONFIG_MAX_DEPTH];
-    int python;                                /* torch_stats_python() */
-    uint64_t mine;                             /* the request this peer made, 0: none */
-    struct holders_live holders;               /* the requests, the latest answer */
-    uint32_t holder_stacks[HOLDERS_LIVE_LINES];   /* each line's largest block's stack */
-    int holder_kinds[HOLDERS_LIVE_LINES];      /* and kind; -1 if not recorded */
+    int python;                                 /* torch_stats_python() */
+    uint64_t mine;                              /* the request this peer made, 0: none */
+    struct holders_live holders;                /* the requests, the latest answer */
+    uint32_t holder_stacks[HOLDERS_LIVE_LINES]; /* each line's largest block's stack */
+    int holder_kinds[HOLDERS_LIVE_LINES];       /* and kind; -1 if not recorded */
     struct out out;
 };
 
@@ -311,7 +311,9 @@ static void write_holders(struct live_copy *c)
     const struct holders_live *h = &c->holders;
     out_printf(out, ",\"holders\":{\"setting\":%s,\"python\":\"%s\",\"mine\":",
                config.holders ? "true" : "false",
-               c->python > 0 ? "running" : c->python == 0 ? "ended" : "none");
+               c->python > 0    ? "running"
+               : c->python == 0 ? "ended"
+                                : "none");
     if (c->mine)
         out_printf(out, "%llu", (unsigned long long)c->mine);
     else
@@ -320,8 +322,8 @@ static void write_holders(struct live_copy *c)
                (unsigned long long)h->asked, (unsigned long long)h->answered,
                (unsigned long long)h->walks);
     out_json_string(out, h->answered ? h->why : NULL);
-    out_printf(out, ",\"objects\":%llu,\"ms\":%u,\"cut_short\":",
-               (unsigned long long)h->objects, h->ms);
+    out_printf(out, ",\"objects\":%llu,\"ms\":%u,\"cut_short\":", (unsigned long long)h->objects,
+               h->ms);
     out_json_string(out, h->cut[0] ? h->cut : NULL);
     out_printf(out, ",\"path_count\":%llu,\"paths\":[", (unsigned long long)h->paths);
     for (uint32_t i = 0; i < h->count && i < HOLDERS_LIVE_LINES; i++) {
@@ -456,7 +458,7 @@ static void *serve(void *argument)
          * which is Python's business, not ours. */
         if (ours && asks_holders(client) && config.holders) {
             mine = holders_live_ask();
-            torch_stats_request();   /* the reader woken for it (started the first time) */
+            torch_stats_request(); /* the reader woken for it (started the first time) */
         }
         int entered = tracker_enter();
         if (ours)

@@ -76,7 +76,7 @@ int main(int argc, char **argv)
             pause_ms(2);
         }
     } else if (strcmp(mode, "hold") == 0 && argc > 3) {
-        FILE *ready = fopen(argv[2], "w");   /* the test waits for it, then asks */
+        FILE *ready = fopen(argv[2], "w"); /* the test waits for it, then asks */
         if (ready)
             fclose(ready);
         for (int i = 0; i < 2000 && access(argv[3], F_OK) != 0; i++)
