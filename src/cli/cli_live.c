@@ -876,6 +876,23 @@ static void asked(struct live *l)
     free(copy);
 }
 
+/* The process's answer, asking for holders if l->ask says so, kept as
+ * l->last in place of the one before. 0, or -1 with errno as fetch. */
+static int fetch_answer(struct live *l)
+{
+    char *text = NULL;
+    size_t length = 0;
+    if (fetch(l->pid, l->ask, &text, &length) < 0)
+        return -1;
+    free(l->last);
+    l->last = text;
+    l->last_length = length;
+    if (l->ask)
+        asked(l);
+    l->ask = 0;
+    return 0;
+}
+
 /* --holders: ask, then fetch again every HOLDERS_POLL_MS until the answer
  * came (or none will), for HOLDERS_WAIT_MS at most; the last answer kept.
  * 0, or -1 with errno as fetch. */
@@ -886,16 +903,8 @@ static int wait_for_holders(struct live *l)
 {
     l->ask = 1;
     for (int waited = 0;; waited += HOLDERS_POLL_MS) {
-        char *text = NULL;
-        size_t length = 0;
-        if (fetch(l->pid, l->ask, &text, &length) < 0)
+        if (fetch_answer(l) < 0)
             return -1;
-        free(l->last);
-        l->last = text;
-        l->last_length = length;
-        if (l->ask)
-            asked(l);
-        l->ask = 0;
         struct json_document document;
         char *copy = NULL;
         const struct json_value *holders = last_holders(l, &document, &copy);
@@ -912,18 +921,8 @@ static int wait_for_holders(struct live *l)
  * the view (what the sites gained is not remembered twice then). */
 static int refresh(struct live *l, int fresh)
 {
-    if (fresh || !l->last) {
-        char *text = NULL;
-        size_t length = 0;
-        if (fetch(l->pid, l->ask, &text, &length) < 0)
-            return -1;
-        free(l->last);
-        l->last = text;
-        l->last_length = length;
-        if (l->ask)
-            asked(l);
-        l->ask = 0;
-    }
+    if ((fresh || !l->last) && fetch_answer(l) < 0)
+        return -1;
     l->redraw = !fresh;
     /* show() parses in place: a copy, so that the answer can be shown again */
     char *copy = malloc(l->last_length + 1);
