@@ -2,7 +2,8 @@
 
 The failing request's stack must name OOM-LINE of torch_oom.py; the two
 stacks holding the most live bytes (a cache's segments aside: its tensors are
-recorded) must name OOM-LINE and MODEL-LINE. Prints
+recorded) must name OOM-LINE and MODEL-LINE; the failed calls must count as
+one OOM (failures.ooms, recent[].oom_number). Prints
 what it found; exits 1 if any of that is missing.
 """
 import json
@@ -51,6 +52,13 @@ for group in top:
           f"torch_oom.py:{line} in {function}")
 if named != {lines["OOM-LINE"], lines["MODEL-LINE"]}:
     print(f"  expected lines {lines['OOM-LINE']} and {lines['MODEL-LINE']}")
+    failures += 1
+# One OOM, however many failed calls made it (the driver's refusal, its
+# retry, PyTorch giving up): the tracer numbers them as one.
+calls = [(f["kind"], f.get("oom_number")) for f in report["failures"]["recent"] if f["oom"]]
+print(f"OOMs counted: {report['failures'].get('ooms')}, its failed calls: {calls}")
+if report["failures"].get("ooms") != 1 or {n for _, n in calls} != {1}:
+    print("  expected one OOM, every failed call numbered 1")
     failures += 1
 print("check_oom:", "ok" if not failures else "FAILED")
 sys.exit(1 if failures else 0)
