@@ -529,6 +529,25 @@ static int by_address(const void *a, const void *b)
     return x->address < y->address ? -1 : x->address > y->address;
 }
 
+/* How many strings text[0..bytes) holds, one after another, each ended by
+ * a NUL but the last (the copies below end it). */
+static size_t strings_in(const char *text, py_ssize bytes)
+{
+    size_t count = bytes > 0 ? 1 : 0;
+    for (py_ssize i = 0; i < bytes; i++)
+        count += text[i] == '\0';
+    return count;
+}
+
+/* strings[0..count) pointed at the strings of `copy`, in order. */
+static void split_strings(char *copy, const char **strings, size_t count)
+{
+    for (size_t i = 0, at = 0; i < count; i++) {
+        strings[i] = copy + at;
+        at += strlen(copy + at) + 1;
+    }
+}
+
 /* The answer (records, names, modules, optimizers) in one mapping. */
 static struct torch_classes *unpack(PyObject *answer)
 {
@@ -539,9 +558,7 @@ static struct torch_classes *unpack(PyObject *answer)
         py.bytes_data(py.tuple_item(answer, 0), &records, &record_bytes) < 0 ||
         py.bytes_data(py.tuple_item(answer, 1), &text, &text_bytes) < 0)
         return empty("reading PyTorch's modules and optimizers failed");
-    size_t count = (size_t)record_bytes / 24, names = text_bytes > 0 ? 1 : 0;
-    for (py_ssize i = 0; i < text_bytes; i++)
-        names += text[i] == '\0';
+    size_t count = (size_t)record_bytes / 24, names = strings_in(text, text_bytes);
     if (count > UINT32_MAX || names > UINT32_MAX)
         return empty("more tensors than a report can class");
     size_t bytes = sizeof(struct torch_classes) + count * sizeof(struct torch_tensor_ref) +
@@ -567,10 +584,7 @@ static struct torch_classes *unpack(PyObject *answer)
         c->tensors[c->count++] = (struct torch_tensor_ref){field[0], field[1], owner, kind};
     }
     qsort(c->tensors, c->count, sizeof(*c->tensors), by_address);
-    for (size_t i = 0, at = 0; i < names; i++) {
-        c->names[i] = copy + at;
-        at += strlen(copy + at) + 1;
-    }
+    split_strings(copy, c->names, names);
     c->name_count = (uint32_t)names;
     if (!c->modules && !c->optimizers)
         c->why = "the program holds no nn.Module or optimizer";
@@ -598,9 +612,7 @@ static struct torch_holders *unpack_holders(PyObject *answer)
         py.bytes_data(py.tuple_item(answer, 1), &text, &text_bytes) < 0 ||
         py.bytes_data(py.tuple_item(answer, 4), &cut, &cut_bytes) < 0)
         return no_holders("reading the walk's answer failed");
-    size_t count = (size_t)record_bytes / 24, paths = text_bytes > 0 ? 1 : 0;
-    for (py_ssize i = 0; i < text_bytes; i++)
-        paths += text[i] == '\0';
+    size_t count = (size_t)record_bytes / 24, paths = strings_in(text, text_bytes);
     if (count > UINT32_MAX || paths > UINT32_MAX)
         return no_holders("more tensors than a report can name");
     size_t bytes = sizeof(struct torch_holders) + count * sizeof(struct torch_holder_ref) +
@@ -619,9 +631,8 @@ static struct torch_holders *unpack_holders(PyObject *answer)
     char *copy = (char *)(h->containers + paths);
     memcpy(copy, text, (size_t)text_bytes);
     copy[text_bytes] = '\0';
-    for (size_t i = 0, at = 0; i < paths; i++) {
-        h->paths[i] = copy + at;
-        at += strlen(copy + at) + 1;
+    split_strings(copy, h->paths, paths);
+    for (size_t i = 0; i < paths; i++) {
         char *tab = strchr(h->paths[i], '\t'); /* "path\tcontainer" */
         h->containers[i] = tab ? tab + 1 : "";
         if (tab)
