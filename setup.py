@@ -32,7 +32,10 @@ except ImportError:
         from wheel.bdist_wheel import bdist_wheel
     except ImportError:
         bdist_wheel = None
-if bdist_wheel is None and "bdist_wheel" in sys.argv:
+# pip asks for the wheel's metadata first (dist_info), which needs
+# bdist_wheel too: the line must come there, not pip's report of an
+# "invalid command" at the end of twenty.
+if bdist_wheel is None and ("bdist_wheel" in sys.argv or "dist_info" in sys.argv):
     sys.exit(f"cumemtrace: making a wheel needs the wheel package or setuptools 70.1 or later, "
              f"neither of which {sys.executable} has: {sys.executable} -m pip install wheel")
 

@@ -519,6 +519,15 @@ def test_wheel_without_wheel():
           completed.stderr.count("\n") <= 1 and
           f"{sys.executable} -m pip install wheel" in completed.stderr,
           f"one line naming what to install: {completed.returncode} {completed.stderr!r}")
+    # The way users meet it: pip, which asks for the metadata first.
+    completed = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation",
+                                "--no-deps", "--no-index", "-w", blocker, support.SOURCE],
+                               cwd=blocker, capture_output=True, text=True, env=environment,
+                               timeout=300)
+    said = completed.stdout + completed.stderr
+    check(completed.returncode != 0 and f"{sys.executable} -m pip install wheel" in said and
+          "invalid command" not in said and "Traceback" not in said,
+          f"pip wheel says what to install: {completed.returncode} {said[-1500:]!r}")
     completed = subprocess.run([sys.executable, os.path.join(support.SOURCE, "setup.py"),
                                 "--version"], cwd=blocker, capture_output=True, text=True,
                                env=environment, timeout=120)
