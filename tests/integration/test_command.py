@@ -268,7 +268,8 @@ def test_report_roundtrip(traced):
     The text report is made only of what the JSON report holds, so no line may
     differ: the comparison is byte for byte, for reports covering every
     section (leaks with file:line, counters of every kind, pools and VMM
-    holes, OOM events with retries, failures, growth by marks and by time,
+    holes, OOM events with retries, failures, growth by marks and by time
+    (with its rate per call),
     implicit frees, signal snapshots, marks). The JSON read back and written
     again is the same but for REWRITTEN: the run's own settings (a run
     with CUMEMTRACE_DEPTH=12 and CUMEMTRACE_MIN_SIZE=4K among them) are
@@ -279,6 +280,7 @@ def test_report_roundtrip(traced):
             ("tests/oom", ["retry"], {"SIMCUDA_MEMORY": "64M"}, 0),
             ("tests/oom", ["fragmented"], {"SIMCUDA_MEMORY": "64M"}, 0),
             ("tests/implicit_free", [], {}, 0), ("tests/growth", ["leak-marks"], {}, 0),
+            ("tests/growth", ["leak-beside"], {}, 0),
             ("tests/growth", ["leak-time"], {"CUMEMTRACE_DEPTH": "12", "CUMEMTRACE_MIN_SIZE": "4K"}, 0),
             ("examples/async_leak", [], {}, 0), ("tests/api", ["{dir}/snap-%p"], {}, 0),
             ("tests/crash", ["usr2-chained"], {}, 0), ("tests/nccl_label", [], {}, 0),
