@@ -190,6 +190,10 @@ def test_live_view(traced):
     growing = capture.split("Growing", 1)[-1]
     check(f"< remember:{remember_line}" in growing and "load_weights" not in growing,
           f"remember() is growing, the weights are not:\n{capture}")
+    # remember() keeps 1 MiB a call, unmarked: its rate per call, then per second.
+    rows = [l.split() for l in growing.splitlines() if f"< remember:{remember_line}" in l]
+    check(rows and rows[0][1:3] == ["+1.00", "MiB"] and rows[0][3].startswith("+"),
+          f"remember()'s rate per call, 1 MiB, then per second:\n{capture}")
     changes = [l.split()[4] for l in capture.splitlines()
                if f"< remember:{remember_line}" in l and "[device" in l]
     check(changes and changes[0].startswith("+") and changes[0] != "+0",
