@@ -438,8 +438,14 @@ def test_merge_ranks(traced):
           "read at: every rank live at its report" in text,
           f"a C program's ranks are read at exit, and the text says so: {merged['ranks']}")
     check("Growing (leak suspects), by site" in text and
-          re.search(r"on 3 ranks: .*rank 1 \+[0-9.]+ [KMG]iB per second, 80.0 MiB now.*\n"
-                    r"\s+leak_scratch_buffer at ", text), f"the growing site, rank 1 on it: {text[-1200:]}")
+          re.search(r"on 3 ranks: .*rank 1 \+4.00 MiB a call, \+[0-9.]+ [KMG]iB per second, "
+                    r"80.0 MiB now.*\n\s+leak_scratch_buffer at ", text),
+          f"the growing site, rank 1 on it, 4 MiB a call: {text[-1200:]}")
+    fastest = merged["growing"][0]["growth"]["fastest"] if merged.get("growing") else []
+    check(sorted(f["rank"] for f in fastest) == [0, 1, 2] and
+          all(f["rate_per_call"] == 4 * MiB for f in fastest) and
+          [f["calls"] for f in fastest if f["rank"] == 1][0] >= 15,
+          f"each rank's rate per call in the JSON, 4 MiB: {fastest}")
     # Two ranks, the brief's case: RANK=0 and RANK=1, rank 0 the larger.
     directory = rank_reports(traced, [(0, 12), (1, 3)])
     merged = json.loads(tool("merge", os.path.join(directory, "rank-1.json"),
