@@ -299,7 +299,8 @@ def describe(report, grown, limit=5, holders=None):
 
 def session_summary(report, limit=5):
     """The lines of the session's summary: what it holds at its end by site,
-    and the tracer's growing sites, fastest first."""
+    and the tracer's growing sites, fastest first, with their rates as the
+    reports say them (per call of the site, then per second; or per mark)."""
     counted = held(report)
     lines = [f"held at the end of the session: {format_bytes(sum(counted.values()))}"
              + (":" if counted else "")]
@@ -315,7 +316,12 @@ def session_summary(report, limit=5):
         lines.append(f"growing (leak suspects: what the site kept rose all along, over {growth['samples']} "
                      "observations):")
         for entry in growing[:limit]:
-            lines.append(f"  +{format_bytes(int(entry['rate']))} per {per}, {format_bytes(entry['live_bytes'])} "
+            rate = f"+{format_bytes(int(entry['rate']))} per {per}"
+            calls = entry.get("calls") or 0   # absent from reports of earlier versions
+            if per == "second" and calls and entry.get("rate_per_call", 0) >= 1:
+                rate = (f"+{format_bytes(int(entry['rate_per_call']))} a call over {calls} "
+                        f"call{'' if calls == 1 else 's'}, {rate}")
+            lines.append(f"  {rate}, {format_bytes(entry['live_bytes'])} "
                          f"now, from {site(report, entry['stack'])}")
     return lines
 

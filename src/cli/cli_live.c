@@ -694,8 +694,11 @@ static void write_growing(const struct view *v, struct screen *s)
     blank(s);
     line(s, "Growing (leak suspects: what the site kept rose all along, over %llu observations)",
          (unsigned long long)number(growth, "samples"));
-    line(s, "  %3s %11s %10s   %s", "#", marks ? "per mark" : "per second",
-         ended(v) ? "at end" : "live", "site");
+    if (marks)
+        line(s, "  %3s %11s %10s   %s", "#", "per mark", ended(v) ? "at end" : "live", "site");
+    else /* per call of the site first: the rate its own work defines */
+        line(s, "  %3s %11s %11s %10s   %s", "#", "a call", "per second",
+             ended(v) ? "at end" : "live", "site");
     int shown = 0;
     for (const struct json_value *g = growing ? growing->first : NULL; g; g = g->next) {
         uint64_t id = 0;
@@ -703,14 +706,23 @@ static void write_growing(const struct view *v, struct screen *s)
         long k = stack_index(v, id);
         if (k < 0)
             continue;
-        char rate[24], live[24], site[512];
-        double per = 0;
+        char rate[24], call[24] = "-", live[24], site[512];
+        double per = 0, per_call = 0;
         json_number(json_get(v->stacks[k], "rate"), &per);
         rate[0] = '+';
         format_bytes(growth_rate_bytes(per), rate + 1, sizeof(rate) - 1); /* a peer's number */
+        /* absent from a process of an earlier version: "-" */
+        if (json_number(json_get(v->stacks[k], "rate_per_call"), &per_call) == 0 &&
+            growth_rate_bytes(per_call)) {
+            call[0] = '+';
+            format_bytes(growth_rate_bytes(per_call), call + 1, sizeof(call) - 1);
+        }
         format_bytes(stack_bytes(v, v->stacks[k]), live, sizeof(live));
         site_text(v, (uint32_t)k, site, sizeof(site));
-        line(s, "  %3d %11s %10s   %s", ++shown, rate, live, site);
+        if (marks)
+            line(s, "  %3d %11s %10s   %s", ++shown, rate, live, site);
+        else
+            line(s, "  %3d %11s %11s %10s   %s", ++shown, call, rate, live, site);
     }
     if (!shown)
         line(s, "  (none)");

@@ -580,11 +580,15 @@ static void write_stacks_text(struct out *out, struct merge *m)
 static void write_growth_pick(struct out *out, const struct merge *m, const struct fold_stack *s,
                               const struct fold_growth *g)
 {
-    char rate[24], now[24];
+    char rate[24], call[24], now[24];
     format_bytes(growth_rate_bytes(g->rate), rate, sizeof(rate));
+    format_bytes(growth_rate_bytes(g->call_rate), call, sizeof(call));
     format_bytes(g->bytes, now, sizeof(now));
-    out_printf(out, "rank %d +%s per %s, %s %s", m->fold.ranks[g->rank].number, rate,
-               s->per_mark ? "mark" : "second", now, g->ended ? "when the program ended" : "now");
+    out_printf(out, "rank %d ", m->fold.ranks[g->rank].number);
+    if (!s->per_mark && growth_rate_bytes(g->call_rate)) /* a report of an earlier version: none */
+        out_printf(out, "+%s a call, ", call);
+    out_printf(out, "+%s per %s, %s %s", rate, s->per_mark ? "mark" : "second", now,
+               g->ended ? "when the program ended" : "now");
 }
 
 static void write_growing_text(struct out *out, struct merge *m)
@@ -689,8 +693,11 @@ static void write_growth_json(struct out *out, const struct merge *m, const stru
     out_printf(out, "{\"ranks\":%u,\"per\":\"%s\",\"fastest\":[", s->growing_ranks,
                s->per_mark ? "mark" : "second");
     for (uint32_t k = 0; k < s->fastest_count; k++)
-        out_printf(out, "%s{\"rank\":%d,\"rate\":%.0f,\"bytes\":%llu,\"ended\":%s}", k ? "," : "",
-                   m->fold.ranks[s->fastest[k].rank].number, s->fastest[k].rate,
+        out_printf(out,
+                   "%s{\"rank\":%d,\"rate\":%.0f,\"calls\":%llu,\"rate_per_call\":%.0f,"
+                   "\"bytes\":%llu,\"ended\":%s}",
+                   k ? "," : "", m->fold.ranks[s->fastest[k].rank].number, s->fastest[k].rate,
+                   (unsigned long long)s->fastest[k].calls, s->fastest[k].call_rate,
                    (unsigned long long)s->fastest[k].bytes, s->fastest[k].ended ? "true" : "false");
     out_str(out, "]}");
 }

@@ -270,8 +270,12 @@ static long stack_of(struct fold *f, const struct report *r, uint32_t stack_id, 
 static void fold_growth(const struct report *r, struct fold_stack *s, uint32_t rank,
                         const struct stack *grown)
 {
-    struct fold_growth g = {rank, growth_rate(&grown->growth, &r->growth),
-                            report_growth_bytes(r, grown), r->growth.ended};
+    struct fold_growth g = {rank,
+                            growth_rate(&grown->growth, &r->growth),
+                            growth_call_rate(&grown->growth),
+                            grown->growth.calls,
+                            report_growth_bytes(r, grown),
+                            r->growth.ended};
     s->growing_ranks++;
     s->per_mark = r->growth.mode == GROWTH_MARKS;
     uint32_t at = s->fastest_count;

@@ -56,9 +56,11 @@ struct fold_pick {
 
 struct fold_growth {
     uint32_t rank;
-    double rate;    /* growth_rate: bytes per second or per mark */
-    uint64_t bytes; /* report_growth_bytes */
-    int ended;      /* bytes when the program ended, not at the report */
+    double rate;      /* growth_rate: bytes per second or per mark */
+    double call_rate; /* growth_call_rate: bytes per call of the site (0 at marks) */
+    uint64_t calls;   /* over `calls` of them */
+    uint64_t bytes;   /* report_growth_bytes */
+    int ended;        /* bytes when the program ended, not at the report */
 };
 
 struct fold_rank {

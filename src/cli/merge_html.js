@@ -197,7 +197,9 @@
     var row = table.appendChild(element("tr"));
     row.appendChild(element("td", {"class": "num"}, String(g.growth.ranks)));
     row.appendChild(element("td", {}, g.growth.fastest.slice(0, 3).map(function (f) {
-      return "rank " + f.rank + " +" + bytes(f.rate) + " per " + g.growth.per + ", " + bytes(f.bytes); }).join("; ")));
+      /* per call where the ranks mark no steps (none in merges of earlier versions) */
+      var call = g.growth.per === "second" && f.rate_per_call >= 1 ? " +" + bytes(f.rate_per_call) + " a call," : "";
+      return "rank " + f.rank + call + " +" + bytes(f.rate) + " per " + g.growth.per + ", " + bytes(f.bytes); }).join("; ")));
     var frames = row.appendChild(element("td", {"class": "stack"}));
     var details = frames.appendChild(element("details"));
     details.appendChild(element("summary", {}, g.site));

@@ -711,9 +711,11 @@ static void load_marks(struct loader *l, const struct json_value *root)
 }
 
 /* One entry of growth.growing or growth.released (a report older than the
- * released list has none) into its stack, and its id onto `ids`. */
+ * released list has none) into its stack, and its id onto `ids`. Its
+ * "calls" span its growth: to the end, or to the peak where `released`;
+ * a report older than them has none (0: no rate per call). */
 static void load_growth_list(struct loader *l, const struct json_value *list, uint32_t *ids,
-                             uint32_t *count)
+                             uint32_t *count, int released)
 {
     struct report *r = l->r;
     for (const struct json_value *g = list ? list->first : NULL; g; g = g->next) {
@@ -733,6 +735,7 @@ static void load_growth_list(struct loader *l, const struct json_value *list, ui
         s->peak_rises = (uint32_t)get_u64(g, "peak_rises");
         s->peak_falls = (uint32_t)get_u64(g, "peak_falls");
         s->peak_sample = r->growth.samples - (uint32_t)get_u64(g, "samples_since_peak");
+        *(released ? &s->peak_calls : &s->calls) = get_u64(g, "calls");
         ids[(*count)++] = id;
     }
 }
@@ -750,8 +753,8 @@ static void load_growth(struct loader *l, const struct json_value *root)
     r->growth.mode = mode && strcmp(mode, "marks") == 0 ? GROWTH_MARKS : GROWTH_WORK;
     r->growth.samples = (uint32_t)get_u64(growth, "samples");
     r->growth.every = get_u64(growth, "every");
-    load_growth_list(l, json_get(growth, "growing"), r->growing, &r->growing_count);
-    load_growth_list(l, json_get(growth, "released"), r->released, &r->released_count);
+    load_growth_list(l, json_get(growth, "growing"), r->growing, &r->growing_count, 0);
+    load_growth_list(l, json_get(growth, "released"), r->released, &r->released_count, 1);
 }
 
 static int by_bytes(const void *a, const void *b)

@@ -8,10 +8,13 @@
 
 struct growth_state growth;
 
-/* A stack's observations: GROWTH_SLOTS floors, then as many moments, on the
- * grid's slots. Carved SERIES_PER_CHUNK at a time from whole pages; a stack
- * gets one at the first observation where it held memory, zero before. */
-#define SERIES_WORDS (2 * GROWTH_SLOTS)
+/* A stack's observations: GROWTH_SLOTS floors, then as many moments, then
+ * as many of its allocation counts (struct stack_record's `allocations` at
+ * each: the calls its rate per call divides by), on the grid's slots.
+ * Carved SERIES_PER_CHUNK at a time from whole pages; a stack gets one at
+ * the first observation where it held memory, zero before. */
+#define SERIES_CALLS (2 * GROWTH_SLOTS)
+#define SERIES_WORDS (3 * GROWTH_SLOTS)
 #define SERIES_PER_CHUNK 64
 static uint64_t *spare;
 static uint32_t spare_left;
@@ -44,7 +47,7 @@ void growth_reset(void)
 }
 
 /* A full grid: neighbours merged in pairs (the lower floor, the later
- * moment and time), so that each slot spans twice the events from now on. */
+ * moment, count and time), so that each slot spans twice the events from now on. */
 static void merge_pairs(void)
 {
     uint32_t half = GROWTH_SLOTS / 2;
@@ -59,6 +62,7 @@ static void merge_pairs(void)
             uint64_t a = s[2 * i], b = s[2 * i + 1];
             s[i] = a < b ? a : b;
             s[GROWTH_SLOTS + i] = s[GROWTH_SLOTS + 2 * i + 1];
+            s[SERIES_CALLS + i] = s[SERIES_CALLS + 2 * i + 1];
         }
     }
     growth.samples = half;
@@ -67,8 +71,10 @@ static void merge_pairs(void)
 
 /* One observation of every stack, at slot growth.samples: its low point
  * since the one before, or with `at_moment` its bytes now (a mark or the
- * program's end is where the program says its temporaries are gone), and its
- * bytes now. O(stacks); at most 64 per doubling of the run's events. */
+ * program's end is where the program says its temporaries are gone), its
+ * bytes now and its allocations so far. O(stacks); at most 64 per doubling
+ * of the run's events. The totals are exact here: tracker_lock moved every
+ * thread's pending change into them, so counting costs no event anything. */
 static void observe_all(uint32_t now_ms, int at_moment)
 {
     uint32_t slot = growth.samples++;
@@ -77,13 +83,15 @@ static void observe_all(uint32_t now_ms, int at_moment)
     uint32_t count = stack_count();
     for (uint32_t id = 1; id <= count; id++) {
         struct stack_history *h = stack_history(id);
-        uint64_t now = stack_get(id)->live_bytes;
+        const struct stack_record *record = stack_get(id);
+        uint64_t now = record->live_bytes;
         uint64_t low = at_moment || h->low_bytes > now ? now : h->low_bytes;
         h->low_bytes = now;
         uint64_t *s = h->series || now ? series_for(h) : NULL;
         if (s) {
             s[slot] = low;
             s[GROWTH_SLOTS + slot] = now;
+            s[SERIES_CALLS + slot] = record->allocations;
         }
     }
     if (growth.samples == GROWTH_SLOTS)
@@ -219,30 +227,64 @@ static int has_verdict(const struct stack_growth *g, uint64_t live_bytes,
     return growth_suspect(g, live_bytes, view) || growth_released(g, live_bytes, view);
 }
 
+/* The allocations the stack made by the time its series' value at
+ * observation `at` (from 1; 0: none) stood, of observations over its work:
+ * counts[] are taken at each observation's moment, where a moment's value
+ * stands (`floors` 0, or the program's end). A floor is the least since the
+ * observation before, which a site that only keeps reaches just after that
+ * one: its count then. A merged floor is its pair's lower, the first's for
+ * such a site, and the observation before the pair kept its later count. */
+static uint64_t calls_at(const uint64_t *counts, uint32_t at, int floors,
+                         const struct growth_state *view)
+{
+    if (!at)
+        return 0;
+    int moment = !floors || (view->ended && at == view->samples);
+    return moment ? counts[at - 1] : at > 1 ? counts[at - 2] : 0;
+}
+
+/* The calls from observation `from` to observation `to` (from 1). */
+static uint64_t calls_between(const uint64_t *counts, uint32_t from, uint32_t to, int floors,
+                              const struct growth_state *view)
+{
+    uint64_t first = calls_at(counts, from, floors, view),
+             last = calls_at(counts, to, floors, view);
+    return from && to > from && last > first ? last - first : 0;
+}
+
 void growth_of(uint32_t id, const struct growth_state *view, struct stack_growth *out)
 {
     memset(out, 0, sizeof(*out));
     const struct stack_history *h = stack_history(id);
     if (!h || !h->series || view->samples == 0)
         return;
+    const struct stack_record *record = stack_get(id);
     uint32_t n = view->samples, taken = n - (uint32_t)view->now_slot;
-    uint64_t floors[GROWTH_SLOTS + 1], moments[GROWTH_SLOTS + 1];
+    uint64_t floors[GROWTH_SLOTS + 1], moments[GROWTH_SLOTS + 1], calls[GROWTH_SLOTS + 1];
     memcpy(floors, h->series, taken * sizeof(uint64_t));
     memcpy(moments, h->series + GROWTH_SLOTS, taken * sizeof(uint64_t));
+    memcpy(calls, h->series + SERIES_CALLS, taken * sizeof(uint64_t));
+    uint64_t now = record->live_bytes;
     if (view->now_slot) { /* at marks, a moment: as a mark reads it */
-        uint64_t now = stack_get(id)->live_bytes;
         floors[taken] = h->low_bytes < now && view->mode == GROWTH_WORK ? h->low_bytes : now;
         moments[taken] = now;
+        calls[taken] = record->allocations;
     }
     /* The floors unless they make no verdict and the moments do, each
      * judged on the bytes a report judges it on (report_growth_bytes): once
      * the program ended, what it held then, not what the teardown left. */
     struct stack_growth by_moments;
-    uint64_t now = stack_get(id)->live_bytes;
+    int by_floors = 1;
     summary_of(floors, n, view, out);
-    if (has_verdict(out, view->ended ? out->last_bytes : now, view))
+    if (!has_verdict(out, view->ended ? out->last_bytes : now, view)) {
+        summary_of(moments, n, view, &by_moments);
+        if (has_verdict(&by_moments, view->ended ? by_moments.last_bytes : now, view)) {
+            *out = by_moments;
+            by_floors = 0;
+        }
+    }
+    if (view->mode == GROWTH_MARKS) /* per mark is per step: no rate per call */
         return;
-    summary_of(moments, n, view, &by_moments);
-    if (has_verdict(&by_moments, view->ended ? by_moments.last_bytes : now, view))
-        *out = by_moments;
+    out->calls = calls_between(calls, out->first_sample, n, by_floors, view);
+    out->peak_calls = calls_between(calls, out->first_sample, out->peak_sample, by_floors, view);
 }

@@ -92,6 +92,14 @@ double growth_rate(const struct stack_growth *g, const struct growth_state *stat
 int growth_released(const struct stack_growth *g, uint64_t live_bytes,
                     const struct growth_state *state);
 double growth_peak_rate(const struct stack_growth *g, const struct growth_state *state);
+/* Its rate per call of the site: the bytes it kept over its growth span
+ * (to its peak) divided by the allocations it made over the same span
+ * (stack_growth's calls, peak_calls); 0 when it made none, and at marks
+ * (the rate per mark is per step). A clock the program's own work defines
+ * where it marks no steps: a loop that keeps one block a step reads one
+ * block's size a call, however fast it runs. */
+double growth_call_rate(const struct stack_growth *g);
+double growth_peak_call_rate(const struct stack_growth *g);
 /* A rate as whole bytes for printing: 0 below 1 (and for NaN), UINT64_MAX
  * beyond what 64 bits hold. A report read back can carry any figures, and
  * converting a double out of range to an integer is undefined. */

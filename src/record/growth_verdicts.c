@@ -67,6 +67,22 @@ double growth_peak_rate(const struct stack_growth *g, const struct growth_state 
                         g->peak_ms - g->first_ms, state);
 }
 
+/* Bytes gained from `from` to `to` over `calls` allocations. */
+static double per_call(uint64_t from, uint64_t to, uint64_t calls)
+{
+    return to > from && calls ? (double)(to - from) / (double)calls : 0;
+}
+
+double growth_call_rate(const struct stack_growth *g)
+{
+    return per_call(g->first_bytes, g->last_bytes, g->calls);
+}
+
+double growth_peak_call_rate(const struct stack_growth *g)
+{
+    return per_call(g->first_bytes, g->peak_bytes, g->peak_calls);
+}
+
 uint64_t growth_rate_bytes(double rate)
 {
     if (!(rate >= 1))

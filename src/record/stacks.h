@@ -46,10 +46,14 @@ struct stack_stats {
  * are the series' own highest value (the first observation that reached it)
  * and the same figures read on the series up to there, from peak_base: of
  * the floors, the most it kept, not the most it held for a moment (that is
- * struct stack_stats' peak_live_bytes). */
+ * struct stack_stats' peak_live_bytes). calls and peak_calls count the
+ * allocations the stack made from first_sample to the last observation and
+ * to peak_sample: what its rate per call divides by (growth.h); 0 at marks,
+ * where the rate is per mark. */
 struct stack_growth {
     uint64_t first_bytes, last_bytes;
     uint64_t peak_bytes;
+    uint64_t calls, peak_calls;
     uint32_t first_ms, last_ms, peak_ms;
     uint32_t first_sample; /* observation numbers, from 1 */
     uint32_t peak_sample, peak_base;

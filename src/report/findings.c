@@ -122,18 +122,17 @@ static const char *held_by(const struct report *r, uint32_t stack_id, char *text
 
 static void add_growth(const struct report *r, struct findings *f)
 {
-    const char *per = r->growth.mode == GROWTH_MARKS ? "per mark" : "per second";
     for (uint32_t i = 0; i < r->growing_count && i < GROWING_SHOWN; i++) {
         const struct stack *s = &r->stacks[r->growing[i] - 1];
-        char rate[24], now[24];
+        char rates[96], now[24];
         uint64_t bytes = report_growth_bytes(r, s);
         char held[REPORT_CLASS_TEXT + 64];
         held_by(r, r->growing[i], held, sizeof(held));
+        report_growth_rates(r, &s->growth, 0, rates, sizeof(rates));
         add(f, "growing", "growing", r->growing[i], bytes,
-            "+%s %s, %s %s (rose at %u of %u observations)%s",
-            bytes_text(growth_rate_bytes(growth_rate(&s->growth, &r->growth)), rate, sizeof(rate)),
-            per, bytes_text(bytes, now, sizeof(now)),
-            r->growth.ended ? "when the program ended" : "now", s->growth.rises,
+            "%s, %s %s (rose at %u of %u observations)%s", rates,
+            bytes_text(bytes, now, sizeof(now)), r->growth.ended ? "when the program ended" : "now",
+            s->growth.rises,
             r->growth.samples > s->growth.first_sample ? r->growth.samples - s->growth.first_sample
                                                        : 0,
             held);

@@ -30,7 +30,7 @@
  *    "stacks":[{"id":N,"live_bytes":N,"live_blocks":N,"peak_live_bytes":N,
  *               "allocations":N,"kind":"device"|null,"api":"cudaMalloc"|null,
  *               "end_bytes":N|null,"end_blocks":N|null,
- *               "growing":true|false,"rate":N,
+ *               "growing":true|false,"rate":N,"calls":N,"rate_per_call":N,
  *               "frames":["0x7f..." | {"function":..,"file":..,"line":N}]}],
  *    "top":[stack ids, most live bytes first],
  *    "growing":[stack ids, fastest first],
@@ -41,6 +41,10 @@
  *               "paths":[{"path":"__main__.model.outs[*]","container":"list",
  *                         "bytes":N,"storages":N,"tensors":N,
  *                         "kind":"torch_tensor"|null,"stack":N|null}]}}
+ *
+ * A growing stack's "rate" is per second, or per mark once the program
+ * marks; "rate_per_call" is per call of its site, over its "calls" (growth.h;
+ * 0 at marks, and for a stack not growing).
  *
  * "holders" answers the question who holds the memory, which only Python
  * can: a peer that sends LIVE_ASK_HOLDERS asks the process to walk from

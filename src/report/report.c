@@ -4,6 +4,7 @@
  * read from it. A report is filled in by collect.c (this process, now), by
  * the command's loaders (a JSON report, a crash dump), and then finished
  * and read the same way. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -361,6 +362,27 @@ void report_release(struct report *r)
 uint64_t report_growth_bytes(const struct report *r, const struct stack *s)
 {
     return r->growth.ended ? s->growth.last_bytes : s->stats.live_bytes;
+}
+
+void report_growth_rates(const struct report *r, const struct stack_growth *g, int to_peak,
+                         char *text, size_t size)
+{
+    char rate[24], call[24];
+    format_bytes(growth_rate_bytes(to_peak ? growth_peak_rate(g, &r->growth)
+                                           : growth_rate(g, &r->growth)),
+                 rate, sizeof(rate));
+    if (r->growth.mode == GROWTH_MARKS) {
+        snprintf(text, size, "+%s per mark", rate);
+        return;
+    }
+    uint64_t calls = to_peak ? g->peak_calls : g->calls;
+    uint64_t per_call = growth_rate_bytes(to_peak ? growth_peak_call_rate(g) : growth_call_rate(g));
+    format_bytes(per_call, call, sizeof(call));
+    if (per_call) /* below a byte a call, a figure of 0 B would mislead */
+        snprintf(text, size, "+%s a call over %llu call%s, +%s per second", call,
+                 (unsigned long long)calls, calls == 1 ? "" : "s", rate);
+    else
+        snprintf(text, size, "+%s per second", rate);
 }
 
 uint32_t report_torch_age_ms(const struct report *r)

@@ -285,6 +285,12 @@ const char *report_mark_label(const struct report *r, uint64_t number);
 /* A stack's live bytes as growth sees them: at the end of the program once
  * it ended (its last sample), else now. */
 uint64_t report_growth_bytes(const struct report *r, const struct stack *s);
+/* A site's growth rates as a report says them, into text[0..size): at
+ * marks "+1.00 MiB per mark"; else its rate per call where it made calls
+ * over the span, then per second: "+1.00 MiB a call over 78 calls, +52.0
+ * MiB per second". To its peak with `to_peak` (a site grown, then freed). */
+void report_growth_rates(const struct report *r, const struct stack_growth *g, int to_peak,
+                         char *text, size_t size);
 /* How long before the report PyTorch's counters were read (0 if after). */
 uint32_t report_torch_age_ms(const struct report *r);
 /* "nccl", "cublas", ...: the library a stack allocated through; NULL if none. */

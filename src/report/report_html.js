@@ -1494,8 +1494,16 @@
     var ended = !!report.program_end;
     /* What grows first: the leak suspects are what most reports are read for. */
     var growing = report.growth ? report.growth.growing : [];
+    /* Per mark where the program marks its steps; else per call of the site
+     * (reports of earlier versions have no calls), then per second. */
+    function growthRate(g) {
+      if (report.growth.mode === 'marks') return formatBytes(g.rate) + ' per mark';
+      var perSecond = formatBytes(g.rate) + '/s';
+      return g.calls && g.rate_per_call >= 1 ? formatBytes(g.rate_per_call) + ' a call over ' + g.calls +
+        (g.calls === 1 ? ' call, ' : ' calls, ') + perSecond : perSecond;
+    }
     var growRows = growing.map(function (g, i) {
-      var rate = report.growth.mode === 'marks' ? formatBytes(g.rate) + ' per mark' : formatBytes(g.rate) + '/s';
+      var rate = growthRate(g);
       return [i + 1, formatBytes(g.live_bytes), rate, g.rises + ' of ' + g.samples_since_first, stackCell(page, g.stack)];
     });
     container.appendChild(section('growing', 'Growing (leak suspects)', [growRows.length
@@ -1507,7 +1515,7 @@
     var released = report.growth && report.growth.released ? report.growth.released : [];
     if (released.length) {
       var releasedRows = released.map(function (g, i) {
-        var rate = report.growth.mode === 'marks' ? formatBytes(g.rate) + ' per mark' : formatBytes(g.rate) + '/s';
+        var rate = growthRate(g);
         return [i + 1, formatBytes(g.peak_bytes), rate, formatBytes(g.live_bytes),
           g.peak_rises + ' of ' + (g.samples_since_first - g.samples_since_peak), stackCell(page, g.stack)];
       });

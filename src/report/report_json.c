@@ -388,17 +388,20 @@ static void write_marks(const struct report *r, struct out *out)
     out_str(out, "]}");
 }
 
-/* The fields growing and released entries share, the object left open. */
-static void write_growth_entry(const struct report *r, struct out *out, uint32_t id, double rate)
+/* The fields growing and released entries share, the object left open:
+ * its rates, per second (or per mark) and per call, over `calls`. */
+static void write_growth_entry(const struct report *r, struct out *out, uint32_t id, double rate,
+                               uint64_t calls, double call_rate)
 {
     const struct stack *s = &r->stacks[id - 1];
     const struct stack_growth *g = &s->growth;
     out_printf(out,
                "{\"stack\":%u,\"live_bytes\":%llu,\"first_bytes\":%llu,\"first_ms\":%u,"
                "\"last_bytes\":%llu,\"last_ms\":%u,\"rises\":%u,\"falls\":%u,"
-               "\"samples_since_first\":%u,\"rate\":%.0f",
+               "\"samples_since_first\":%u,\"rate\":%.0f,\"calls\":%llu,\"rate_per_call\":%.0f",
                id, U(report_growth_bytes(r, s)), U(g->first_bytes), g->first_ms, U(g->last_bytes),
-               g->last_ms, g->rises, g->falls, r->growth.samples - g->first_sample, rate);
+               g->last_ms, g->rises, g->falls, r->growth.samples - g->first_sample, rate, U(calls),
+               call_rate);
 }
 
 /* The findings (findings.c), as the text report opens with them: the HTML
@@ -441,15 +444,17 @@ static void write_growth(const struct report *r, struct out *out)
                r->growth.samples);
     for (uint32_t i = 0; i < r->growing_count; i++) {
         out_str(out, i ? "," : "");
-        write_growth_entry(r, out, r->growing[i],
-                           growth_rate(&r->stacks[r->growing[i] - 1].growth, &r->growth));
+        const struct stack_growth *g = &r->stacks[r->growing[i] - 1].growth;
+        write_growth_entry(r, out, r->growing[i], growth_rate(g, &r->growth), g->calls,
+                           growth_call_rate(g));
         out_str(out, "}");
     }
     out_str(out, "],\"released\":[");
     for (uint32_t i = 0; i < r->released_count; i++) {
         const struct stack_growth *g = &r->stacks[r->released[i] - 1].growth;
         out_str(out, i ? "," : "");
-        write_growth_entry(r, out, r->released[i], growth_peak_rate(g, &r->growth));
+        write_growth_entry(r, out, r->released[i], growth_peak_rate(g, &r->growth), g->peak_calls,
+                           growth_peak_call_rate(g));
         out_printf(out,
                    ",\"peak_bytes\":%llu,\"peak_ms\":%u,\"peak_rises\":%u,\"peak_falls\":%u,"
                    "\"samples_since_peak\":%u}",

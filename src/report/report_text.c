@@ -469,13 +469,12 @@ static void write_growing(const struct report *r, struct out *out, int brief)
     for (uint32_t i = 0; i < limit; i++) {
         const struct stack *s = &r->stacks[r->growing[i] - 1];
         const struct stack_growth *g = &s->growth;
-        char rate[24], first[24], now[24];
-        format_bytes(growth_rate_bytes(growth_rate(g, &r->growth)), rate, sizeof(rate));
+        char rates[96], first[24], now[24];
+        report_growth_rates(r, g, 0, rates, sizeof(rates));
         format_bytes(g->first_bytes, first, sizeof(first));
         format_bytes(report_growth_bytes(r, s), now, sizeof(now));
-        out_printf(out,
-                   "   #%u +%s %s: from %s at %.1f s to %s %s; rose at %u of %u observations\n",
-                   i + 1, rate, marks ? "per mark" : "per second", first, g->first_ms / 1000.0, now,
+        out_printf(out, "   #%u %s: from %s at %.1f s to %s %s; rose at %u of %u observations\n",
+                   i + 1, rates, first, g->first_ms / 1000.0, now,
                    r->growth.ended ? "when the program ended" : "now", g->rises,
                    r->growth.samples - g->first_sample);
         write_holders(r, out, r->growing[i]);
@@ -492,7 +491,6 @@ static void write_released(const struct report *r, struct out *out, int brief)
 {
     if (!r->released_count)
         return;
-    int marks = r->growth.mode == GROWTH_MARKS;
     out_str(out,
             "\n  Grew, then freed near the end (peak-memory suspects; not held at the end):\n");
     uint32_t top = (uint32_t)r->options.top;
@@ -500,17 +498,17 @@ static void write_released(const struct report *r, struct out *out, int brief)
     for (uint32_t i = 0; i < limit; i++) {
         const struct stack *s = &r->stacks[r->released[i] - 1];
         const struct stack_growth *g = &s->growth;
-        char peak[24], rate[24], first[24], now[24];
+        char peak[24], rates[96], first[24], now[24];
         format_bytes(g->peak_bytes, peak, sizeof(peak));
-        format_bytes(growth_rate_bytes(growth_peak_rate(g, &r->growth)), rate, sizeof(rate));
+        report_growth_rates(r, g, 1, rates, sizeof(rates));
         format_bytes(g->first_bytes, first, sizeof(first));
         format_bytes(report_growth_bytes(r, s), now, sizeof(now));
         out_printf(out,
-                   "   #%u peak %s at %.1f s, grew +%s %s from %s at %.1f s; %s %s; "
+                   "   #%u peak %s at %.1f s, grew %s, from %s at %.1f s; %s %s; "
                    "rose at %u of %u observations to the peak\n",
-                   i + 1, peak, g->peak_ms / 1000.0, rate, marks ? "per mark" : "per second", first,
-                   g->first_ms / 1000.0, now, r->growth.ended ? "when the program ended" : "now",
-                   g->peak_rises, g->peak_sample - g->first_sample);
+                   i + 1, peak, g->peak_ms / 1000.0, rates, first, g->first_ms / 1000.0, now,
+                   r->growth.ended ? "when the program ended" : "now", g->peak_rises,
+                   g->peak_sample - g->first_sample);
         write_stack(r, out, r->released[i], brief ? STACK_BRIEF : STACK_FULL);
     }
     if (limit < r->released_count)

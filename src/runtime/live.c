@@ -239,8 +239,12 @@ static void write_stacks(struct live_copy *c)
                        (unsigned long long)c->end_bytes[i], (unsigned long long)c->end_blocks[i]);
         else
             out_str(out, ",\"end_bytes\":null,\"end_blocks\":null");
-        out_printf(out, ",\"growing\":%s,\"rate\":%.0f,\"frames\":[", growing ? "true" : "false",
-                   rate);
+        out_printf(out,
+                   ",\"growing\":%s,\"rate\":%.0f,\"calls\":%llu,\"rate_per_call\":%.0f,"
+                   "\"frames\":[",
+                   growing ? "true" : "false", rate,
+                   (unsigned long long)(growing ? s->growth.calls : 0),
+                   growing ? growth_call_rate(&s->growth) : 0.0);
         for (uint32_t f = 0; f < s->depth; f++) {
             if (f)
                 out_str(out, ",");

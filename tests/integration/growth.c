@@ -4,6 +4,11 @@
  *                       one 1 MiB block from grow_by_mark(): growing, 1 MiB a mark
  *   growth leak-time    keeps one 64 KiB block from grow_by_time() every 2 ms
  *                       for 0.3 s: growing, per second
+ *   growth leak-beside [marks]   78 steps, each keeps 1 MiB and makes an
+ *                       8 MiB temporary, both from one line (grow_step_block()),
+ *                       freeing the temporary before the step ends: growing,
+ *                       +1 MiB a call of the kept block's site, 78 calls;
+ *                       with `marks`, each step marked: +1 MiB per mark
  *   growth steady       a cache that fills in its first 5 iterations, then 60
  *                       iterations of allocate+free of a temporary: nothing
  *                       grows (the non-leaks people blame)
@@ -44,6 +49,14 @@ static void *__attribute__((noinline)) fill_cache(void)
     return p;
 }
 
+/* The one line that makes every block of leak-beside's steps. */
+static void *__attribute__((noinline)) grow_step_block(size_t size)
+{
+    void *p = NULL;
+    cudaMalloc(&p, size);
+    return p;
+}
+
 static void __attribute__((noinline)) temporary(void)
 {
     void *p = NULL;
@@ -68,6 +81,14 @@ int main(int argc, char **argv)
             grow_by_time();
             pause_ms(2);
         }
+    } else if (strcmp(mode, "leak-beside") == 0) {
+        int marked = argc > 2 && strcmp(argv[2], "marks") == 0;
+        for (int i = 0; i < 78; i++) {
+            if (marked && mark)
+                mark("step");
+            grow_step_block(1 << 20); /* kept */
+            cudaFree(grow_step_block(8 << 20));
+        }
     } else if (strcmp(mode, "steady") == 0) {
         for (int i = 0; i < 65; i++) {
             if (i < 5)
@@ -82,7 +103,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < 2000 && access(argv[3], F_OK) != 0; i++)
             pause_ms(10);
     } else {
-        fprintf(stderr, "usage: growth leak-marks|leak-time|steady|hold READY STOP\n");
+        fprintf(stderr,
+                "usage: growth leak-marks|leak-time|leak-beside [marks]|steady|hold READY STOP\n");
         return 2;
     }
     printf("growth %s: done\n", mode);

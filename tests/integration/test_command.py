@@ -190,6 +190,10 @@ def test_live_view(traced):
     growing = capture.split("Growing", 1)[-1]
     check(f"< remember:{remember_line}" in growing and "load_weights" not in growing,
           f"remember() is growing, the weights are not:\n{capture}")
+    # remember() keeps 1 MiB a call, unmarked: its rate per call, then per second.
+    rows = [l.split() for l in growing.splitlines() if f"< remember:{remember_line}" in l]
+    check(rows and rows[0][1:3] == ["+1.00", "MiB"] and rows[0][3].startswith("+"),
+          f"remember()'s rate per call, 1 MiB, then per second:\n{capture}")
     changes = [l.split()[4] for l in capture.splitlines()
                if f"< remember:{remember_line}" in l and "[device" in l]
     check(changes and changes[0].startswith("+") and changes[0] != "+0",
@@ -268,7 +272,8 @@ def test_report_roundtrip(traced):
     The text report is made only of what the JSON report holds, so no line may
     differ: the comparison is byte for byte, for reports covering every
     section (leaks with file:line, counters of every kind, pools and VMM
-    holes, OOM events with retries, failures, growth by marks and by time,
+    holes, OOM events with retries, failures, growth by marks and by time
+    (with its rate per call),
     implicit frees, signal snapshots, marks). The JSON read back and written
     again is the same but for REWRITTEN: the run's own settings (a run
     with CUMEMTRACE_DEPTH=12 and CUMEMTRACE_MIN_SIZE=4K among them) are
@@ -279,6 +284,7 @@ def test_report_roundtrip(traced):
             ("tests/oom", ["retry"], {"SIMCUDA_MEMORY": "64M"}, 0),
             ("tests/oom", ["fragmented"], {"SIMCUDA_MEMORY": "64M"}, 0),
             ("tests/implicit_free", [], {}, 0), ("tests/growth", ["leak-marks"], {}, 0),
+            ("tests/growth", ["leak-beside"], {}, 0),
             ("tests/growth", ["leak-time"], {"CUMEMTRACE_DEPTH": "12", "CUMEMTRACE_MIN_SIZE": "4K"}, 0),
             ("examples/async_leak", [], {}, 0), ("tests/api", ["{dir}/snap-%p"], {}, 0),
             ("tests/crash", ["usr2-chained"], {}, 0), ("tests/nccl_label", [], {}, 0),
@@ -432,8 +438,14 @@ def test_merge_ranks(traced):
           "read at: every rank live at its report" in text,
           f"a C program's ranks are read at exit, and the text says so: {merged['ranks']}")
     check("Growing (leak suspects), by site" in text and
-          re.search(r"on 3 ranks: .*rank 1 \+[0-9.]+ [KMG]iB per second, 80.0 MiB now.*\n"
-                    r"\s+leak_scratch_buffer at ", text), f"the growing site, rank 1 on it: {text[-1200:]}")
+          re.search(r"on 3 ranks: .*rank 1 \+4.00 MiB a call, \+[0-9.]+ [KMG]iB per second, "
+                    r"80.0 MiB now.*\n\s+leak_scratch_buffer at ", text),
+          f"the growing site, rank 1 on it, 4 MiB a call: {text[-1200:]}")
+    fastest = merged["growing"][0]["growth"]["fastest"] if merged.get("growing") else []
+    check(sorted(f["rank"] for f in fastest) == [0, 1, 2] and
+          all(f["rate_per_call"] == 4 * MiB for f in fastest) and
+          [f["calls"] for f in fastest if f["rank"] == 1][0] >= 15,
+          f"each rank's rate per call in the JSON, 4 MiB: {fastest}")
     # Two ranks, the brief's case: RANK=0 and RANK=1, rank 0 the larger.
     directory = rank_reports(traced, [(0, 12), (1, 3)])
     merged = json.loads(tool("merge", os.path.join(directory, "rank-1.json"),

@@ -622,6 +622,25 @@ def test_html_interactions(traced):
     check(result.get("lines") == 0 and result.get("ticks") == 60, f"60 marks as ticks: {result}")
 
 
+def test_html_growth_rates(traced):
+    """The page's growing table says what the text does: per call of the
+    site, then per second, for a program that marks no steps; per mark for
+    one that does."""
+    need_browser()
+    cell = ("result.rate = document.querySelector('#growing-table tbody tr td:nth-child(3)')"
+            ".textContent;")
+    traced.run("tests/growth", ["leak-beside"], env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    report = json.load(open(output_file(traced, ".json")))
+    calls = report["growth"]["growing"][0]["calls"] if report["growth"]["growing"] else None
+    result, _ = drive(output_file(traced, ".html"), cell)
+    check(calls and re.fullmatch(rf"1\.00 MiB a call over {calls} calls, [0-9.]+ [KMG]iB/s",
+                                 result.get("rate", "")), f"per call, then per second: {result}")
+    traced.run("tests/growth", ["leak-beside", "marks"],
+               env={"CUMEMTRACE_FORMAT": "json,html", "CUMEMTRACE_QUIET": "1"})
+    result, _ = drive(output_file(traced, ".html"), cell)
+    check(result.get("rate") == "1.00 MiB per mark", f"per mark: {result}")
+
+
 def check_ticks(labels):
     """Axis labels: round numbers in one unit, evenly spaced, none repeated."""
     by_unit = collections.defaultdict(list)

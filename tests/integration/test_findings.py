@@ -9,7 +9,7 @@ import shutil
 import tempfile
 
 from support import (check, validate, only, device_counters, stack_functions, user_functions,
-                     by_reason)
+                     by_reason, tool)
 
 
 def test_oom(traced):
@@ -151,6 +151,61 @@ def test_growth_time(traced):
           "CUMEMTRACE_GROWTH=0: no observations")
     out, err, reports, _ = traced.run("tests/growth", ["leak-time"], env={"CUMEMTRACE_SAMPLE_MS": "soon"})
     check("CUMEMTRACE_SAMPLE_MS='soon'" in err, f"a bad value is named: {err[:300]!r}")
+
+
+def test_growth_per_call(traced):
+    """An unmarked loop keeping 1 MiB a step beside an 8 MiB temporary it
+    frees within the step, both made by one function: its rate is also per
+    call of the kept block's site (1 MiB, the block a step keeps) over the
+    calls it made while it grew, in the findings, the growth table and the
+    JSON, and the same read back by `cumemtrace report`. Its marked twin
+    keeps its rate per mark, with no rate per call."""
+    out, err, reports, texts = traced.run("tests/growth", ["leak-beside"],
+                                          env={"CUMEMTRACE_FORMAT": "json,text"})
+    report = only(reports)
+    found = growing_functions(report)
+    check([f for f, _ in found] == ["grow_step_block"] and report["growth"]["mode"] == "work",
+          f"only the kept block's site grows, over the work: {found}")
+    if found:
+        entry = found[0][1]
+        calls = entry["calls"]
+        # Its first observation already holds some: the calls since then.
+        check(calls == (entry["last_bytes"] - entry["first_bytes"]) >> 20 and 60 <= calls <= 78,
+              f"a call per MiB kept since its first observation: {entry}")
+        check(entry["rate_per_call"] == 1 << 20, f"1 MiB a call: {entry['rate_per_call']}")
+        said = f"+1.00 MiB a call over {calls} calls, +"
+        line = [f["text"] for f in report["findings"] if f["verdict"] == "growing"]
+        check(len(line) == 1 and line[0].startswith(said) and " per second, 78.0 MiB" in line[0],
+              f"the findings line says it: {line}")
+        text = "".join(texts.values())
+        check(f"   #1 {said}" in text, f"the growth table says it: {text[:3000]}")
+        path = glob.glob(os.path.join(traced.dir, "*.json"))[0]
+        back = tool("report", path)
+        check(back.returncode == 0 and "growing at" in back.stdout and said in back.stdout,
+              f"read back, the same rate per call: {back.stdout[:2000]} {back.stderr}")
+        again = json.loads(tool("report", path, "--format", "json").stdout)
+        check(again["growth"]["growing"] == report["growth"]["growing"],
+              f"the JSON read back keeps it: {again['growth']['growing']}")
+        del report["growth"]["growing"][0]["calls"]  # a report of an earlier version
+        path = os.path.join(traced.dir, "earlier.json")
+        with open(path, "w") as handle:
+            json.dump(report, handle)
+        older = tool("report", path)
+        check(older.returncode == 0 and "a call" not in older.stdout and
+              " per second, 78.0 MiB" in older.stdout,
+              f"a report without calls: per second alone: {older.stdout[:2000]} {older.stderr}")
+    out, err, reports, texts = traced.run("tests/growth", ["leak-beside", "marks"],
+                                          env={"CUMEMTRACE_FORMAT": "json,text"})
+    report = only(reports)
+    found = growing_functions(report)
+    check([f for f, _ in found] == ["grow_step_block"] and report["growth"]["mode"] == "marks",
+          f"marked: only the kept block's site grows, at marks: {found}")
+    if found:
+        check(found[0][1]["rate"] == 1 << 20 and found[0][1]["calls"] == 0,
+              f"1 MiB per mark, no rate per call: {found[0][1]}")
+    line = [f["text"] for f in report["findings"] if f["verdict"] == "growing"]
+    check(len(line) == 1 and line[0].startswith("+1.00 MiB per mark, 78.0 MiB") and
+          "a call" not in "".join(texts.values()), f"marked: per mark: {line}")
 
 
 def test_growth_steady(traced):

@@ -81,6 +81,21 @@ def test_pytest_plugin(traced):
     check(counted.stdout.split("\n")[:4] == ["blocks 30", "segments 130", "old 130", "end 500"],
           f"cache segments count only where blocks are unknown; a report of a program that "
           f"ended counts what it held at its end: {counted.stdout!r} {counted.stderr[-300:]!r}")
+    # The growing sites' rates, as the reports say them.
+    probe = (
+        "import cumemtrace_pytest as p\n"
+        "entry = {'stack': 9, 'rate': 3 << 30, 'live_bytes': 78 << 20, 'calls': 76,\n"
+        "         'rate_per_call': 1 << 20}\n"
+        "for mode, fields in (('work', {}), ('marks', {}), ('work', {'calls': None})):\n"
+        "    growth = {'mode': mode, 'samples': 40, 'growing': [dict(entry, **fields)]}\n"
+        "    print(p.session_summary({'growth': growth})[-1])\n")
+    said = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.path.join(support.SOURCE, "python")))
+    check([l.split(", from")[0] for l in said.stdout.splitlines()] ==
+          ["  +1.00 MiB a call over 76 calls, +3.00 GiB per second, 78.0 MiB now",
+           "  +3.00 GiB per mark, 78.0 MiB now", "  +3.00 GiB per second, 78.0 MiB now"],
+          f"the session's growing sites: per call, then per second; per mark; per second alone "
+          f"(an earlier report): {said.stdout!r} {said.stderr[-300:]!r}")
 
 
 def check_python_sites(report, script, line, err):

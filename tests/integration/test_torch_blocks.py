@@ -114,6 +114,24 @@ def test_growth_same_every_run(traced, name):
     check(all(a == answers[0] for a in answers), f"{name}: the same figures each run: {answers}")
 
 
+def test_growth_per_call_same_line(traced):
+    """short_leak keeps 1 MiB a step made on the line of an 8 MiB temporary:
+    one stack, two calls a step, so its rate per call is half the block it
+    keeps a step, over twice the steps: the calls are all the line's."""
+    _, _, reports, _ = scenario(traced, "short_leak", CUMEMTRACE_TEST_STEP_S="0.002")
+    report = reports["exit"][0]
+    growing = report["growth"]["growing"]
+    check(len(growing) == 1 and report["growth"]["mode"] == "work", f"one line growing: {growing}")
+    if growing:
+        g = growing[0]
+        steps = (g["last_bytes"] - g["first_bytes"]) >> 20
+        check(steps >= 60 and g["calls"] == 2 * steps and g["rate_per_call"] == 512 << 10,
+              f"512 KiB a call over twice the steps it kept: {g}")
+        line = [f["text"] for f in report["findings"] if f["verdict"] == "growing"]
+        check(line and line[0].startswith(f"+512 KiB a call over {2 * steps} calls, +"),
+              f"the findings line: {line}")
+
+
 @pytest.mark.parametrize("name", ["training_mix", "leak_beside_temporaries_unmarked",
                                   "kept_then_freed", "short_leak", "steady_serving",
                                   "remade_larger"])

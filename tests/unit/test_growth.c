@@ -6,7 +6,9 @@
  * long); then what an observation reads through the stacks' totals
  * (stack_totals.c): the low point since the one before, at a mark and the
  * program's end the bytes at that moment; and the grid: observations of a
- * long run merged in pairs, never more than GROWTH_SLOTS. */
+ * long run merged in pairs, never more than GROWTH_SLOTS. The rate per call
+ * divides what a site kept by the calls it made meanwhile, the temporaries
+ * it made among them; at marks there is none. */
 #include <dlfcn.h>
 #include <stdint.h>
 
@@ -184,6 +186,11 @@ static void test_low_points(int thread, uintptr_t n, uint64_t size)
     growth_end(ms += 50);
     CHECK(verdicts(leak, NULL, &g));
     CHECK_EQ(g.last_bytes, 40 * 512);
+    /* Three calls a step keep 1 KiB: from its first floor (512 bytes, at
+     * the second observation, where one call was made), 39 blocks kept over
+     * the other 59 calls. */
+    CHECK_EQ(g.calls, 59);
+    CHECK_EQ(growth_call_rate(&g), 39.0 * 512 / 59);
     CHECK(!verdicts(temporary, NULL, &g));
 }
 
@@ -238,6 +245,8 @@ static void test_marks(void)
     CHECK_EQ(growth.samples, 40);
     double rate = growth_rate(&g, &growth);
     CHECK(rate > 400 && rate < 600);
+    CHECK_EQ(g.calls, 0); /* per mark is per step: no rate per call */
+    CHECK_EQ(growth_call_rate(&g), 0);
 }
 
 /* A long run: 5,000 observations due, on a grid that never holds more than
@@ -277,6 +286,12 @@ static void test_grid(void)
     CHECK_EQ(growth.every, 128); /* 5,000 events, 32 to 64 observations */
     struct stack_growth g;
     CHECK(verdicts(leak, NULL, &g));
+    /* Per call of the line, on the merged grid: 1 KiB kept over 6 calls
+     * (its temporaries among them), 170.7 bytes; within an observation's
+     * 128 events (77 calls) of the span's 3,000 or so. */
+    CHECK(growth_call_rate(&g) > 166 && growth_call_rate(&g) < 176);
+    uint64_t expected = (g.last_bytes - g.first_bytes) / 1024 * 6;
+    CHECK(g.calls + 77 > expected && g.calls < expected + 77);
     CHECK(!verdicts(steady, NULL, &g));
     CHECK(!verdicts(warm, NULL, &g));
 }
