@@ -219,14 +219,15 @@ def held(report):
 
 
 # Frames that are the test runner's, not the test's: this plugin's (it runs
-# the test again for --cuda-leaks-repeat), pytest's and pluggy's.
-RUNNER = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
-          os.path.dirname(os.path.abspath(pytest.__file__)) + os.sep,
+# the test again for --cuda-leaks-repeat), pytest's and pluggy's; by their
+# real paths, as the reports name the frames' files.
+RUNNER = (os.path.dirname(os.path.realpath(__file__)) + os.sep,
+          os.path.dirname(os.path.realpath(pytest.__file__)) + os.sep,
           os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep)
 
 
 def runner_frame(frame):
-    return frame.get("python") and any(part in os.path.abspath(frame.get("file") or "")
+    return frame.get("python") and any(part in os.path.realpath(frame.get("file") or "")
                                        for part in RUNNER)
 
 
