@@ -34,6 +34,7 @@
 #include "modules.h"
 #include "output.h"
 #include "preload.h"
+#include "python.h"
 #include "signals.h"
 #include "stacks.h"
 #include "torch_stats.h"
@@ -251,8 +252,9 @@ PUBLIC pid_t setsid(void)
 
 /* The only work done at load time: find the C library's exec functions
  * (exec.c), see whether another copy traces already (above), keep a private
- * copy of stderr (log.h), say what is wrong with the settings, and settings
- * that must change the environment before the program runs. */
+ * copy of stderr (log.h), say what is wrong with the settings, settings
+ * that must change the environment before the program runs, and the
+ * directory the program starts in (python.h). */
 __attribute__((constructor)) static void cumemtrace_load(void)
 {
     *(void **)&real_setsid = real_dlsym(RTLD_NEXT, "setsid");
@@ -266,6 +268,7 @@ __attribute__((constructor)) static void cumemtrace_load(void)
         return;
     }
     log_keep_stderr();
+    python_keep_start_dir();
     pthread_atfork(NULL, NULL, log_release_stderr);
     check_settings();
     follow_setting();

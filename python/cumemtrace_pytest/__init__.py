@@ -40,7 +40,9 @@ at most of its samples over the session).
     peak, and otherwise known to be within the limit only while the earlier
     peak is (a test that cannot be told passes with a warning that says so).
 With either option, the session's summary also names the tests that held
-the most GPU memory while they ran (their peaks, as above).
+the most GPU memory at their end (what each left held, as `leaks` counts
+it; its peak beside it); a test that left nothing held is not among them,
+but apart, by its peak, with the others' highest peaks.
 
 Failure messages name each site once, by its line and two callers (frames
 of this plugin and of pytest left out), and, in a Python program whose
@@ -217,14 +219,15 @@ def held(report):
 
 
 # Frames that are the test runner's, not the test's: this plugin's (it runs
-# the test again for --cuda-leaks-repeat), pytest's and pluggy's.
-RUNNER = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
-          os.path.dirname(os.path.abspath(pytest.__file__)) + os.sep,
+# the test again for --cuda-leaks-repeat), pytest's and pluggy's; by their
+# real paths, as the reports name the frames' files.
+RUNNER = (os.path.dirname(os.path.realpath(__file__)) + os.sep,
+          os.path.dirname(os.path.realpath(pytest.__file__)) + os.sep,
           os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep)
 
 
 def runner_frame(frame):
-    return frame.get("python") and any(part in os.path.abspath(frame.get("file") or "")
+    return frame.get("python") and any(part in os.path.realpath(frame.get("file") or "")
                                        for part in RUNNER)
 
 
@@ -354,13 +357,14 @@ def peak_between(before, after):
 
 class LimitChecker:
     """@pytest.mark.cuda_limit(peak=SIZE, leaks=SIZE) on any test, and with
-    `measure_all` (--cuda-leaks, --cuda-leaks-repeat) every test's peak, for
-    the session's summary of the tests that held the most."""
+    `measure_all` (--cuda-leaks, --cuda-leaks-repeat) every test's peak and
+    what it left held, for the session's summary of the tests that held the
+    most."""
 
     def __init__(self, tracer, measure_all):
         self.tracer = tracer
         self.measure_all = measure_all
-        self.peaks = {}                   # nodeid -> (bytes, exact)
+        self.measured = {}                # nodeid -> (bytes left held, peak, peak exact)
         self.problems = {}
 
     @pytest.hookimpl(hookwrapper=True)
@@ -382,7 +386,8 @@ class LimitChecker:
             return
         after = self.tracer.report()
         peak, exact = peak_between(before, after)
-        self.peaks[item.nodeid] = (peak, exact)
+        grown, net = gained(held(before), held(after))
+        self.measured[item.nodeid] = (max(0, net), peak, exact)
         problems = []
         if peak_limit is not None and peak > peak_limit and exact:
             problems.append(f"{item.name} had {format_bytes(peak)} of GPU memory live beyond "
@@ -393,7 +398,6 @@ class LimitChecker:
                 f"raise the process's peak, which an earlier test set {format_bytes(peak)} above "
                 f"what was live before it"))
         if leak_limit is not None:
-            grown, net = gained(held(before), held(after))
             if net > leak_limit:
                 problems.append(f"{item.name} left {format_bytes(net)} of GPU memory held "
                                 f"(limit: {format_bytes(leak_limit)}):\n" +
@@ -415,18 +419,30 @@ class LimitChecker:
             report.longrepr += "\n" + problem
 
     def heaviest(self, limit=5):
-        """The lines naming the tests whose peaks were highest."""
-        ranked = sorted(self.peaks.items(), key=lambda item: (-item[1][0], item[0]))
-        ranked = [(name, value) for name, value in ranked if value[0] > 0][:limit]
-        if not ranked:
-            return ["tests that held the most: none held GPU memory beyond what was before them"]
-        lines = ["tests that held the most (device memory live beyond what was before each):"]
-        for name, (peak, exact) in ranked:
-            lines.append(f"  {'' if exact else 'at most '}{format_bytes(peak)}  {name}")
+        """The lines naming the tests that left the most held at their end,
+        their peaks beside (labelled so), then the highest peaks of those
+        that left nothing held, which are not listed as holding."""
+        def peak_text(peak, exact):
+            return f"{'' if exact else 'at most '}{format_bytes(peak)}"
+        kept = sorted(((name, *value) for name, value in self.measured.items() if value[0] > 0),
+                      key=lambda entry: (-entry[1], entry[0]))[:limit]
+        if kept:
+            lines = ["tests that held the most at their end (GPU memory each left held):"]
+            lines += [f"  {format_bytes(bytes_held)}  {name}  (peak {peak_text(peak, exact)})"
+                      for name, bytes_held, peak, exact in kept]
+        else:
+            lines = ["tests that held the most at their end: none left GPU memory held"]
+        peaks = sorted(((name, *value) for name, value in self.measured.items()
+                        if value[0] == 0 and value[1] > 0),
+                       key=lambda entry: (-entry[2], entry[0]))[:limit]
+        if peaks:
+            lines.append("the other tests' highest peaks (device memory live beyond what was "
+                         "before each, all of it freed by their end):")
+            lines += [f"  peak {peak_text(peak, exact)}  {name}" for name, _, peak, exact in peaks]
         return lines
 
     def pytest_terminal_summary(self, terminalreporter):
-        if self.measure_all or not self.peaks:
+        if self.measure_all or not self.measured:
             return                        # the leak checker's summary says it
         terminalreporter.section("cumemtrace: GPU memory of the tests with limits")
         for line in self.heaviest():

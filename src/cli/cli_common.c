@@ -184,47 +184,6 @@ static const struct stack *stack_at(const struct report *r, uint32_t stack_id)
     return stack_id >= 1 && stack_id <= r->stack_count ? &r->stacks[stack_id - 1] : NULL;
 }
 
-/* One frame as the same text in every run; `length` bytes written. */
-void cli_path_normal(const char *path, char *normal, size_t size)
-{
-    size_t used = 0;
-    int absolute = path[0] == '/', kept = 0; /* kept: named parts that ".." can undo */
-    if (size < 2) {
-        if (size)
-            normal[0] = '\0';
-        return;
-    }
-    if (absolute)
-        normal[used++] = '/';
-    for (const char *p = path; *p;) {
-        while (*p == '/')
-            p++;
-        size_t n = strcspn(p, "/");
-        if (n == 0)
-            break;
-        if (n == 1 && p[0] == '.') {
-            /* "." names where it is: nothing */
-        } else if (n == 2 && p[0] == '.' && p[1] == '.' && kept) {
-            while (used > (size_t)absolute && normal[used - 1] != '/')
-                used--; /* the part before goes */
-            if (used > (size_t)absolute)
-                used--; /* and its slash */
-            kept--;
-        } else if (!(n == 2 && p[0] == '.' && p[1] == '.' && absolute)) {
-            if (used > (size_t)absolute && used + 1 < size)
-                normal[used++] = '/';
-            size_t room = size - 1 - used;
-            memcpy(normal + used, p, n < room ? n : room);
-            used += n < room ? n : room;
-            kept += !(n == 2 && p[0] == '.' && p[1] == '.');
-        }
-        p += n;
-    }
-    if (used == 0)
-        normal[used++] = '.';
-    normal[used] = '\0';
-}
-
 void cli_script_folder(const struct report *r, char *folder, size_t size)
 {
     folder[0] = '\0';
@@ -249,33 +208,45 @@ void cli_script_folder(const struct report *r, char *folder, size_t size)
     }
     if (!script || script >= end)
         return;
-    char joined[OUTPUT_PATH_MAX];
+    char joined[OUTPUT_PATH_MAX], real[OUTPUT_PATH_MAX];
+    if (script[0] == '/' || r->start_dir[0]) {
+        /* Named as the report names its frames: the real path, from the
+         * directory the program started in. */
+        int n = script[0] == '/' ? snprintf(joined, sizeof(joined), "%s", script)
+                                 : snprintf(joined, sizeof(joined), "%s/%s", r->start_dir, script);
+        if (n < 0 || (size_t)n >= sizeof(joined))
+            return; /* longer than any path */
+        output_real_path(joined, NULL, real, sizeof(real));
+        char *slash = strrchr(real, '/');
+        *slash = '\0';
+        snprintf(folder, size, "%s", slash == real ? "/" : real);
+        return;
+    }
     const char *slash = strrchr(script, '/');
-    if (script[0] != '/') {
-        /* Relative: Python names its frames the working directory joined to
-         * it; that directory is in the script's own frame's file. */
-        size_t n = strlen(script);
-        for (size_t i = 0; i < r->address_count; i++) {
-            const struct symbol *s = &r->symbols[i];
-            size_t length = s->python && s->file ? strlen(s->file) : 0;
-            if (length > n && s->file[length - n - 1] == '/' &&
-                strcmp(s->file + length - n, script) == 0) {
-                snprintf(joined, sizeof(joined), "%.*s/%.*s", (int)(length - n - 1), s->file,
-                         slash ? (int)(slash - script) : 1, slash ? script : ".");
-                cli_path_normal(joined, folder, size);
-                return;
-            }
+    /* A report that does not say where the program started: Python names
+     * its frames the working directory joined to the script, and that
+     * directory is in the script's own frame's file. */
+    size_t n = strlen(script);
+    for (size_t i = 0; i < r->address_count; i++) {
+        const struct symbol *s = &r->symbols[i];
+        size_t length = s->python && s->file ? strlen(s->file) : 0;
+        if (length > n && s->file[length - n - 1] == '/' &&
+            strcmp(s->file + length - n, script) == 0) {
+            snprintf(joined, sizeof(joined), "%.*s/%.*s", (int)(length - n - 1), s->file,
+                     slash ? (int)(slash - script) : 1, slash ? script : ".");
+            output_path_normal(joined, folder, size);
+            return;
         }
     }
     snprintf(joined, sizeof(joined), "%.*s", slash ? (int)(slash - script) : 1,
-             slash ? (slash == script ? "/" : script) : ".");
-    cli_path_normal(joined, folder, size);
+             slash ? script : ".");
+    output_path_normal(joined, folder, size);
 }
 
 void cli_match_path(const char *file, const char *folder, char *key, size_t size)
 {
     char normal[OUTPUT_PATH_MAX];
-    cli_path_normal(file, normal, sizeof(normal));
+    output_path_normal(file, normal, sizeof(normal));
     size_t n = strlen(folder);
     if (n && strcmp(folder, "/") != 0 && strncmp(normal, folder, n) == 0 && normal[n] == '/')
         snprintf(key, size, "<script>%s", normal + n);

@@ -46,15 +46,13 @@ int cli_output_close(struct cli_output *output); /* CLI_OK or CLI_UNREADABLE */
 
 /* Matching a Python frame's file across runs that launched the script by
  * other paths (`../train.py`, `/abs/train.py`, another checkout).
- * cli_path_normal: `path` with "." and ".." parts and repeated slashes
- * resolved by name (symbolic links are not followed: the files may not be
- * on this machine), in `normal`. cli_script_folder: the folder of the
- * script the report's Python program ran (its command line, made absolute
- * as Python names the script's own frames), normalized; "" when the
+ * cli_script_folder: the folder of the script the report's Python program
+ * ran, as the report names its frames' files (its command line, from the
+ * directory the program started in, as a real path where the file is on
+ * this machine, else normalized by name: output_real_path); "" when the
  * program is no Python script (-m, -c, not python*). cli_match_path: the
  * key a frame's `file` is matched by: "<script>/REST" for a file under
  * `folder`, else the normalized path. */
-void cli_path_normal(const char *path, char *normal, size_t size);
 void cli_script_folder(const struct report *r, char *folder, size_t size);
 void cli_match_path(const char *file, const char *folder, char *key, size_t size);
 

@@ -429,6 +429,10 @@ static int build(struct live *l, struct view *v)
             symbol->line = (int)line;
         }
     }
+    const char *cwd = json_string(json_get(v->root, "cwd"));
+    snprintf(r->start_dir, sizeof(r->start_dir), "%s", cwd ? cwd : "");
+    if (report_real_paths(r) < 0)
+        return -1;
     uint64_t time_ms = 0;
     json_uint(json_get(v->root, "time_ms"), &time_ms);
     v->time_ms = (uint32_t)time_ms;

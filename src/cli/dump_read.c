@@ -285,6 +285,7 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
         case DUMP_TIME_MS: r->now_ms = (uint32_t)number(&f); break;
         case DUMP_START_UNIX_MS: start_ms = number(&f); break;
         case DUMP_CMDLINE: r->argv_bytes = hex_bytes(&f, r->argv, sizeof(r->argv)); break;
+        case DUMP_CWD: hex_bytes(&f, r->start_dir, sizeof(r->start_dir)); break;
         case DUMP_API: read_api(r, &f); break;
         case DUMP_COUNTERS: read_counters(r, &f); break;
         case DUMP_STACK: read_stack(r, &f, &frames_used); break;

@@ -224,6 +224,8 @@ static void load_process(struct loader *l, const struct json_value *root)
     r->ppid = (int)get_long(process, "ppid", 0);
     const char *host = json_string(json_get(process, "host"));
     snprintf(r->hostname, sizeof(r->hostname), "%s", host ? host : "");
+    const char *cwd = json_string(json_get(process, "cwd"));
+    snprintf(r->start_dir, sizeof(r->start_dir), "%s", cwd ? cwd : "");
     r->rank = (int)get_long(process, "rank", -1);
     r->local_rank = (int)get_long(process, "local_rank", -1);
     r->world_size = (int)get_long(process, "world_size", -1);

@@ -1180,6 +1180,19 @@ uintptr_t python_frame_at(const void *code, int offset)
     return id ? PYTHON_FRAME_TAG | id : 0;
 }
 
+static char start_dir[4096];
+
+void python_keep_start_dir(void)
+{
+    if (!getcwd(start_dir, sizeof(start_dir)))
+        start_dir[0] = '\0';
+}
+
+const char *python_start_dir(void)
+{
+    return start_dir;
+}
+
 const struct python_location *python_location(uintptr_t tagged)
 {
     if ((tagged & PYTHON_FRAME_MASK) != PYTHON_FRAME_TAG)

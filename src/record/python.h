@@ -73,6 +73,13 @@ int python_layout_known(int major, int minor, char *known, size_t size);
 struct python_layout;
 const struct python_layout *python_layout_row(int major, int minor);
 
+/* The working directory the program started in, kept at load
+ * (python_keep_start_dir, from the library's constructor): Python names the
+ * files it compiled from a relative path relative to it, whatever
+ * directory the program moves to later. "" where it could not be read. */
+void python_keep_start_dir(void);
+const char *python_start_dir(void);
+
 /* The location of a tagged frame; NULL if it is not one we know. */
 const struct python_location *python_location(uintptr_t tagged);
 

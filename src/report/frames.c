@@ -54,6 +54,14 @@ static long find_site(const struct report *r, const struct stack *s)
     return s->depth ? 0 : -1;
 }
 
+/* A Python frame of an installed package's or of the standard library's
+ * (interpreter frames that are Python's: its library, frozen modules). */
+static int folded_python(const struct report *r, uintptr_t address)
+{
+    int origin = frames_origin(r, address);
+    return is_python_frame(address) && (origin == ORIGIN_LIBRARY || origin == ORIGIN_INTERPRETER);
+}
+
 void frames_view(const struct report *r, const struct stack *s, struct frame_view *v)
 {
     const uintptr_t *frames = r->frames + s->first_frame;
@@ -69,9 +77,16 @@ void frames_view(const struct report *r, const struct stack *s, struct frame_vie
             python = i;
     }
     v->call = python >= 0 ? python : native;
+    /* The library path: the package or standard-library frames inside the
+     * site, outermost and innermost, to the first marker (the frames past
+     * it are another thread's). */
     v->library = v->library_call = -1;
     for (long i = 0; i < v->site; i++) {
-        if (frames_origin(r, frames[i]) != ORIGIN_LIBRARY)
+        if (frames_marker(r, frames[i])) {
+            v->library = v->library_call = -1;
+            continue;
+        }
+        if (!folded_python(r, frames[i]))
             continue;
         if (v->library < 0)
             v->library = i;
@@ -387,40 +402,80 @@ static size_t append(char *text, size_t size, size_t used, const char *format, .
     return n < 0 ? used : (size_t)n < size - used ? used + (size_t)n : size - 1;
 }
 
-/* " (via transformers: generate -> DynamicLayer.update:147)": the packages
- * the site's call went through, outermost first, and the library frame it
- * called and the innermost, where the library asked for the memory. */
-static size_t append_via(const struct report *r, const struct stack *s,
-                         const struct frame_view *view, char *text, size_t size, size_t used)
+/* The package a folded frame (or a framework's Python frame) belongs to,
+ * in `name`: its folder in site-packages, "stdlib" for the standard
+ * library's; 0 for none (a framework's source checkout). */
+static int package_of(const struct report *r, uintptr_t address, char *name, size_t size)
 {
-    if (view->library < 0)
-        return used;
+    const struct symbol *symbol = symbol_of(r, address);
+    int origin = frames_origin(r, address);
+    if (!symbol || !is_python_frame(address) || frames_marker(r, address))
+        return 0;
+    if (origin == ORIGIN_INTERPRETER) {
+        snprintf(name, size, "stdlib");
+        return 1;
+    }
+    return (origin == ORIGIN_LIBRARY || origin == ORIGIN_FRAMEWORK) &&
+           origin_package(symbol->file, name, size);
+}
+
+/* " (via transformers, torch: generate -> DynamicLayer.update:147)": the
+ * packages the site's call went through, outermost first (the standard
+ * library's as "stdlib", a framework's Python frames on the way too), the
+ * library frame it called and the innermost, where the library asked for
+ * the memory. `inside` (`count` elements of apart_elements, from the site
+ * inwards) are the frames inside the site it takes to tell it apart: those
+ * of the library path between its ends go between them, those inside its
+ * innermost frame after it. Without a library path, they follow the site
+ * (" -> at::_ops::cat::call(...)"). */
+static size_t append_inside(const struct report *r, const struct stack *s,
+                            const struct frame_view *view, const int32_t *inside, uint32_t count,
+                            char *text, size_t size, size_t used)
+{
     const uintptr_t *frames = r->frames + s->first_frame;
-    char packages[3][64], name[512];
-    int count = 0;
-    for (long i = view->library_call; i >= view->library && count < 3; i--) {
-        const struct symbol *symbol = symbol_of(r, frames[i]);
+    char name[512];
+    if (view->library < 0) {
+        for (uint32_t k = 0; k < count; k++) {
+            chain_name(symbol_of(r, frames[inside[k]]), frames[inside[k]], name, sizeof(name));
+            used = append(text, size, used, " -> %s", name);
+        }
+        return used;
+    }
+    char packages[3][64];
+    int named = 0;
+    for (long i = view->library_call; i >= 0 && named < 3 && !frames_marker(r, frames[i]); i--) {
         char package[64];
-        if (frames_origin(r, frames[i]) != ORIGIN_LIBRARY || !symbol ||
-            !origin_package(symbol->file, package, sizeof(package)))
+        if (!package_of(r, frames[i], package, sizeof(package)))
             continue;
         int known = 0;
-        for (int k = 0; k < count; k++)
+        for (int k = 0; k < named; k++)
             known |= strcmp(packages[k], package) == 0;
         if (!known)
-            snprintf(packages[count++], sizeof(packages[0]), "%s", package);
+            snprintf(packages[named++], sizeof(packages[0]), "%s", package);
     }
     used = append(text, size, used, " (via");
-    for (int k = 0; k < count; k++)
+    for (int k = 0; k < named; k++)
         used = append(text, size, used, "%s %s", k ? "," : "", packages[k]);
-    const struct symbol *outer = symbol_of(r, frames[view->library_call]);
-    if (view->library_call != view->library)
-        used =
-            append(text, size, used, ": %s ->", outer && outer->function ? outer->function : "?");
-    else
-        used = append(text, size, used, ":");
+    used = append(text, size, used, ":");
+    if (view->library_call != view->library) {
+        const struct symbol *outer = symbol_of(r, frames[view->library_call]);
+        used = append(text, size, used, " %s ->", outer && outer->function ? outer->function : "?");
+    }
+    /* Between the ends, only the frame that tells it apart (the last). */
+    if (count && inside[count - 1] < view->library_call && inside[count - 1] > view->library) {
+        chain_name(symbol_of(r, frames[inside[count - 1]]), frames[inside[count - 1]], name,
+                   sizeof(name));
+        used = append(text, size, used, " %s ->", name);
+    }
     chain_name(symbol_of(r, frames[view->library]), frames[view->library], name, sizeof(name));
-    return append(text, size, used, " %s)", name);
+    used = append(text, size, used, " %s", name);
+    for (uint32_t k = 0; k < count; k++) {
+        if (inside[k] >= view->library)
+            continue;
+        chain_name(symbol_of(r, frames[inside[k]]), frames[inside[k]], name, sizeof(name));
+        used = append(text, size, used, " -> %s", name);
+    }
+    return append(text, size, used, ")");
 }
 
 void frames_site_line(const struct report *r, uint32_t stack_id, int callers, char *text,
@@ -459,18 +514,12 @@ void frames_site_line(const struct report *r, uint32_t stack_id, int callers, ch
         chain_name(symbol_of(r, caller), caller, name, sizeof(name));
         used = append(text, size, used, " < %s", name);
     }
-    used = append_via(r, s, &view, text, size, used);
-    /* Inside it, where the callers are the same: the library's frames are
-     * in the via text. */
+    /* Inside it, where the callers are the same. */
     while (element < length && positions[element] != APART_SEPARATOR)
         element++;
-    for (uint32_t end = element + 1 + inside; ++element < end && element < length;) {
-        uintptr_t inner = frames[positions[element]];
-        if (frames_origin(r, inner) == ORIGIN_LIBRARY)
-            continue;
-        chain_name(symbol_of(r, inner), inner, name, sizeof(name));
-        used = append(text, size, used, " -> %s", name);
-    }
+    uint32_t first = element + 1 < length ? element + 1 : length;
+    uint32_t count = first + inside <= length ? inside : length - first;
+    used = append_inside(r, s, &view, positions + first, count, text, size, used);
     if (apart & APART_SAME)
         append(text, size, used, " (stack %u)", stack_id);
 }

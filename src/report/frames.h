@@ -48,9 +48,11 @@ int frames_origin(const struct report *r, uintptr_t address);
  * thread ran for the main thread (PyTorch's backward node, AddmmBackward0's
  * apply), which tells apart tensors made under the same backward() line;
  * `library_call` and `library` (-1: none), the outermost and the innermost
- * library frame inside the site (origins.h, ORIGIN_LIBRARY): the package
- * function the user's line called, and where the package asked for the
- * memory (transformers' generate, DynamicLayer.update). */
+ * library frame inside the site: an installed package's Python
+ * (origins.h, ORIGIN_LIBRARY) or the standard library's (this thread's, up
+ * to a marker): the package function the user's line called, and where
+ * the package asked for the memory (transformers' generate,
+ * DynamicLayer.update). */
 struct frame_view {
     long site, call, operation, library, library_call;
 };
@@ -99,10 +101,15 @@ int frames_tell_apart(struct report *r);
  * caller:line" outwards, at least `callers` of them and as many as it takes
  * to tell it from every other shown stack of the same site line (down to
  * the first that differs: "Buf.__init__ < hoard_buffers:18"); then the
- * library path inside it, " (via transformers: generate ->
- * DynamicLayer.update:147)"; where the callers end before the stacks
- * differ, the frames inside that differ (" -> at::_ops::cat::call(...)");
- * where nothing shown differs, " (stack N)", its id in the JSON report.
+ * library path inside it, " (via transformers, torch: generate ->
+ * DynamicLayer.update:147)": the packages it went through outermost first
+ * (a framework's Python frames on it folded into it and named, the
+ * standard library as "stdlib"), the library frame the site called and the
+ * innermost. Where the callers end before the stacks differ, the frames
+ * inside up to the first that differs: inside the via part where there is
+ * one (between its ends, the one that differs; after its innermost frame,
+ * " -> at::_ops::cat::call(...)"), nothing after it; else after the site.
+ * Where nothing shown differs, " (stack N)", its id in the JSON report.
  * "" for no stack or a stack without frames. Not escaped for a terminal
  * (output_text) or JSON. */
 void frames_site_line(const struct report *r, uint32_t stack_id, int callers, char *text,

@@ -22,6 +22,8 @@
  *
  *   {"format":"cumemtrace-live","version":1,"pid":N,"time_ms":N,
  *    "argv":[...],"growth":{"mode":"time"|"marks","samples":N},
+ *    "cwd":"the directory the program started in (its Python files' relative
+ *           names are from there)",
  *    "program_end":{"time_ms":N}|null,
  *    "devices":[{"device":N|null,"kinds":{"device":[current,peak],...},
  *                "all":[current,peak]}],

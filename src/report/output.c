@@ -1,6 +1,7 @@
 /* output.c - report paths and the buffered writer (see output.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,68 @@ const char *output_base_name(const char *path)
 {
     const char *slash = path ? strrchr(path, '/') : NULL;
     return slash ? slash + 1 : path;
+}
+
+void output_path_normal(const char *path, char *normal, size_t size)
+{
+    size_t used = 0;
+    int absolute = path[0] == '/', kept = 0; /* kept: named parts that ".." can undo */
+    if (size < 2) {
+        if (size)
+            normal[0] = '\0';
+        return;
+    }
+    if (absolute)
+        normal[used++] = '/';
+    for (const char *p = path; *p;) {
+        while (*p == '/')
+            p++;
+        size_t n = strcspn(p, "/");
+        if (n == 0)
+            break;
+        if (n == 1 && p[0] == '.') {
+            /* "." names where it is: nothing */
+        } else if (n == 2 && p[0] == '.' && p[1] == '.' && kept) {
+            while (used > (size_t)absolute && normal[used - 1] != '/')
+                used--; /* the part before goes */
+            if (used > (size_t)absolute)
+                used--; /* and its slash */
+            kept--;
+        } else if (!(n == 2 && p[0] == '.' && p[1] == '.' && absolute)) {
+            if (used > (size_t)absolute && used + 1 < size)
+                normal[used++] = '/';
+            size_t room = size - 1 - used;
+            memcpy(normal + used, p, n < room ? n : room);
+            used += n < room ? n : room;
+            kept += !(n == 2 && p[0] == '.' && p[1] == '.');
+        }
+        p += n;
+    }
+    if (used == 0)
+        normal[used++] = '.';
+    normal[used] = '\0';
+}
+
+int output_real_path(const char *file, const char *start_dir, char *path, size_t size)
+{
+    if (!size)
+        return 0;
+    snprintf(path, size, "%s", file);
+    /* "<string>", "<frozen importlib._bootstrap>", "<eval_with_key>.3":
+     * names, not paths. */
+    if (!file[0] || file[0] == '<' || (file[0] != '/' && !start_dir))
+        return 0;
+    char joined[OUTPUT_PATH_MAX], normal[OUTPUT_PATH_MAX], real[PATH_MAX];
+    if (file[0] == '/')
+        snprintf(joined, sizeof(joined), "%s", file);
+    else
+        snprintf(joined, sizeof(joined), "%s/%s", start_dir, file);
+    output_path_normal(joined, normal, sizeof(normal));
+    if (realpath(normal, real))
+        snprintf(path, size, "%s", real);
+    else if (file[0] == '/') /* a relative name of no file there is no path */
+        snprintf(path, size, "%s", normal);
+    return strcmp(path, file) != 0;
 }
 
 /* The directory part of `path` ("." when it has none), in `dir`. */

@@ -52,6 +52,20 @@ int output_check(const char *template_, char *why, size_t size);
 /* The last part of `path`, after its last '/' ("libc.so.6" of
  * "/lib/x86_64-linux-gnu/libc.so.6"); NULL for NULL. */
 const char *output_base_name(const char *path);
+/* `path` with "." and ".." parts and repeated slashes resolved by name
+ * (symbolic links are not followed), in `normal`: a relative path stays
+ * relative, and keeps the ".." that lead out of it. */
+void output_path_normal(const char *path, char *normal, size_t size);
+/* A Python frame's file as a report names it, in `path`: its real path
+ * (symbolic links resolved) where the file exists, a relative one joined to
+ * `start_dir` first (the working directory the program started in, which
+ * Python names the files it compiled from a relative path relative to;
+ * NULL: not known); else an absolute one normalized by name
+ * (output_path_normal) and a relative one as it is (a name, say Cython's
+ * "pkg/mod.pyx", not a path from here). Names that are not paths
+ * ("<string>", "<frozen ...>", "<eval_with_key>.N") stay as they are. 1 if
+ * `path` differs from `file`. */
+int output_real_path(const char *file, const char *start_dir, char *path, size_t size);
 /* `path` opened for reading, with `flags` added (O_NOFOLLOW, say), if it is
  * a regular file: a FIFO or a device is never waited on or read (O_NONBLOCK,
  * then the check on what was opened; blocking again after). The fd, or -1. */

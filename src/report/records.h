@@ -179,6 +179,7 @@ extern const char *const retry_names[RETRY_COUNT];
     X(TIME_MS, "time_ms")                                                                          \
     X(START_UNIX_MS, "start_unix_ms")                                                              \
     X(CMDLINE, "cmdline")                                                                          \
+    X(CWD, "cwd")                                                                                  \
     X(API, "api")                                                                                  \
     X(COUNTERS, "counters")                                                                        \
     X(FAILURES_TOTAL, "failures_total")                                                            \

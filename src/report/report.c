@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "config.h"
 #include "origins.h"
+#include "output.h"
 #include "report.h"
 
 void *report_alloc(struct report *r, size_t bytes)
@@ -269,6 +270,48 @@ static int find_growing(struct report *r)
     return 0;
 }
 
+static int by_file(const void *a, const void *b)
+{
+    return strcmp((*(struct symbol *const *)a)->file, (*(struct symbol *const *)b)->file);
+}
+
+/* The script run as ../train.py is named as if run by its absolute path:
+ * here, once a distinct file, rather than when a frame is recorded; a
+ * file's memory is the report's. */
+int report_real_paths(struct report *r)
+{
+    size_t count = 0, distinct = 0;
+    for (size_t i = 0; i < r->address_count; i++)
+        count += r->symbols[i].python && r->symbols[i].file;
+    if (!count)
+        return 0;
+    struct symbol **list = report_alloc(r, count * sizeof(*list));
+    if (!list)
+        return -1;
+    count = 0;
+    for (size_t i = 0; i < r->address_count; i++)
+        if (r->symbols[i].python && r->symbols[i].file)
+            list[count++] = &r->symbols[i];
+    qsort(list, count, sizeof(*list), by_file);
+    for (size_t i = 0; i < count; i++)
+        distinct += i == 0 || by_file(&list[i - 1], &list[i]) != 0;
+    /* Room for each at its longest; only the pages written are touched. */
+    char *paths = report_alloc(r, distinct * OUTPUT_PATH_MAX), *path = paths;
+    if (!paths)
+        return -1;
+    const char *start_dir = r->start_dir[0] ? r->start_dir : NULL;
+    for (size_t first = 0, end; first < count; first = end) {
+        for (end = first + 1; end < count && by_file(&list[first], &list[end]) == 0;)
+            end++;
+        if (!output_real_path(list[first]->file, start_dir, path, OUTPUT_PATH_MAX))
+            continue;
+        for (size_t k = first; k < end; k++)
+            list[k]->file = path;
+        path += strlen(path) + 1;
+    }
+    return 0;
+}
+
 static int symbolize_frames(struct report *r)
 {
     size_t count = 0;
@@ -311,7 +354,7 @@ static int symbolize_frames(struct report *r)
             s->line = l->line;
         }
     }
-    return 0;
+    return report_real_paths(r);
 }
 
 int report_classify_frames(struct report *r)

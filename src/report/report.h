@@ -241,6 +241,8 @@ struct report {
     int rank, local_rank, world_size; /* RANK, LOCAL_RANK, WORLD_SIZE; -1: not set */
     char argv[4096];                  /* NUL-separated, from /proc/self/cmdline */
     size_t argv_bytes;
+    char start_dir[4096];           /* the directory the program started in (python.h),
+                           * Python's relative files are named from; "": not known */
     int dump_complete;              /* read from a dump that ends properly */
     struct python_location *python; /* Python frames' locations, by id - 1 */
     uint32_t python_count;
@@ -268,6 +270,11 @@ int report_finish(struct report *r, struct symbolizer *symbolizer);
 /* Fill r->origins (origins.h) for r->symbols: done by report_finish, and by
  * a loader that fills the symbols itself. 0, or -1 when out of memory. */
 int report_classify_frames(struct report *r);
+/* The Python frames' files in r->symbols named by their real paths, from
+ * r->start_dir (output_real_path), once a distinct file: done by
+ * report_finish, and by a loader that fills the symbols itself from a
+ * process (the live view). 0, or -1 when out of memory. */
+int report_real_paths(struct report *r);
 void report_release(struct report *r);
 /* Stack ids by the stacks' peak live bytes, highest first (r->by_peak's order). */
 void report_order_by_peak(const struct report *r, uint32_t *ids, uint32_t count);

@@ -59,6 +59,10 @@ static void write_process(const struct report *r, struct out *out)
         out_json_string(out, r->argv + i);
     }
     out_str(out, "]");
+    if (r->start_dir[0]) {
+        out_str(out, ",\"cwd\":");
+        out_json_string(out, r->start_dir);
+    }
     write_optional_int(out, "rank", r->rank);
     write_optional_int(out, "local_rank", r->local_rank);
     write_optional_int(out, "world_size", r->world_size);

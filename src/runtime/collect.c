@@ -321,6 +321,7 @@ static void read_process_info(struct report *r)
         r->argv_bytes = n > 0 ? (size_t)n : 0;
         close(fd);
     }
+    snprintf(r->start_dir, sizeof(r->start_dir), "%s", python_start_dir());
 }
 
 static void read_device_memory(struct report *r)

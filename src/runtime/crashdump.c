@@ -254,6 +254,9 @@ static void write_header(int signal, enum dump_lock lock)
     put_record(DUMP_CMDLINE);
     put_bytes_hex(cmdline, n > 0 ? (size_t)n : 0);
     put_str("\n");
+    put_record(DUMP_CWD);
+    put_bytes_hex(python_start_dir(), strlen(python_start_dir()));
+    put_str("\n");
     for (int api = 0; api < host.api_count; api++) {
         put_record(DUMP_API);
         put_u64((uint64_t)api);

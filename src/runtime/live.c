@@ -408,6 +408,8 @@ static void answer(int client, uint64_t mine)
                "\"growth\":{\"mode\":\"%s\",\"samples\":%u}",
                LIVE_FORMAT_VERSION, (int)getpid(), c->now_ms,
                c->growth.mode == GROWTH_MARKS ? "marks" : "work", c->growth.samples);
+    out_str(out, ",\"cwd\":");
+    out_json_string(out, python_start_dir());
     if (c->ended)
         out_printf(out, ",\"program_end\":{\"time_ms\":%u}", c->end_ms);
     else

@@ -9,13 +9,15 @@ requests of random lengths with generate(), and the server keeps each
 request's past_key_values (the leak). transformers' own files are in
 site-packages, so its frames are a library's: the growing site must be the
 user's call to generate() (SERVE-LINE, in serve), with transformers named
-beside it ("via transformers: generate -> ..."), and no finding may be sited
-in site-packages. Prints PASS or FAIL per check, then the findings block;
+beside it ("(via transformers, torch: GenerationMixin.generate ->
+DynamicLayer.update:N)", PyTorch's Module call folded into it) and nothing
+after that part, and no finding may be sited in site-packages. Prints PASS or FAIL per check, then the findings block;
 exits 1 on any FAIL. Needs torch with CUDA and transformers (5.x).
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -90,8 +92,12 @@ def main():
     growing = [f["site"] or "" for f in findings if f["verdict"] == "growing"]
     check(any(s.startswith(site) for s in growing),
           f"a growing site is the user's call to generate(), {site}: {growing}")
-    check(any(s.startswith(site) and "(via transformers: " in s and "generate -> " in s for s in growing),
-          f"with transformers named beside it: {growing}")
+    via = re.compile(re.escape(site) + r" \(via transformers(, [\w.]+)*: [^()]*generate -> "
+                     r"[^()]*:\d+\)$")
+    check(any(via.match(s) for s in growing),
+          f"with transformers named beside it, nothing after: {growing}")
+    check(not any("_call_impl" in s for s in growing),
+          f"no PyTorch frame of the path named apart: {growing}")
     sited = [f["site"] for f in findings if f.get("site")]
     check(not any("site-packages" in s.split(" in ")[0] or "dist-packages" in s.split(" in ")[0]
                   for s in sited),

@@ -295,3 +295,65 @@ def test_diff_matches_a_script_by_its_folder(traced):
     check("new" not in statuses and "vanished" not in statuses and diff["stacks_unchanged"] >= 1,
           f"the script's lines matched across the two paths: {statuses}, "
           f"{diff['stacks_unchanged']} unchanged")
+
+
+CHDIR_LEAKER = LEAKER + """
+import os
+import sys
+
+# A helper compiled from a path relative to where the program started, then
+# the program moves away before its report: Python keeps the relative name.
+helper = {"allocate": allocate}
+exec(compile("def grab():\\n    allocate(5 << 20)\\n", "lib/helper.py", "exec"), helper)
+os.chdir("/")
+helper["grab"]()
+"""
+
+
+def test_frames_name_real_paths():
+    """A script run as ../x/train.py from a sibling folder, or through a
+    symbolic link, is named by its real absolute path in every report (no
+    ".."); a file Python compiled from a path relative to where the program
+    started is named absolute though the program moved away before its
+    report; diff of a run launched by a relative path and one by the
+    absolute path finds no new or vanished site."""
+    base = os.path.realpath(tempfile.mkdtemp(prefix="cumemtrace-paths-"))
+    for folder in ("x", "y", "y/lib"):
+        os.makedirs(os.path.join(base, folder))
+    script = os.path.join(base, "x", "train.py")
+    with open(script, "w") as handle:
+        handle.write(CHDIR_LEAKER)
+    helper = os.path.join(base, "y", "lib", "helper.py")
+    with open(helper, "w") as handle:
+        handle.write("# stands for the code compiled under this name\n")
+    os.symlink(os.path.join(base, "x"), os.path.join(base, "link"))
+    directory = os.path.join(base, "y")
+    reports = []
+    for name, launched in (("relative", "../x/train.py"), ("linked", "./../link/train.py"),
+                           ("absolute", script)):
+        output = os.path.join(base, name)
+        completed = bare([sys.executable, launched], directory, CUMEMTRACE_QUIET="1",
+                         CUMEMTRACE_FORMAT="json,text", CUMEMTRACE_OUTPUT=output)
+        if not check(completed.returncode == 0, f"{launched}: {completed.stderr[-800:]!r}"):
+            return
+        import json
+        with open(output + ".json") as handle:
+            report = json.load(handle)
+        files = {f["file"] for f in report["frames"] if f["python"] and f.get("file")}
+        check(script in files and helper in files and
+              not any(".." in f or "/link/" in f or f == "lib/helper.py" for f in files),
+              f"{launched}: the frames name real absolute paths: {sorted(files)}")
+        with open(output + ".txt") as handle:
+            text = handle.read()
+        check(f"at {script}:" in text and f"grab at {helper}:2 " in text and
+              ".." not in text.split("\n", 2)[2],
+              f"{launched}: the text report names the real paths:\n{text[:2500]}")
+        reports.append(output + ".json")
+    completed = tool("diff", reports[0], reports[2], "--format", "json")
+    if not check(completed.returncode == 0, f"diff: {completed.stderr!r}"):
+        return
+    import json
+    diff = json.loads(completed.stdout)
+    statuses = [s["status"] for s in diff["stacks"]]
+    check("new" not in statuses and "vanished" not in statuses and diff["stacks_unchanged"] >= 2,
+          f"the relative and the absolute launch match: {statuses}")

@@ -201,7 +201,8 @@ def test_python_frames(traced):
 
 def user_line_environment(directory):
     """A virtual environment in `directory` for user_line/serve.py: the
-    stand-in package installed in its site-packages, the user's own package
+    stand-in package and the stand-in for PyTorch's Python installed in its
+    site-packages, the user's own package
     installed editable (a .pth file naming its folder, as pip install -e
     writes). Its Python, and its site-packages folder."""
     source = os.path.join(support.SOURCE, "tests", "integration", "user_line")
@@ -210,8 +211,8 @@ def user_line_environment(directory):
     python = os.path.join(directory, "bin", "python")
     packages = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                               check=True, capture_output=True, text=True).stdout.strip()
-    shutil.copytree(os.path.join(source, "installed", "stand_in_lib"),
-                    os.path.join(packages, "stand_in_lib"))
+    for package in ("stand_in_lib", "torch"):
+        shutil.copytree(os.path.join(source, "installed", package), os.path.join(packages, package))
     with open(os.path.join(packages, "myproj.pth"), "w") as handle:
         handle.write(os.path.join(source, "editable") + "\n")
     return python, packages
@@ -295,6 +296,50 @@ def test_user_line(traced, tmp_path):
     check(report.get("tracer", {}).get("user_packages") == "numpy, stand_in_lib" and
           f"growing at {library}:{lines['LIBRARY-LINE']} in DynamicLayer.update" in err,
           f"the report says which packages were the user's: {report.get('tracer')} {err[-1500:]}")
+
+
+def test_library_path(traced, tmp_path):
+    """The library path beside the user's line (src/report/frames.h), as a
+    transformers server showed it on the GPU: the installed package's
+    generate() runs its model under PyTorch's Module call, and its layer
+    asks for keys and values on two lines. Each finding reads the user's
+    line, then "(via PACKAGES: outer -> inner:line)", PyTorch's frames folded
+    into it and named, nothing after it (no "-> Module._call_impl:N"); the
+    standard library on the way is named "stdlib" like a package."""
+    source = os.path.join(support.SOURCE, "tests", "integration", "user_line")
+    script = os.path.join(source, "serve.py")
+    python, packages = user_line_environment(str(tmp_path / "venv"))
+    library = os.path.join(packages, "stand_in_lib", "__init__.py")
+    lines = {marker: line_of(path, marker) for path, marker in
+             [(script, "CACHE-LINE"), (script, "STDLIB-LINE"), (library, "KEYS-LINE"),
+              (library, "VALUES-LINE")]}
+    out, err, reports, _ = traced.run(python, [script, "library-path"], env={
+        "CUMEMTRACE_SAMPLE_MS": "10", "CUMEMTRACE_FORMAT": "json,text"})
+    check("user line: done" in out, f"the program ran: {out!r} {err[-800:]!r}")
+    report = only(reports)
+    frames = {f["id"]: f for f in report.get("frames", [])}
+    torch_frames = [f for f in frames.values() if f["function"] == "Module._call_impl"]
+    check(torch_frames and all(f["origin"] == "framework" for f in torch_frames),
+          f"the path goes through PyTorch's Module call: {torch_frames}")
+    exit_wrapper = next((f for f in frames.values() if (f["function"] or "").endswith("_exit_wrapper")),
+                        {"function": "?", "line": 0})
+    cache = (f"{script}:{lines['CACHE-LINE']} in serve_cached (via stand_in_lib, torch: "
+             f"generate_cached -> DynamicLayer.update_kv:")
+    sites = [cache + f"{lines['KEYS-LINE']})", cache + f"{lines['VALUES-LINE']})",
+             f"{script}:{lines['STDLIB-LINE']} in allocate_on_exit (via stdlib: ExitStack.__exit__ -> "
+             f"{exit_wrapper['function']}:{exit_wrapper['line']})"]
+    growing = [f["site"] for f in report.get("findings", []) if f["verdict"] == "growing"]
+    check(sorted(growing) == sorted(sites), f"the findings' sites: {growing}")
+    summary = err.split("Findings:", 1)[-1].split("\n\n", 1)[0]
+    for words in sites:
+        check(f"growing at {words}: " in summary and f"      at {words}: " in summary,
+              f"the findings block says {words!r}, nothing after the via part:\n{summary}")
+    check("_call_impl" not in summary and ") -> " not in summary,
+          f"no PyTorch frame after the via part:\n{summary}")
+    path = os.path.join(traced.dir, next(n for n in os.listdir(traced.dir) if n.endswith(".json")))
+    again = support.tool("report", path)
+    check(all(f"growing at {words}: " in again.stdout for words in sites),
+          f"cumemtrace report names the same sites: {again.stdout[:2500]} {again.stderr}")
 
 
 def test_python_fork(traced):

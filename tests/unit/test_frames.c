@@ -189,12 +189,49 @@ static void cupy_and_ctypes(void)
     CHECK(strcmp(shown(&f), "1000111") == 0);
     char text[256];
     frames_site_text(&f.r, 1, text, sizeof(text));
-    CHECK(strcmp(text, "/srv/job.py:3 in main (via yourlib: zeros:7)") == 0);
+    /* The library path names the framework's Python it goes through. */
+    CHECK(strcmp(text, "/srv/job.py:3 in main (via yourlib, cupy: zeros:7)") == 0);
     /* Named as the user's own: the site again. */
     CHECK_EQ(origin_of(&frames[5], "transformers, yourlib"), ORIGIN_USER);
     CHECK_EQ(origin_of(&frames[5], "yourli,ourlib"), ORIGIN_LIBRARY);
     CHECK_EQ(origin_of(&frames[4], "yourlib"), ORIGIN_FRAMEWORK);
     CHECK_EQ(origin_of(&frames[4], "cupy"), ORIGIN_USER);
+}
+
+/* A server's line calling a package's generate(), whose model runs under
+ * PyTorch's Module call and asks for the memory in its cache's update():
+ * the site is the user's line, the whole path between folded into "via",
+ * PyTorch's frames on it named, nothing after it. Through the standard
+ * library alone, "stdlib" is named like a package. */
+static void library_path(void)
+{
+    struct symbol frames[] = {
+        NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
+        NATIVE("at::_ops::cat::call", "/x/site-packages/torch/lib/libtorch_cpu.so"),
+        PY("DynamicLayer.update", "/x/site-packages/transformers/cache_utils.py", 146),
+        PY("Module._call_impl", "/x/site-packages/torch/nn/modules/module.py", 1790),
+        PY("GenerationMixin.generate", "/x/site-packages/transformers/generation/utils.py", 2500),
+        PY("decorate_context", "/x/site-packages/torch/utils/_contextlib.py", 120),
+        PY("serve", "/srv/check_user_line.py", 51),
+    };
+    struct fixture f;
+    build(&f, frames, 7);
+    CHECK_EQ(site_of(&f), 6);
+    char text[256];
+    frames_site_text(&f.r, 1, text, sizeof(text));
+    CHECK(strcmp(text, "/srv/check_user_line.py:51 in serve (via transformers, torch: "
+                       "GenerationMixin.generate -> DynamicLayer.update:146)") == 0);
+
+    struct symbol stdlib[] = {
+        NATIVE("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
+        PY("ExitStack.__exit__", "/usr/lib/python3.11/contextlib.py", 601),
+        PY("grab", "/srv/job.py", 9),
+    };
+    build(&f, stdlib, 3);
+    CHECK_EQ(site_of(&f), 2);
+    CHECK(strcmp(shown(&f), "111") == 0);
+    frames_site_text(&f.r, 1, text, sizeof(text));
+    CHECK(strcmp(text, "/srv/job.py:9 in grab (via stdlib: ExitStack.__exit__:601)") == 0);
 }
 
 static void standard_library_only(void)
@@ -363,6 +400,7 @@ int main(void)
     autograd_thread();
     c_program();
     cupy_and_ctypes();
+    library_path();
     standard_library_only();
     tracer_hook();
     autograd_tensor();

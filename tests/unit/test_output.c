@@ -1,6 +1,7 @@
 /* test_output.c - report path templates, JSON and terminal escaping. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,9 +91,52 @@ static void check_files(void)
     CHECK(system(command) == 0);
 }
 
+/* A Python frame's file as reports name it (output_real_path). */
+static void check_real_paths(void)
+{
+    char dir[] = "/tmp/cumemtrace-test-paths-XXXXXX", real[PATH_MAX], path[PATH_MAX + 32],
+         want[PATH_MAX + 32];
+    CHECK(mkdtemp(dir) != NULL && realpath(dir, real) != NULL);
+    snprintf(path, sizeof(path), "%s/x", real);
+    CHECK(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/x/train.py", real);
+    int fd = open(path, O_CREAT | O_WRONLY, 0600);
+    CHECK(fd >= 0);
+    close(fd);
+    snprintf(path, sizeof(path), "%s/link", real);
+    CHECK(symlink("x", path) == 0);
+    char in[PATH_MAX + 32], out[PATH_MAX + 32];
+    snprintf(want, sizeof(want), "%s/x/train.py", real);
+    snprintf(in, sizeof(in), "%s/y/../link/./train.py", real);
+    CHECK(output_real_path(in, NULL, out, sizeof(out)) == 1 && strcmp(out, want) == 0);
+    CHECK(output_real_path("../x//train.py", path, out, sizeof(out)) == 1 &&
+          strcmp(out, want) == 0); /* from `start_dir`, here the link */
+    CHECK(output_real_path(want, NULL, out, sizeof(out)) == 0 && strcmp(out, want) == 0);
+    /* No such file: an absolute path by name, a relative name as it is. */
+    CHECK(output_real_path("/no/such/../where//a.py", NULL, out, sizeof(out)) == 1 &&
+          strcmp(out, "/no/where/a.py") == 0);
+    CHECK(output_real_path("pkg/mod.pyx", real, out, sizeof(out)) == 0 &&
+          strcmp(out, "pkg/mod.pyx") == 0);
+    CHECK(output_real_path("x/train.py", NULL, out, sizeof(out)) == 0 &&
+          strcmp(out, "x/train.py") == 0);
+    const char *names[] = {"<string>", "<frozen importlib._bootstrap>", "<eval_with_key>.3"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        CHECK(output_real_path(names[i], real, out, sizeof(out)) == 0 &&
+              strcmp(out, names[i]) == 0);
+    output_path_normal("a/./b/../../../c", out, sizeof(out));
+    CHECK(strcmp(out, "../c") == 0);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/x/train.py", real);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/x", real);
+    rmdir(path);
+    rmdir(real);
+}
+
 int main(void)
 {
     check_files();
+    check_real_paths();
     char path[256], expected[256], host[128];
     setenv("RANK", "3", 1);
     CHECK(output_path("/tmp/run-%p-r%r", ".json", path, sizeof(path)) == 0);
