@@ -7,7 +7,9 @@ Holds 32 MiB of weights from load_weights() and keeps 1 MiB more every
 50 ms from remember(), 60 times; writes "PID" (and, with fork, "PID CHILD")
 to READY_FILE once the weights are held; prints what it kept at the end, the
 same whether it was watched or not. With fork, a child keeps 2 MiB every
-50 ms from child_work(), 40 times, and exits first.
+50 ms from child_work(), 40 times, then waits for READY_FILE.stop (30 s
+at most: a watcher slowed by a loaded machine still finds it) and exits
+first.
 """
 import ctypes
 import os
@@ -44,6 +46,9 @@ if len(sys.argv) > 2 and sys.argv[2] == "fork":
         mine = []
         for _ in range(40):
             child_work(mine)
+            time.sleep(0.05)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sys.argv[1] + ".stop") and time.monotonic() < deadline:
             time.sleep(0.05)
         os._exit(0)
 with open(sys.argv[1] + ".tmp", "w") as handle:

@@ -234,6 +234,7 @@ def test_live_view(traced):
         check("< child_work:" not in parent and "load_weights" in parent, f"the parent's: {parent}")
         check(all(live_sockets().count(f"@cumemtrace-live-{p}") == 1 for p in pids),
               f"a socket each: {live_sockets()}")
+    open(os.path.join(directory, "ready.stop"), "w").close()
     process.communicate(timeout=60)
     check(not any(f"@cumemtrace-live-{p}" in live_sockets() for p in pids),
           f"none left after both: {live_sockets()}")
