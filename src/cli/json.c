@@ -167,6 +167,15 @@ static size_t put_utf8(char *out, unsigned long code)
     return 4;
 }
 
+/* The bytes that end a string's plain run: a control byte (an error), a
+ * backslash, its closing quote. */
+/* clang-format off */
+static const unsigned char string_stops[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00-0x0f */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x10-0x1f */
+    ['"'] = 1, ['\\'] = 1};
+/* clang-format on */
+
 /* A string at p->at (on its opening quote), decoded into the arena. One
  * with neither escapes nor control bytes is copied as it is; otherwise, as
  * the decoded text is never longer than the escaped one, one allocation of
@@ -175,7 +184,7 @@ static const char *parse_string(struct parser *p, size_t *length)
 {
     p->at++;
     const char *plain = p->at;
-    while (plain < p->end && (unsigned char)*plain >= 0x20 && *plain != '"' && *plain != '\\')
+    while (plain < p->end && !string_stops[(unsigned char)*plain])
         plain++;
     if (plain < p->end && *plain == '"') { /* no escape: copied as it is */
         size_t n = (size_t)(plain - p->at);
@@ -437,14 +446,22 @@ static int skip_value(struct parser *p)
         }
         char c = *at++;
         if (c == '"') {
-            while (at < end && *at != '"')
-                at += *at == '\\' && end - at > 1 ? 2 : 1;
-            if (at >= end) {
-                p->at = at;
-                fail(p, "unexpected end of input in a string");
-                return -1;
+            /* Its closing quote: the first one after an even run of
+             * backslashes (an odd run escapes it). */
+            for (;;) {
+                const char *quote = memchr(at, '"', (size_t)(end - at));
+                if (!quote) {
+                    p->at = end;
+                    fail(p, "unexpected end of input in a string");
+                    return -1;
+                }
+                const char *run = quote;
+                while (run > at && run[-1] == '\\')
+                    run--;
+                at = quote + 1;
+                if ((quote - run) % 2 == 0)
+                    break;
             }
-            at++;
         } else if (c == '{' || c == '[') {
             depth++;
         } else if (c == '}' || c == ']') {
