@@ -1084,8 +1084,8 @@ static int load_file(const char *path, const struct report_options *options,
 {
     memset(loaded, 0, sizeof(*loaded));
     loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
-    size_t length, size;
-    char *text = input_read(path, &length, &size);
+    size_t length;
+    char *text = input_read(path, &length);
     if (!text) {
         if (errno == EFBIG)
             snprintf(error, error_size, "larger than %llu GiB, the most this command reads",
@@ -1095,7 +1095,7 @@ static int load_file(const char *path, const struct report_options *options,
         return -1;
     }
     int status = load_text(text, length, options, skip, loaded, error, error_size);
-    pages_free(text, size);
+    free(text);
     return status;
 }
 

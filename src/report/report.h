@@ -257,6 +257,8 @@ struct report {
     void *pages[32];
     size_t page_sizes[32];
     int page_count;
+    char *carve_at; /* the unused part of the newest shared mapping (report_alloc) */
+    size_t carve_left;
 };
 
 /* report.c: the model. */
