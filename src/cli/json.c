@@ -44,25 +44,40 @@ static size_t chunk_header(void)
     return (sizeof(struct json_chunk) + align - 1) / align * align;
 }
 
-/* `bytes` of the arena, not zeroed; NULL when out of memory. */
+/* `bytes` of the arena, not zeroed; NULL when out of memory. One larger
+ * than a chunk has a chunk of its own, linked behind the newest, whose
+ * room stays in use. */
 static void *arena_alloc(struct json_document *doc, size_t bytes)
 {
     size_t align = _Alignof(max_align_t);
+    if (bytes > SIZE_MAX - chunk_header() - align)
+        return NULL;
     bytes = (bytes + align - 1) / align * align;
     struct json_chunk *c = doc->chunks;
     if (!c || c->size - c->used < bytes) {
         size_t size = bytes > CHUNK_BYTES ? bytes : CHUNK_BYTES;
-        c = malloc(chunk_header() + size);
-        if (!c)
+        struct json_chunk *fresh = malloc(chunk_header() + size);
+        if (!fresh)
             return NULL;
-        c->used = 0;
-        c->size = size;
-        c->next = doc->chunks;
-        doc->chunks = c;
+        fresh->used = 0;
+        fresh->size = size;
+        if (c && size > CHUNK_BYTES) {
+            fresh->next = c->next;
+            c->next = fresh;
+        } else {
+            fresh->next = c;
+            doc->chunks = fresh;
+        }
+        c = fresh;
     }
     void *p = (char *)c + chunk_header() + c->used;
     c->used += bytes;
     return p;
+}
+
+void *json_alloc(struct json_document *doc, size_t bytes)
+{
+    return arena_alloc(doc, bytes);
 }
 
 void json_free(struct json_document *doc)

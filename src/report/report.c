@@ -36,6 +36,10 @@ void *report_alloc(struct report *r, size_t bytes)
 {
     if (bytes == 0)
         bytes = 1;
+    if (r->heap) {
+        void *p = r->heap(r->heap_owner, bytes);
+        return p ? memset(p, 0, bytes) : NULL;
+    }
     if (bytes > CARVE_MOST)
         return report_map(r, bytes);
     bytes = (bytes + 15) & ~(size_t)15;
