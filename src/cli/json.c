@@ -380,7 +380,7 @@ static int by_key(const void *a, const void *b)
  * members (PAIRWISE_KEYS), each pair compared; of more, sorted, so that a
  * hostile object of many members costs n log n. NULL with *failed set when
  * out of memory. */
-#define PAIRWISE_KEYS 16
+#define PAIRWISE_KEYS 32
 static const char *key_twice(const struct json_value *v, int *failed)
 {
     const char *twice = NULL;
