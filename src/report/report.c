@@ -12,11 +12,11 @@
 #include "origins.h"
 #include "report.h"
 
-/* A report's arrays are many (a loaded one has some twenty) and most are
- * small: those of at most CARVE_MOST bytes are carved, 16-aligned, from a
- * shared mapping of CARVE_BYTES, fresh and so zeroed; a larger one has a
- * mapping of its own. A mapping each cost a system call pair and its page
- * faults, which dominated a merge of thousands of small reports. */
+/* A report's arrays are many (some twenty) and most are small. Where the
+ * report has a heap (the command's loader), they come from it; else those
+ * of at most CARVE_MOST bytes are carved, 16-aligned, from a shared mapping
+ * of CARVE_BYTES, fresh and so zeroed, and a larger one has a mapping of
+ * its own: a mapping each cost a system call pair and its page faults. */
 #define CARVE_BYTES (64 * 1024)
 #define CARVE_MOST (CARVE_BYTES / 4)
 
