@@ -449,21 +449,32 @@ static void write_answer_text(struct out *out, struct merge *m)
     out_printf(out, "  rule: %s\n", fold_rule_text);
 }
 
-/* Ranks in one row of the table: the same moment, reason, verdict and
- * figures as shown. */
-static int same_row(const struct fold_rank *a, const struct fold_rank *b)
+/* A rank's row of the table in words: its moment, reason, verdict,
+ * devices and figures as shown. Ranks whose rows read the same are one
+ * row; sorted by it, they are found together in n log n, not by comparing
+ * each row with every rank. */
+struct row {
+    char text[160];
+    uint32_t rank; /* index into fold.ranks */
+};
+
+static void row_of(const struct fold_rank *k, uint32_t rank, struct row *row)
 {
-    char x[3][24], y[3][24];
-    format_bytes(a->live, x[0], 24);
-    format_bytes(b->live, y[0], 24);
-    format_bytes(a->peak, x[1], 24);
-    format_bytes(b->peak, y[1], 24);
-    format_bytes(a->leaked, x[2], 24);
-    format_bytes(b->leaked, y[2], 24);
-    return a->moment == b->moment && strcmp(a->reason, b->reason) == 0 &&
-           a->verdict == b->verdict && a->has_leaked == b->has_leaked && a->devices == b->devices &&
-           strcmp(x[0], y[0]) == 0 && strcmp(x[1], y[1]) == 0 &&
-           (!a->has_leaked || strcmp(x[2], y[2]) == 0);
+    char live[24], peak[24], leaked[24] = "";
+    format_bytes(k->live, live, sizeof(live));
+    format_bytes(k->peak, peak, sizeof(peak));
+    if (k->has_leaked)
+        format_bytes(k->leaked, leaked, sizeof(leaked));
+    snprintf(row->text, sizeof(row->text), "%d %d %d %llx %s|%s|%s|%s", k->moment, k->verdict,
+             k->has_leaked, (unsigned long long)k->devices, k->reason, live, peak, leaked);
+    row->rank = rank;
+}
+
+static int by_row(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    int order = strcmp(x->text, y->text);
+    return order ? order : x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
 static void device_list(uint64_t devices, char *text, size_t size)
@@ -481,11 +492,13 @@ static void write_ranks_text(struct out *out, struct merge *m)
 {
     const struct fold *f = &m->fold;
     int *numbers = calloc((size_t)f->rank_count + 1, sizeof(int));
-    char *grouped = calloc((size_t)f->rank_count + 1, 1);
+    struct row *rows = calloc((size_t)f->rank_count + 1, sizeof(*rows));
+    uint32_t *start = calloc((size_t)f->rank_count + 1, sizeof(*start));
     char *on_host = calloc((size_t)f->hosts.count + 1, 1);
-    if (!numbers || !grouped || !on_host) {
+    if (!numbers || !rows || !start || !on_host) {
         free(numbers);
-        free(grouped);
+        free(rows);
+        free(start);
         free(on_host);
         return;
     }
@@ -493,18 +506,25 @@ static void write_ranks_text(struct out *out, struct merge *m)
                "\n  Ranks (identical ones in one row):\n  %-14s %-18s %-8s %-8s %10s %10s "
                "%10s  %s\n",
                "rank", "host", "devices", "at", "memory", "peak", "leaked", "file");
+    for (uint32_t i = 0; i < f->rank_count; i++)
+        row_of(&f->ranks[i], i, &rows[i]);
+    qsort(rows, f->rank_count, sizeof(*rows), by_row);
+    for (uint32_t t = 0; t < f->rank_count; t++) /* each rank: where its row's ranks start */
+        start[rows[t].rank] =
+            t > 0 && strcmp(rows[t - 1].text, rows[t].text) == 0 ? start[rows[t - 1].rank] : t;
     for (uint32_t i = 0; i < f->rank_count; i++) {
-        if (grouped[i])
-            continue;
+        uint32_t first = start[i];
+        if (rows[first].rank != i)
+            continue; /* written in the row of the first rank like it */
         const struct fold_rank *k = &f->ranks[i];
         size_t n = 0, hosts = 0;
-        memset(on_host, 0, f->hosts.count);
-        for (uint32_t j = i; j < f->rank_count; j++)
-            if (!grouped[j] && same_row(k, &f->ranks[j])) {
-                grouped[j] = 1;
-                numbers[n++] = f->ranks[j].number;
-                hosts += !on_host[f->ranks[j].host]++;
-            }
+        for (uint32_t t = first; t < f->rank_count && start[rows[t].rank] == first; t++) {
+            const struct fold_rank *like = &f->ranks[rows[t].rank];
+            numbers[n++] = like->number;
+            hosts += !on_host[like->host]++;
+        }
+        for (uint32_t t = first; t < first + n; t++)
+            on_host[f->ranks[rows[t].rank].host] = 0;
         char who[64], where[64], live[24], peak[24], leaked[24], devices[64];
         if (n == 1)
             snprintf(who, sizeof(who), "%d", k->number);
@@ -537,7 +557,8 @@ static void write_ranks_text(struct out *out, struct merge *m)
                  "the moment in \"at\"; leaked: live at exit and not held at the program's end, "
                  "every kind)\n");
     free(numbers);
-    free(grouped);
+    free(rows);
+    free(start);
     free(on_host);
 }
 

@@ -312,7 +312,7 @@ static int parse(struct report *r, char *text, size_t length, const char **maps,
     return 0;
 }
 
-char *input_read(const char *path, size_t *length, size_t *size)
+char *input_read(const char *path, size_t *length)
 {
     int fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
     struct stat st;
@@ -330,23 +330,23 @@ char *input_read(const char *path, size_t *length, size_t *size)
         return NULL;
     }
     /* A regular file: its size and a byte (it may grow meanwhile); a pipe
-     * or a FIFO: pages that double, read to its end. */
-    *size = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 1 << 20;
-    char *text = pages_alloc(*size);
+     * or a FIFO: a buffer that doubles, read to its end. */
+    size_t size = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 1 << 20;
+    char *text = malloc(size);
     size_t done = 0;
     int error = text ? 0 : ENOMEM;
     while (!error) {
-        if (done + 1 == *size) {
-            size_t bigger = *size * 2 < INPUT_MAX_BYTES + 2 ? *size * 2 : INPUT_MAX_BYTES + 2;
-            char *grown = bigger > *size ? pages_grow(text, *size, bigger) : NULL;
+        if (done + 1 == size) {
+            size_t bigger = size * 2 < INPUT_MAX_BYTES + 2 ? size * 2 : INPUT_MAX_BYTES + 2;
+            char *grown = bigger > size ? realloc(text, bigger) : NULL;
             if (!grown) {
-                error = bigger > *size ? ENOMEM : EFBIG;
+                error = bigger > size ? ENOMEM : EFBIG;
                 break;
             }
             text = grown;
-            *size = bigger;
+            size = bigger;
         }
-        ssize_t n = read(fd, text + done, *size - 1 - done);
+        ssize_t n = read(fd, text + done, size - 1 - done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -357,8 +357,7 @@ char *input_read(const char *path, size_t *length, size_t *size)
     }
     close(fd);
     if (error) {
-        if (text)
-            pages_free(text, *size);
+        free(text);
         errno = error;
         return NULL;
     }
@@ -444,14 +443,14 @@ int dump_parse(struct report *r, const struct report_options *options, const cha
 
 int dump_read(const char *path, const struct report_options *options, struct report *r)
 {
-    size_t length, size;
-    char *text = input_read(path, &length, &size);
+    size_t length;
+    char *text = input_read(path, &length);
     memset(r, 0, sizeof(*r));
     if (!text)
         return -1;
     int result = dump_parse(r, options, text, length);
     int error = errno;
-    pages_free(text, size);
+    free(text);
     errno = error;
     return result;
 }

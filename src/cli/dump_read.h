@@ -11,9 +11,11 @@
 #define INPUT_MAX_COUNT (UINT64_MAX / 2)
 
 /* All of `path`, a regular file or a pipe or FIFO read to its end, at most
- * INPUT_MAX_BYTES, NUL-terminated: `length` bytes in pages (pages_alloc) of
- * `size`. NULL with errno set (EFBIG: larger than INPUT_MAX_BYTES). */
-char *input_read(const char *path, size_t *length, size_t *size);
+ * INPUT_MAX_BYTES, NUL-terminated: `length` bytes, malloc'ed (the caller
+ * frees them; a command reading thousands of files one after the other
+ * then reuses the same memory, not a new mapping each). NULL with errno
+ * set (EFBIG: larger than INPUT_MAX_BYTES). */
+char *input_read(const char *path, size_t *length);
 
 /* Fill `r` from the dump in `text` (copied), finished with `options`, and
  * symbolize it against the regular files named in its maps. 0, or -1 with

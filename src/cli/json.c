@@ -4,7 +4,15 @@
  * malloc'ed chunks, each at least 64 KiB: nodes and decoded strings are
  * carved from the newest one, and json_free walks the list once. This file
  * is used by the command only, never inside a traced process, so malloc is
- * fine here. */
+ * fine here.
+ *
+ * `cumemtrace merge` reads thousands of reports through it, so the common
+ * case is the fast one: a string without escapes is found by one scan and
+ * copied whole, an integer is read as it is scanned (strtod only for the
+ * others), a small object's names are compared pairwise, not sorted, and a
+ * member left out is passed over by a scan that stops only at quotes and
+ * brackets. Each fast path ends where the careful one would begin, and that
+ * one says what is wrong, as before. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,25 +44,40 @@ static size_t chunk_header(void)
     return (sizeof(struct json_chunk) + align - 1) / align * align;
 }
 
+/* `bytes` of the arena, not zeroed; NULL when out of memory. One larger
+ * than a chunk has a chunk of its own, linked behind the newest, whose
+ * room stays in use. */
 static void *arena_alloc(struct json_document *doc, size_t bytes)
 {
     size_t align = _Alignof(max_align_t);
+    if (bytes > SIZE_MAX - chunk_header() - align)
+        return NULL;
     bytes = (bytes + align - 1) / align * align;
     struct json_chunk *c = doc->chunks;
     if (!c || c->size - c->used < bytes) {
         size_t size = bytes > CHUNK_BYTES ? bytes : CHUNK_BYTES;
-        c = malloc(chunk_header() + size);
-        if (!c)
+        struct json_chunk *fresh = malloc(chunk_header() + size);
+        if (!fresh)
             return NULL;
-        c->used = 0;
-        c->size = size;
-        c->next = doc->chunks;
-        doc->chunks = c;
+        fresh->used = 0;
+        fresh->size = size;
+        if (c && size > CHUNK_BYTES) {
+            fresh->next = c->next;
+            c->next = fresh;
+        } else {
+            fresh->next = c;
+            doc->chunks = fresh;
+        }
+        c = fresh;
     }
     void *p = (char *)c + chunk_header() + c->used;
     c->used += bytes;
-    memset(p, 0, bytes);
     return p;
+}
+
+void *json_alloc(struct json_document *doc, size_t bytes)
+{
+    return arena_alloc(doc, bytes);
 }
 
 void json_free(struct json_document *doc)
@@ -159,12 +182,38 @@ static size_t put_utf8(char *out, unsigned long code)
     return 4;
 }
 
-/* A string at p->at (on its opening quote), decoded into the arena. The
- * decoded text is never longer than the escaped one, so one allocation of
+/* The bytes that end a string's plain run: a control byte (an error), a
+ * backslash, its closing quote. */
+/* clang-format off */
+static const unsigned char string_stops[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00-0x0f */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x10-0x1f */
+    ['"'] = 1, ['\\'] = 1};
+/* clang-format on */
+
+/* A string at p->at (on its opening quote), decoded into the arena. One
+ * with neither escapes nor control bytes is copied as it is; otherwise, as
+ * the decoded text is never longer than the escaped one, one allocation of
  * the raw length is enough. */
 static const char *parse_string(struct parser *p, size_t *length)
 {
     p->at++;
+    const char *plain = p->at;
+    while (plain < p->end && !string_stops[(unsigned char)*plain])
+        plain++;
+    if (plain < p->end && *plain == '"') { /* no escape: copied as it is */
+        size_t n = (size_t)(plain - p->at);
+        char *out = arena_alloc(p->doc, n + 1);
+        if (!out) {
+            fail(p, "out of memory");
+            return NULL;
+        }
+        memcpy(out, p->at, n);
+        out[n] = '\0';
+        *length = n;
+        p->at = plain + 1;
+        return out;
+    }
     const char *close = p->at;
     while (close < p->end && *close != '"') {
         if (*close == '\\' && close + 1 < p->end)
@@ -241,6 +290,9 @@ static const char *parse_string(struct parser *p, size_t *length)
     return out;
 }
 
+/* A number at p->at. An integer without sign, fraction or exponent is
+ * added up as its digits are scanned; its double is then the conversion of
+ * that (rounded as strtod would); strtod reads the others. */
 static int parse_number(struct parser *p, struct json_value *v)
 {
     const char *start = p->at;
@@ -257,8 +309,14 @@ static int parse_number(struct parser *p, struct json_value *v)
         fail(p, "a number cannot start with 0");
         return -1;
     }
-    while (p->at < p->end && is_digit(*p->at))
-        p->at++;
+    uint64_t value = 0;
+    int fits = 1;
+    for (; p->at < p->end && is_digit(*p->at); p->at++) {
+        uint64_t digit = (uint64_t)(*p->at - '0');
+        if (value > (UINT64_MAX - digit) / 10)
+            fits = 0;
+        value = value * 10 + digit;
+    }
     if (p->at < p->end && *p->at == '.') {
         plain = 0;
         p->at++;
@@ -288,24 +346,16 @@ static int parse_number(struct parser *p, struct json_value *v)
         fail(p, "number too long");
         return -1;
     }
+    v->type = JSON_NUMBER;
+    if (plain && fits) {
+        v->is_integer = 1;
+        v->integer = value;
+        v->number = (double)value;
+        return 0;
+    }
     memcpy(buffer, start, n);
     buffer[n] = '\0';
-    v->type = JSON_NUMBER;
     v->number = strtod(buffer, NULL);
-    if (plain) {
-        uint64_t value = 0;
-        int fits = 1;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t digit = (uint64_t)(buffer[i] - '0');
-            if (value > (UINT64_MAX - digit) / 10) {
-                fits = 0;
-                break;
-            }
-            value = value * 10 + digit;
-        }
-        v->is_integer = fits;
-        v->integer = fits ? value : 0;
-    }
     return 0;
 }
 
@@ -326,25 +376,49 @@ static int by_key(const void *a, const void *b)
                   (*(const struct json_value *const *)b)->key);
 }
 
-/* An object whose members all have different names; else fails, naming
- * the name (its control bytes shown as '?'). Sorted, so that a hostile
- * object of many members costs n log n. */
-static int keys_unique(struct parser *p, const struct json_value *v)
+/* The name of two members of `v` that is the same, or NULL: of a few
+ * members (PAIRWISE_KEYS), each pair compared; of more, sorted, so that a
+ * hostile object of many members costs n log n. NULL with *failed set when
+ * out of memory. */
+#define PAIRWISE_KEYS 32
+static const char *key_twice(const struct json_value *v, int *failed)
 {
+    const char *twice = NULL;
+    if (v->length <= PAIRWISE_KEYS) {
+        for (const struct json_value *a = v->first; a && !twice; a = a->next)
+            for (const struct json_value *b = a->next; b && !twice; b = b->next)
+                if (a->key[0] == b->key[0] && strcmp(a->key, b->key) == 0)
+                    twice = b->key;
+        return twice;
+    }
     const struct json_value *small[64], **members = small;
     if (v->length > sizeof(small) / sizeof(small[0]) &&
         !(members = malloc(v->length * sizeof(*members)))) {
-        fail(p, "out of memory");
-        return -1;
+        *failed = 1;
+        return NULL;
     }
     size_t n = 0;
     for (const struct json_value *m = v->first; m; m = m->next)
         members[n++] = m;
     qsort(members, n, sizeof(*members), by_key);
-    const char *twice = NULL;
     for (size_t i = 1; i < n && !twice; i++)
         if (strcmp(members[i - 1]->key, members[i]->key) == 0)
             twice = members[i]->key;
+    if (members != small)
+        free(members);
+    return twice;
+}
+
+/* An object whose members all have different names; else fails, naming
+ * the name (its control bytes shown as '?'). */
+static int keys_unique(struct parser *p, const struct json_value *v)
+{
+    int failed = 0;
+    const char *twice = key_twice(v, &failed);
+    if (failed) {
+        fail(p, "out of memory");
+        return -1;
+    }
     if (twice) {
         char name[80];
         size_t k = 0;
@@ -353,8 +427,6 @@ static int keys_unique(struct parser *p, const struct json_value *v)
         name[k] = '\0';
         fail(p, "the key \"%s\" appears twice in one object", name);
     }
-    if (members != small)
-        free(members);
     return twice ? -1 : 0;
 }
 
@@ -367,36 +439,55 @@ static int skipped(const struct parser *p, int depth, const char *key)
     return 0;
 }
 
+/* The bytes that matter inside a value passed over: all others are skipped
+ * by one lookup each. */
+static const unsigned char skip_stops[256] =
+    {['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1};
+
 /* Pass over the value at p->at without a node: its brackets matched, its
  * strings closed (their escapes skipped), nothing else checked. 0, or -1. */
 static int skip_value(struct parser *p)
 {
     long depth = 0;
     skip_space(p);
+    const char *at = p->at, *end = p->end;
     do {
-        if (p->at >= p->end) {
+        while (depth > 0 && at < end && !skip_stops[(unsigned char)*at])
+            at++;
+        if (at >= end) {
+            p->at = at;
             fail(p, "unexpected end of input in a value");
             return -1;
         }
-        char c = *p->at++;
+        char c = *at++;
         if (c == '"') {
-            while (p->at < p->end && *p->at != '"')
-                p->at += *p->at == '\\' ? 2 : 1;
-            if (p->at >= p->end) {
-                fail(p, "unexpected end of input in a string");
-                return -1;
+            /* Its closing quote: the first one after an even run of
+             * backslashes (an odd run escapes it). */
+            for (;;) {
+                const char *quote = memchr(at, '"', (size_t)(end - at));
+                if (!quote) {
+                    p->at = end;
+                    fail(p, "unexpected end of input in a string");
+                    return -1;
+                }
+                const char *run = quote;
+                while (run > at && run[-1] == '\\')
+                    run--;
+                at = quote + 1;
+                if ((quote - run) % 2 == 0)
+                    break;
             }
-            p->at++;
         } else if (c == '{' || c == '[') {
             depth++;
         } else if (c == '}' || c == ']') {
             depth--;
         } else if (depth == 0) {
-            while (p->at < p->end && *p->at != ',' && *p->at != '}' && *p->at != ']' &&
-                   *p->at != ' ' && *p->at != '\n' && *p->at != '\r' && *p->at != '\t')
-                p->at++; /* a number or a word */
+            while (at < end && *at != ',' && *at != '}' && *at != ']' && *at != ' ' &&
+                   *at != '\n' && *at != '\r' && *at != '\t')
+                at++; /* a number or a word */
         }
     } while (depth > 0);
+    p->at = at;
     if (depth < 0) {
         fail(p, "unexpected closing bracket, expected a value");
         return -1;
@@ -482,6 +573,7 @@ static struct json_value *parse_value(struct parser *p, int depth)
         fail(p, "out of memory");
         return NULL;
     }
+    *v = (struct json_value){0};
     char c = *p->at;
     int status = 0;
     if (c == '{') {
@@ -542,7 +634,7 @@ const struct json_value *json_get(const struct json_value *object, const char *k
     if (!object || object->type != JSON_OBJECT)
         return NULL;
     for (const struct json_value *m = object->first; m; m = m->next)
-        if (strcmp(m->key, key) == 0)
+        if (m->key[0] == key[0] && strcmp(m->key, key) == 0)
             return m;
     return NULL;
 }

@@ -60,6 +60,9 @@ int json_parse(const char *text, size_t length, struct json_document *doc, char 
 int json_parse_skipping(const char *text, size_t length, const char *const *skip,
                         struct json_document *doc, char *error, size_t error_size);
 void json_free(struct json_document *doc);
+/* `bytes` of the document's arena, for a reader's own use: not zeroed,
+ * released by json_free. NULL when out of memory. */
+void *json_alloc(struct json_document *doc, size_t bytes);
 
 /* The member `key` of an object; NULL when absent or `object` is not one. */
 const struct json_value *json_get(const struct json_value *object, const char *key);

@@ -1,6 +1,7 @@
 /* merge_job.c - the files of a job and the rank each one is (see merge_job.h).
  *
- * A survey reads at most SURVEY_BYTES of a file. A JSON report is written
+ * A survey reads the first SURVEY_FIRST bytes of a file, and at most
+ * SURVEY_BYTES where those do not tell. A JSON report is written
  * {"format":...,"version":...,"reason":...,"process":{...},...}
  * (report_json.c; spaces between may be added by a tool that re-indents
  * it): the text up to the end of the process object, closed with '}', is
@@ -22,6 +23,7 @@
 #include "merge_job.h"
 #include "records.h"
 
+#define SURVEY_FIRST 4096 /* read first: a report's process object is a few hundred bytes */
 #define SURVEY_BYTES (64 * 1024)
 #define TREE_DEPTH 64 /* folders below a folder given, at most */
 
@@ -117,8 +119,9 @@ int job_add(struct job *job, const char *path)
     return 0;
 }
 
-/* Up to SURVEY_BYTES of the file, NUL-terminated; its length, or -1. */
-static long read_start(const char *path, char *text)
+/* Up to `most` bytes of the file (at most SURVEY_BYTES), NUL-terminated;
+ * its length, or -1. */
+static long read_start(const char *path, char *text, size_t most)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
@@ -129,8 +132,8 @@ static long read_start(const char *path, char *text)
         return -1; /* a pipe or FIFO: read once, by the loader */
     }
     size_t used = 0;
-    while (used < SURVEY_BYTES) {
-        ssize_t n = read(fd, text + used, SURVEY_BYTES - used);
+    while (used < most) {
+        ssize_t n = read(fd, text + used, most - used);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -240,6 +243,17 @@ static int number_in_name(const char *path)
     return atoi(start);
 }
 
+/* What the first `length` bytes of a file, in `text`, say it is: 0, or -1
+ * when they do not say. */
+static int survey(struct job_file *file, char *text, long length)
+{
+    size_t dump_header = strlen(dump_record_names[DUMP_HEADER]);
+    if (length > (long)dump_header &&
+        strncmp(text, dump_record_names[DUMP_HEADER], dump_header) == 0)
+        return survey_dump(file, text);
+    return length > 0 ? survey_report(file, text, length) : -1;
+}
+
 static int by_rank_then_kind(const void *a, const void *b)
 {
     const struct job_file *x = *(struct job_file *const *)a, *y = *(struct job_file *const *)b;
@@ -257,17 +271,13 @@ int job_survey(struct job *job)
         free(order);
         return -1;
     }
-    size_t dump_header = strlen(dump_record_names[DUMP_HEADER]);
     size_t kept = 0;
     for (size_t i = 0; i < job->count; i++) {
         struct job_file file = job->files[i];
-        long length = read_start(file.path, text);
-        int surveyed = -1;
-        if (length > (long)dump_header &&
-            strncmp(text, dump_record_names[DUMP_HEADER], dump_header) == 0)
-            surveyed = survey_dump(&file, text);
-        else if (length > 0)
-            surveyed = survey_report(&file, text, length);
+        long length = read_start(file.path, text, SURVEY_FIRST);
+        int surveyed = survey(&file, text, length);
+        if (surveyed < 0 && length == SURVEY_FIRST) /* more to read: a long command line */
+            surveyed = survey(&file, text, read_start(file.path, text, SURVEY_BYTES));
         if (surveyed < 0 && file.found) {
             job->skipped++;
             free((char *)file.path);

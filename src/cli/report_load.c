@@ -984,12 +984,22 @@ static void load_timeline_end(struct loader *l, const struct json_value *root)
         }
 }
 
+/* report_alloc's memory for a loaded report: its document's arena, one
+ * malloc'ed chunk for many arrays, reused from report to report by malloc,
+ * where a mapping each cost system calls and page faults. */
+static void *document_heap(void *document, size_t bytes)
+{
+    return json_alloc(document, bytes);
+}
+
 static int load_json(struct loaded_report *loaded, const char *text, size_t length,
                      const char *const *skip, char *error, size_t error_size)
 {
     struct report *r = &loaded->report;
     if (json_parse_skipping(text, length, skip, &loaded->json, error, error_size) < 0)
         return -1;
+    r->heap = document_heap; /* the report's arrays live and die with the tree */
+    r->heap_owner = &loaded->json;
     const struct json_value *root = loaded->json.root;
     struct loader l = {.r = r, .error = error, .error_size = error_size};
     const char *format = json_string(json_get(root, "format"));
@@ -1087,11 +1097,13 @@ static int load_file(const char *path, const struct report_options *options,
                      const char *const *skip, struct loaded_report *loaded, char *error,
                      size_t error_size)
 {
-    memset(loaded, 0, sizeof(*loaded));
-    loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
-    size_t length, size;
-    char *text = input_read(path, &length, &size);
+    size_t length;
+    char *text = input_read(path, &length);
     if (!text) {
+        int cause = errno;
+        memset(loaded, 0, sizeof(*loaded)); /* load_text's work, when there is a text */
+        loaded->report.rank = loaded->report.local_rank = loaded->report.world_size = -1;
+        errno = cause;
         if (errno == EFBIG)
             snprintf(error, error_size, "larger than %llu GiB, the most this command reads",
                      INPUT_MAX_BYTES >> 30);
@@ -1100,7 +1112,7 @@ static int load_file(const char *path, const struct report_options *options,
         return -1;
     }
     int status = load_text(text, length, options, skip, loaded, error, error_size);
-    pages_free(text, size);
+    free(text);
     return status;
 }
 

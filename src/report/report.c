@@ -14,10 +14,16 @@
 #include "output.h"
 #include "report.h"
 
-void *report_alloc(struct report *r, size_t bytes)
+/* A report's arrays are many (some twenty) and most are small. Where the
+ * report has a heap (the command's loader), they come from it; else those
+ * of at most CARVE_MOST bytes are carved, 16-aligned, from a shared mapping
+ * of CARVE_BYTES, fresh and so zeroed, and a larger one has a mapping of
+ * its own: a mapping each cost a system call pair and its page faults. */
+#define CARVE_BYTES (64 * 1024)
+#define CARVE_MOST (CARVE_BYTES / 4)
+
+static void *report_map(struct report *r, size_t bytes)
 {
-    if (bytes == 0)
-        bytes = 1;
     if (r->page_count == (int)(sizeof(r->pages) / sizeof(r->pages[0])))
         return NULL;
     void *p = pages_alloc(bytes);
@@ -25,6 +31,30 @@ void *report_alloc(struct report *r, size_t bytes)
         r->pages[r->page_count] = p;
         r->page_sizes[r->page_count++] = bytes;
     }
+    return p;
+}
+
+void *report_alloc(struct report *r, size_t bytes)
+{
+    if (bytes == 0)
+        bytes = 1;
+    if (r->heap) {
+        void *p = r->heap(r->heap_owner, bytes);
+        return p ? memset(p, 0, bytes) : NULL;
+    }
+    if (bytes > CARVE_MOST)
+        return report_map(r, bytes);
+    bytes = (bytes + 15) & ~(size_t)15;
+    if (r->carve_left < bytes) {
+        char *fresh = report_map(r, CARVE_BYTES);
+        if (!fresh)
+            return NULL;
+        r->carve_at = fresh;
+        r->carve_left = CARVE_BYTES;
+    }
+    void *p = r->carve_at;
+    r->carve_at += bytes;
+    r->carve_left -= bytes;
     return p;
 }
 
@@ -400,6 +430,8 @@ void report_release(struct report *r)
     for (int i = 0; i < r->page_count; i++)
         pages_free(r->pages[i], r->page_sizes[i]);
     r->page_count = 0;
+    r->carve_at = NULL;
+    r->carve_left = 0;
 }
 
 uint64_t report_growth_bytes(const struct report *r, const struct stack *s)

@@ -259,10 +259,17 @@ struct report {
     void *pages[32];
     size_t page_sizes[32];
     int page_count;
+    char *carve_at; /* the unused part of the newest shared mapping (report_alloc) */
+    size_t carve_left;
+    /* NULL: report_alloc maps pages; else its memory is heap(heap_owner,
+     * bytes), which that owner releases (a report the command loaded: the
+     * arena of its JSON tree). */
+    void *(*heap)(void *owner, size_t bytes);
+    void *heap_owner;
 };
 
 /* report.c: the model. */
-void *report_alloc(struct report *r, size_t bytes); /* zeroed, released with r */
+void *report_alloc(struct report *r, size_t bytes); /* zeroed, released with r (or its heap) */
 /* For a report whose state and options are filled in (collected, or a
  * crash dump read back): group, choose stacks, symbolize. 0, or -1 when out
  * of memory. */

@@ -631,13 +631,15 @@ def test_merge_identical(traced):
 
 
 def test_merge_world(traced):
-    """The world checked against what was found: a report re-indented (jq .)
-    is read like the others; one naming a rank past the world size is said;
+    """The world checked against what was found: a report re-indented (jq .),
+    its command line longer than the first bytes a survey reads, is read
+    like the others; one naming a rank past the world size is said;
     a report cut short in the tree fails the merge in one line naming it."""
     folder, _, _ = merge_job(traced, 16)
     with open(os.path.join(folder, "node-001", "rank-9.json")) as handle:
         report = json.load(handle)
     report["process"]["rank"] = 20
+    report["process"]["argv"].append("--config=" + "x" * 6000)
     with open(os.path.join(folder, "node-001", "rank-20.json"), "w") as handle:
         json.dump(report, handle, indent=2)
     completed = tool("merge", folder)

@@ -170,10 +170,42 @@ static void test_skipping(void)
     json_free(&doc);
 }
 
+/* Where a fast path hands over to the careful one: an integer past 2^53
+ * rounded as strtod rounds it, kept exact; a string clean up to an escape
+ * or a control byte; names alike in their first byte; a skipped string
+ * that ends on a backslash. */
+static void test_fast_paths(void)
+{
+    const char *text = "{\"n\": 9007199254740993, \"ab\": \"plain, then \\u00e9\", "
+                       "\"ac\": \"\", \"m\": -9007199254740993}";
+    struct json_document doc;
+    char error[128];
+    CHECK(json_parse(text, strlen(text), &doc, error, sizeof(error)) == 0);
+    const struct json_value *n = json_get(doc.root, "n");
+    CHECK(n && n->is_integer && n->integer == 9007199254740993ull &&
+          n->number == strtod("9007199254740993", NULL));
+    const struct json_value *m = json_get(doc.root, "m");
+    CHECK(m && !m->is_integer && m->number == strtod("-9007199254740993", NULL));
+    CHECK(strcmp(json_string(json_get(doc.root, "ab")), "plain, then \xc3\xa9") == 0);
+    const struct json_value *empty = json_get(doc.root, "ac");
+    CHECK(empty && empty->length == 0 && empty->string[0] == '\0' && empty->next != NULL);
+    json_free(&doc);
+    CHECK(strstr(error_of("\"clean then\x01\""), "control character") != NULL);
+    CHECK(strstr(error_of("\"clean then \\"), "unterminated string") != NULL);
+    CHECK(strstr(error_of("{\"ab\": 1, \"ba\": 2, \"ab\": 3}"), "the key \"ab\" appears twice") !=
+          NULL);
+    static const char *const skip[] = {"timeline", NULL};
+    const char *unended = "{\"timeline\":[\"a\\";
+    CHECK(json_parse_skipping(unended, strlen(unended), skip, &doc, error, sizeof(error)) < 0 &&
+          strstr(error, "unexpected end of input in a string") != NULL);
+    json_free(&doc);
+}
+
 int main(void)
 {
     test_values();
     test_errors();
     test_skipping();
+    test_fast_paths();
     return check_done("test_json");
 }
