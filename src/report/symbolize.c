@@ -23,6 +23,7 @@
  * or the maps alone. */
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <stddef.h>
@@ -211,6 +212,58 @@ static struct debuginfo *module_info(struct module_set *set, struct module *m)
     return m->info;
 }
 
+/* A name the loader was given through a descriptor ("/proc/self/fd/46",
+ * "/dev/fd/3": a file checked, then loaded by its descriptor, as the
+ * PyTorch tracker is): the descriptor is closed by now and the name leads
+ * nowhere, so the file is named as the kernel's maps name it. */
+static int through_descriptor(const char *path)
+{
+    return strncmp(path, "/proc/", 6) == 0 || strncmp(path, "/dev/fd/", 8) == 0;
+}
+
+/* The path /proc/self/maps gives the mapping of file offset 0 at `start`,
+ * into `out`: 0, or -1 where there is none. Read in pieces, a line at a
+ * time: a large program's maps are megabytes. */
+static int mapped_path(uintptr_t start, char *out, size_t size)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buffer[8192];
+    size_t held = 0;
+    int found = -1;
+    for (;;) {
+        ssize_t n = read(fd, buffer + held, sizeof(buffer) - 1 - held);
+        if (n <= 0)
+            break;
+        held += (size_t)n;
+        buffer[held] = '\0';
+        char *line = buffer, *eol;
+        while (found < 0 && (eol = memchr(line, '\n', held - (size_t)(line - buffer)))) {
+            *eol = '\0';
+            unsigned long low, offset;
+            int path_at = 0;
+            if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %n", &low, &offset, &path_at) == 2 &&
+                path_at > 0 && low == start && offset == 0 && line[path_at] == '/') {
+                snprintf(out, size, "%s", line + path_at);
+                char *deleted = strstr(out, " (deleted)");
+                if (deleted && !deleted[10])
+                    *deleted = '\0';
+                found = 0;
+            }
+            line = eol + 1;
+        }
+        if (found == 0)
+            break;
+        held -= (size_t)(line - buffer);
+        memmove(buffer, line, held);
+        if (held == sizeof(buffer) - 1)
+            held = 0; /* a line longer than the buffer: no path of ours */
+    }
+    close(fd);
+    return found;
+}
+
 /* One loaded object, for dl_iterate_phdr: its segments' span and where its
  * file offset 0 is (the first segment's address less its offset). The
  * program itself has no name there: its file is /proc/self/exe's. */
@@ -239,6 +292,8 @@ static int add_loaded(struct dl_phdr_info *info, size_t size, void *data)
         program[n] = '\0';
         path = program;
     }
+    if (through_descriptor(path) && mapped_path(start, program, sizeof(program)) == 0)
+        path = program;
     if (path[0] == '/' && low < high && add_module(set, path, low, high, start) < 0)
         return 1; /* no memory: the modules so far */
     return 0;
@@ -429,6 +484,8 @@ void symbolize(struct symbolizer *sym, uintptr_t address, int call_site, struct 
         }
     }
     struct module *m = module_of(sym, lookup);
+    if (m && out->module && through_descriptor(out->module))
+        out->module = keep(sym, sym->modules->names + m->path_at);
     struct debuginfo *debug = m ? module_info(sym->modules, m) : NULL;
     uintptr_t offset = 0;
     const char *name = debug ? debuginfo_function(debug, lookup, &offset) : NULL;

@@ -102,3 +102,30 @@ def test_bare_threads(traced):
           f"the threads' frame named, at threads.c:{line}: {report.get('frames')}")
     check(all(value == 0 for value in report["tracer"]["lost"].values()),
           f"nothing lost: {report['tracer']['lost']}")
+
+
+def test_library_loaded_by_descriptor(traced):
+    """A library loaded by its descriptor (checked, then dlopen'ed as
+    /proc/self/fd/N and the descriptor closed, as the PyTorch tracker is
+    loaded from its cache): its frames are named by the file's real path,
+    with function and file:line, never by the number ("46+0xafff")."""
+    import sys
+    library = os.path.join(support.BUILD, "tests", "libnative_thread.so")
+    code = ("import ctypes, os, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            "native = ctypes.CDLL(f'/proc/self/fd/{fd}')\n"
+            "os.close(fd)\n"
+            "native.allocate_in_native_thread.restype = ctypes.c_void_p\n"
+            "print('kept', bool(native.allocate_in_native_thread(ctypes.c_size_t(3 << 20))))\n")
+    out, err, reports, texts = traced.run(sys.executable, ["-c", code, library],
+                                          env={"CUMEMTRACE_FORMAT": "text,json"})
+    check(out.strip() == "kept True", f"the program ran: {out!r} {err[-500:]!r}")
+    native = [f for f in only(reports)["frames"] if not f["python"]]
+    named = [f for f in native if f["function"] == "allocate" and
+             (f["file"] or "").endswith("native_thread.c")]
+    check(named and named[0]["module"] == os.path.realpath(library),
+          f"allocate at native_thread.c, in {library}: {named or native}")
+    import re
+    by_number = [l for t in texts.values() for l in t.splitlines() if re.search(r"[\[ ]\d+\+0x", l)]
+    check(not by_number and not [f for f in native if "/fd/" in (f["module"] or "")],
+          f"no frame named by the descriptor: {[f['module'] for f in native]} {by_number}")
