@@ -35,14 +35,15 @@ def test_pytest_limits(traced):
           f"  1.00 MiB from {script}:{allocate_line} in allocate < "
           f"test_leaks_over:{line_of(script, 'LEAK-LINE')} (device via cudaMalloc)" in text,
           f"what it left held over its limit, by line:\n{text}")
-    check("test_within" not in text.split("FAILURES")[-1].split("short test summary")[0],
+    check("test_within" not in text.split("FAILURES")[-1].split("GPU memory of the tests")[0],
           f"within its limits: passes:\n{text}")
     summary = text.split("GPU memory of the tests with limits", 1)[-1]
     check("tests that held the most at their end (GPU memory each left held):\n"
-          "  1.00 MiB  test_limits.py::test_leaks_over  (peak at most 64.0 MiB)\n"
+          "  1.00 MiB  test_limits.py::test_leaks_over  (peak 1.00 MiB)\n"
           "the other tests' highest peaks (device memory live beyond what was before each, "
           "all of it freed by their end):\n"
-          "  peak 64.0 MiB  test_limits.py::test_peak_over\n" in summary,
+          "  peak 64.0 MiB  test_limits.py::test_peak_over\n"
+          "  peak 2.00 MiB  test_limits.py::test_within\n" in summary,
           f"a summary of the tests with limits, by what each left held, peaks apart:\n{summary}")
 
 
@@ -60,7 +61,7 @@ def test_pytest_messages_and_files(traced):
     check("tests that held the most at their end (GPU memory each left held):\n"
           "  8.00 MiB  test_gpu.py::test_fills_a_cache_once  (peak 8.00 MiB)\n"
           "  4.00 MiB  test_gpu.py::test_leaks  (peak 4.00 MiB)\n"
-          "  1.00 MiB  test_gpu.py::test_grows  (peak at most 2.00 MiB)\n"
+          "  1.00 MiB  test_gpu.py::test_grows  (peak 1.00 MiB)\n"
           "the other tests' highest peaks (device memory live beyond what was before each, "
           "all of it freed by their end):\n"
           "  peak 3.00 MiB  test_gpu.py::test_clean\n" in summary,

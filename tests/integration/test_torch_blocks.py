@@ -325,7 +325,9 @@ def test_torch_blocks_live(traced, frameworks):
 def test_torch_blocks_pytest(traced):
     """The pytest plugin on the stand-in allocator: a test that fills the
     cache passes (the cache keeps its segment, the tensor is gone), one that
-    keeps a tensor fails, naming its line and the list that holds it."""
+    keeps a tensor fails, naming its line and the list that holds it; a
+    peak limit is held to the tensors, and page-locked host memory fails no
+    test (the session's summary lists it)."""
     suite = os.path.join(support.SOURCE, "tests", "integration", "pytest_tensors")
     command = ["run", "--quiet", "--format=none", "--", sys.executable, "-m", "pytest",
                "-p", "no:cacheprovider", "-p", "cumemtrace_pytest", "-q", "--cuda-leaks", suite]
@@ -334,8 +336,26 @@ def test_torch_blocks_pytest(traced):
     text = out + err
     test_file = os.path.join(suite, "test_tensors.py")
     keep = line_of(test_file, "KEEP-LINE")
-    check("1 failed, 1 passed" in text and "test_fills_the_cache" not in text.split("FAILURES")[-1],
-          f"the cache filled once passes, the kept tensor fails:\n{text}")
+    failures = text.split("FAILURES")[-1].split("GPU memory at the end of the session")[0]
+    check("2 failed, 2 passed" in text and "test_fills_the_cache" not in failures and
+          "test_pins_a_staging_buffer" not in failures,
+          f"the cache filled once and a pinned staging buffer pass, the kept tensor and the "
+          f"peak over its limit fail:\n{text}")
+    # Its two tensors are carved from the segment the first test left in the
+    # cache: measured by the tensors, not by the device's figures.
+    check("test_over_its_peak had 32.0 MiB of GPU memory live beyond what was before it "
+          "(limit: 1.00 MiB)" in failures, f"the tensors' peak over its limit:\n{text}")
+    pinned = line_of(test_file, "PINNED-LINE")
+    check("page-locked host memory held at the end of the session (not counted against "
+          f"tests): 4 B:\n  4 B from {test_file}:{pinned} in test_pins_a_staging_buffer" in text,
+          f"the pinned buffer in the session's summary, apart:\n{text}")
+    check("tests that held the most at their end (GPU memory each left held):\n"
+          "  4.00 MiB  test_tensors.py::test_keeps_a_tensor  (peak 4.00 MiB)\n"
+          "the other tests' highest peaks (device memory live beyond what was before each, "
+          "all of it freed by their end):\n"
+          "  peak 32.0 MiB  test_tensors.py::test_fills_the_cache\n"
+          "  peak 32.0 MiB  test_tensors.py::test_over_its_peak\n" in text,
+          f"each test's peak exact, one that allocated nothing not listed:\n{text}")
     check("test_keeps_a_tensor left 4.00 MiB of GPU memory held:" in text and
           f"< test_keeps_a_tensor:{keep} (torch_tensor via torch_caching_allocator) — held by "
           "test_tensors.kept, a list of 1 tensor\n" in text,
