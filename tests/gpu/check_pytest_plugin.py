@@ -7,7 +7,9 @@ user would, `cumemtrace run -- python -m pytest --cuda-leaks`, there:
 test_leaks keeps four 4 MiB tensors in a module list (LEAK-LINE) and must
 fail naming that line once, what holds them ("held by"), and no frame of the
 plugin; test_clean and test_within_limits pass; test_over_peak exceeds its
-cuda_limit(peak="1 MiB") and fails saying so; the session summary is
+cuda_limit(peak="1 MiB") with its 16 MiB tensor (carved from PyTorch's
+cache: the tensors' peak, not the segments') and fails saying so; a first
+.item()'s pinned staging buffer fails no test; the session summary is
 printed; no report file is left in the folder. Prints PASS or FAIL per check
 and the pytest output; exits 1 on any FAIL.
 """
@@ -84,7 +86,8 @@ def main():
     check("held by" in leak_text, "what holds the leak is named")
     check("LeakChecker" not in out and "cumemtrace_pytest/__init__.py" not in out,
           "no frame of the plugin in the messages")
-    check("limit: 1.00 MiB" in out or "limit: 1 MiB" in out, "test_over_peak names its limit")
+    check("test_over_peak had 16.0 MiB of GPU memory live beyond what was before it "
+          "(limit: 1.00 MiB)" in out, "test_over_peak: its 16 MiB tensor, over its limit")
     check("cumemtrace: GPU memory at the end of the session" in out, "the session summary")
     left = [f for f in os.listdir(directory) if f.startswith("cumemtrace")]
     check(not left, f"no report file left in the folder: {left}")
