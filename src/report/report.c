@@ -310,7 +310,7 @@ static int by_file(const void *a, const void *b)
  * file's memory is the report's. */
 int report_real_paths(struct report *r)
 {
-    size_t count = 0, distinct = 0;
+    size_t count = 0;
     for (size_t i = 0; i < r->address_count; i++)
         count += r->symbols[i].python && r->symbols[i].file;
     if (!count)
@@ -323,21 +323,20 @@ int report_real_paths(struct report *r)
         if (r->symbols[i].python && r->symbols[i].file)
             list[count++] = &r->symbols[i];
     qsort(list, count, sizeof(*list), by_file);
-    for (size_t i = 0; i < count; i++)
-        distinct += i == 0 || by_file(&list[i - 1], &list[i]) != 0;
-    /* Room for each at its longest; only the pages written are touched. */
-    char *paths = report_alloc(r, distinct * OUTPUT_PATH_MAX), *path = paths;
-    if (!paths)
-        return -1;
     const char *start_dir = r->start_dir[0] ? r->start_dir : NULL;
+    char real[OUTPUT_PATH_MAX];
     for (size_t first = 0, end; first < count; first = end) {
         for (end = first + 1; end < count && by_file(&list[first], &list[end]) == 0;)
             end++;
-        if (!output_real_path(list[first]->file, start_dir, path, OUTPUT_PATH_MAX))
+        if (!output_real_path(list[first]->file, start_dir, real, sizeof(real)))
             continue;
+        size_t length = strlen(real) + 1;
+        char *path = report_alloc(r, length);
+        if (!path)
+            return -1;
+        memcpy(path, real, length);
         for (size_t k = first; k < end; k++)
             list[k]->file = path;
-        path += strlen(path) + 1;
     }
     return 0;
 }
