@@ -212,6 +212,19 @@ static struct debuginfo *module_info(struct module_set *set, struct module *m)
     return m->info;
 }
 
+/* One line of /proc/PID/maps, NUL-terminated, into `m` (its path pointing
+ * into `line`): 1 for a mapping of a file by path, else 0. */
+static int maps_line(const char *line, struct mapping *m)
+{
+    unsigned long start, stop, offset;
+    int path_at = 0;
+    if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &start, &stop, &offset, &path_at) < 3 ||
+        path_at <= 0 || line[path_at] != '/')
+        return 0;
+    *m = (struct mapping){start, stop, offset, line + path_at};
+    return 1;
+}
+
 /* A name the loader was given through a descriptor ("/proc/self/fd/46",
  * "/dev/fd/3": a file checked, then loaded by its descriptor, as the
  * PyTorch tracker is): the descriptor is closed by now and the name leads
@@ -241,11 +254,9 @@ static int mapped_path(uintptr_t start, char *out, size_t size)
         char *line = buffer, *eol;
         while (found < 0 && (eol = memchr(line, '\n', held - (size_t)(line - buffer)))) {
             *eol = '\0';
-            unsigned long low, offset;
-            int path_at = 0;
-            if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %n", &low, &offset, &path_at) == 2 &&
-                path_at > 0 && low == start && offset == 0 && line[path_at] == '/') {
-                snprintf(out, size, "%s", line + path_at);
+            struct mapping m;
+            if (maps_line(line, &m) && m.start == start && m.offset == 0) {
+                snprintf(out, size, "%s", m.path);
                 char *deleted = strstr(out, " (deleted)");
                 if (deleted && !deleted[10])
                     *deleted = '\0';
@@ -374,15 +385,10 @@ static void parse_maps(struct symbolizer *sym, const char *text, size_t length)
         size_t n = (size_t)(eol - p) < sizeof(line) - 1 ? (size_t)(eol - p) : sizeof(line) - 1;
         memcpy(line, p, n);
         line[n] = '\0';
-        unsigned long start, stop, offset;
-        int path_at = 0;
-        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &start, &stop, &offset, &path_at) >= 3 &&
-            path_at > 0 && line[path_at] == '/') {
-            struct mapping *m = &sym->maps[sym->map_count++];
-            m->start = start;
-            m->end = stop;
-            m->offset = offset;
-            m->path = keep(sym, line + path_at);
+        struct mapping m;
+        if (maps_line(line, &m)) {
+            m.path = keep(sym, m.path);
+            sym->maps[sym->map_count++] = m;
         }
         p = eol + 1;
     }
